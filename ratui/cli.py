@@ -1,0 +1,311 @@
+"""The `ratui` command line: the engine headless, for scripts, cron and CI.
+
+Exit codes: 0 every selected run succeeded (warnings allowed); 1 a run failed or was cancelled; 2 a usage,
+configuration or compile error, reported before any branch is created.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from .engine.errors import ProjectErrors, RatuiError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def _project_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--project", "-p", default=".", metavar="DIR",
+                   help="project folder (the one holding ratui.yaml; default: current directory)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ratui", description="A local lakehouse operations console.")
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"ratui {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("tui", help="open the console (the default command)")
+    _project_arg(p)
+
+    p = sub.add_parser("run", help="run pipelines")
+    p.add_argument("selectors", nargs="*", metavar="SELECTOR",
+                   help="name, layer.name, namespace.layer.name, +x, x+, layer:silver, tag:daily (default: all)")
+    _project_arg(p)
+    p.add_argument("--full-refresh", action="store_true", help="rebuild the selected tables from scratch")
+    p.add_argument("--json", action="store_true", help="one JSON object per run")
+
+    p = sub.add_parser("query", help="run a SQL query against the tables at a ref")
+    p.add_argument("sql", metavar="SQL")
+    _project_arg(p)
+    p.add_argument("--ref", default="main", help="branch to read (default: main)")
+    p.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    p.add_argument("--limit", type=int, default=1000, help="most rows to print (default: 1000)")
+
+    p = sub.add_parser("runs", help="list run history, newest first")
+    _project_arg(p)
+    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--pipeline", help="only runs of pipelines matching this text")
+    p.add_argument("--status", choices=("pending", "running", "success", "failed", "cancelled", "skipped"))
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("show", help="show one run: phases, quality results, log")
+    p.add_argument("run_id", metavar="RUN_ID")
+    _project_arg(p)
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("branches", help="list branches (refs) of the catalog")
+    _project_arg(p)
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("init", help="create a new project")
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("--namespace", default=None, help="namespace name (default: derived from DIR)")
+
+    p = sub.add_parser("check", help="compile the project and report every problem (runs nothing)")
+    _project_arg(p)
+    p.add_argument("--json", action="store_true")
+    return parser
+
+
+def _err(error: RatuiError, as_json: bool = False) -> None:
+    if as_json:
+        print(json.dumps({"error": error.to_dict()}))
+    else:
+        print(error.render(), file=sys.stderr)
+
+
+def _engine(project: str):
+    from .engine.runner import Engine
+    from .engine.settings import find_project_root
+
+    return Engine(find_project_root(Path(project)))
+
+
+def _fmt_ms(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    return f"{ms / 1000:.2f}s" if ms < 60_000 else f"{ms // 60000}m{(ms % 60000) / 1000:04.1f}s"
+
+
+STATUS_TAG = {"success": "OK", "failed": "FAIL", "cancelled": "CANCEL", "skipped": "SKIP", "running": "RUN",
+              "pending": "WAIT"}
+
+
+def _result_line(r: Any) -> str:
+    tag = STATUS_TAG.get(r.status, r.status.upper())
+    if r.status == "success" and r.warnings:
+        tag = "WARN"
+    rows = f"{r.rows_written:,} rows"
+    line = f"[{tag:<6}] {r.pipeline:<40} {r.strategy or '-':<13} {rows:>14} {_fmt_ms(r.duration_ms):>8}"
+    if r.warnings:
+        line += f"  {r.warnings} quality warning(s)"
+    if r.error:
+        line += f"\n         {r.error['code']} {r.error['message']}"
+    return line
+
+
+def cmd_run(args) -> int:
+    from .engine.events import LogLine
+
+    engine = _engine(args.project)
+    compiled = engine.compile()
+    try:
+        keys = compiled.select(args.selectors)
+    except RatuiError as exc:
+        _err(exc, args.json)
+        return EXIT_USAGE
+    broken = [e for k in keys for e in compiled.pipelines[k].errors]
+    if broken:
+        for e in broken:
+            _err(e, args.json)
+        return EXIT_USAGE
+    if not args.json:
+        others = [e for e in compiled.all_errors() if e not in broken]
+        for e in others:
+            print(f"warning: not selected, but broken: {e}", file=sys.stderr)
+        print(f"Running {len(keys)} pipeline(s) in {engine.root}", flush=True)
+
+    def show(result) -> None:
+        if args.json:
+            print(json.dumps(result.to_dict(), default=str), flush=True)
+        else:
+            print(_result_line(result), flush=True)
+
+    results = engine.run(keys, trigger="cli", full_refresh=args.full_refresh, on_result=show)
+    ok = sum(1 for r in results if r.status == "success")
+    if not args.json:
+        warned = sum(1 for r in results if r.status == "success" and r.warnings)
+        total_ms = sum(r.duration_ms for r in results)
+        print(f"\n{ok} succeeded ({warned} with warnings), {len(results) - ok} not succeeded, "
+              f"in {_fmt_ms(total_ms)}")
+    return EXIT_OK if ok == len(results) else EXIT_FAILED
+
+
+def cmd_query(args) -> int:
+    from .engine.query import run_query
+
+    engine = _engine(args.project)
+    columns, rows, truncated = run_query(engine, args.sql, ref=args.ref, limit=args.limit)
+    if args.format == "json":
+        for row in rows:
+            print(json.dumps(dict(zip(columns, row)), default=str))
+    elif args.format == "csv":
+        writer = csv.writer(sys.stdout)
+        writer.writerow(columns)
+        writer.writerows(rows)
+    else:
+        print(_table(columns, [[_cell(v) for v in row] for row in rows]))
+        print(f"({len(rows)} row{'s' if len(rows) != 1 else ''}{', truncated' if truncated else ''})")
+    return EXIT_OK
+
+
+def _cell(value: Any) -> str:
+    return "NULL" if value is None else str(value)
+
+
+def _table(columns: list[str], rows: list[list[str]]) -> str:
+    widths = [len(c) for c in columns]
+    for row in rows:
+        widths = [max(w, len(v)) for w, v in zip(widths, row)]
+    line = lambda vals: "  ".join(v.ljust(w) for v, w in zip(vals, widths)).rstrip()  # noqa: E731
+    out = [line(columns), "  ".join("-" * w for w in widths)]
+    out.extend(line(r) for r in rows)
+    return "\n".join(out)
+
+
+def cmd_runs(args) -> int:
+    engine = _engine(args.project)
+    runs = engine.history.list_runs(args.limit, pipeline=args.pipeline, status=args.status)
+    if args.json:
+        for run in runs:
+            print(json.dumps(run, default=str))
+        return EXIT_OK
+    rows = [[r["id"], r["pipeline"], r["status"] + (" (warn)" if r.get("warnings") else ""), r.get("strategy") or "-",
+             f"{r.get('rows_written') or 0:,}", _fmt_ms(r.get("duration_ms")), (r.get("started_at") or "")[:19],
+             r.get("error_code") or ""] for r in runs]
+    print(_table(["RUN", "PIPELINE", "STATUS", "STRATEGY", "ROWS", "TIME", "STARTED", "ERROR"], rows))
+    return EXIT_OK
+
+
+def cmd_show(args) -> int:
+    engine = _engine(args.project)
+    run = engine.history.get_run(args.run_id)
+    if run is None:
+        _err(RatuiError("RAT-RUN-004", f"no run '{args.run_id}'"), args.json)
+        return EXIT_USAGE
+    if args.json:
+        print(json.dumps(run, default=str))
+        return EXIT_OK
+    print(f"run {run['id']}  {run['pipeline']}  {run['status']}")
+    print(f"  strategy {run.get('strategy') or '-'}, trigger {run['trigger']}, branch {run.get('branch') or '-'}")
+    print(f"  started {run.get('started_at')}, finished {run.get('finished_at')}, took {_fmt_ms(run.get('duration_ms'))}")
+    print(f"  rows written {run.get('rows_written') or 0:,}")
+    if run.get("error_code"):
+        where = f" ({run['error_file']}{':' + str(run['error_line']) if run.get('error_line') else ''})" \
+            if run.get("error_file") else ""
+        print(f"  error {run['error_code']}: {run['error_message']}{where}\n  hint: {run.get('error_hint')}")
+    phases = run.get("phases") or {}
+    if phases:
+        total = max(sum(phases.values()), 1)
+        print("phases:")
+        for name, ms in phases.items():
+            bar = "#" * max(1, round(30 * ms / total))
+            print(f"  {name:<8} {_fmt_ms(ms):>8}  {bar}")
+    if run["quality"]:
+        print("quality:")
+        for q in run["quality"]:
+            print(f"  {q['status']:<7} {q['test']} [{q['severity']}] {q['violations']} violation(s)"
+                  + (f" - {q['error']}" if q.get("error") else ""))
+            for row in q["sample"]:
+                print(f"           {dict(zip(q['columns'], row))}")
+    if run["logs"]:
+        print("log:")
+        for entry in run["logs"]:
+            if entry["level"] != "debug":
+                print(f"  {entry['at'][11:23]} {entry['level']:<7} {entry['message']}")
+    return EXIT_OK
+
+
+def cmd_branches(args) -> int:
+    engine = _engine(args.project)
+    refs = engine.catalog.list_refs()
+    if args.json:
+        for ref in refs:
+            print(json.dumps(ref.__dict__, default=str))
+        return EXIT_OK
+    rows = [[r.name, r.head[:12], r.created_at[:19], r.run_id or "", str(len(engine.catalog.table_pointers(r.name)))]
+            for r in refs]
+    print(_table(["REF", "HEAD", "CREATED", "RUN", "TABLES"], rows))
+    return EXIT_OK
+
+
+def cmd_check(args) -> int:
+    from .engine.compiler import compile_project
+    from .engine.settings import find_project_root
+
+    compiled = compile_project(find_project_root(Path(args.project)))
+    errors = compiled.all_errors()
+    if args.json:
+        print(json.dumps({"pipelines": len(compiled.pipelines), "errors": [e.to_dict() for e in errors]}))
+    else:
+        for e in errors:
+            _err(e)
+        print(f"{len(compiled.pipelines)} pipeline(s), {len(errors)} problem(s)")
+        for key in compiled.graph.order():
+            p = compiled.pipelines[key]
+            ups = ", ".join(p.refs) or "-"
+            print(f"  {key:<40} {p.config.merge_strategy if p.config else '?':<13} <- {ups}")
+    return EXIT_USAGE if errors else EXIT_OK
+
+
+def cmd_init(args) -> int:
+    from .engine.scaffold import init_project
+
+    path = init_project(Path(args.dir), args.namespace)
+    print(f"created project in {path}\nnext: ratui run --project {args.dir}")
+    return EXIT_OK
+
+
+def cmd_tui(args) -> int:
+    from .engine.settings import find_project_root
+
+    root = find_project_root(Path(args.project))
+    try:
+        from .app import run_app
+    except ImportError as exc:  # the console is optional at import time only if Textual is missing
+        raise RatuiError("RAT-RUN-002", f"the console cannot start: {exc}") from exc
+    run_app(root)
+    return EXIT_OK
+
+
+COMMANDS = {"run": cmd_run, "query": cmd_query, "runs": cmd_runs, "show": cmd_show, "branches": cmd_branches,
+            "init": cmd_init, "check": cmd_check, "tui": cmd_tui}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        args = parser.parse_args(["tui", *(argv if argv is not None else sys.argv[1:])])
+    try:
+        return COMMANDS[args.command](args)
+    except RatuiError as exc:
+        _err(exc, getattr(args, "json", False))
+        return EXIT_USAGE if exc.code.startswith(("RAT-PRJ", "RAT-CFG", "RAT-TPL", "RAT-DAG", "RAT-RUN-004")) \
+            else EXIT_FAILED
+    except ProjectErrors as exc:
+        for e in exc.errors:
+            _err(e)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The ratui engine: compile, run, record. Nothing below this package imports Textual."""

@@ -1,0 +1,73 @@
+"""The pure compile step: project tree -> validated pipelines, graph and coded errors.
+
+Reads files, runs nothing, writes nothing: the CLI compiles before any branch exists (exit code 2 on error),
+and the console compiles on every reload to show errors inline while the rest of the project stays usable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .dag import Graph, build_graph, select
+from .errors import RatuiError
+from .project import Pipeline, discover, landing_zone
+from .settings import Settings, load_settings
+from .templating import static_calls
+
+
+@dataclass
+class CompiledProject:
+    settings: Settings
+    pipelines: dict[str, Pipeline]  # table key -> pipeline, every discovered one (broken ones carry errors)
+    graph: Graph
+    errors: list[RatuiError]  # project-level problems
+
+    @property
+    def root(self) -> Path:
+        return self.settings.root
+
+    def all_errors(self) -> list[RatuiError]:
+        out = list(self.errors)
+        for key in self.graph.nodes:
+            out.extend(self.pipelines[key].errors)
+        return out
+
+    def select(self, selectors: list[str]) -> list[str]:
+        return select(selectors, self.pipelines, self.graph, self.settings.namespace)
+
+    def resolve(self, name: str) -> Pipeline:
+        keys = self.select([name])
+        return self.pipelines[keys[0]]
+
+
+def compile_pipeline(pipeline: Pipeline, settings: Settings) -> None:
+    """Static template analysis of a discovered pipeline: its refs and landing zones."""
+    if not pipeline.ok or pipeline.kind != "sql" and pipeline.kind != "python":
+        return
+    try:
+        if pipeline.kind == "sql":
+            calls = static_calls(pipeline.text, pipeline.file, pipeline.namespace)
+        else:
+            from .python_pipeline import static_calls_python
+
+            calls = static_calls_python(pipeline.text, pipeline.file, pipeline.namespace)
+        pipeline.refs, pipeline.zones = calls.refs, calls.zones
+        for zone in calls.zones:
+            landing_zone(settings.root, pipeline.namespace, zone, file=str(pipeline.file))
+        for test in pipeline.tests:
+            if not test.error:
+                test_calls = static_calls(test.text, test.file, pipeline.namespace)
+                for zone in test_calls.zones:
+                    landing_zone(settings.root, pipeline.namespace, zone, file=str(test.file))
+    except RatuiError as exc:
+        pipeline.errors.append(exc)
+
+
+def compile_project(root: Path, settings: Settings | None = None) -> CompiledProject:
+    settings = settings or load_settings(root)
+    found = discover(settings.root)
+    for pipeline in found.pipelines:
+        compile_pipeline(pipeline, settings)
+    graph = build_graph(found.pipelines)
+    return CompiledProject(settings, {p.key: p for p in found.pipelines}, graph, found.errors)

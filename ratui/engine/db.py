@@ -1,0 +1,85 @@
+"""The project's state database (`.ratui/ratui.db`): connections, the shared SQLAlchemy engine, write transactions.
+
+Every module that keeps state (catalog, run history, landing ledger, reaper reports) opens the same SQLite file
+through here, so they all get the same settings:
+
+- WAL journal mode: readers never block the single writer, and a reader never sees a half-done write.
+- busy_timeout 30 s: a writer waits for another writer (thread or process) instead of failing at once.
+- foreign keys on.
+- `sqlite3` connections are in autocommit mode (`isolation_level=None`): Python's sqlite3 module would otherwise
+  open *deferred* transactions implicitly, and a deferred transaction that reads and then writes can fail with
+  SQLITE_BUSY without waiting (its read snapshot is stale). Writers use `write_tx`, which starts with
+  `BEGIN IMMEDIATE` and so takes the write lock up front, honouring the busy timeout.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+import sqlalchemy
+from sqlalchemy import event
+
+BUSY_TIMEOUT_MS = 30_000
+
+_engines: dict[Path, sqlalchemy.Engine] = {}
+_engines_lock = threading.Lock()
+
+
+def _configure(conn: Any) -> None:
+    """Per-connection settings. busy_timeout first, so switching to WAL waits for a lock if it must."""
+    cur = conn.cursor()
+    cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    cur.execute("PRAGMA journal_mode = WAL")
+    cur.execute("PRAGMA foreign_keys = ON")
+    cur.close()
+
+
+def open_db(path: Path) -> sqlite3.Connection:
+    """A new autocommit connection to the state database at `path`, creating its folder if needed.
+
+    Usable from any thread, but one connection holds one transaction at a time: give each thread (or each
+    short unit of work) its own connection.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(
+        path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+    )
+    _configure(conn)
+    return conn
+
+
+@contextmanager
+def write_tx(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """`BEGIN IMMEDIATE` ... `COMMIT`, or `ROLLBACK` if the block raises. Keep the block short."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def sqlalchemy_engine(path: Path) -> sqlalchemy.Engine:
+    """The one SQLAlchemy engine of this process for the database at `path` (cached by absolute path).
+
+    PyIceberg's SqlCatalog works through it; one engine per file keeps a single connection pool and makes sure
+    every pooled connection has the busy timeout and WAL mode.
+    """
+    key = Path(path).resolve()
+    with _engines_lock:
+        engine = _engines.get(key)
+        if engine is None:
+            key.parent.mkdir(parents=True, exist_ok=True)
+            engine = sqlalchemy.create_engine(
+                f"sqlite:///{key}",
+                connect_args={"timeout": BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
+            )
+            event.listen(engine, "connect", lambda dbapi_conn, _record: _configure(dbapi_conn))
+            _engines[key] = engine
+        return engine

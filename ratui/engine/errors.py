@@ -1,0 +1,151 @@
+"""Every user-facing failure: a stable code, a one-line message, the file at fault and a hint.
+
+Codes are stable: scripts, the JSON output and run records depend on them. Add new codes, never
+renumber. The families:
+
+    RAT-PRJ-*   project tree and naming (discovery)
+    RAT-CFG-*   pipeline configuration (annotations, config.yaml, ratui.yaml)
+    RAT-TPL-*   templating (Jinja)
+    RAT-DAG-*   dependency graph and node selection
+    RAT-LND-*   landing zones
+    RAT-SQL-*   executing a pipeline or a quality test on Spark
+    RAT-WRT-*   writing a table (merge strategies, schemas)
+    RAT-CAT-*   the branch catalog
+    RAT-RUN-*   the run itself (cancellation, internal failures)
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+
+# code -> (title, default hint). The title is what the code means; the message says what happened.
+CODES: dict[str, tuple[str, str]] = {
+    # project
+    "RAT-PRJ-001": ("invalid name", "Names start with a lowercase letter and use only a-z, 0-9, '_' and '-' (at most 128 characters)."),
+    "RAT-PRJ-002": ("invalid layer", "A layer folder is exactly one of: bronze, silver, gold."),
+    "RAT-PRJ-003": ("pipeline has both pipeline.sql and pipeline.py", "Keep exactly one of pipeline.sql or pipeline.py in the folder."),
+    "RAT-PRJ-004": ("pipeline has no pipeline file", "Add a pipeline.sql (or pipeline.py) to the folder, or remove the folder."),
+    "RAT-PRJ-005": ("project not found", "Point --project at a folder holding ratui.yaml, or create one with `ratui init DIR`."),
+    "RAT-PRJ-006": ("unreadable file", "Check that the file is UTF-8 text and readable."),
+    # configuration
+    "RAT-CFG-001": ("unknown merge strategy", "Use one of: full_refresh, append_only, incremental, delete_insert, scd2, snapshot."),
+    "RAT-CFG-002": ("unknown configuration key", "Check the spelling of the annotation or config.yaml key."),
+    "RAT-CFG-003": ("missing unique_key", "This strategy upserts on a key: add `-- @unique_key: col` (several columns comma-separated)."),
+    "RAT-CFG-004": ("missing partition_column", "The snapshot strategy replaces partitions: add `-- @partition_column: col`."),
+    "RAT-CFG-005": ("invalid configuration value", "Check the value's type: booleans are true/false, lists are comma-separated."),
+    "RAT-CFG-006": ("invalid config.yaml", "config.yaml must be a YAML mapping of key: value."),
+    "RAT-CFG-007": ("invalid ratui.yaml", "ratui.yaml must be a YAML mapping; see README for the settings."),
+    "RAT-CFG-008": ("strategy not yet supported", "Use full_refresh, append_only or incremental for now."),
+    "RAT-CFG-009": ("annotation after the SQL began", "Annotations go at the top of the file, before the first statement."),
+    # templating
+    "RAT-TPL-001": ("template syntax error", "Fix the Jinja syntax at the line shown."),
+    "RAT-TPL-002": ("undefined template name", "Available: ref, landing_zone, this, run_started_at, watermark_value, is_incremental, is_scd2."),
+    "RAT-TPL-003": ("invalid ref()", "Write ref('layer.name') or ref('namespace.layer.name') with a literal string."),
+    "RAT-TPL-004": ("template error", "Fix the template expression at the line shown."),
+    # graph
+    "RAT-DAG-001": ("dependency cycle", "Break the cycle: a pipeline cannot depend on itself through its refs."),
+    "RAT-DAG-002": ("reference to an unknown table", "Create the referenced pipeline, or fix the name in ref()."),
+    "RAT-DAG-003": ("selector matches nothing", "Use name, layer.name, namespace.layer.name, +x, x+, layer:silver or tag:daily."),
+    "RAT-DAG-004": ("invalid selector", "Use name, layer.name, namespace.layer.name, +x, x+, layer:silver or tag:daily."),
+    "RAT-DAG-005": ("ambiguous selector", "Several pipelines share this name: qualify it as layer.name or namespace.layer.name."),
+    # landing
+    "RAT-LND-001": ("unknown landing zone", "Create the folder {namespace}/landing/{zone}/ or fix the zone name."),
+    "RAT-LND-002": ("landing zone has no active files", "Drop files into the zone folder (files in _processed/ and _samples/ are never read)."),
+    "RAT-LND-003": ("landing zone mixes file formats", "Keep one format per zone (csv, parquet, json/jsonl)."),
+    "RAT-LND-004": ("unsupported landing file format", "Use .csv, .parquet, .json or .jsonl files."),
+    # execution
+    "RAT-SQL-001": ("pipeline SQL failed on Spark", "Fix the SQL; the Spark message says what failed."),
+    "RAT-SQL-002": ("quality test SQL failed on Spark", "Fix the test's SQL; a test returns the violating rows."),
+    "RAT-SQL-003": ("Python pipeline failed", "Fix the Python pipeline; it must define run(ctx) returning a Spark DataFrame."),
+    # writing
+    "RAT-WRT-001": ("unique key column missing from the result", "The result must contain every unique_key column."),
+    "RAT-WRT-002": ("watermark column missing from the result", "The result must contain the watermark_column."),
+    "RAT-WRT-003": ("incompatible schema change", "Only added columns and widening (int->long, float->double) evolve a table; use --full-refresh to rebuild it."),
+    "RAT-WRT-004": ("unsupported column type", "Cast the column to a supported type (numbers, strings, booleans, dates, timestamps, decimals, binary)."),
+    "RAT-WRT-005": ("duplicate column names in the result", "Give every result column a distinct name (aliases are case-insensitive)."),
+    "RAT-WRT-006": ("write failed", "See the run log; main is unchanged."),
+    # catalog
+    "RAT-CAT-001": ("branch already exists", "Pick another name or delete the branch first."),
+    "RAT-CAT-002": ("branch not found", "List branches with `ratui branches`."),
+    "RAT-CAT-003": ("merge conflict", "Another run changed the same table on main since this branch forked; run again."),
+    "RAT-CAT-004": ("cannot delete main", "main is the production ref; it cannot be deleted."),
+    "RAT-CAT-005": ("table not found", "Run the pipeline that produces the table first, or check the name."),
+    "RAT-CAT-006": ("invalid branch name", "Branch names start with a letter or digit and use only letters, digits, '.', '_' and '-' (at most 128 characters)."),
+    "RAT-CAT-007": ("invalid merge", "Merge a branch into the ref it was created from; main itself cannot be merged."),
+    # run
+    "RAT-RUN-001": ("run cancelled", "The run was cancelled; main is unchanged."),
+    "RAT-RUN-002": ("internal error", "This is a bug in ratui; the run log holds the traceback. main is unchanged."),
+    "RAT-RUN-003": ("quality gate failed", "An error-severity quality test found violations; main is unchanged. See the quality results."),
+    "RAT-RUN-004": ("run not found", "List runs with `ratui runs`."),
+    "RAT-RUN-005": ("upstream failed", "Fix the upstream pipeline's failure first."),
+}
+
+
+@dataclass
+class RatuiError(Exception):
+    """A coded, user-facing error. `file` and `line` point at what is at fault, when known."""
+
+    code: str
+    message: str
+    file: str | None = None
+    line: int | None = None
+    hint: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.code not in CODES:
+            raise ValueError(f"unregistered error code {self.code}")
+        if self.hint is None:
+            self.hint = CODES[self.code][1]
+        super().__init__(self.message)
+
+    @property
+    def title(self) -> str:
+        return CODES[self.code][0]
+
+    @property
+    def location(self) -> str | None:
+        if not self.file:
+            return None
+        return f"{self.file}:{self.line}" if self.line else self.file
+
+    def __str__(self) -> str:
+        where = f"{self.location}: " if self.location else ""
+        return f"{self.code} {where}{self.message}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "message": self.message,
+            "file": self.file,
+            "line": self.line,
+            "hint": self.hint,
+        }
+
+    def render(self) -> str:
+        """Two lines for a terminal: what and where, then the hint."""
+        return f"error[{self.code}] {self.location + ': ' if self.location else ''}{self.message}\n  hint: {self.hint}"
+
+
+class ProjectErrors(Exception):
+    """Several coded errors found at once (compile reports every problem, not only the first)."""
+
+    def __init__(self, errors: Iterable[RatuiError]):
+        self.errors = list(errors)
+        super().__init__("; ".join(str(e) for e in self.errors))
+
+
+def suggest(word: str, choices: Iterable[str]) -> str | None:
+    """The nearest valid word, for 'did you mean' hints."""
+    match = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.5)
+    return match[0] if match else None
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    choices = list(choices)
+    near = suggest(word, choices)
+    valid = ", ".join(sorted(choices))
+    return f"Did you mean '{near}'? Valid: {valid}." if near else f"Valid: {valid}."

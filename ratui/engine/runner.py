@@ -1,0 +1,570 @@
+"""The phased run: one pipeline, one branch, six timed phases, events out, cancellation in.
+
+    0 branch   create run-{run_id} from main's head
+    1 config   re-read the pipeline from disk and validate it
+    2 build    render the template, execute on Spark reading every source on the branch, stage the result
+    3 write    apply the merge strategy to the table on the branch
+    4 quality  run the quality tests against the branch
+    5 resolve  merge the branch into main (a conflict re-runs the whole run, up to merge.retries attempts)
+
+The branch is deleted whatever happens, so a run that fails or is cancelled leaves main exactly as it was.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import socket
+import threading
+import time
+import traceback
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+from . import spark as spark_mod
+from .catalog.sqlite import SqliteBranchCatalog
+from .compiler import CompiledProject, compile_pipeline, compile_project
+from .errors import RatuiError
+from .events import (
+    EventBus, LogLine, PhaseFinished, PhaseStarted, QualityResultEvent, RunFinished, RunQueued, RunStarted,
+)
+from .history import History, now_iso
+from .names import sql_ident
+from .project import Pipeline, discover_pipeline, landing_zone
+from .python_pipeline import PythonContext, run_python_pipeline
+from .quality import QualityOutcome, run_test
+from .settings import Settings, load_settings
+from .strategies import WriteOutcome, WriteRequest, write
+from .tables import column_max_from_stats, read_table
+from .templating import TemplateContext, parse_ref, render
+
+log = logging.getLogger("ratui.runner")
+
+
+def new_run_id() -> str:
+    # time-ordered prefix (sorts like the run history) + randomness (unique across processes)
+    return datetime.now(timezone.utc).strftime("%y%m%d%H%M%S") + uuid.uuid4().hex[:6]
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    pipeline: str
+    status: str
+    strategy: str | None = None
+    rows_written: int = 0
+    duration_ms: int = 0
+    phases: dict[str, int] = field(default_factory=dict)
+    quality: list[dict[str, Any]] = field(default_factory=list)
+    error: dict[str, Any] | None = None
+    warnings: int = 0
+    branch: str | None = None
+    write: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class Cancelled(Exception):
+    pass
+
+
+class RunControl:
+    """What other threads may do to a running run: cancel it."""
+
+    def __init__(self, run_id: str):
+        self.run_id = run_id
+        self.cancel_requested = threading.Event()
+        self.merged = threading.Event()
+        self.done = threading.Event()
+
+    def check(self) -> None:
+        if self.cancel_requested.is_set():
+            raise Cancelled()
+
+
+def _timestamp_text(value: Any) -> str:
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+    return str(value)
+
+
+def _bound_to_python(itype, value):
+    """Iceberg bounds decode to micros/days ints for temporal types: turn them into readable values."""
+    from datetime import date, timedelta
+
+    from pyiceberg import types as it
+
+    if value is None:
+        return None
+    if isinstance(itype, (it.TimestampType, it.TimestamptzType)):
+        return datetime(1970, 1, 1) + timedelta(microseconds=value)
+    if isinstance(itype, it.DateType):
+        return date(1970, 1, 1) + timedelta(days=value)
+    return value
+
+
+class Engine:
+    """A project's engine: compile, run, cancel. Thread-safe; one per project per process."""
+
+    def __init__(self, root: Path, settings: Settings | None = None):
+        self.settings = settings or load_settings(root)
+        self.catalog = SqliteBranchCatalog(self.settings.db_path, self.settings.root)
+        self.history = History(self.settings.db_path)
+        self.bus = EventBus()
+        self._controls: dict[str, RunControl] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def root(self) -> Path:
+        return self.settings.root
+
+    def compile(self) -> CompiledProject:
+        return compile_project(self.root, self.settings)
+
+    def spark(self):
+        return spark_mod.get_spark(self.settings)
+
+    # ------------------------------------------------------------------------------------ running
+
+    def run(self, keys: list[str], *, trigger: str = "cli", full_refresh: bool = False,
+            on_result=None) -> list[RunResult]:
+        """Run pipelines one after another in the given (topological) order.
+
+        A pipeline whose upstream failed in this invocation is skipped ("upstream failed"); independent
+        pipelines still run.
+        """
+        compiled = self.compile()
+        invocation = uuid.uuid4().hex[:12]
+        failed: set[str] = set()
+        results: list[RunResult] = []
+        for key in keys:
+            upstream_failed = [u for u in compiled.graph.ancestors(key) if u in failed]
+            if upstream_failed:
+                result = self._skip(key, compiled, trigger, invocation, sorted(upstream_failed))
+                failed.add(key)
+            else:
+                run_id = self.queue(key, trigger=trigger, invocation=invocation, compiled=compiled)
+                result = self.execute(run_id, key, full_refresh=full_refresh)
+                if result.status not in ("success",):
+                    failed.add(key)
+            results.append(result)
+            if on_result:
+                on_result(result)
+        return results
+
+    def _skip(self, key: str, compiled: CompiledProject, trigger: str, invocation: str,
+              upstream: list[str]) -> RunResult:
+        run_id = new_run_id()
+        pipeline = compiled.pipelines[key]
+        strategy = pipeline.config.merge_strategy if pipeline.config else None
+        reason = f"upstream failed: {', '.join(upstream)}"
+        self.history.create_run(run_id, key, trigger, strategy, invocation, run_type="skip", reason=reason)
+        error = RatuiError("RAT-RUN-005", f"{key} was not run because {', '.join(upstream)} failed")
+        self.history.update_run(run_id, status="skipped", started_at=now_iso(), finished_at=now_iso(),
+                                duration_ms=0, error_code=error.code, error_message=error.message,
+                                error_hint=error.hint)
+        self.bus.emit(RunFinished(run_id, key, "skipped", 0, 0, error.to_dict()))
+        return RunResult(run_id, key, "skipped", strategy, error=error.to_dict(), reason=reason)
+
+    def queue(self, key: str, *, trigger: str = "cli", invocation: str | None = None,
+              compiled: CompiledProject | None = None) -> str:
+        """Record a pending run and return its id (execute() or start() runs it)."""
+        run_id = new_run_id()
+        strategy = None
+        if compiled and key in compiled.pipelines and compiled.pipelines[key].config:
+            strategy = compiled.pipelines[key].config.merge_strategy
+        self.history.create_run(run_id, key, trigger, strategy, invocation)
+        with self._lock:
+            self._controls[run_id] = RunControl(run_id)
+        self.bus.emit(RunQueued(run_id, key, trigger))
+        return run_id
+
+    def start(self, key: str, *, trigger: str = "console", full_refresh: bool = False) -> str:
+        """Run in a background thread; returns the run id at once."""
+        run_id = self.queue(key, trigger=trigger, compiled=self.compile())
+        thread = threading.Thread(target=self.execute, args=(run_id, key), kwargs={"full_refresh": full_refresh},
+                                  name=f"ratui-run-{run_id}", daemon=True)
+        thread.start()
+        return run_id
+
+    def cancel(self, run_id: str) -> str:
+        """Ask a run to stop. Returns 'requested', 'finished' (too late: it already ended) or 'unknown'."""
+        with self._lock:
+            control = self._controls.get(run_id)
+        if control is None:
+            return "finished" if self.history.get_run(run_id) else "unknown"
+        if control.merged.is_set() or control.done.is_set():
+            return "finished"
+        control.cancel_requested.set()
+        spark_mod.cancel_run(run_id)
+        return "requested"
+
+    def active_runs(self) -> list[str]:
+        with self._lock:
+            return [r for r, c in self._controls.items() if not c.done.is_set()]
+
+    def wait(self, run_id: str, timeout: float | None = None) -> bool:
+        with self._lock:
+            control = self._controls.get(run_id)
+        return True if control is None else control.done.wait(timeout)
+
+    def execute(self, run_id: str, key: str, *, full_refresh: bool = False) -> RunResult:
+        with self._lock:
+            control = self._controls.setdefault(run_id, RunControl(run_id))
+        try:
+            return _Run(self, run_id, key, control, full_refresh).go()
+        finally:
+            control.done.set()
+            with self._lock:
+                self._controls.pop(run_id, None)
+
+    def close(self) -> None:
+        self.history.close()
+
+
+class _Run:
+    """One run of one pipeline (all attempts)."""
+
+    def __init__(self, engine: Engine, run_id: str, key: str, control: RunControl, full_refresh: bool):
+        self.engine = engine
+        self.settings = engine.settings
+        self.catalog = engine.catalog
+        self.history = engine.history
+        self.bus = engine.bus
+        self.run_id = run_id
+        self.key = key
+        self.control = control
+        self.full_refresh = full_refresh
+        self.branch = f"run-{run_id}"
+        self.phases: dict[str, int] = {}
+        self.quality: list[QualityOutcome] = []
+        self.outcome: WriteOutcome | None = None
+        self.strategy: str | None = None
+        self.staging = self.settings.state_dir / "staging" / run_id
+        self.run_started_at = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
+        self.session = None
+        self.views: dict[str, str] = {}
+
+    # ---------------------------------------------------------------------------------------- helpers
+
+    def log(self, message: str, level: str = "info") -> None:
+        self.history.add_log(self.run_id, level, message)
+        self.bus.emit(LogLine(self.run_id, level, message))
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        self.control.check()
+        self.bus.emit(PhaseStarted(self.run_id, name))
+        began = time.monotonic()
+        status = "failed"
+        try:
+            yield
+            status = "done"
+        except Cancelled:
+            status = "cancelled"
+            raise
+        except Exception as exc:
+            if self.control.cancel_requested.is_set() and spark_mod.is_cancellation(exc):
+                status = "cancelled"
+                raise Cancelled() from exc
+            raise
+        finally:
+            ms = int((time.monotonic() - began) * 1000)
+            self.phases[name] = self.phases.get(name, 0) + ms
+            self.history.update_run(self.run_id, phases=self.phases)
+            self.bus.emit(PhaseFinished(self.run_id, name, status, ms))
+
+    def _branch_exists(self) -> bool:
+        try:
+            self.catalog.get_ref(self.branch)
+            return True
+        except RatuiError:
+            return False
+
+    def _drop_branch(self) -> None:
+        if self._branch_exists():
+            self.catalog.delete_branch(self.branch)
+
+    # ---------------------------------------------------------------------------------------- the run
+
+    def go(self) -> RunResult:
+        began = time.monotonic()
+        self.history.update_run(self.run_id, status="running", started_at=now_iso(), branch=self.branch,
+                                pid=os.getpid(), host=socket.gethostname())
+        self.bus.emit(RunStarted(self.run_id, self.key, self.branch))
+        status, error = "failed", None
+        try:
+            self._attempts()
+            status = "success"
+        except Cancelled:
+            status = "cancelled"
+            error = RatuiError("RAT-RUN-001", f"run {self.run_id} of {self.key} was cancelled")
+        except RatuiError as exc:
+            error = exc
+        except Exception as exc:  # a bug or an unexpected Spark/IO failure: record it, never crash the caller
+            if self.control.cancel_requested.is_set() and spark_mod.is_cancellation(exc):
+                status = "cancelled"
+                error = RatuiError("RAT-RUN-001", f"run {self.run_id} of {self.key} was cancelled")
+            else:
+                self.log(traceback.format_exc(), "error")
+                error = RatuiError("RAT-RUN-002", f"{type(exc).__name__}: {_first_line(exc)}")
+        finally:
+            cleanup_error = self._cleanup()
+        if cleanup_error and error is None:
+            status, error = "failed", cleanup_error
+        if error is not None:
+            self.log(str(error), "error" if status == "failed" else "warning")
+        warnings = sum(1 for q in self.quality if q.status == "warned")
+        duration = int((time.monotonic() - began) * 1000)
+        rows = self.outcome.rows_written if (self.outcome and status == "success") else 0
+        notes = list(self.outcome.notes) if self.outcome else []
+        self.history.update_run(
+            self.run_id, status=status, finished_at=now_iso(), duration_ms=duration, rows_written=rows,
+            warnings=warnings, phases=self.phases, strategy=self.strategy,
+            write=self.outcome.to_dict() if self.outcome else None, notes=notes,
+            error_code=error.code if error else None, error_message=error.message if error else None,
+            error_hint=error.hint if error else None, error_file=error.file if error else None,
+            error_line=error.line if error else None,
+        )
+        result = RunResult(
+            self.run_id, self.key, status, self.strategy, rows, duration, dict(self.phases),
+            [q.to_dict() for q in self.quality], error.to_dict() if error else None, warnings, self.branch,
+            self.outcome.to_dict() if self.outcome else None, notes,
+        )
+        self.bus.emit(RunFinished(self.run_id, self.key, status, rows, duration, result.error, warnings,
+                                  dict(self.phases)))
+        return result
+
+    def _cleanup(self) -> RatuiError | None:
+        try:
+            self._drop_branch()
+        except Exception as exc:  # the reaper removes orphan branches later; say so
+            self.log(f"could not delete branch {self.branch}: {exc}", "warning")
+        shutil.rmtree(self.staging, ignore_errors=True)
+        if self.session is not None:
+            for view in self.views.values():
+                try:
+                    self.session.catalog.dropTempView(view.strip("`"))
+                except Exception:
+                    pass
+        return None
+
+    def _attempts(self) -> None:
+        attempts = self.settings.merge_retries
+        for attempt in range(1, attempts + 1):
+            try:
+                self._once()
+                return
+            except RatuiError as exc:
+                if exc.code != "RAT-CAT-003" or attempt == attempts:
+                    raise
+                delay = self.settings.merge_backoff_ms / 1000 * (2 ** (attempt - 1))
+                self.log(f"merge conflict on {', '.join(exc.details.get('tables', []))}: retrying the run in "
+                         f"{delay:.1f}s (attempt {attempt + 1} of {attempts})", "warning")
+                self._drop_branch()
+                self.quality.clear()
+                time.sleep(delay)
+
+    def _once(self) -> None:
+        with self.phase("branch"):
+            self.catalog.create_branch(self.branch, run_id=self.run_id)
+            self.log(f"branch {self.branch} created from main")
+        with self.phase("config"):
+            pipeline = self._load_pipeline()
+        with self.phase("build"):
+            batch, rows = self._build(pipeline)
+        with self.phase("write"):
+            self.outcome = write(WriteRequest(
+                self.session, self.catalog, self.branch, self.key, self.settings.root, self.run_id, batch, rows,
+                pipeline.config, self.strategy))
+            self.catalog.record_commit(self.branch, f"{self.strategy} {self.key} ({self.outcome.rows_written} rows)")
+            self.log(f"{self.strategy}: {self.outcome.rows_written} rows written, {self.outcome.files_added} files "
+                     f"added, {self.outcome.files_removed} removed" +
+                     (f"; schema: {', '.join(self.outcome.schema_changes)}" if self.outcome.schema_changes else ""))
+            for note in self.outcome.notes:
+                self.log(note, "warning")
+        with self.phase("quality"):
+            self._quality(pipeline)
+        self.control.check()
+        with self.phase("resolve"):
+            result = self.catalog.merge(self.branch, message=f"run {self.run_id}: {self.key}")
+            self.control.merged.set()
+            self.log(f"merged {self.branch} into main ({', '.join(result.tables) or 'no table changes'})")
+
+    def _load_pipeline(self) -> Pipeline:
+        namespace, layer, name = self.key.split(".")
+        folder = self.settings.root / namespace / "pipelines" / layer / name
+        if not folder.is_dir():
+            raise RatuiError("RAT-PRJ-004", f"pipeline folder {folder} no longer exists", file=str(folder))
+        pipeline = discover_pipeline(namespace, layer, folder)
+        compile_pipeline(pipeline, self.settings)
+        if pipeline.errors:
+            raise pipeline.errors[0]
+        self.strategy = "full_refresh" if self.full_refresh else pipeline.config.merge_strategy
+        self.history.update_run(self.run_id, strategy=self.strategy)
+        self.log(f"{pipeline.kind} pipeline, strategy {self.strategy}" +
+                 (" (forced by --full-refresh)" if self.full_refresh else ""))
+        return pipeline
+
+    # ------------------------------------------------------------------------------------------ build
+
+    def _register_table(self, key: str) -> str:
+        view = sql_ident(*key.split("."))
+        if key in self.views:
+            return self.views[key]
+        if not self.catalog.table_exists(self.branch, key):
+            name = key.split(".", 1)[1]
+            raise RatuiError("RAT-CAT-005", f"table {key} does not exist yet",
+                             hint=f"Run its pipeline first: `ratui run +{name}` runs it with its ancestors.")
+        table = self.catalog.load_table(self.branch, key)
+        read_table(self.session, table).createOrReplaceTempView(view.strip("`"))
+        self.views[key] = view
+        return view
+
+    def _register_zone(self, namespace: str, zone_name: str, file: str) -> str:
+        key = f"landing:{namespace}.{zone_name}"
+        if key in self.views:
+            return self.views[key]
+        zone = landing_zone(self.settings.root, namespace, zone_name, file=file)
+        files = zone.active_files()
+        if not files:
+            raise RatuiError("RAT-LND-002", f"landing zone '{zone_name}' has no active files", file=str(zone.folder))
+        fmt = zone.file_format(files)
+        paths = [str(p) for p in files]
+        reader = self.session.read
+        if fmt == "csv":
+            df = reader.options(header=True, inferSchema=True).csv(paths)
+        elif fmt == "json":
+            df = reader.json(paths)
+        else:
+            df = reader.parquet(*paths)
+        view = sql_ident(namespace, "landing", zone_name)
+        df.createOrReplaceTempView(view.strip("`"))
+        self.views[key] = view
+        self.log(f"landing zone {zone_name}: {len(files)} {fmt} file(s)")
+        return view
+
+    def _context(self, pipeline: Pipeline, file: Path) -> TemplateContext:
+        exists = self.catalog.table_exists(self.branch, self.key)
+        this = sql_ident(*self.key.split("."))
+        if exists:
+            this = self._register_table(self.key)
+        watermark = None
+        config = pipeline.config
+        if config.watermark_column and exists and not self.full_refresh:
+            watermark = self._watermark(config.watermark_column)
+        return TemplateContext(
+            ref=lambda name: self._register_table(parse_ref(name, pipeline.namespace, str(file))),
+            landing_zone=lambda zone: self._register_zone(pipeline.namespace, zone, str(file)),
+            this=this,
+            run_started_at=self.run_started_at,
+            watermark_value=watermark,
+            is_incremental=self.strategy == "incremental" and exists,
+            is_scd2=self.strategy == "scd2",
+        )
+
+    def _watermark(self, column: str) -> str | None:
+        table = self.catalog.load_table(self.branch, self.key)
+        try:
+            field = table.schema().find_field(column, case_sensitive=False)
+        except ValueError:
+            return None
+        exact, value = column_max_from_stats(table, field.name)
+        if exact:
+            value = _bound_to_python(field.field_type, value)
+        else:
+            from pyspark.sql import functions as F
+
+            value = read_table(self.session, table).agg(F.max(F.col(f"`{field.name}`"))).first()[0]
+        if value is None:
+            return None
+        text = _timestamp_text(value)
+        self.log(f"watermark {column} = {text}" + (" (from file statistics)" if exact else " (scanned)"))
+        return text
+
+    def _build(self, pipeline: Pipeline):
+        self.session = spark_mod.new_run_session(self.settings, self.run_id)
+        context = self._context(pipeline, pipeline.file)
+        if pipeline.kind == "sql":
+            sql = render(pipeline.text, pipeline.file, context)
+            self.history.add_log(self.run_id, "debug", "compiled SQL:\n" + sql.strip())
+            try:
+                df = self.session.sql(sql)
+            except Exception as exc:
+                raise _spark_error(exc, "RAT-SQL-001", pipeline.file) from None
+        else:
+            ctx = PythonContext(self.session, context.ref, context.landing_zone,
+                                context.this.strip("`") if self.catalog.table_exists(self.branch, self.key) else None,
+                                context.run_started_at, context.watermark_value, context.is_incremental,
+                                context.is_scd2)
+            df = run_python_pipeline(pipeline.text, pipeline.file, ctx)
+        from .tables import check_columns
+
+        check_columns(df.schema)
+        out = self.staging / "result"
+        try:
+            df.write.mode("overwrite").parquet(str(out))
+        except Exception as exc:
+            if self.control.cancel_requested.is_set() and spark_mod.is_cancellation(exc):
+                raise Cancelled() from exc
+            raise _spark_error(exc, "RAT-SQL-001" if pipeline.kind == "sql" else "RAT-SQL-003", pipeline.file) from None
+        rows = _parquet_rows(out)
+        self.log(f"result: {rows} rows, {len(df.columns)} columns")
+        batch = self.session.read.parquet(str(out)) if rows or any(out.glob("*.parquet")) else df
+        return batch, rows
+
+    # ---------------------------------------------------------------------------------------- quality
+
+    def _quality(self, pipeline: Pipeline) -> None:
+        if not pipeline.tests:
+            self.log("no quality tests")
+            return
+        # the tests see the branch's new data: re-register this pipeline's table after the write
+        self.views.pop(self.key, None)
+        context = self._context(pipeline, pipeline.file)
+        context.this = self._register_table(self.key)
+        for test in pipeline.tests:
+            self.control.check()
+            outcome = run_test(self.session, test, context, self.settings.quality_sample_rows)
+            self.quality.append(outcome)
+            self.history.add_quality(self.run_id, outcome.to_dict())
+            self.bus.emit(QualityResultEvent(self.run_id, outcome.test, outcome.severity, outcome.status,
+                                             outcome.violations, outcome.duration_ms))
+            self.log(f"quality {outcome.test} [{outcome.severity}]: {outcome.status}"
+                     + (f", {outcome.violations} violating rows" if outcome.violations else "")
+                     + (f" - {outcome.error}" if outcome.error else ""),
+                     "info" if outcome.status == "passed" else "warning")
+        blocking = [q for q in self.quality if q.blocks_merge]
+        if blocking:
+            names = ", ".join(f"{q.test} ({q.violations} rows)" if q.status == "failed" else f"{q.test} (error)"
+                              for q in blocking)
+            raise RatuiError("RAT-RUN-003", f"quality gate failed for {self.key}: {names}",
+                             file=str(blocking[0].file))
+
+
+def _parquet_rows(folder: Path) -> int:
+    import pyarrow.parquet as pq
+
+    return sum(pq.read_metadata(p).num_rows for p in folder.glob("*.parquet"))
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(getattr(exc, "desc", None) or exc).strip()
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()[:500]
+    return type(exc).__name__
+
+
+def _spark_error(exc: BaseException, code: str, file: Path) -> RatuiError:
+    if isinstance(exc, RatuiError):
+        return exc
+    return RatuiError(code, _first_line(exc), file=str(file))

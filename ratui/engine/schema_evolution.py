@@ -1,0 +1,82 @@
+"""Evolving a table's schema to accept a new result: added columns and widening types only.
+
+Anything else (narrowing, an incompatible type) is a coded error before anything is written. The change
+is committed on the run's branch, so a run that fails later leaves main's schema as it was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyiceberg import types as it
+from pyiceberg.schema import Schema
+from pyiceberg.table import Table
+
+from .errors import RatuiError
+from .tables import spark_to_iceberg_type
+
+
+@dataclass(frozen=True)
+class SchemaChange:
+    kind: str  # "add" | "widen"
+    column: str
+    old: str | None
+    new: str
+
+
+def _widens(old, new) -> bool:
+    if isinstance(old, it.IntegerType) and isinstance(new, it.LongType):
+        return True
+    if isinstance(old, it.FloatType) and isinstance(new, it.DoubleType):
+        return True
+    if isinstance(old, it.DecimalType) and isinstance(new, it.DecimalType):
+        return new.scale == old.scale and new.precision > old.precision
+    return False
+
+
+def _fits(result_type, table_type) -> bool:
+    """A result column of `result_type` can be written into a column of `table_type` without loss."""
+    return result_type == table_type or _widens(result_type, table_type)
+
+
+def plan_changes(table_schema: Schema, result_schema, table_name: str) -> list[SchemaChange]:
+    changes: list[SchemaChange] = []
+    for f in result_schema.fields:
+        new_type = spark_to_iceberg_type(f.dataType, f.name)
+        try:
+            existing = table_schema.find_field(f.name, case_sensitive=False)
+        except ValueError:
+            changes.append(SchemaChange("add", f.name, None, str(new_type)))
+            continue
+        old_type = existing.field_type
+        if _fits(new_type, old_type):
+            continue
+        if _widens(old_type, new_type):
+            changes.append(SchemaChange("widen", existing.name, str(old_type), str(new_type)))
+            continue
+        raise RatuiError("RAT-WRT-003", f"column '{existing.name}' of {table_name} is {old_type} but the result "
+                         f"has {new_type}, which is not a widening Iceberg allows")
+    return changes
+
+
+def apply_changes(table: Table, result_schema, changes: list[SchemaChange]) -> Table:
+    if not changes:
+        return table
+    by_name = {f.name.lower(): f for f in result_schema.fields}
+    with table.update_schema() as update:
+        for change in changes:
+            field = by_name[change.column.lower()]
+            new_type = spark_to_iceberg_type(field.dataType, field.name)
+            if change.kind == "add":
+                update.add_column(field.name, new_type, required=False)
+            else:
+                update.update_column(change.column, field_type=new_type)
+    table.refresh()
+    # the name mapping must follow the schema, or readers of id-less files would miss new columns
+    from pyiceberg.table.name_mapping import create_mapping_from_schema
+
+    from .tables import NAME_MAPPING
+
+    with table.transaction() as tx:
+        tx.set_properties({NAME_MAPPING: create_mapping_from_schema(table.schema()).model_dump_json()})
+    return table

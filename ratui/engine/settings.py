@@ -1,0 +1,141 @@
+"""Project settings from `ratui.yaml` at the project root, validated and typed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import RatuiError, did_you_mean
+from .names import check_name
+
+SETTINGS_FILE = "ratui.yaml"
+STATE_DIR = ".ratui"
+DB_FILE = "ratui.db"
+
+# Spark settings ratui applies unless ratui.yaml overrides them. Small data wants few shuffle
+# partitions; timestamps must be written as INT64 micros for Iceberg; field ids make schema evolution read right.
+DEFAULT_SPARK_CONFIG: dict[str, str] = {
+    "spark.sql.shuffle.partitions": "4",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.driver.memory": "2g",
+}
+
+TOP_KEYS = {"namespace", "spark", "quality", "merge", "run"}
+SPARK_KEYS = {"master", "config"}
+QUALITY_KEYS = {"sample_rows"}
+MERGE_KEYS = {"retries", "backoff_ms"}
+RUN_KEYS = {"parallelism"}
+
+
+@dataclass(frozen=True)
+class Settings:
+    root: Path
+    namespace: str
+    spark_master: str = "local[*]"
+    spark_config: dict[str, str] = field(default_factory=dict)
+    quality_sample_rows: int = 5
+    merge_retries: int = 3
+    merge_backoff_ms: int = 200
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / STATE_DIR
+
+    @property
+    def db_path(self) -> Path:
+        return self.state_dir / DB_FILE
+
+    @property
+    def log_dir(self) -> Path:
+        return self.state_dir / "logs"
+
+
+def _mapping(value: Any, where: str, path: Path) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise RatuiError("RAT-CFG-007", f"'{where}' must be a mapping, got {type(value).__name__}", file=str(path))
+    return value
+
+
+def _check_keys(section: dict[str, Any], allowed: set[str], where: str, path: Path) -> None:
+    for key in section:
+        if key not in allowed:
+            raise RatuiError(
+                "RAT-CFG-007",
+                f"unknown setting '{where}{key}'",
+                file=str(path),
+                hint=did_you_mean(str(key), allowed),
+            )
+
+
+def _int(value: Any, name: str, path: Path, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise RatuiError("RAT-CFG-007", f"'{name}' must be an integer >= {minimum}, got {value!r}", file=str(path))
+    return value
+
+
+def find_project_root(start: Path) -> Path:
+    """The folder holding ratui.yaml: `start` itself or one of its parents."""
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        if (folder / SETTINGS_FILE).is_file():
+            return folder
+    raise RatuiError("RAT-PRJ-005", f"no {SETTINGS_FILE} in {start} or any parent folder", file=str(start))
+
+
+def load_settings(root: Path) -> Settings:
+    root = root.resolve()
+    path = root / SETTINGS_FILE
+    if not path.is_file():
+        raise RatuiError("RAT-PRJ-005", f"no {SETTINGS_FILE} in {root}", file=str(root))
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        line = getattr(getattr(exc, "problem_mark", None), "line", None)
+        raise RatuiError("RAT-CFG-007", f"YAML syntax error: {getattr(exc, 'problem', exc)}", file=str(path),
+                         line=line + 1 if line is not None else None) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RatuiError("RAT-PRJ-006", f"cannot read {SETTINGS_FILE}: {exc}", file=str(path)) from None
+    data = _mapping(raw, "ratui.yaml", path)
+    _check_keys(data, TOP_KEYS, "", path)
+
+    namespace = data.get("namespace")
+    if namespace is None:
+        # A project with exactly one namespace folder needs no setting.
+        candidates = sorted(p.name for p in root.iterdir() if (p / "pipelines").is_dir())
+        if len(candidates) != 1:
+            raise RatuiError("RAT-CFG-007", "'namespace' is not set and the project has "
+                             f"{len(candidates)} namespace folders", file=str(path),
+                             hint="Add `namespace: NAME` to ratui.yaml: the namespace ref('layer.name') means.")
+        namespace = candidates[0]
+    check_name(str(namespace), "namespace", str(path))
+
+    spark = _mapping(data.get("spark"), "spark", path)
+    _check_keys(spark, SPARK_KEYS, "spark.", path)
+    spark_conf_raw = _mapping(spark.get("config"), "spark.config", path)
+    spark_config = dict(DEFAULT_SPARK_CONFIG)
+    for key, value in spark_conf_raw.items():
+        if not str(key).startswith("spark."):
+            raise RatuiError("RAT-CFG-007", f"Spark setting '{key}' must start with 'spark.'", file=str(path))
+        spark_config[str(key)] = str(value).lower() if isinstance(value, bool) else str(value)
+
+    quality = _mapping(data.get("quality"), "quality", path)
+    _check_keys(quality, QUALITY_KEYS, "quality.", path)
+    merge = _mapping(data.get("merge"), "merge", path)
+    _check_keys(merge, MERGE_KEYS, "merge.", path)
+    run = _mapping(data.get("run"), "run", path)
+    _check_keys(run, RUN_KEYS, "run.", path)
+
+    return Settings(
+        root=root,
+        namespace=str(namespace),
+        spark_master=str(spark.get("master", "local[*]")),
+        spark_config=spark_config,
+        quality_sample_rows=_int(quality.get("sample_rows", 5), "quality.sample_rows", path),
+        merge_retries=_int(merge.get("retries", 3), "merge.retries", path, minimum=1),
+        merge_backoff_ms=_int(merge.get("backoff_ms", 200), "merge.backoff_ms", path),
+    )

@@ -1,0 +1,245 @@
+"""Iceberg tables seen from Spark: schema mapping, reading a table at a ref, writing and committing files.
+
+Spark never needs the Iceberg runtime jar: a table is read as a Parquet view over the data files that
+PyIceberg's scan planning lists, with the Iceberg field ids on the Spark schema (so added columns and
+widened types read right), and written as Parquet files carrying those field ids, which PyIceberg then
+commits. Rows never pass through the Python process.
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from pyiceberg import types as it
+from pyiceberg.conversions import from_bytes
+from pyiceberg.io.pyarrow import parquet_file_to_data_file
+from pyiceberg.manifest import DataFile
+from pyiceberg.schema import Schema
+from pyiceberg.table import Table
+from pyiceberg.table.name_mapping import create_mapping_from_schema
+
+from .errors import RatuiError
+
+FIELD_ID = "parquet.field.id"
+NAME_MAPPING = "schema.name-mapping.default"
+
+
+# ------------------------------------------------------------------------------------------ type mapping
+
+
+def spark_to_iceberg_type(dtype, column: str):
+    from pyspark.sql import types as st
+
+    if isinstance(dtype, st.BooleanType):
+        return it.BooleanType()
+    if isinstance(dtype, (st.ByteType, st.ShortType, st.IntegerType)):
+        return it.IntegerType()
+    if isinstance(dtype, st.LongType):
+        return it.LongType()
+    if isinstance(dtype, st.FloatType):
+        return it.FloatType()
+    if isinstance(dtype, st.DoubleType):
+        return it.DoubleType()
+    if isinstance(dtype, st.DecimalType):
+        return it.DecimalType(dtype.precision, dtype.scale)
+    if isinstance(dtype, (st.StringType, st.CharType, st.VarcharType)):
+        return it.StringType()
+    if isinstance(dtype, st.BinaryType):
+        return it.BinaryType()
+    if isinstance(dtype, st.DateType):
+        return it.DateType()
+    if isinstance(dtype, st.TimestampNTZType):
+        return it.TimestampType()
+    if isinstance(dtype, st.TimestampType):
+        return it.TimestamptzType()
+    hint = "Cast it, e.g. CAST(NULL AS STRING)." if isinstance(dtype, st.NullType) else None
+    raise RatuiError("RAT-WRT-004", f"column '{column}' has type {dtype.simpleString()}, which ratui cannot store "
+                     "yet", hint=hint)
+
+
+def iceberg_to_spark_type(itype):
+    from pyspark.sql import types as st
+
+    mapping = {
+        it.BooleanType: st.BooleanType,
+        it.IntegerType: st.IntegerType,
+        it.LongType: st.LongType,
+        it.FloatType: st.FloatType,
+        it.DoubleType: st.DoubleType,
+        it.StringType: st.StringType,
+        it.BinaryType: st.BinaryType,
+        it.DateType: st.DateType,
+        it.TimestampType: st.TimestampNTZType,
+        it.TimestamptzType: st.TimestampType,
+    }
+    if isinstance(itype, it.DecimalType):
+        return st.DecimalType(itype.precision, itype.scale)
+    for ice, spark_type in mapping.items():
+        if isinstance(itype, ice):
+            return spark_type()
+    raise RatuiError("RAT-WRT-004", f"Iceberg type {itype} is not readable by ratui")
+
+
+def spark_schema_of(schema: Schema):
+    """The Spark schema of an Iceberg schema, with field ids so Spark matches Parquet columns by id."""
+    from pyspark.sql import types as st
+
+    return st.StructType([
+        st.StructField(f.name, iceberg_to_spark_type(f.field_type), True, {FIELD_ID: f.field_id})
+        for f in schema.fields
+    ])
+
+
+def iceberg_schema_of(spark_schema) -> Schema:
+    """A new table's schema: every column optional (Spark's nullability is not a promise), ids from 1."""
+    check_columns(spark_schema)
+    fields = [
+        it.NestedField(i, f.name, spark_to_iceberg_type(f.dataType, f.name), required=False)
+        for i, f in enumerate(spark_schema.fields, start=1)
+    ]
+    return Schema(*fields)
+
+
+def check_columns(spark_schema) -> None:
+    seen: dict[str, str] = {}
+    for f in spark_schema.fields:
+        low = f.name.lower()
+        if low in seen:
+            raise RatuiError("RAT-WRT-005", f"the result has two columns named '{seen[low]}' and '{f.name}'")
+        seen[low] = f.name
+        spark_to_iceberg_type(f.dataType, f.name)
+
+
+# ------------------------------------------------------------------------------------------------ reading
+
+
+def data_files(table: Table) -> list[DataFile]:
+    if table.current_snapshot() is None:
+        return []
+    return [task.file for task in table.scan().plan_files()]
+
+
+def read_table(session, table: Table):
+    """A DataFrame over the table's current snapshot (files listed by PyIceberg, read by Spark)."""
+    schema = spark_schema_of(table.schema())
+    paths = [f.file_path for f in data_files(table)]
+    if not paths:
+        return session.createDataFrame([], schema)
+    return session.read.schema(schema).parquet(*paths)
+
+
+def read_files(session, table: Table, files: Iterable[DataFile]):
+    return session.read.schema(spark_schema_of(table.schema())).parquet(*[f.file_path for f in files])
+
+
+def row_count(table: Table) -> int:
+    snapshot = table.current_snapshot()
+    if snapshot is None or snapshot.summary is None:
+        return 0
+    return int(snapshot.summary.additional_properties.get("total-records", 0))
+
+
+def column_max_from_stats(table: Table, column: str) -> tuple[bool, Any]:
+    """(exact, value): the max of a column from per-file upper bounds, when those bounds are exact.
+
+    Parquet min/max of numbers, dates and timestamps are exact; strings may be truncated, so those
+    return (False, None) and the caller scans.
+    """
+    field = table.schema().find_field(column)
+    exact_types = (it.IntegerType, it.LongType, it.DateType, it.TimestampType, it.TimestamptzType, it.DecimalType,
+                   it.FloatType, it.DoubleType)
+    if not isinstance(field.field_type, exact_types):
+        return False, None
+    best = None
+    for f in data_files(table):
+        if f.record_count == 0:
+            continue
+        bound = (f.upper_bounds or {}).get(field.field_id)
+        if bound is None:
+            nulls = (f.null_value_counts or {}).get(field.field_id)
+            if nulls is not None and nulls == f.record_count:
+                continue  # all NULL: contributes nothing to max
+            return False, None
+        value = from_bytes(field.field_type, bound)
+        best = value if best is None or value > best else best
+    return True, best
+
+
+# ------------------------------------------------------------------------------------------------ writing
+
+
+def table_location(root: Path, key: str) -> str:
+    namespace, layer, name = key.split(".")
+    return str(root / namespace / "warehouse" / layer / name)
+
+
+def with_field_ids(df, schema: Schema):
+    """Cast the result to the table's types and tag each column with its Iceberg field id."""
+    from pyspark.sql import functions as F
+
+    cols = []
+    for f in df.schema.fields:
+        field = schema.find_field(f.name, case_sensitive=False)
+        target = iceberg_to_spark_type(field.field_type)
+        column = F.col(f"`{f.name}`")
+        if f.dataType != target:
+            column = column.cast(target)
+        cols.append(column.alias(field.name, metadata={FIELD_ID: field.field_id}))
+    return df.select(*cols)
+
+
+@dataclass
+class WrittenFiles:
+    files: list[DataFile]
+    folder: Path
+
+    @property
+    def rows(self) -> int:
+        return sum(f.record_count for f in self.files)
+
+
+def write_files(df, table: Table, run_id: str) -> WrittenFiles:
+    """Spark writes `df` as Parquet into the table's data folder; returns Iceberg DataFile entries for them."""
+    folder = Path(table.location()) / "data" / f"run-{run_id}-{uuid.uuid4().hex[:8]}"
+    with_field_ids(df, table.schema()).write.mode("errorifexists").parquet(str(folder))
+    files: list[DataFile] = []
+    for path in sorted(folder.glob("*.parquet")):
+        entry = parquet_file_to_data_file(table.io, table.metadata, str(path))
+        if entry.record_count == 0:
+            path.unlink()  # Spark writes an empty file for an empty result; the table does not need it
+            continue
+        files.append(entry)
+    for extra in folder.iterdir():
+        if extra.suffix != ".parquet":
+            extra.unlink()
+    return WrittenFiles(files, folder)
+
+
+def discard(written: WrittenFiles | None) -> None:
+    """Remove files a failed write produced before they were committed anywhere."""
+    if written is not None and written.folder.exists():
+        shutil.rmtree(written.folder, ignore_errors=True)
+
+
+def commit_files(table: Table, *, add: list[DataFile], delete: list[DataFile], message: str,
+                 properties: dict[str, str] | None = None) -> Table:
+    """One Iceberg snapshot that removes `delete` and adds `add` (an append when nothing is deleted)."""
+    summary = {"ratui.message": message, **(properties or {})}
+    with table.transaction() as tx:
+        if table.properties.get(NAME_MAPPING) is None:
+            tx.set_properties({NAME_MAPPING: create_mapping_from_schema(table.schema()).model_dump_json()})
+        if delete:
+            with tx.update_snapshot(snapshot_properties=summary).overwrite() as snap:
+                for f in delete:
+                    snap.delete_data_file(f)
+                for f in add:
+                    snap.append_data_file(f)
+        elif add:
+            with tx.update_snapshot(snapshot_properties=summary).fast_append() as snap:
+                for f in add:
+                    snap.append_data_file(f)
+    return table

@@ -1,0 +1,132 @@
+"""Jinja templating of pipelines and quality tests.
+
+Two uses: a static read of the template (which tables and landing zones it names, found in the Jinja AST
+so that refs inside `{% if is_incremental() %}` count too) for the dependency graph, and rendering with the
+run's context. Undefined names are errors, and every error names the file and the line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import jinja2
+from jinja2 import nodes
+
+from .errors import RatuiError
+from .names import LAYERS, name_problem
+
+CONTEXT_NAMES = ("ref", "landing_zone", "this", "run_started_at", "watermark_value", "is_incremental", "is_scd2")
+
+
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
+
+
+def parse_ref(arg: str, default_namespace: str, file: str | None = None, line: int | None = None) -> str:
+    """'layer.name' or 'namespace.layer.name' -> table key 'namespace.layer.name'."""
+    parts = arg.split(".") if isinstance(arg, str) else []
+    if len(parts) == 2:
+        parts = [default_namespace, *parts]
+    if len(parts) != 3 or parts[1] not in LAYERS or any(name_problem(p) for p in (parts[0], parts[2])):
+        raise RatuiError("RAT-TPL-003", f"ref('{arg}') is not 'layer.name' or 'namespace.layer.name'", file=file,
+                         line=line)
+    return ".".join(parts)
+
+
+@dataclass(frozen=True)
+class StaticCalls:
+    refs: tuple[str, ...]
+    zones: tuple[str, ...]
+
+
+def static_calls(text: str, file: Path, default_namespace: str) -> StaticCalls:
+    """The ref() and landing_zone() calls of a template, which must have literal string arguments."""
+    try:
+        tree = _env().parse(text, filename=str(file))
+    except jinja2.TemplateSyntaxError as exc:
+        raise RatuiError("RAT-TPL-001", f"template syntax error: {exc.message}", file=str(file),
+                         line=exc.lineno) from None
+    refs: list[str] = []
+    zones: list[str] = []
+    for call in tree.find_all(nodes.Call):
+        if not isinstance(call.node, nodes.Name) or call.node.name not in ("ref", "landing_zone"):
+            continue
+        fn = call.node.name
+        if len(call.args) != 1 or not isinstance(call.args[0], nodes.Const) or not isinstance(call.args[0].value, str):
+            code = "RAT-TPL-003" if fn == "ref" else "RAT-TPL-004"
+            raise RatuiError(code, f"{fn}() needs one literal string argument", file=str(file), line=call.lineno,
+                             hint=f"Write {fn}('...') with the name spelled out: the dependency graph is read "
+                             "from the template before it runs.")
+        value = call.args[0].value
+        if fn == "ref":
+            key = parse_ref(value, default_namespace, str(file), call.lineno)
+            if key not in refs:
+                refs.append(key)
+        elif value not in zones:
+            zones.append(value)
+    return StaticCalls(tuple(refs), tuple(zones))
+
+
+def _template_line(exc: BaseException, filename: str) -> int | None:
+    """Jinja rewrites tracebacks so template frames carry the template's file name and line."""
+    line = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == filename:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+@dataclass
+class TemplateContext:
+    ref: Callable[[str], str]
+    landing_zone: Callable[[str], str]
+    this: str
+    run_started_at: str
+    watermark_value: Any
+    is_incremental: bool
+    is_scd2: bool
+
+    def as_globals(self) -> dict[str, Any]:
+        return {
+            "ref": self.ref,
+            "landing_zone": self.landing_zone,
+            "this": self.this,
+            "run_started_at": self.run_started_at,
+            "watermark_value": self.watermark_value,
+            "is_incremental": lambda: self.is_incremental,
+            "is_scd2": lambda: self.is_scd2,
+        }
+
+
+def render(text: str, file: Path, context: TemplateContext) -> str:
+    filename = str(file)
+    env = _env()
+    # A loader (not from_string) so that tracebacks carry the file name and the template's line numbers.
+    env.loader = jinja2.DictLoader({filename: text})
+    try:
+        template = env.get_template(filename)
+    except jinja2.TemplateSyntaxError as exc:
+        raise RatuiError("RAT-TPL-001", f"template syntax error: {exc.message}", file=filename,
+                         line=exc.lineno) from None
+    try:
+        return template.render(**context.as_globals())
+    except RatuiError as exc:
+        # raised by ref()/landing_zone() themselves: add the template line
+        if exc.line is None:
+            exc.line = _template_line(exc, filename)
+            exc.file = exc.file or filename
+        raise
+    except jinja2.UndefinedError as exc:
+        raise RatuiError("RAT-TPL-002", f"undefined name in template: {exc.message}", file=filename,
+                         line=_template_line(exc, filename)) from None
+    except jinja2.TemplateError as exc:
+        raise RatuiError("RAT-TPL-004", f"template error: {exc}", file=filename,
+                         line=_template_line(exc, filename)) from None
+    except Exception as exc:  # an exception inside a template expression (e.g. 1/0, a bad filter argument)
+        line = _template_line(exc, filename)
+        raise RatuiError("RAT-TPL-004", f"template error: {type(exc).__name__}: {exc}", file=filename,
+                         line=line) from None

@@ -1,0 +1,65 @@
+"""Shared fixtures: one SparkSession for the whole test run, and throwaway projects on disk."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = REPO / "sample_project"
+
+TEST_SETTINGS = """\
+namespace: {ns}
+spark:
+  master: local[2]
+  config:
+    spark.sql.shuffle.partitions: 2
+    spark.default.parallelism: 2
+"""
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory):
+    """The process's SparkSession, started once with small-data settings (every Engine shares it)."""
+    from ratui.engine import spark as spark_mod
+    from ratui.engine.settings import load_settings
+
+    home = tmp_path_factory.mktemp("spark-home")
+    (home / "ratui.yaml").write_text(TEST_SETTINGS.format(ns="test"))
+    return spark_mod.get_spark(load_settings(home))
+
+
+def write_files(root: Path, files: dict[str, str | bytes]) -> None:
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(textwrap.dedent(content))
+
+
+@pytest.fixture
+def make_project(tmp_path):
+    """make_project({"demo/pipelines/bronze/x/pipeline.sql": "..."}, ns="demo") -> project root."""
+
+    def make(files: dict[str, str | bytes], ns: str = "demo", name: str = "proj") -> Path:
+        root = tmp_path / name
+        root.mkdir(parents=True, exist_ok=True)
+        if not (root / "ratui.yaml").exists():
+            (root / "ratui.yaml").write_text(TEST_SETTINGS.format(ns=ns))
+        write_files(root, files)
+        return root
+
+    return make
+
+
+@pytest.fixture
+def sample_copy(tmp_path) -> Path:
+    """A fresh copy of the bundled sample project (without any state a local run left in the checkout)."""
+    dest = tmp_path / "sample"
+    shutil.copytree(SAMPLE, dest, ignore=shutil.ignore_patterns(".ratui", "warehouse", "_processed", "__pycache__"))
+    return dest

@@ -17,7 +17,7 @@ from .errors import RatuiError, did_you_mean
 
 STRATEGIES = ("full_refresh", "append_only", "incremental", "delete_insert", "scd2", "snapshot")
 # Strategies the write phase implements today; the others are rejected up front, never approximated.
-SUPPORTED_STRATEGIES = ("full_refresh", "append_only", "incremental")
+SUPPORTED_STRATEGIES = STRATEGIES
 KEYED_STRATEGIES = ("incremental", "delete_insert", "scd2")
 MATERIALIZATIONS = ("table",)
 
@@ -32,6 +32,7 @@ KEYS = (
     "scd_valid_to",
     "materialized",
     "tags",
+    "partition_by",
 )
 
 # `-- @key: value` in SQL, `# @key: value` in Python.
@@ -61,6 +62,8 @@ class PipelineConfig:
     scd_valid_to: str = "valid_to"
     materialized: str = "table"
     tags: tuple[str, ...] = ()
+    # Iceberg partition spec terms, normalised: "day(order_ts)", "country" (identity); see partitioning.py
+    partition_by: tuple[str, ...] = ()
     # where each key's value came from: "annotation", "config.yaml" or "default"
     origin: dict[str, str] = field(default_factory=dict, compare=False)
 
@@ -76,6 +79,7 @@ class PipelineConfig:
             "scd_valid_to": self.scd_valid_to,
             "materialized": self.materialized,
             "tags": list(self.tags),
+            "partition_by": list(self.partition_by),
         }
 
 
@@ -208,6 +212,17 @@ def resolve_config(pipeline_file: Path, text: str, config_file: Path) -> Pipelin
                 raise RatuiError("RAT-CFG-005", f"tag '{tag}' may hold only letters, digits, '_' and '-'",
                                  file=loc("tags")[0], line=loc("tags")[1])
         kwargs["tags"] = tags
+    if "partition_by" in values:
+        from .partitioning import parse_partition_by
+
+        try:
+            terms = parse_partition_by(_as_list(values["partition_by"]))
+        except ValueError as exc:
+            file, line = loc("partition_by")
+            raise RatuiError("RAT-CFG-005", f"partition_by: {exc}", file=file, line=line,
+                             hint="Write partition_by as a list of column or transform(column), transform one "
+                                  "of identity, year, month, day, hour: e.g. [day(order_ts), country].") from None
+        kwargs["partition_by"] = tuple(str(t) for t in terms)
 
     config = PipelineConfig(**kwargs, origin=origin)
     file, line = loc("merge_strategy")

@@ -18,8 +18,8 @@ LAYER_RANK = {layer: i for i, layer in enumerate(LAYERS)}
 
 
 def _sort_key(key: str) -> tuple[int, str]:
-    namespace, layer, name = key.split(".")
-    return (LAYER_RANK[layer], key)
+    parts = key.split(".")  # a badly named pipeline may hold extra dots; it still sorts somewhere stable
+    return (LAYER_RANK.get(parts[1] if len(parts) > 1 else "", len(LAYERS)), key)
 
 
 @dataclass

@@ -63,10 +63,13 @@ CODES: dict[str, tuple[str, str]] = {
     # writing
     "RAT-WRT-001": ("unique key column missing from the result", "The result must contain every unique_key column."),
     "RAT-WRT-002": ("watermark column missing from the result", "The result must contain the watermark_column."),
-    "RAT-WRT-003": ("incompatible schema change", "Only added columns and widening (int->long, float->double) evolve a table; use --full-refresh to rebuild it."),
+    "RAT-WRT-003": ("incompatible schema change", "Only added columns and widening (int->long, float->double, decimal precision up) evolve a table; use --full-refresh to rebuild it."),
     "RAT-WRT-004": ("unsupported column type", "Cast the column to a supported type (numbers, strings, booleans, dates, timestamps, decimals, binary)."),
     "RAT-WRT-005": ("duplicate column names in the result", "Give every result column a distinct name (aliases are case-insensitive)."),
     "RAT-WRT-006": ("write failed", "See the run log; main is unchanged."),
+    "RAT-WRT-007": ("invalid partitioning", "partition_by terms are column or transform(column) with identity, year, month, day (dates, timestamps) or hour (timestamps); a table partitioned differently is rebuilt with --full-refresh."),
+    "RAT-WRT-008": ("partition column missing from the result", "The snapshot strategy replaces the partitions present in the result: the result must contain the partition_column."),
+    "RAT-WRT-009": ("SCD2 validity column clash", "The scd2 strategy adds the scd_valid_from / scd_valid_to columns itself: drop them from the result or name others with @scd_valid_from / @scd_valid_to."),
     # catalog
     "RAT-CAT-001": ("branch already exists", "Pick another name or delete the branch first."),
     "RAT-CAT-002": ("branch not found", "List branches with `ratui branches`."),

@@ -492,6 +492,7 @@ class _Run:
 
     def _build(self, pipeline: Pipeline):
         self.session = spark_mod.new_run_session(self.settings, self.run_id)
+        self.views = {}  # a retry starts from a fresh session: views of an earlier attempt are gone
         context = self._context(pipeline, pipeline.file)
         if pipeline.kind == "sql":
             sql = render(pipeline.text, pipeline.file, context)

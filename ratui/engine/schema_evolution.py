@@ -1,7 +1,15 @@
 """Evolving a table's schema to accept a new result: added columns and widening types only.
 
-Anything else (narrowing, an incompatible type) is a coded error before anything is written. The change
-is committed on the run's branch, so a run that fails later leaves main's schema as it was.
+    added column          the table gains it (optional); rows written before read NULL
+    int -> long, float -> double, decimal(P,S) -> decimal(P',S) with P' > P
+                          the table's column is widened (Iceberg's allowed promotions)
+    narrower result type  (a long column receiving ints, ...) fits as it is: the values are cast up
+    missing column        the table keeps it; new rows hold NULL (full_refresh drops it instead, because
+                          it replaces the table; a missing unique_key column is RAT-WRT-001)
+
+Anything else (a type Iceberg cannot promote to, e.g. string -> int, long -> int in the table, double ->
+decimal, a decimal scale change) is RAT-WRT-003 before anything is written. The change is committed on the
+run's branch, so a run that fails later (a quality gate, a crash) leaves main's schema as it was.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ from .tables import spark_to_iceberg_type
 
 @dataclass(frozen=True)
 class SchemaChange:
-    kind: str  # "add" | "widen"
+    kind: str  # "add" | "widen" | "drop"
     column: str
     old: str | None
     new: str
@@ -39,8 +47,15 @@ def _fits(result_type, table_type) -> bool:
     return result_type == table_type or _widens(result_type, table_type)
 
 
-def plan_changes(table_schema: Schema, result_schema, table_name: str) -> list[SchemaChange]:
+def plan_changes(table_schema: Schema, result_schema, table_name: str, *,
+                 drop_missing: bool = False) -> list[SchemaChange]:
+    """What the table must change to take the result. `drop_missing`: also drop columns the result lacks."""
     changes: list[SchemaChange] = []
+    if drop_missing:
+        present = {f.name.lower() for f in result_schema.fields}
+        for f in table_schema.fields:
+            if f.name.lower() not in present:
+                changes.append(SchemaChange("drop", f.name, str(f.field_type), "dropped"))
     for f in result_schema.fields:
         new_type = spark_to_iceberg_type(f.dataType, f.name)
         try:
@@ -55,7 +70,9 @@ def plan_changes(table_schema: Schema, result_schema, table_name: str) -> list[S
             changes.append(SchemaChange("widen", existing.name, str(old_type), str(new_type)))
             continue
         raise RatuiError("RAT-WRT-003", f"column '{existing.name}' of {table_name} is {old_type} but the result "
-                         f"has {new_type}, which is not a widening Iceberg allows")
+                         f"has {new_type}, which is not a widening Iceberg allows",
+                         details={"column": existing.name, "table_type": str(old_type),
+                                  "result_type": str(new_type)})
     return changes
 
 
@@ -65,6 +82,9 @@ def apply_changes(table: Table, result_schema, changes: list[SchemaChange]) -> T
     by_name = {f.name.lower(): f for f in result_schema.fields}
     with table.update_schema() as update:
         for change in changes:
+            if change.kind == "drop":
+                update.delete_column(change.column)
+                continue
             field = by_name[change.column.lower()]
             new_type = spark_to_iceberg_type(field.dataType, field.name)
             if change.kind == "add":

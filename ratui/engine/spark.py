@@ -63,8 +63,15 @@ _listeners: list[Callable[[str], None]] = []
 
 
 def _quiet_python_loggers() -> None:
-    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger", "py4j", "py4j.clientserver",
-                 "py4j.java_gateway"):
+    # PySpark logs query context on errors through PySparkLogger (which takes extra keyword arguments):
+    # create those loggers with its class, or PySpark's own calls fail on a plain Logger.
+    from pyspark.logger import PySparkLogger
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        logger = PySparkLogger.getLogger(name)
+        logger.handlers[:] = [logging.NullHandler()]
+        logger.propagate = False
+    for name in ("py4j", "py4j.clientserver", "py4j.java_gateway"):
         logger = logging.getLogger(name)
         logger.handlers[:] = [logging.NullHandler()]
         logger.propagate = False

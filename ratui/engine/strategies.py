@@ -1,36 +1,70 @@
 """The merge strategies: how a run's result lands in the pipeline's table on the run's branch.
 
-    full_refresh   replace the whole table (an empty result empties it, and the run says so)
-    append_only    append the batch
-    incremental    upsert on the unique key; batch duplicates resolve to one row (latest by watermark, else
-                   the last in the batch); a NULL key is a key like any other (IS NOT DISTINCT FROM)
+    full_refresh   replace the whole table: its rows, and its columns (a column the result no longer has is
+                   dropped). An empty result empties the table, and the run says so. When --full-refresh
+                   forces it on an incremental or scd2 pipeline, the rebuild keeps that pipeline's shape:
+                   one row per key (incremental, scd2) and open validity columns (scd2).
+    append_only    append the batch as it is.
+    incremental    upsert on the unique key: every existing row whose key is in the batch is replaced by the
+                   batch's row. Batch duplicates resolve to one row per key, the first run too: the latest by
+                   watermark_column (a NULL watermark loses), ties and no watermark -> the last in the batch.
+    delete_insert  delete every existing row whose key appears in the batch, then insert the batch as it is
+                   (duplicates included: a key may hold several rows).
+    scd2           type-2 history. The table is the result's columns plus `scd_valid_from` / `scd_valid_to`
+                   (default valid_from / valid_to, TIMESTAMP, UTC); the open (current) version of a key has
+                   valid_to NULL. Batch duplicates resolve to one row per key as for incremental. The tracked
+                   columns are every column but the key and the two validity columns, compared NULL-safe:
+                     key absent from the table   -> a new open row, valid_from = T
+                     key unchanged               -> nothing (its open row is not rewritten, no new version)
+                     key changed                 -> its open row gets valid_to = T; a new open row, valid_from = T
+                     key not in the batch        -> nothing (a batch is not a full extract: no deletes)
+                   T is the run's `run_started_at` (the same instant `{{ run_started_at }}` renders to), so
+                   every version a run closes or opens carries one timestamp, and a re-run of the same result
+                   in another run changes nothing. Without a run (a direct call) T is taken once per write.
+    snapshot       replace only the partitions present in the batch: every existing row whose
+                   `partition_column` value appears in the batch is removed, the batch is inserted as it is;
+                   other partitions stay as they were. An empty batch changes nothing.
 
-Merges are copy-on-write at file granularity: only the data files whose key range (Iceberg's per-file
-column bounds) can hold a key of the batch are read and rewritten; every other file is carried over.
+NULLs never crash a run and never drop rows: a NULL key (or partition value) is a group of its own, matched
+with IS NOT DISTINCT FROM semantics (`<=>`): a batch row with a NULL key replaces / closes the table's
+NULL-key row(s), exactly as any other key value would.
+
+Cost. Merges are copy-on-write at file granularity and computed in Spark. The data files that may hold an
+affected key are chosen from Iceberg's per-file column bounds (every key column, NULL counts included); then
+one pass over those candidates' key columns alone tells, per file, how many of its rows are affected:
+none (the file is kept as it is), all (the file is dropped without being read again) or some (the file is
+read and rewritten without them). Untouched files are carried over into the new snapshot; the table is never
+read whole and no row passes through Python. New files are range-partitioned and sorted by the key, so each
+covers a narrow key range and later merges prune well.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from functools import reduce
 from pathlib import Path
 from typing import Any
 
 from pyiceberg import types as it
 from pyiceberg.conversions import from_bytes
+from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table
 
 from .catalog.base import BranchCatalog
 from .config import PipelineConfig
 from .errors import RatuiError
+from .partitioning import build_spec, parse_partition_by, same_terms, spec_terms
 from .schema_evolution import apply_changes, plan_changes
 from .tables import (
-    WrittenFiles, commit_files, data_files, discard, iceberg_schema_of, iceberg_to_spark_type, read_files,
+    WrittenFiles, commit_files, data_files, discard, file_key, iceberg_schema_of, iceberg_to_spark_type, read_files,
     row_count, table_location, write_files,
 )
 
 ORD = "__ratui_ord"
 RN = "__ratui_rn"
+HIT = "__ratui_hit"
+PATH = "__ratui_path"
 
 
 @dataclass
@@ -45,6 +79,9 @@ class WriteRequest:
     batch_rows: int
     config: PipelineConfig
     strategy: str
+    # the run's start (UTC): a datetime, or text as the runner renders it ("2026-03-01 09:00:00.000000");
+    # scd2 stamps every version the run opens or closes with it. None: taken once when the write starts.
+    run_started_at: datetime | str | None = None
 
 
 @dataclass
@@ -52,15 +89,20 @@ class WriteOutcome:
     strategy: str
     rows_written: int
     files_added: int = 0
-    files_removed: int = 0
+    files_removed: int = 0  # files no longer in the table: rewritten + dropped whole
+    files_rewritten: int = 0  # of those, files read and written again without their affected rows
     files_kept: int = 0
     table_rows: int = 0
     created: bool = False
     schema_changes: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    valid_at: str | None = None  # scd2: the timestamp of the versions this write opened / closed (ISO, UTC)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+
+# ------------------------------------------------------------------------------------------------ helpers
 
 
 def _resolve_columns(batch, names: tuple[str, ...], code: str, what: str, key: str) -> list[str]:
@@ -74,31 +116,89 @@ def _resolve_columns(batch, names: tuple[str, ...], code: str, what: str, key: s
     return out
 
 
-def _create(req: WriteRequest) -> Table:
-    schema = iceberg_schema_of(req.batch.schema)
-    return req.catalog.create_table(req.ref, req.key, schema, table_location(req.root, req.key))
+def run_timestamp(value: datetime | str | None) -> datetime:
+    """The run's instant as an aware UTC datetime (naive text or datetimes are UTC, as the runner writes them)."""
+    if value is None:
+        return datetime.now(timezone.utc)
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    if value.tzinfo is None:
+        return value.replace(tzinfo=timezone.utc)
+    return value.astimezone(timezone.utc)
 
 
-def _load_or_create(req: WriteRequest, outcome: WriteOutcome, *, replace_incompatible: bool) -> Table:
+def _micros(ts: datetime) -> int:
+    delta = ts - datetime(1970, 1, 1, tzinfo=timezone.utc)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def _ts_literal(ts: datetime, target):
+    """A Spark literal of the run's instant, exact to the microsecond, cast to the table column's type."""
+    from pyspark.sql import functions as F
+
+    return F.timestamp_micros(F.lit(_micros(ts))).cast(target)
+
+
+def _terms(req: WriteRequest):
+    try:
+        return parse_partition_by(req.config.partition_by)
+    except ValueError as exc:
+        raise RatuiError("RAT-WRT-007", f"{req.key}: partition_by: {exc}") from None
+
+
+def _create(req: WriteRequest, spark_schema) -> Table:
+    schema = iceberg_schema_of(spark_schema)
+    spec = build_spec(schema, _terms(req), req.key)
+    return req.catalog.create_table(req.ref, req.key, schema, table_location(req.root, req.key),
+                                    partition_spec=spec)
+
+
+def _prepare_table(req: WriteRequest, outcome: WriteOutcome, spark_schema, *, rebuild: bool) -> Table:
+    """The table on the branch, created or evolved to take a result of `spark_schema`.
+
+    rebuild=True (full_refresh): the table takes the result's columns exactly (missing ones are dropped);
+    a change Iceberg cannot evolve (an incompatible type, another partition spec) starts a new table at the
+    same location on the branch. rebuild=False: such a change is a coded error and nothing is touched.
+    """
     if not req.catalog.table_exists(req.ref, req.key):
         outcome.created = True
-        return _create(req)
+        return _create(req, spark_schema)
     table = req.catalog.load_table(req.ref, req.key)
+    terms = _terms(req)
+    reasons = []
+    current = spec_terms(table)
+    if not same_terms(current, terms):
+        was = ", ".join(map(str, current)) or "nothing"
+        now = ", ".join(map(str, terms)) or "nothing"
+        if not rebuild:
+            raise RatuiError("RAT-WRT-007", f"{req.key} is partitioned by {was} but partition_by says {now}",
+                             hint="Run it once with --full-refresh to rebuild the table with the new "
+                                  "partitioning (main keeps the old table until that run merges).")
+        reasons.append(f"partitioning changed ({was} -> {now})")
+    changes = []
     try:
-        changes = plan_changes(table.schema(), req.batch.schema, req.key)
-    except RatuiError:
-        if not replace_incompatible:
+        changes = plan_changes(table.schema(), spark_schema, req.key, drop_missing=rebuild)
+    except RatuiError as exc:
+        if not rebuild:
             raise
-        # full_refresh rebuilds the table: a new schema starts a new table at the same location (the
-        # branch pointer moves; main keeps its table until the merge; no file is deleted)
+        reasons.append(f"schema changed incompatibly ({exc.message})")
+    partition_sources = {f.source_id for f in table.spec().fields}
+    for c in changes:
+        if c.kind == "drop" and table.schema().find_field(c.column).field_id in partition_sources:
+            reasons.append(f"partition column {c.column} dropped")
+    if reasons:
+        # a new table at the same location: the branch's pointer moves; main keeps its table until the
+        # merge; no file is deleted (other refs may still use them)
         namespace, layer, name = req.key.split(".")
         req.catalog.iceberg(req.ref).drop_table((namespace, layer, name))
         outcome.created = True
-        outcome.notes.append("schema changed incompatibly: table rebuilt with the new schema")
-        return _create(req)
-    outcome.schema_changes = [f"{c.kind} {c.column}" + (f" {c.old} -> {c.new}" if c.old else f" {c.new}")
-                              for c in changes]
-    return apply_changes(table, req.batch.schema, changes)
+        outcome.notes.append("table rebuilt: " + "; ".join(reasons))
+        return _create(req, spark_schema)
+    outcome.schema_changes = [
+        f"{c.kind} {c.column}" + (f" {c.old} -> {c.new}" if c.kind == "widen" else f" {c.new}" if c.kind == "add" else "")
+        for c in changes
+    ]
+    return apply_changes(table, spark_schema, changes)
 
 
 def _aligned(df, table: Table):
@@ -115,15 +215,13 @@ def _aligned(df, table: Table):
     return df.select(*cols)
 
 
-def _clustered(df, keys: list[str]):
-    """Range-partition and sort by the key, so each file covers a narrow key range and pruning pays."""
-    if not keys:
-        return df
-    return df.repartitionByRange(*keys).sortWithinPartitions(*keys)
+def _table_names(table: Table, names: list[str]) -> list[str]:
+    return [table.schema().find_field(n, case_sensitive=False).name for n in names]
 
 
-def _write_and_commit(req: WriteRequest, table: Table, df, *, delete, message: str) -> WrittenFiles:
-    written = write_files(df, table, req.run_id)
+def _write_and_commit(req: WriteRequest, table: Table, df, *, delete, message: str,
+                      cluster_by=()) -> WrittenFiles:
+    written = write_files(df, table, req.run_id, cluster_by)
     try:
         commit_files(table, add=written.files, delete=delete, message=message,
                      properties={"ratui.run-id": req.run_id, "ratui.strategy": req.strategy})
@@ -133,29 +231,7 @@ def _write_and_commit(req: WriteRequest, table: Table, df, *, delete, message: s
     return written
 
 
-def full_refresh(req: WriteRequest) -> WriteOutcome:
-    outcome = WriteOutcome("full_refresh", req.batch_rows)
-    table = _load_or_create(req, outcome, replace_incompatible=True)
-    old = data_files(table)
-    keys = _resolve_columns(req.batch, req.config.unique_key, "RAT-WRT-001", "unique_key", req.key)
-    written = _write_and_commit(req, table, _clustered(req.batch, keys), delete=old,
-                                message=f"full_refresh of {req.key}")
-    outcome.files_added, outcome.files_removed = len(written.files), len(old)
-    outcome.rows_written = written.rows
-    if written.rows == 0:
-        outcome.notes.append("the result was empty: the table is now empty" if old else "the result was empty")
-    outcome.table_rows = row_count(req.catalog.load_table(req.ref, req.key))
-    return outcome
-
-
-def append_only(req: WriteRequest) -> WriteOutcome:
-    outcome = WriteOutcome("append_only", req.batch_rows)
-    table = _load_or_create(req, outcome, replace_incompatible=False)
-    kept = len(data_files(table))
-    written = _write_and_commit(req, table, req.batch, delete=[], message=f"append to {req.key}")
-    outcome.files_added, outcome.files_kept, outcome.rows_written = len(written.files), kept, written.rows
-    if written.rows == 0:
-        outcome.notes.append("the batch was empty: nothing appended")
+def _finish(req: WriteRequest, outcome: WriteOutcome) -> WriteOutcome:
     outcome.table_rows = row_count(req.catalog.load_table(req.ref, req.key))
     return outcome
 
@@ -166,9 +242,25 @@ def dedupe(batch, keys: list[str], watermark: str | None):
     from pyspark.sql import functions as F
 
     ordered = batch.withColumn(ORD, F.monotonically_increasing_id())
-    order = ([F.col(watermark).desc_nulls_last()] if watermark else []) + [F.col(ORD).desc()]
-    window = Window.partitionBy(*[F.col(k) for k in keys]).orderBy(*order)
+    order = ([F.col(f"`{watermark}`").desc_nulls_last()] if watermark else []) + [F.col(ORD).desc()]
+    window = Window.partitionBy(*[F.col(f"`{k}`") for k in keys]).orderBy(*order)
     return ordered.withColumn(RN, F.row_number().over(window)).filter(F.col(RN) == 1).drop(RN, ORD)
+
+
+def _match(left, left_cols: list[str], right, right_cols: list[str]):
+    """NULL-safe equality of a tuple of columns (IS NOT DISTINCT FROM)."""
+    return reduce(lambda a, b: a & b, [left[f"`{l}`"].eqNullSafe(right[f"`{r}`"])
+                                       for l, r in zip(left_cols, right_cols)])
+
+
+def _key_frame(df, cols: list[str]):
+    """The distinct key tuples of `df`, renamed __k0.. so they join with the table without ambiguity."""
+    from pyspark.sql import functions as F
+
+    return df.select(*[F.col(f"`{c}`").alias(f"__k{i}") for i, c in enumerate(cols)]).distinct()
+
+
+# ------------------------------------------------------------------------------------------ file pruning
 
 
 def _physical(column, itype):
@@ -184,100 +276,321 @@ def _physical(column, itype):
     return column
 
 
+# Types whose bounds order like Spark compares them. Floats are left out on purpose (NaN and -0.0 are not
+# in Parquet's bounds), as are booleans and binary (nothing to gain).
 PRUNABLE = (it.IntegerType, it.LongType, it.StringType, it.DecimalType, it.DateType, it.TimestampType,
-            it.TimestamptzType, it.FloatType, it.DoubleType)
+            it.TimestamptzType)
 
 
-def affected_files(session, table: Table, batch_keys, key: str):
-    """The data files whose bounds on the first key column can hold a key of the batch.
+def candidate_files(session, table: Table, keys_df, cols: list[str], files: list[DataFile] | None = None):
+    """The data files whose per-file bounds can hold one of the key tuples of `keys_df` (columns __k0..).
 
-    Files without usable bounds count as affected (correct, only slower). A NULL key affects the files
-    that hold NULLs in that column.
+    Every prunable key column must fit the file's [lower, upper] bound (or be NULL where the file has NULLs).
+    A file without usable bounds on a column cannot be excluded by that column (correct, only slower).
     """
     from pyspark.sql import functions as F
     from pyspark.sql import types as st
 
-    files = data_files(table)
-    field = table.schema().find_field(key, case_sensitive=False)
-    if not isinstance(field.field_type, PRUNABLE) or not files:
-        return files
-    itype, field_id = field.field_type, field.field_id
-    if isinstance(itype, (it.TimestampType, it.TimestamptzType, it.DateType)):
-        bound_type = st.LongType()
-    else:
-        bound_type = iceberg_to_spark_type(itype)
-    rows, always = [], []
-    for f in files:
-        lo = (f.lower_bounds or {}).get(field_id)
-        hi = (f.upper_bounds or {}).get(field_id)
-        nulls = (f.null_value_counts or {}).get(field_id)
-        has_null = True if nulls is None else nulls > 0
-        if lo is None or hi is None:
-            if nulls is not None and nulls == f.record_count:
-                rows.append((f.file_path, None, None, True))
+    files = data_files(table) if files is None else files
+    schema = table.schema()
+    usable = []
+    for i, c in enumerate(cols):
+        f = schema.find_field(c, case_sensitive=False)
+        if isinstance(f.field_type, PRUNABLE):
+            usable.append((i, f))
+    if not usable or not files:
+        return list(files)
+    fields = [st.StructField("path", st.StringType())]
+    for i, f in usable:
+        bound_type = (st.LongType() if isinstance(f.field_type, (it.TimestampType, it.TimestamptzType))
+                      else st.IntegerType() if isinstance(f.field_type, it.DateType)
+                      else iceberg_to_spark_type(f.field_type))
+        fields += [st.StructField(f"lo{i}", bound_type), st.StructField(f"hi{i}", bound_type),
+                   st.StructField(f"nul{i}", st.BooleanType()), st.StructField(f"any{i}", st.BooleanType())]
+    rows = []
+    for df_ in files:
+        row: list[Any] = [df_.file_path]
+        for _, f in usable:
+            fid = f.field_id
+            lo = (df_.lower_bounds or {}).get(fid)
+            hi = (df_.upper_bounds or {}).get(fid)
+            nulls = (df_.null_value_counts or {}).get(fid)
+            has_null = True if nulls is None else nulls > 0
+            if lo is not None and hi is not None:
+                row += [from_bytes(f.field_type, lo), from_bytes(f.field_type, hi), has_null, False]
+            elif nulls is not None and nulls == df_.record_count:
+                row += [None, None, True, False]  # only NULLs: matches NULL keys alone
             else:
-                always.append(f)
-            continue
-        rows.append((f.file_path, from_bytes(itype, lo), from_bytes(itype, hi), has_null))
-    if not rows:
-        return always
-    schema = st.StructType([
-        st.StructField("path", st.StringType()), st.StructField("lo", bound_type),
-        st.StructField("hi", bound_type), st.StructField("has_null", st.BooleanType()),
-    ])
-    ranges = session.createDataFrame(rows, schema)
-    k = _physical(F.col("k"), itype)
-    keys = batch_keys.select(F.col(f"`{key}`").alias("k")).distinct()
-    hit = keys.join(
-        F.broadcast(ranges),
-        (k.isNotNull() & (k >= F.col("lo")) & (k <= F.col("hi"))) | (k.isNull() & F.col("has_null")),
-    ).select("path").distinct()
+                row += [None, None, True, True]  # no bounds: anything may be in it
+        rows.append(tuple(row))
+    ranges = session.createDataFrame(rows, st.StructType(fields))
+    conds = []
+    for i, f in usable:
+        k = _physical(F.col(f"__k{i}"), f.field_type)
+        conds.append(F.col(f"any{i}")
+                     | (k.isNull() & F.col(f"nul{i}"))
+                     | (k.isNotNull() & (k >= F.col(f"lo{i}")) & (k <= F.col(f"hi{i}"))))
+    hit = keys_df.join(F.broadcast(ranges), reduce(lambda a, b: a & b, conds)).select("path").distinct()
     paths = {r.path for r in hit.collect()}
-    return always + [f for f in files if f.file_path in paths]
+    return [f for f in files if f.file_path in paths]
+
+
+def classify_files(session, table: Table, candidates: list[DataFile], keys_df, cols: list[str]):
+    """(partial, whole): candidates holding some / only rows whose key tuple is in `keys_df`.
+
+    Reads the key columns of the candidates once; files with no such row are neither.
+    """
+    from pyspark.sql import functions as F
+
+    if not candidates:
+        return [], []
+    old = read_files(session, table, candidates).select(
+        *[F.col(f"`{c}`") for c in cols], F.col("_metadata.file_path").alias(PATH))
+    marked = keys_df.withColumn(HIT, F.lit(True))
+    joined = old.join(marked, _match(old, cols, marked, [f"__k{i}" for i in range(len(cols))]), "left")
+    counts = joined.groupBy(PATH).agg(F.count(F.lit(1)).alias("n"), F.count(F.col(HIT)).alias("hits")).collect()
+    by_path = {file_key(r[PATH]): (r["n"], r["hits"]) for r in counts}
+    partial, whole = [], []
+    for f in candidates:
+        n, hits = by_path.get(file_key(f.file_path), (f.record_count, None))
+        if hits is None:
+            partial.append(f)  # not seen (cannot happen for a readable file): rewrite it, which is always correct
+        elif hits == 0:
+            continue
+        elif hits == n:
+            whole.append(f)
+        else:
+            partial.append(f)
+    return partial, whole
+
+
+def _replace_matching(req: WriteRequest, table: Table, outcome: WriteOutcome, new_rows, match_cols: list[str],
+                      *, cluster_by: list[str], message: str, empty_note: str) -> WriteOutcome:
+    """Remove every row whose `match_cols` tuple (NULL-safe) appears in `new_rows`, add `new_rows`: one snapshot.
+
+    The engine of incremental (deduplicated rows), delete_insert (rows as they are) and snapshot (match on
+    the partition column).
+    """
+    new_rows = new_rows.persist()
+    try:
+        outcome.rows_written = new_rows.count()
+        existing = data_files(table)
+        if outcome.rows_written == 0:
+            outcome.notes.append(empty_note)
+            outcome.files_kept = len(existing)
+            return _finish(req, outcome)
+        keys_df = _key_frame(new_rows, match_cols).persist()
+        try:
+            candidates = candidate_files(req.session, table, keys_df, match_cols, existing) if existing else []
+            partial, whole = classify_files(req.session, table, candidates, keys_df, match_cols)
+            result = new_rows
+            if partial:
+                old = read_files(req.session, table, partial)
+                survivors = old.join(keys_df, _match(old, match_cols, keys_df,
+                                                     [f"__k{i}" for i in range(len(match_cols))]), "left_anti")
+                result = survivors.unionByName(new_rows)
+            written = _write_and_commit(req, table, result, delete=partial + whole, message=message,
+                                        cluster_by=cluster_by)
+        finally:
+            keys_df.unpersist()
+    finally:
+        new_rows.unpersist()
+    outcome.files_added = len(written.files)
+    outcome.files_removed = len(partial) + len(whole)
+    outcome.files_rewritten = len(partial)
+    outcome.files_kept = len(existing) - outcome.files_removed
+    return _finish(req, outcome)
+
+
+# --------------------------------------------------------------------------------------------- strategies
+
+
+def _keys(req: WriteRequest) -> list[str]:
+    return _resolve_columns(req.batch, req.config.unique_key, "RAT-WRT-001", "unique_key", req.key)
+
+
+def _watermark(req: WriteRequest) -> str | None:
+    if not req.config.watermark_column:
+        return None
+    return _resolve_columns(req.batch, (req.config.watermark_column,), "RAT-WRT-002", "watermark_column",
+                            req.key)[0]
+
+
+def full_refresh(req: WriteRequest) -> WriteOutcome:
+    outcome = WriteOutcome("full_refresh", req.batch_rows)
+    keys = _keys(req)
+    result = req.batch
+    pipeline_strategy = req.config.merge_strategy
+    if pipeline_strategy in ("incremental", "scd2") and keys:
+        # --full-refresh of a keyed pipeline rebuilds it in its own shape: one row per key
+        result = dedupe(result, keys, _watermark(req))
+    ts = None
+    if pipeline_strategy == "scd2":
+        ts = run_timestamp(req.run_started_at)
+        result = _with_validity(req, result, ts)
+        outcome.valid_at = ts.isoformat()
+    table = _prepare_table(req, outcome, result.schema, rebuild=True)
+    old = data_files(table)
+    written = _write_and_commit(req, table, _aligned(result, table), delete=old,
+                                message=f"full_refresh of {req.key}", cluster_by=_table_names(table, keys))
+    outcome.files_added, outcome.files_removed = len(written.files), len(old)
+    outcome.rows_written = written.rows
+    if written.rows == 0:
+        outcome.notes.append("the result was empty: the table is now empty" if old else "the result was empty")
+    return _finish(req, outcome)
+
+
+def append_only(req: WriteRequest) -> WriteOutcome:
+    outcome = WriteOutcome("append_only", req.batch_rows)
+    table = _prepare_table(req, outcome, req.batch.schema, rebuild=False)
+    kept = len(data_files(table))
+    written = _write_and_commit(req, table, _aligned(req.batch, table), delete=[], message=f"append to {req.key}")
+    outcome.files_added, outcome.files_kept, outcome.rows_written = len(written.files), kept, written.rows
+    if written.rows == 0:
+        outcome.notes.append("the batch was empty: nothing appended")
+    return _finish(req, outcome)
 
 
 def incremental(req: WriteRequest) -> WriteOutcome:
-    from pyspark.sql import functions as F
-
     outcome = WriteOutcome("incremental", 0)
-    keys = _resolve_columns(req.batch, req.config.unique_key, "RAT-WRT-001", "unique_key", req.key)
-    watermark = None
-    if req.config.watermark_column:
-        watermark = _resolve_columns(req.batch, (req.config.watermark_column,), "RAT-WRT-002",
-                                     "watermark_column", req.key)[0]
-    table = _load_or_create(req, outcome, replace_incompatible=False)
-    batch = _aligned(dedupe(req.batch, keys, watermark), table)
-    keys = [table.schema().find_field(k, case_sensitive=False).name for k in keys]
-    batch = batch.persist()
+    keys, watermark = _keys(req), _watermark(req)
+    table = _prepare_table(req, outcome, req.batch.schema, rebuild=False)
+    keys = _table_names(table, keys)
+    batch = _aligned(dedupe(req.batch, _resolve_columns(req.batch, tuple(keys), "RAT-WRT-001", "unique_key",
+                                                         req.key), watermark), table)
+    return _replace_matching(req, table, outcome, batch, keys, cluster_by=keys,
+                             message=f"incremental upsert into {req.key}",
+                             empty_note="the batch was empty: nothing changed")
+
+
+def delete_insert(req: WriteRequest) -> WriteOutcome:
+    outcome = WriteOutcome("delete_insert", 0)
+    keys = _keys(req)
+    table = _prepare_table(req, outcome, req.batch.schema, rebuild=False)
+    keys = _table_names(table, keys)
+    return _replace_matching(req, table, outcome, _aligned(req.batch, table), keys, cluster_by=keys,
+                             message=f"delete_insert into {req.key}",
+                             empty_note="the batch was empty: nothing deleted or inserted")
+
+
+def snapshot(req: WriteRequest) -> WriteOutcome:
+    outcome = WriteOutcome("snapshot", 0)
+    if not req.config.partition_column:
+        raise RatuiError("RAT-CFG-004", f"merge strategy 'snapshot' of {req.key} needs a partition_column")
+    _resolve_columns(req.batch, (req.config.partition_column,), "RAT-WRT-008", "partition_column", req.key)
+    table = _prepare_table(req, outcome, req.batch.schema, rebuild=False)
+    part = _table_names(table, [req.config.partition_column])
+    return _replace_matching(req, table, outcome, _aligned(req.batch, table), part, cluster_by=part,
+                             message=f"snapshot of the batch's partitions of {req.key}",
+                             empty_note="the batch was empty: no partition replaced")
+
+
+def _validity_names(req: WriteRequest) -> tuple[str, str]:
+    vf, vt = req.config.scd_valid_from, req.config.scd_valid_to
+    if vf.lower() == vt.lower():
+        raise RatuiError("RAT-WRT-009", f"scd_valid_from and scd_valid_to of {req.key} are both '{vf}'")
+    clash = [c for c in req.batch.columns if c.lower() in (vf.lower(), vt.lower())]
+    if clash:
+        raise RatuiError("RAT-WRT-009", f"the result of {req.key} already has a column '{clash[0]}', which the "
+                         "scd2 strategy maintains itself")
+    return vf, vt
+
+
+def _with_validity(req: WriteRequest, df, ts: datetime):
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as st
+
+    vf, vt = _validity_names(req)
+    return df.withColumn(vf, _ts_literal(ts, st.TimestampType())).withColumn(vt, F.lit(None).cast("timestamp"))
+
+
+def scd2(req: WriteRequest) -> WriteOutcome:
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as st
+
+    outcome = WriteOutcome("scd2", 0)
+    keys, watermark = _keys(req), _watermark(req)
+    vf, vt = _validity_names(req)
+    ts = run_timestamp(req.run_started_at)
+    outcome.valid_at = ts.isoformat()
+    shaped = req.batch.withColumn(vf, F.lit(None).cast(st.TimestampType())).withColumn(
+        vt, F.lit(None).cast(st.TimestampType()))
+    existed = req.catalog.table_exists(req.ref, req.key)
+    table = _prepare_table(req, outcome, shaped.schema, rebuild=False)
+    if existed and any(c.startswith("add ") and c.split()[1].lower() in (vf.lower(), vt.lower())
+                       for c in outcome.schema_changes):
+        outcome.notes.append(f"{vf} / {vt} added: the rows already in the table count as open versions")
+    schema = table.schema()
+    keys = _table_names(table, keys)
+    vf, vt = _table_names(table, [vf, vt])
+    vf_type = iceberg_to_spark_type(schema.find_field(vf).field_type)
+    vt_type = iceberg_to_spark_type(schema.find_field(vt).field_type)
+    tracked = [f.name for f in schema.fields if f.name not in set(keys) | {vf, vt}]
+    stamp_from, stamp_to = _ts_literal(ts, vf_type), _ts_literal(ts, vt_type)
+
+    batch = _aligned(dedupe(req.batch, _resolve_columns(req.batch, tuple(keys), "RAT-WRT-001", "unique_key",
+                                                         req.key), watermark), table).persist()
     try:
-        outcome.rows_written = batch.count()
+        outcome.rows_written = 0
         existing = data_files(table)
-        affected = affected_files(req.session, table, batch, keys[0]) if existing and outcome.rows_written else []
-        if affected:
-            key_cols = [F.col(k).alias(f"__k{i}") for i, k in enumerate(keys)]
-            batch_keys = batch.select(*key_cols).distinct()
-            old = read_files(req.session, table, affected)
-            cond = reduce(lambda a, b: a & b, [old[k].eqNullSafe(batch_keys[f"__k{i}"]) for i, k in enumerate(keys)])
-            survivors = old.join(batch_keys, cond, "left_anti")
-            result = survivors.unionByName(batch)
-        else:
-            result = batch
-        if outcome.rows_written == 0 and not affected:
-            outcome.notes.append("the batch was empty: nothing changed")
+        if batch.count() == 0:
+            outcome.notes.append("the batch was empty: no version opened or closed")
             outcome.files_kept = len(existing)
-            outcome.table_rows = row_count(table)
-            return outcome
-        written = _write_and_commit(req, table, _clustered(result, keys), delete=affected,
-                                    message=f"incremental upsert into {req.key}")
+            return _finish(req, outcome)
+        keys_df = _key_frame(batch, keys)
+        candidates = candidate_files(req.session, table, keys_df, keys, existing) if existing else []
+        kcols = [f"__k{i}" for i in range(len(keys))]
+        if candidates:
+            open_rows = read_files(req.session, table, candidates).filter(F.col(f"`{vt}`").isNull()).select(
+                *[F.col(f"`{c}`") for c in keys + tracked], F.col("_metadata.file_path").alias(PATH))
+            # a batch row with an identical open row (key and every tracked column, NULL-safe) changes nothing
+            same = _key_frame(batch.join(open_rows, _match(batch, keys + tracked, open_rows, keys + tracked),
+                                         "left_semi"), keys)
+            to_open = batch.join(same, _match(batch, keys, same, kcols), "left_anti")
+        else:
+            open_rows, to_open = None, batch
+        to_open = to_open.persist()
+        try:
+            outcome.rows_written = to_open.count()
+            if outcome.rows_written == 0:
+                outcome.notes.append("no key changed: no version opened or closed")
+                outcome.files_kept = len(existing)
+                return _finish(req, outcome)
+            opened_keys = _key_frame(to_open, keys).withColumn(HIT, F.lit(True))
+            rewrite: list[DataFile] = []
+            if open_rows is not None:
+                closing = open_rows.join(opened_keys, _match(open_rows, keys, opened_keys, kcols), "left_semi")
+                paths = {file_key(r[PATH]) for r in closing.select(PATH).distinct().collect()}
+                rewrite = [f for f in candidates if file_key(f.file_path) in paths]
+            new_versions = to_open.withColumn(vf, stamp_from).withColumn(vt, F.lit(None).cast(vt_type))
+            result = new_versions
+            if rewrite:
+                old = read_files(req.session, table, rewrite)
+                marked = old.join(opened_keys, _match(old, keys, opened_keys, kcols), "left")
+                closed = marked.withColumn(
+                    vt, F.when(F.col(f"`{vt}`").isNull() & F.col(HIT).isNotNull(), stamp_to)
+                    .otherwise(F.col(f"`{vt}`")))
+                result = closed.select(*[F.col(f"`{f.name}`") for f in schema.fields]).unionByName(new_versions)
+            written = _write_and_commit(req, table, result, delete=rewrite, cluster_by=keys,
+                                        message=f"scd2 versions of {req.key} at {ts.isoformat()}")
+        finally:
+            to_open.unpersist()
     finally:
         batch.unpersist()
-    outcome.files_added, outcome.files_removed = len(written.files), len(affected)
-    outcome.files_kept = len(existing) - len(affected)
-    outcome.table_rows = row_count(req.catalog.load_table(req.ref, req.key))
-    return outcome
+    outcome.files_added = len(written.files)
+    outcome.files_removed = outcome.files_rewritten = len(rewrite)
+    outcome.files_kept = len(existing) - len(rewrite)
+    return _finish(req, outcome)
 
 
-STRATEGIES = {"full_refresh": full_refresh, "append_only": append_only, "incremental": incremental}
+STRATEGIES = {
+    "full_refresh": full_refresh,
+    "append_only": append_only,
+    "incremental": incremental,
+    "delete_insert": delete_insert,
+    "scd2": scd2,
+    "snapshot": snapshot,
+}
 
 
 def write(req: WriteRequest) -> WriteOutcome:

@@ -133,7 +133,20 @@ def read_table(session, table: Table):
 
 
 def read_files(session, table: Table, files: Iterable[DataFile]):
-    return session.read.schema(spark_schema_of(table.schema())).parquet(*[f.file_path for f in files])
+    paths = [f.file_path for f in files]
+    if not paths:
+        return session.createDataFrame([], spark_schema_of(table.schema()))
+    return session.read.schema(spark_schema_of(table.schema())).parquet(*paths)
+
+
+def file_key(path: str) -> str:
+    """One spelling for a data file's path, whether Iceberg's (plain or file: URI) or Spark's (_metadata)."""
+    import os
+    from urllib.parse import unquote, urlparse
+
+    if path.startswith("file:"):
+        path = unquote(urlparse(path).path)
+    return os.path.normpath(path)
 
 
 def row_count(table: Table) -> int:
@@ -178,14 +191,22 @@ def table_location(root: Path, key: str) -> str:
 
 
 def with_field_ids(df, schema: Schema):
-    """Cast the result to the table's types and tag each column with its Iceberg field id."""
+    """Cast the result to the table's types and tag each column with its Iceberg field id.
+
+    Hidden partition columns (partitioning.HIDDEN) pass through untagged: Spark writes them as directories.
+    """
     from pyspark.sql import functions as F
+
+    from .partitioning import HIDDEN
 
     cols = []
     for f in df.schema.fields:
+        column = F.col(f"`{f.name}`")
+        if f.name.startswith(HIDDEN):
+            cols.append(column)
+            continue
         field = schema.find_field(f.name, case_sensitive=False)
         target = iceberg_to_spark_type(field.field_type)
-        column = F.col(f"`{f.name}`")
         if f.dataType != target:
             column = column.cast(target)
         cols.append(column.alias(field.name, metadata={FIELD_ID: field.field_id}))
@@ -202,21 +223,49 @@ class WrittenFiles:
         return sum(f.record_count for f in self.files)
 
 
-def write_files(df, table: Table, run_id: str) -> WrittenFiles:
-    """Spark writes `df` as Parquet into the table's data folder; returns Iceberg DataFile entries for them."""
+def write_files(df, table: Table, run_id: str, cluster_by: Iterable[str] = ()) -> WrittenFiles:
+    """Spark writes `df` as Parquet into the table's data folder; returns Iceberg DataFile entries for them.
+
+    `cluster_by`: range-partition and sort by these columns first, so each file covers a narrow range of
+    them and merges can skip files by their bounds. A partitioned table gets one file per partition value
+    per task (see partitioning.py); its DataFile partition tuples come from the files' statistics.
+    """
+    from .partitioning import fill_missing_partition, hidden_columns
+
     folder = Path(table.location()) / "data" / f"run-{run_id}-{uuid.uuid4().hex[:8]}"
-    with_field_ids(df, table.schema()).write.mode("errorifexists").parquet(str(folder))
+    order = [f"`{c}`" for c in cluster_by]
+    hidden: list[str] = []
+    if table.spec().fields:
+        df, hidden = hidden_columns(df, table)
+        order = hidden + order
+    if order:
+        df = df.repartitionByRange(*order).sortWithinPartitions(*order)
+    writer = with_field_ids(df, table.schema()).write.mode("errorifexists")
+    if hidden:
+        writer = writer.partitionBy(*hidden)
+    writer.parquet(str(folder))
     files: list[DataFile] = []
-    for path in sorted(folder.glob("*.parquet")):
-        entry = parquet_file_to_data_file(table.io, table.metadata, str(path))
-        if entry.record_count == 0:
-            path.unlink()  # Spark writes an empty file for an empty result; the table does not need it
-            continue
-        files.append(entry)
-    for extra in folder.iterdir():
-        if extra.suffix != ".parquet":
-            extra.unlink()
-    return WrittenFiles(files, folder)
+    written = WrittenFiles(files, folder)
+    try:
+        for path in sorted(folder.rglob("*.parquet")):
+            try:
+                entry = parquet_file_to_data_file(table.io, table.metadata, str(path))
+            except ValueError as exc:  # e.g. a file holding two partition values: never commit it
+                raise RatuiError("RAT-WRT-006", f"cannot register {path.name} in {table.name()}: {exc}") from None
+            if entry.record_count == 0:
+                path.unlink()  # Spark writes an empty file for an empty result; the table does not need it
+                continue
+            fill_missing_partition(entry, table, str(path))
+            files.append(entry)
+        for extra in sorted(folder.rglob("*"), reverse=True):
+            if extra.is_file() and extra.suffix != ".parquet":
+                extra.unlink()
+            elif extra.is_dir() and not any(extra.iterdir()):
+                extra.rmdir()
+    except Exception:
+        discard(written)
+        raise
+    return written
 
 
 def discard(written: WrittenFiles | None) -> None:

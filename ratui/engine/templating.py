@@ -106,7 +106,7 @@ def render(text: str, file: Path, context: TemplateContext) -> str:
     filename = str(file)
     env = _env()
     # A loader (not from_string) so that tracebacks carry the file name and the template's line numbers.
-    env.loader = jinja2.DictLoader({filename: text})
+    env.loader = jinja2.FunctionLoader(lambda name: (text, filename, lambda: True))
     try:
         template = env.get_template(filename)
     except jinja2.TemplateSyntaxError as exc:

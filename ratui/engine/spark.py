@@ -138,8 +138,10 @@ def _start(settings: Settings):
     conf.set("spark.driver.extraJavaOptions", f"{java_opts} {extra}" if extra else java_opts)
     conf.set("spark.local.dir", str(settings.state_dir / "spark-tmp"))
 
-    jvm_out = open(settings.log_dir / "jvm.out", "ab")  # kept open for the JVM's lifetime
-    gateway = launch_gateway(conf, popen_kwargs={"stdout": jvm_out, "stderr": jvm_out, "stdin": subprocess.DEVNULL})
+    # the JVM inherits the file as its stdout and stderr; our copy can close once it is started
+    with open(settings.log_dir / "jvm.out", "ab") as jvm_out:
+        gateway = launch_gateway(conf, popen_kwargs={"stdout": jvm_out, "stderr": jvm_out,
+                                                     "stdin": subprocess.DEVNULL})
     sc = SparkContext(conf=conf, gateway=gateway)
     sc.setLogLevel("WARN")
     return SparkSession(sc)

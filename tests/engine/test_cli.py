@@ -1,0 +1,148 @@
+"""The command line, in-process (sharing the test run's Spark) and once as a real subprocess."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ratui.cli import main
+from ratui.engine.runner import Engine
+
+PIPE = "-- @merge_strategy: full_refresh\nSELECT * FROM VALUES (1, 'a'), (2, 'b') AS t(id, name)\n"
+
+
+@pytest.fixture
+def project(make_project, spark):
+    return make_project({
+        "demo/pipelines/bronze/items/pipeline.sql": PIPE,
+        "demo/pipelines/silver/items_clean/pipeline.sql": "SELECT id, upper(name) AS name FROM {{ ref('bronze.items') }}\n",
+        "demo/pipelines/silver/items_clean/tests/quality/names.sql": "SELECT * FROM {{ this }} WHERE name IS NULL\n",
+    })
+
+
+def cli(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_run_prints_a_line_per_pipeline_and_a_summary(project, capsys):
+    code, out, _ = cli(capsys, "run", "--project", str(project))
+    assert code == 0
+    lines = out.splitlines()
+    assert any(line.startswith("[OK") and "demo.bronze.items" in line and "2 rows" in line for line in lines)
+    assert any("demo.silver.items_clean" in line and "full_refresh" in line for line in lines)
+    assert "2 succeeded" in lines[-1]
+
+
+def test_run_json_has_one_object_per_run(project, capsys):
+    code, out, _ = cli(capsys, "run", "--project", str(project), "--json")
+    assert code == 0
+    objs = [json.loads(line) for line in out.splitlines()]
+    assert [o["pipeline"] for o in objs] == ["demo.bronze.items", "demo.silver.items_clean"]
+    for o in objs:
+        assert o["status"] == "success" and o["rows_written"] == 2 and o["error"] is None
+        assert set(o["phases"]) == {"branch", "config", "build", "write", "quality", "resolve"}
+        assert o["run_id"] and isinstance(o["duration_ms"], int)
+    assert objs[1]["quality"][0]["test"] == "names" and objs[1]["quality"][0]["status"] == "passed"
+
+
+def test_compile_error_exits_2_before_any_branch(project, capsys):
+    (project / "demo/pipelines/bronze/items/pipeline.sql").write_text("-- @merge_strategy: upsert\nSELECT 1 AS id\n")
+    code, out, err = cli(capsys, "run", "--project", str(project))
+    assert code == 2
+    assert "RAT-CFG-001" in err and "pipeline.sql" in err and "hint:" in err
+    engine = Engine(project)
+    assert engine.history.count_runs() == 0
+    assert [r.name for r in engine.catalog.list_refs()] == ["main"]
+
+
+def test_compile_error_json(project, capsys):
+    (project / "demo/pipelines/bronze/items/pipeline.sql").write_text("SELECT {{ nope( }}\n")
+    code, out, _ = cli(capsys, "run", "--project", str(project), "--json")
+    assert code == 2
+    error = json.loads(out.splitlines()[0])["error"]
+    assert error["code"] == "RAT-TPL-001" and error["line"] == 1
+
+
+def test_bad_selector_exits_2(project, capsys):
+    code, _, err = cli(capsys, "run", "itemz", "--project", str(project))
+    assert code == 2 and "RAT-DAG-003" in err and "items" in err
+
+
+def test_failed_run_exits_1(project, capsys):
+    (project / "demo/pipelines/bronze/items/pipeline.sql").write_text("SELECT missing_col FROM VALUES (1) AS t(id)\n")
+    code, out, _ = cli(capsys, "run", "bronze.items", "--project", str(project))
+    assert code == 1
+    assert "[FAIL" in out and "RAT-SQL-001" in out
+
+
+def test_query_formats_and_refs(project, capsys):
+    assert cli(capsys, "run", "--project", str(project))[0] == 0
+    code, out, _ = cli(capsys, "query", "SELECT id, name FROM silver.items_clean ORDER BY id", "--project", str(project))
+    assert code == 0 and out.splitlines()[0].split() == ["id", "name"] and "(2 rows)" in out
+    code, out, _ = cli(capsys, "query", "SELECT id, name FROM demo.silver.items_clean ORDER BY id",
+                       "--project", str(project), "--format", "csv")
+    assert list(csv.reader(io.StringIO(out))) == [["id", "name"], ["1", "A"], ["2", "B"]]
+    code, out, _ = cli(capsys, "query", "SELECT count(*) AS n FROM bronze.items", "--project", str(project),
+                       "--format", "json")
+    assert json.loads(out) == {"n": 2}
+    code, _, err = cli(capsys, "query", "SELECT 1", "--project", str(project), "--ref", "nope")
+    assert code != 0 and "RAT-CAT-002" in err
+    code, _, err = cli(capsys, "query", "SELECT * FROM silver.unknown_table", "--project", str(project))
+    assert code == 1 and "RAT-SQL-001" in err and "silver.items_clean" in err
+
+
+def test_runs_show_and_branches(project, capsys):
+    cli(capsys, "run", "--project", str(project), "--json")
+    code, out, _ = cli(capsys, "runs", "--project", str(project), "--json")
+    runs = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and len(runs) == 2
+    assert runs[0]["pipeline"] == "demo.silver.items_clean"  # newest first
+    code, out, _ = cli(capsys, "show", runs[0]["id"], "--project", str(project))
+    assert code == 0 and "phases:" in out and "quality:" in out and "names" in out
+    code, out, _ = cli(capsys, "show", runs[0]["id"], "--project", str(project), "--json")
+    shown = json.loads(out)
+    assert shown["id"] == runs[0]["id"] and shown["quality"][0]["status"] == "passed"
+    code, _, err = cli(capsys, "show", "doesnotexist", "--project", str(project))
+    assert code == 2 and "RAT-RUN-004" in err
+    code, out, _ = cli(capsys, "branches", "--project", str(project))
+    assert code == 0 and out.splitlines()[2].startswith("main")
+    code, out, _ = cli(capsys, "runs", "--project", str(project))
+    assert "demo.bronze.items" in out and "success" in out
+
+
+def test_init_creates_a_project_that_runs(tmp_path, capsys, spark):
+    target = tmp_path / "newproj"
+    code, out, _ = cli(capsys, "init", str(target))
+    assert code == 0 and (target / "ratui.yaml").exists()
+    assert cli(capsys, "check", "--project", str(target))[0] == 0
+    code, out, _ = cli(capsys, "run", "--project", str(target))
+    assert code == 0 and "2 succeeded" in out
+    code, _, err = cli(capsys, "init", str(target))
+    assert code == 2 and "already" in err
+
+
+def test_missing_project_is_a_clear_error(tmp_path, capsys):
+    code, _, err = cli(capsys, "run", "--project", str(tmp_path))
+    assert code == 2 and "RAT-PRJ-005" in err
+
+
+def test_real_process_prints_nothing_from_spark(make_project, tmp_path):
+    """The installed command on a fresh process: only ratui's own lines reach the terminal."""
+    root = make_project({"demo/pipelines/bronze/items/pipeline.sql": PIPE}, name="quiet")
+    env = dict(os.environ, PYTHONWARNINGS="default")
+    proc = subprocess.run([sys.executable, "-m", "ratui", "run", "--project", str(root)], capture_output=True,
+                          text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    assert proc.stdout.splitlines()[0].startswith("Running 1 pipeline")
+    noise = ("WARN", "log4j", "SparkContext", "Using Spark", "NativeCodeLoader", "WARNING", "at org.")
+    assert not any(word in proc.stdout for word in noise), proc.stdout
+    assert (root / ".ratui/logs/spark.log").exists()

@@ -38,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="name, layer.name, namespace.layer.name, +x, x+, layer:silver, tag:daily (default: all)")
     _project_arg(p)
     p.add_argument("--full-refresh", action="store_true", help="rebuild the selected tables from scratch")
+    p.add_argument("--force", action="store_true", help="run even the pipelines whose inputs did not change")
     p.add_argument("--json", action="store_true", help="one JSON object per run")
 
     p = sub.add_parser("query", help="run a SQL query against the tables at a ref")
@@ -63,6 +64,12 @@ def build_parser() -> argparse.ArgumentParser:
     _project_arg(p)
     p.add_argument("--json", action="store_true")
 
+    p = sub.add_parser("landing", help="landing files and their load state; `landing reset ZONE [FILE]`")
+    p.add_argument("args", nargs="*", metavar="ZONE | reset ZONE [FILE]")
+    _project_arg(p)
+    p.add_argument("--pipeline", help="only the ledger of this pipeline (table key or name)")
+    p.add_argument("--json", action="store_true")
+
     p = sub.add_parser("init", help="create a new project")
     p.add_argument("dir", metavar="DIR")
     p.add_argument("--namespace", default=None, help="namespace name (default: derived from DIR)")
@@ -70,6 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check", help="compile the project and report every problem (runs nothing)")
     _project_arg(p)
     p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("watch", help="watch the project and re-run what each saved file affects (Ctrl-C stops)")
+    _project_arg(p)
+    p.add_argument("--json", action="store_true", help="one JSON object per watch event")
     return parser
 
 
@@ -101,10 +112,14 @@ def _result_line(r: Any) -> str:
     tag = STATUS_TAG.get(r.status, r.status.upper())
     if r.status == "success" and r.warnings:
         tag = "WARN"
+    if r.status == "skipped":
+        return f"[{tag:<6}] {r.pipeline:<40} {r.strategy or '-':<13} {'':>14} {'':>8}  skip: {r.reason}"
     rows = f"{r.rows_written:,} rows"
     line = f"[{tag:<6}] {r.pipeline:<40} {r.strategy or '-':<13} {rows:>14} {_fmt_ms(r.duration_ms):>8}"
+    if r.run_type:
+        line += f"  {r.run_type}: {r.reason}"
     if r.warnings:
-        line += f"  {r.warnings} quality warning(s)"
+        line += f"  ({r.warnings} quality warning(s))"
     if r.error:
         line += f"\n         {r.error['code']} {r.error['message']}"
     return line
@@ -137,14 +152,15 @@ def cmd_run(args) -> int:
         else:
             print(_result_line(result), flush=True)
 
-    results = engine.run(keys, trigger="cli", full_refresh=args.full_refresh, on_result=show)
+    results = engine.run(keys, trigger="cli", full_refresh=args.full_refresh, force=args.force, on_result=show)
     ok = sum(1 for r in results if r.status == "success")
+    unchanged = sum(1 for r in results if r.status == "skipped" and r.run_type == "skip" and not r.error)
     if not args.json:
         warned = sum(1 for r in results if r.status == "success" and r.warnings)
         total_ms = sum(r.duration_ms for r in results)
-        print(f"\n{ok} succeeded ({warned} with warnings), {len(results) - ok} not succeeded, "
-              f"in {_fmt_ms(total_ms)}")
-    return EXIT_OK if ok == len(results) else EXIT_FAILED
+        print(f"\n{ok} succeeded ({warned} with warnings), {unchanged} unchanged (skipped), "
+              f"{len(results) - ok - unchanged} not succeeded, in {_fmt_ms(total_ms)}")
+    return EXIT_OK if ok + unchanged == len(results) else EXIT_FAILED
 
 
 def cmd_query(args) -> int:
@@ -187,9 +203,10 @@ def cmd_runs(args) -> int:
             print(json.dumps(run, default=str))
         return EXIT_OK
     rows = [[r["id"], r["pipeline"], r["status"] + (" (warn)" if r.get("warnings") else ""), r.get("strategy") or "-",
-             f"{r.get('rows_written') or 0:,}", _fmt_ms(r.get("duration_ms")), (r.get("started_at") or "")[:19],
-             r.get("error_code") or ""] for r in runs]
-    print(_table(["RUN", "PIPELINE", "STATUS", "STRATEGY", "ROWS", "TIME", "STARTED", "ERROR"], rows))
+             r.get("run_type") or "-", f"{r.get('rows_written') or 0:,}", _fmt_ms(r.get("duration_ms")),
+             (r.get("started_at") or "")[:19], r.get("error_code") or (r.get("reason") or "")[:40]] for r in runs]
+    print(_table(["RUN", "PIPELINE", "STATUS", "STRATEGY", "TYPE", "ROWS", "TIME", "STARTED", "ERROR / REASON"],
+                 rows))
     return EXIT_OK
 
 
@@ -204,6 +221,8 @@ def cmd_show(args) -> int:
         return EXIT_OK
     print(f"run {run['id']}  {run['pipeline']}  {run['status']}")
     print(f"  strategy {run.get('strategy') or '-'}, trigger {run['trigger']}, branch {run.get('branch') or '-'}")
+    if run.get("run_type"):
+        print(f"  run type {run['run_type']}: {run.get('reason')}")
     print(f"  started {run.get('started_at')}, finished {run.get('finished_at')}, took {_fmt_ms(run.get('duration_ms'))}")
     print(f"  rows written {run.get('rows_written') or 0:,}")
     if run.get("error_code"):
@@ -264,6 +283,41 @@ def cmd_check(args) -> int:
     return EXIT_USAGE if errors else EXIT_OK
 
 
+def cmd_landing(args) -> int:
+    from .engine.landing import Ledger
+    from .engine.settings import find_project_root, load_settings
+
+    settings = load_settings(find_project_root(Path(args.project)))
+    ledger = Ledger(settings.db_path)
+    words = list(args.args)
+    pipeline = args.pipeline
+    if pipeline and pipeline.count(".") < 2:
+        from .engine.compiler import compile_project
+
+        pipeline = compile_project(settings.root, settings).resolve(pipeline).key
+    if words and words[0] == "reset":
+        if len(words) not in (2, 3):
+            raise RatuiError("RAT-CFG-007", "usage: ratui landing reset ZONE [FILE]", hint="Name the zone to reset.")
+        zone, file = words[1], words[2] if len(words) == 3 else None
+        changed = ledger.reset(settings.namespace, zone, file, pipeline)
+        if changed == 0:
+            raise RatuiError("RAT-LND-001", f"no ledger entry for zone '{zone}'" + (f" file '{file}'" if file else ""),
+                             hint="`ratui landing` lists the files the ledger knows.")
+        print(json.dumps({"reset": changed}) if args.json else f"{changed} ledger entr{'y' if changed == 1 else 'ies'} "
+              "made loadable again")
+        return EXIT_OK
+    zone = words[0] if words else None
+    files = ledger.files(settings.namespace if zone else None, zone, pipeline)
+    if args.json:
+        for f in files:
+            print(json.dumps(f.to_dict()))
+        return EXIT_OK
+    rows = [[f.zone, f.file, f.pipeline, f.state, f"{f.size:,}", str(f.attempts), f.run_id or "",
+             (f.last_error or "")[:40]] for f in files]
+    print(_table(["ZONE", "FILE", "PIPELINE", "STATE", "BYTES", "TRIES", "LOADED BY", "LAST ERROR"], rows))
+    return EXIT_OK
+
+
 def cmd_init(args) -> int:
     from .engine.scaffold import init_project
 
@@ -284,8 +338,68 @@ def cmd_tui(args) -> int:
     return EXIT_OK
 
 
+def cmd_watch(args) -> int:
+    import signal
+    import threading
+    import time
+
+    from .engine import watch as w
+
+    engine = _engine(args.project)
+    lock = threading.Lock()  # events come from two threads: keep lines whole
+
+    def show(ev) -> None:
+        with lock:
+            if args.json:
+                if not isinstance(ev, w.WatchState):
+                    print(json.dumps(ev.to_dict(), default=str), flush=True)
+                return
+            stamp = time.strftime("%H:%M:%S")
+            if isinstance(ev, w.WatchStarted):
+                print(f"watching {ev.root} (debounce {ev.debounce_ms} ms); Ctrl-C stops", flush=True)
+            elif isinstance(ev, w.WatchReloaded):
+                print(f"{stamp} reloaded ratui.yaml (debounce {ev.debounce_ms} ms)", flush=True)
+                for note in ev.notes:
+                    print(f"         note: {note}", flush=True)
+            elif isinstance(ev, w.WatchErrors):
+                print(f"{stamp} {', '.join(ev.changed) or 'change'}: {len(ev.errors)} problem(s)"
+                      + (f", not running {', '.join(ev.blocked)}" if ev.blocked else "")
+                      + "; waiting for the next save", flush=True)
+                for e in ev.errors:
+                    _err(e)
+            elif isinstance(ev, w.WatchPlanStarted):
+                print(f"{stamp} {', '.join(ev.changed)} -> running {', '.join(ev.keys)}", flush=True)
+            elif isinstance(ev, w.WatchRunResult):
+                print(_result_line(ev.result), flush=True)
+            elif isinstance(ev, w.WatchPlanFinished):
+                ok = sum(1 for r in ev.results if getattr(r, "status", None) == "success")
+                print(f"{stamp} {ok} succeeded, {len(ev.results) - ok} not succeeded, in {_fmt_ms(ev.duration_ms)}; "
+                      "watching", flush=True)
+            elif isinstance(ev, w.WatchFailed):
+                print(f"{stamp} error: {ev.message}", file=sys.stderr, flush=True)
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)  # `kill` stops as cleanly as Ctrl-C: in-flight runs are cancelled
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:  # started in the background by a shell
+        signal.signal(signal.SIGINT, interrupt)
+    watcher = w.Watcher(engine=engine, on_event=show)
+    watcher.start()
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        if not args.json:
+            print("stopping", flush=True)
+    finally:
+        watcher.stop()
+    return EXIT_OK
+
+
 COMMANDS = {"run": cmd_run, "query": cmd_query, "runs": cmd_runs, "show": cmd_show, "branches": cmd_branches,
-            "init": cmd_init, "check": cmd_check, "tui": cmd_tui}
+            "init": cmd_init, "landing": cmd_landing, "check": cmd_check, "tui": cmd_tui,
+            "watch": cmd_watch}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -297,7 +411,7 @@ def main(argv: list[str] | None = None) -> int:
         return COMMANDS[args.command](args)
     except RatuiError as exc:
         _err(exc, getattr(args, "json", False))
-        return EXIT_USAGE if exc.code.startswith(("RAT-PRJ", "RAT-CFG", "RAT-TPL", "RAT-DAG", "RAT-RUN-004")) \
+        return EXIT_USAGE if exc.code.startswith(("RAT-PRJ", "RAT-CFG", "RAT-TPL", "RAT-DAG", "RAT-LND", "RAT-RUN-004")) \
             else EXIT_FAILED
     except ProjectErrors as exc:
         for e in exc.errors:

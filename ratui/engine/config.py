@@ -33,7 +33,9 @@ KEYS = (
     "materialized",
     "tags",
     "partition_by",
+    "landing_mode",
 )
+LANDING_MODES = ("all", "new_files")
 
 # `-- @key: value` in SQL, `# @key: value` in Python.
 _ANNOTATION = {
@@ -58,6 +60,8 @@ class PipelineConfig:
     description: str = ""
     partition_column: str | None = None
     archive_landing_zones: bool = False
+    # all: landing_zone() reads every active file; new_files: only files this pipeline has not loaded yet
+    landing_mode: str = "all"
     scd_valid_from: str = "valid_from"
     scd_valid_to: str = "valid_to"
     materialized: str = "table"
@@ -75,6 +79,7 @@ class PipelineConfig:
             "description": self.description,
             "partition_column": self.partition_column,
             "archive_landing_zones": self.archive_landing_zones,
+            "landing_mode": self.landing_mode,
             "scd_valid_from": self.scd_valid_from,
             "scd_valid_to": self.scd_valid_to,
             "materialized": self.materialized,
@@ -195,6 +200,13 @@ def resolve_config(pipeline_file: Path, text: str, config_file: Path) -> Pipelin
             kwargs[key] = _column(values[key], key, *loc(key))
     if "description" in values:
         kwargs["description"] = str(values["description"]).strip()
+    if "landing_mode" in values:
+        mode = str(values["landing_mode"]).strip()
+        if mode not in LANDING_MODES:
+            file, line = loc("landing_mode")
+            raise RatuiError("RAT-CFG-005", f"unknown landing_mode '{mode}'", file=file, line=line,
+                             hint=did_you_mean(mode, LANDING_MODES))
+        kwargs["landing_mode"] = mode
     if "archive_landing_zones" in values:
         kwargs["archive_landing_zones"] = _as_bool(values["archive_landing_zones"], "archive_landing_zones",
                                                    *loc("archive_landing_zones"))

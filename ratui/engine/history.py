@@ -25,6 +25,8 @@ RUN_COLUMNS = {
     "rows_written": int, "warnings": int, "error_code": str, "error_message": str, "error_hint": str,
     "error_file": str, "error_line": int, "branch": str, "phases": str, "write": str, "notes": str,
     "pid": int, "host": str, "invocation": str,
+    # change detection: the definition's file hashes and the inputs the run read (JSON)
+    "fingerprint": str, "inputs": str,
 }
 
 
@@ -73,11 +75,11 @@ class History:
             })
 
     def update_run(self, run_id: str, **values: Any) -> None:
-        for key in ("phases", "write", "notes"):
+        for key in ("phases", "write", "notes", "fingerprint", "inputs"):
             if key in values and not isinstance(values[key], (str, type(None))):
-                values[key] = json.dumps(values[key])
+                values[key] = json.dumps(values[key], sort_keys=True)
         with self._lock:
-            self.db["runs"].update(run_id, values)
+            self.db["runs"].update(run_id, values, alter=True)
 
     def add_log(self, run_id: str, level: str, message: str) -> None:
         with self._lock:
@@ -121,6 +123,14 @@ class History:
         row["sample"] = json.loads(row["sample"] or "[]")
         row["columns"] = json.loads(row["columns"] or "[]")
         return row
+
+    def last_success(self, pipeline: str) -> dict[str, Any] | None:
+        """The newest successful run of a pipeline (its fingerprint and inputs drive change detection)."""
+        with self._lock:
+            rows = list(self.db.query(
+                "select id, fingerprint, inputs, finished_at from runs where pipeline = ? and status = 'success' "
+                "order by started_at desc limit 1", [pipeline]))
+        return rows[0] if rows else None
 
     def _where(self, pipeline: str | None, status: str | None, text: str | None) -> tuple[str, list[Any]]:
         clauses, params = [], []

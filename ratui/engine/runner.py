@@ -28,12 +28,14 @@ from typing import Any, Iterator
 
 from . import spark as spark_mod
 from .catalog.sqlite import SqliteBranchCatalog
+from .changes import Decision, decide, definition_hashes
 from .compiler import CompiledProject, compile_pipeline, compile_project
 from .errors import RatuiError
 from .events import (
     EventBus, LogLine, PhaseFinished, PhaseStarted, QualityResultEvent, RunFinished, RunQueued, RunStarted,
 )
 from .history import History, now_iso
+from .landing import Ledger, archive, zone_digest
 from .names import sql_ident
 from .project import Pipeline, discover_pipeline, landing_zone
 from .python_pipeline import PythonContext, run_python_pipeline
@@ -67,6 +69,7 @@ class RunResult:
     write: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
     reason: str | None = None
+    run_type: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -118,6 +121,7 @@ class Engine:
         self.settings = settings or load_settings(root)
         self.catalog = SqliteBranchCatalog(self.settings.db_path, self.settings.root)
         self.history = History(self.settings.db_path)
+        self.ledger = Ledger(self.settings.db_path, self.settings.landing_max_attempts)
         self.bus = EventBus()
         self._controls: dict[str, RunControl] = {}
         self._lock = threading.Lock()
@@ -134,12 +138,13 @@ class Engine:
 
     # ------------------------------------------------------------------------------------ running
 
-    def run(self, keys: list[str], *, trigger: str = "cli", full_refresh: bool = False,
+    def run(self, keys: list[str], *, trigger: str = "cli", full_refresh: bool = False, force: bool = False,
             on_result=None) -> list[RunResult]:
         """Run pipelines one after another in the given (topological) order.
 
-        A pipeline whose upstream failed in this invocation is skipped ("upstream failed"); independent
-        pipelines still run.
+        Each pipeline first gets a run type and a reason (change detection): an unchanged one is skipped
+        without a branch. A pipeline whose upstream failed in this invocation is skipped ("upstream
+        failed"); independent pipelines still run. `force` and `full_refresh` run regardless.
         """
         compiled = self.compile()
         invocation = uuid.uuid4().hex[:12]
@@ -148,50 +153,87 @@ class Engine:
         for key in keys:
             upstream_failed = [u for u in compiled.graph.ancestors(key) if u in failed]
             if upstream_failed:
-                result = self._skip(key, compiled, trigger, invocation, sorted(upstream_failed))
+                reason = f"upstream failed: {', '.join(sorted(upstream_failed))}"
+                error = RatuiError("RAT-RUN-005", f"{key} was not run because {', '.join(sorted(upstream_failed))} "
+                                   "failed")
+                result = self._record_skip(key, compiled, trigger, invocation, reason, error)
                 failed.add(key)
             else:
-                run_id = self.queue(key, trigger=trigger, invocation=invocation, compiled=compiled)
-                result = self.execute(run_id, key, full_refresh=full_refresh)
-                if result.status not in ("success",):
-                    failed.add(key)
+                decision = self.decide(compiled.pipelines[key], force=force, full_refresh=full_refresh)
+                if not decision.runs:
+                    result = self._record_skip(key, compiled, trigger, invocation, decision.reason, None)
+                else:
+                    run_id = self.queue(key, trigger=trigger, invocation=invocation, compiled=compiled,
+                                        decision=decision)
+                    result = self.execute(run_id, key, full_refresh=full_refresh)
+                    result.run_type, result.reason = decision.run_type, decision.reason
+                    if result.status not in ("success",):
+                        failed.add(key)
             results.append(result)
             if on_result:
                 on_result(result)
         return results
 
-    def _skip(self, key: str, compiled: CompiledProject, trigger: str, invocation: str,
-              upstream: list[str]) -> RunResult:
-        run_id = new_run_id()
-        pipeline = compiled.pipelines[key]
-        strategy = pipeline.config.merge_strategy if pipeline.config else None
-        reason = f"upstream failed: {', '.join(upstream)}"
-        self.history.create_run(run_id, key, trigger, strategy, invocation, run_type="skip", reason=reason)
-        error = RatuiError("RAT-RUN-005", f"{key} was not run because {', '.join(upstream)} failed")
-        self.history.update_run(run_id, status="skipped", started_at=now_iso(), finished_at=now_iso(),
-                                duration_ms=0, error_code=error.code, error_message=error.message,
-                                error_hint=error.hint)
-        self.bus.emit(RunFinished(run_id, key, "skipped", 0, 0, error.to_dict()))
-        return RunResult(run_id, key, "skipped", strategy, error=error.to_dict(), reason=reason)
+    def decide(self, pipeline: Pipeline, *, force: bool = False, full_refresh: bool = False) -> Decision:
+        if full_refresh:
+            return Decision(pipeline.key, "full", "--full-refresh: rebuild from scratch")
+        if not pipeline.ok:
+            return Decision(pipeline.key, "backfill", "definition has errors")  # the run reports them
+        return decide(self, pipeline, force=force)
+
+    def _record_skip(self, key: str, compiled: CompiledProject, trigger: str, invocation: str | None, reason: str,
+                     error: RatuiError | None, run_id: str | None = None) -> RunResult:
+        pipeline = compiled.pipelines.get(key)
+        strategy = pipeline.config.merge_strategy if pipeline and pipeline.config else None
+        if run_id is None:
+            run_id = new_run_id()
+            self.history.create_run(run_id, key, trigger, strategy, invocation, run_type="skip", reason=reason)
+        stamp = now_iso()
+        self.history.update_run(run_id, status="skipped", run_type="skip", reason=reason, started_at=stamp,
+                                finished_at=stamp, duration_ms=0,
+                                error_code=error.code if error else None, error_message=error.message if error else None,
+                                error_hint=error.hint if error else None)
+        self.history.add_log(run_id, "info", f"skipped: {reason}")
+        self.bus.emit(RunFinished(run_id, key, "skipped", 0, 0, error.to_dict() if error else None))
+        return RunResult(run_id, key, "skipped", strategy, error=error.to_dict() if error else None,
+                         reason=reason, run_type="skip")
 
     def queue(self, key: str, *, trigger: str = "cli", invocation: str | None = None,
-              compiled: CompiledProject | None = None) -> str:
+              compiled: CompiledProject | None = None, decision: Decision | None = None) -> str:
         """Record a pending run and return its id (execute() or start() runs it)."""
         run_id = new_run_id()
         strategy = None
         if compiled and key in compiled.pipelines and compiled.pipelines[key].config:
             strategy = compiled.pipelines[key].config.merge_strategy
-        self.history.create_run(run_id, key, trigger, strategy, invocation)
+        self.history.create_run(run_id, key, trigger, strategy, invocation,
+                                run_type=decision.run_type if decision else None,
+                                reason=decision.reason if decision else None)
         with self._lock:
             self._controls[run_id] = RunControl(run_id)
         self.bus.emit(RunQueued(run_id, key, trigger))
         return run_id
 
-    def start(self, key: str, *, trigger: str = "console", full_refresh: bool = False) -> str:
-        """Run in a background thread; returns the run id at once."""
-        run_id = self.queue(key, trigger=trigger, compiled=self.compile())
-        thread = threading.Thread(target=self.execute, args=(run_id, key), kwargs={"full_refresh": full_refresh},
-                                  name=f"ratui-run-{run_id}", daemon=True)
+    def start(self, key: str, *, trigger: str = "console", full_refresh: bool = False, force: bool = False) -> str:
+        """Run in a background thread; returns the run id at once. Change detection applies unless forced."""
+        compiled = self.compile()
+        run_id = self.queue(key, trigger=trigger, compiled=compiled)
+
+        def work() -> None:
+            try:
+                decision = self.decide(compiled.pipelines[key], force=force, full_refresh=full_refresh)
+            except Exception as exc:  # deciding reads files and SQLite: never lose the run over it
+                decision = Decision(key, "backfill", f"change detection failed ({exc}); running")
+            self.history.update_run(run_id, run_type=decision.run_type, reason=decision.reason)
+            if not decision.runs:
+                with self._lock:
+                    control = self._controls.pop(run_id, None)
+                self._record_skip(key, compiled, trigger, None, decision.reason, None, run_id=run_id)
+                if control:
+                    control.done.set()
+                return
+            self.execute(run_id, key, full_refresh=full_refresh)
+
+        thread = threading.Thread(target=work, name=f"ratui-run-{run_id}", daemon=True)
         thread.start()
         return run_id
 
@@ -252,6 +294,11 @@ class _Run:
         self.run_started_at = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
         self.session = None
         self.views: dict[str, str] = {}
+        self.pipeline: Pipeline | None = None
+        self.consumed: list[tuple[str, str, str, str]] = []  # landing files read: (namespace, zone, pipeline, file)
+        self.zone_inputs: dict[str, list] = {}
+        self.fork_pointers: dict[str, str] = {}
+        self.failed_phase: str | None = None
 
     # ---------------------------------------------------------------------------------------- helpers
 
@@ -275,6 +322,7 @@ class _Run:
             if self.control.cancel_requested.is_set() and spark_mod.is_cancellation(exc):
                 status = "cancelled"
                 raise Cancelled() from exc
+            self.failed_phase = name
             raise
         finally:
             ms = int((time.monotonic() - began) * 1000)
@@ -322,6 +370,19 @@ class _Run:
             status, error = "failed", cleanup_error
         if error is not None:
             self.log(str(error), "error" if status == "failed" else "warning")
+        if status == "success" and self.pipeline is not None:
+            archived = {e[3] for e in self.consumed} if self.pipeline.config.archive_landing_zones else set()
+            zones = {z: [f for f in digest if f[0] not in archived] for z, digest in self.zone_inputs.items()}
+            tables = {ref: self.fork_pointers.get(ref) for ref in self.pipeline.refs}
+            self.history.update_run(self.run_id, fingerprint=definition_hashes(self.pipeline),
+                                    inputs={"tables": tables, "zones": zones})
+        elif (status == "failed" and self.consumed and self.failed_phase in ("build", "write", "quality")
+              and not error.code.startswith(("RAT-TPL", "RAT-CFG", "RAT-PRJ", "RAT-DAG"))):
+            # only failures that can be the data's fault count against the files
+            skipped = self.engine.ledger.record_failure(self.consumed, str(error))
+            if skipped:
+                self.log(f"landing file(s) skipped after {self.engine.ledger.max_attempts} failed attempts: "
+                         f"{', '.join(skipped)}", "warning")
         warnings = sum(1 for q in self.quality if q.status == "warned")
         duration = int((time.monotonic() - began) * 1000)
         rows = self.outcome.rows_written if (self.outcome and status == "success") else 0
@@ -376,6 +437,7 @@ class _Run:
     def _once(self) -> None:
         with self.phase("branch"):
             self.catalog.create_branch(self.branch, run_id=self.run_id)
+            self.fork_pointers = self.catalog.table_pointers(self.branch)
             self.log(f"branch {self.branch} created from main")
         with self.phase("config"):
             pipeline = self._load_pipeline()
@@ -384,7 +446,7 @@ class _Run:
         with self.phase("write"):
             self.outcome = write(WriteRequest(
                 self.session, self.catalog, self.branch, self.key, self.settings.root, self.run_id, batch, rows,
-                pipeline.config, self.strategy))
+                pipeline.config, self.strategy, run_started_at=self.run_started_at))
             self.catalog.record_commit(self.branch, f"{self.strategy} {self.key} ({self.outcome.rows_written} rows)")
             self.log(f"{self.strategy}: {self.outcome.rows_written} rows written, {self.outcome.files_added} files "
                      f"added, {self.outcome.files_removed} removed" +
@@ -395,9 +457,28 @@ class _Run:
             self._quality(pipeline)
         self.control.check()
         with self.phase("resolve"):
-            result = self.catalog.merge(self.branch, message=f"run {self.run_id}: {self.key}")
+            # the landing files this run read become `loaded` in the merge's own transaction
+            result = self.catalog.merge(
+                self.branch, message=f"run {self.run_id}: {self.key}",
+                in_tx=lambda conn, _result: self.engine.ledger.mark_loaded(conn, self.run_id, self.consumed))
             self.control.merged.set()
             self.log(f"merged {self.branch} into main ({', '.join(result.tables) or 'no table changes'})")
+        if pipeline.config.archive_landing_zones and self.consumed:
+            self._archive()
+
+    def _archive(self) -> None:
+        """Move the consumed landing files to _processed/{run_id}/ (after the merge: main already has them)."""
+        by_zone: dict[tuple[str, str], list[tuple[str, str, str, str]]] = {}
+        for entry in self.consumed:
+            by_zone.setdefault((entry[0], entry[1]), []).append(entry)
+        for (namespace, zone), entries in by_zone.items():
+            folder = self.settings.root / namespace / "landing" / zone
+            try:
+                target = archive(folder, self.run_id, [e[3] for e in entries])
+                self.engine.ledger.mark_archived(entries, str(target.relative_to(self.settings.root)))
+                self.log(f"archived {len(entries)} file(s) of zone {zone} to {target.relative_to(folder)}")
+            except OSError as exc:  # the data is merged; a failed move only leaves files in place
+                self.log(f"could not archive files of zone {zone}: {exc}", "warning")
 
     def _load_pipeline(self) -> Pipeline:
         namespace, layer, name = self.key.split(".")
@@ -408,6 +489,7 @@ class _Run:
         compile_pipeline(pipeline, self.settings)
         if pipeline.errors:
             raise pipeline.errors[0]
+        self.pipeline = pipeline
         self.strategy = "full_refresh" if self.full_refresh else pipeline.config.merge_strategy
         self.history.update_run(self.run_id, strategy=self.strategy)
         self.log(f"{pipeline.kind} pipeline, strategy {self.strategy}" +
@@ -435,22 +517,38 @@ class _Run:
             return self.views[key]
         zone = landing_zone(self.settings.root, namespace, zone_name, file=file)
         files = zone.active_files()
-        if not files:
+        mode = self.pipeline.config.landing_mode if self.pipeline else "all"
+        states = {f.file: f.state for f in self.engine.ledger.sync(namespace, zone_name, self.key, files)}
+        usable = [p for p in files if states.get(p.name) != "skipped"]
+        read = [p for p in usable if states.get(p.name) == "unloaded"] if mode == "new_files" else usable
+        self.zone_inputs[zone_name] = zone_digest(files)
+        if not files and mode != "new_files":
             raise RatuiError("RAT-LND-002", f"landing zone '{zone_name}' has no active files", file=str(zone.folder))
-        fmt = zone.file_format(files)
-        paths = [str(p) for p in files]
-        reader = self.session.read
-        if fmt == "csv":
-            df = reader.options(header=True, inferSchema=True).csv(paths)
-        elif fmt == "json":
-            df = reader.json(paths)
-        else:
-            df = reader.parquet(*paths)
+        schema_from = read or usable or _processed_files(zone.folder)
+        if not schema_from:
+            raise RatuiError("RAT-LND-002", f"landing zone '{zone_name}' has no files to read", file=str(zone.folder))
+        fmt = zone.file_format(schema_from)
+        df = self._read_landing(fmt, read or schema_from[-1:])
+        if not read:
+            df = df.limit(0)  # nothing new: an empty batch with the zone's columns
         view = sql_ident(namespace, "landing", zone_name)
         df.createOrReplaceTempView(view.strip("`"))
         self.views[key] = view
-        self.log(f"landing zone {zone_name}: {len(files)} {fmt} file(s)")
+        self.consumed.extend((namespace, zone_name, self.key, p.name) for p in read)
+        skipped = len(files) - len(usable)
+        self.log(f"landing zone {zone_name}: {len(read)} {fmt} file(s) read"
+                 + (" (new files only)" if mode == "new_files" else "")
+                 + (f", {skipped} skipped file(s) left out" if skipped else ""))
         return view
+
+    def _read_landing(self, fmt: str, files: list[Path]):
+        paths = [str(p) for p in files]
+        reader = self.session.read
+        if fmt == "csv":
+            return reader.options(header=True, inferSchema=True).csv(paths)
+        if fmt == "json":
+            return reader.json(paths)
+        return reader.parquet(*paths)
 
     def _context(self, pipeline: Pipeline, file: Path) -> TemplateContext:
         exists = self.catalog.table_exists(self.branch, self.key)
@@ -493,6 +591,7 @@ class _Run:
     def _build(self, pipeline: Pipeline):
         self.session = spark_mod.new_run_session(self.settings, self.run_id)
         self.views = {}  # a retry starts from a fresh session: views of an earlier attempt are gone
+        self.consumed, self.zone_inputs = [], {}
         context = self._context(pipeline, pipeline.file)
         if pipeline.kind == "sql":
             sql = render(pipeline.text, pipeline.file, context)
@@ -549,6 +648,15 @@ class _Run:
                               for q in blocking)
             raise RatuiError("RAT-RUN-003", f"quality gate failed for {self.key}: {names}",
                              file=str(blocking[0].file))
+
+
+def _processed_files(folder: Path) -> list[Path]:
+    """Archived files, newest last: only ever used for their columns when nothing new arrived."""
+    processed = folder / "_processed"
+    if not processed.is_dir():
+        return []
+    return sorted((p for p in processed.glob("*/*") if p.is_file() and not p.name.startswith(".")),
+                  key=lambda p: p.stat().st_mtime_ns)
 
 
 def _parquet_rows(folder: Path) -> int:

@@ -23,11 +23,12 @@ DEFAULT_SPARK_CONFIG: dict[str, str] = {
     "spark.driver.memory": "2g",
 }
 
-TOP_KEYS = {"namespace", "spark", "quality", "merge", "run"}
+TOP_KEYS = {"namespace", "spark", "quality", "merge", "watch", "landing"}
 SPARK_KEYS = {"master", "config"}
 QUALITY_KEYS = {"sample_rows"}
 MERGE_KEYS = {"retries", "backoff_ms"}
-RUN_KEYS = {"parallelism"}
+LANDING_KEYS = {"max_attempts"}
+WATCH_KEYS = {"debounce_ms"}
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,8 @@ class Settings:
     quality_sample_rows: int = 5
     merge_retries: int = 3
     merge_backoff_ms: int = 200
+    landing_max_attempts: int = 3
+    watch_debounce_ms: int = 300
 
     @property
     def state_dir(self) -> Path:
@@ -127,8 +130,10 @@ def load_settings(root: Path) -> Settings:
     _check_keys(quality, QUALITY_KEYS, "quality.", path)
     merge = _mapping(data.get("merge"), "merge", path)
     _check_keys(merge, MERGE_KEYS, "merge.", path)
-    run = _mapping(data.get("run"), "run", path)
-    _check_keys(run, RUN_KEYS, "run.", path)
+    landing = _mapping(data.get("landing"), "landing", path)
+    _check_keys(landing, LANDING_KEYS, "landing.", path)
+    watch = _mapping(data.get("watch"), "watch", path)
+    _check_keys(watch, WATCH_KEYS, "watch.", path)
 
     return Settings(
         root=root,
@@ -138,4 +143,6 @@ def load_settings(root: Path) -> Settings:
         quality_sample_rows=_int(quality.get("sample_rows", 5), "quality.sample_rows", path),
         merge_retries=_int(merge.get("retries", 3), "merge.retries", path, minimum=1),
         merge_backoff_ms=_int(merge.get("backoff_ms", 200), "merge.backoff_ms", path),
+        landing_max_attempts=_int(landing.get("max_attempts", 3), "landing.max_attempts", path, minimum=1),
+        watch_debounce_ms=_int(watch.get("debounce_ms", 300), "watch.debounce_ms", path),
     )

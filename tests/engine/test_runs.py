@@ -119,7 +119,7 @@ def test_incremental_without_watermark_keeps_last_in_batch_and_null_keys_group(m
     assert run(engine)[0].status == "success"
     rows = q(engine, "SELECT k, v FROM silver.o ORDER BY k NULLS FIRST")
     assert rows == [{"k": None, "v": "n2"}, {"k": 1, "v": "b"}]
-    assert run(engine)[0].status == "success"  # re-upserting NULL and 1 replaces, never duplicates
+    assert run(engine, force=True)[0].status == "success"  # re-upserting NULL and 1 replaces, never duplicates
     assert q(engine, "SELECT count(*) AS n FROM silver.o") == [{"n": 2}]
 
 
@@ -201,7 +201,7 @@ def test_append_only_appends_each_run(make_project, spark):
         "-- @merge_strategy: append_only\nSELECT 1 AS id, TIMESTAMP '{{ run_started_at }}' AS loaded_at\n")})
     engine = Engine(root)
     run(engine)
-    run(engine)
+    run(engine, force=True)
     rows = q(engine, "SELECT count(*) AS n, count(DISTINCT loaded_at) AS runs FROM bronze.t")
     assert rows == [{"n": 2, "runs": 2}]
 
@@ -323,10 +323,10 @@ def test_merge_conflict_retries_the_run(orders_project):
             # another writer lands a change to the same table on main first
             other = Engine(orders_project)
             other_keys = other.compile().select(["raw_orders"])
-            assert other.run(other_keys)[0].status == "success"
+            assert other.run(other_keys, force=True)[0].status == "success"
 
     engine.bus.subscribe(interfere)
-    (result,) = run(engine, "raw_orders")
+    (result,) = run(engine, "raw_orders", force=True)
     assert interfered and result.status == "success", result.error
     logs = [line["message"] for line in engine.history.get_run(result.run_id)["logs"]]
     assert any("merge conflict" in m for m in logs)

@@ -12,6 +12,7 @@ renumber. The families:
     RAT-WRT-*   writing a table (merge strategies, schemas)
     RAT-CAT-*   the branch catalog
     RAT-RUN-*   the run itself (cancellation, internal failures)
+    RAT-RPR-*   the reaper (cleanup tasks)
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ CODES: dict[str, tuple[str, str]] = {
     "RAT-CFG-005": ("invalid configuration value", "Check the value's type: booleans are true/false, lists are comma-separated."),
     "RAT-CFG-006": ("invalid config.yaml", "config.yaml must be a YAML mapping of key: value."),
     "RAT-CFG-007": ("invalid ratui.yaml", "ratui.yaml must be a YAML mapping; see README for the settings."),
-    "RAT-CFG-008": ("strategy not yet supported", "Use full_refresh, append_only or incremental for now."),
+    "RAT-CFG-008": ("strategy not yet supported", "Use one of: full_refresh, append_only, incremental, delete_insert, scd2, snapshot."),
     "RAT-CFG-009": ("annotation after the SQL began", "Annotations go at the top of the file, before the first statement."),
     # templating
     "RAT-TPL-001": ("template syntax error", "Fix the Jinja syntax at the line shown."),
@@ -84,6 +85,14 @@ CODES: dict[str, tuple[str, str]] = {
     "RAT-RUN-003": ("quality gate failed", "An error-severity quality test found violations; main is unchanged. See the quality results."),
     "RAT-RUN-004": ("run not found", "List runs with `ratui runs`."),
     "RAT-RUN-005": ("upstream failed", "Fix the upstream pipeline's failure first."),
+    "RAT-RUN-006": ("process died", "The process running this run ended without finishing it (killed or crashed); "
+                    "main is unchanged. Run the pipeline again."),
+    "RAT-RUN-007": ("run timed out", "The run stayed running longer than reaper.stuck_run_timeout_minutes in "
+                    "ratui.yaml; main is unchanged. Look for a hung job in the run log, then run it again."),
+    # reaper
+    "RAT-RPR-001": ("reaper task failed", "The other reaper tasks still ran; the next pass retries this one."),
+    "RAT-RPR-002": ("orphan-file sweep skipped: unreadable table metadata", "Nothing was deleted: a live ref "
+                    "points at metadata ratui cannot read, so what it reaches is unknown. Fix or drop that table."),
 }
 
 

@@ -7,6 +7,8 @@ runs lists as fast as one of ten.
 from __future__ import annotations
 
 import json
+import os
+import socket
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,6 +29,8 @@ RUN_COLUMNS = {
     "pid": int, "host": str, "invocation": str,
     # change detection: the definition's file hashes and the inputs the run read (JSON)
     "fingerprint": str, "inputs": str,
+    # set in the merge's own transaction: a run killed after this point did land on main
+    "merged_at": str,
 }
 
 
@@ -48,6 +52,15 @@ class History:
                 self.db["runs"].create_index(["started_at"], if_not_exists=True)
                 self.db["runs"].create_index(["pipeline", "started_at"], if_not_exists=True)
                 self.db["runs"].create_index(["status"], if_not_exists=True)
+            else:  # a database from an older ratui: add the columns it lacks
+                existing = set(self.db["runs"].columns_dict)
+                for column, kind in RUN_COLUMNS.items():
+                    if column not in existing:
+                        self.db["runs"].add_column(column, kind)
+            if "cancel_requests" not in self.db.table_names():
+                # another process (`ratui cancel`, a second console) asks; the running process honours it
+                self.db["cancel_requests"].create({"run_id": str, "requested_at": str, "pid": int, "host": str},
+                                                  pk="run_id", if_not_exists=True)
             if "quality_results" not in self.db.table_names():
                 self.db["quality_results"].create({
                     "id": int, "run_id": str, "test": str, "severity": str, "status": str, "violations": int,
@@ -71,6 +84,7 @@ class History:
             self.db["runs"].insert({
                 "id": run_id, "pipeline": pipeline, "status": "pending", "trigger": trigger, "strategy": strategy,
                 "queued_at": now_iso(), "rows_written": 0, "warnings": 0, "invocation": invocation,
+                "pid": os.getpid(), "host": socket.gethostname(),
                 "run_type": run_type, "reason": reason,
             })
 
@@ -80,6 +94,25 @@ class History:
                 values[key] = json.dumps(values[key], sort_keys=True)
         with self._lock:
             self.db["runs"].update(run_id, values, alter=True)
+
+    def request_cancel(self, run_id: str, pid: int, host: str) -> None:
+        with self._lock:
+            self.db["cancel_requests"].insert({"run_id": run_id, "requested_at": now_iso(), "pid": pid, "host": host},
+                                              replace=True)
+
+    def cancel_requested(self, run_ids: list[str]) -> list[str]:
+        if not run_ids:
+            return []
+        marks = ",".join("?" * len(run_ids))
+        with self._lock:
+            return [r["run_id"] for r in self.db.query(
+                f"select run_id from cancel_requests where run_id in ({marks})", run_ids)]
+
+    def unfinished_runs(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self.db.query(
+                "select id, pipeline, status, pid, host, branch, started_at, queued_at, merged_at from runs "
+                "where status in ('pending', 'running')"))
 
     def add_log(self, run_id: str, level: str, message: str) -> None:
         with self._lock:

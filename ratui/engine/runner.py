@@ -125,6 +125,65 @@ class Engine:
         self.bus = EventBus()
         self._controls: dict[str, RunControl] = {}
         self._lock = threading.Lock()
+        self._poller: threading.Thread | None = None
+        self.recovered = self.recover()
+
+    # ------------------------------------------------------------------------------ crash recovery
+
+    def recover(self) -> list[str]:
+        """Runs left `pending`/`running` by a process of this host that is gone: fail them, drop their branches.
+
+        Runs of other hosts are left to the reaper's stuck-run timeout (their process cannot be checked here).
+        """
+        host = socket.gethostname()
+        recovered = []
+        for run in self.history.unfinished_runs():
+            if run.get("host") != host or not run.get("pid") or _pid_alive(run["pid"]):
+                continue
+            error = RatuiError("RAT-RUN-006", f"process {run['pid']} running {run['pipeline']} died before the run "
+                               "finished")
+            branch = f"run-{run['id']}"
+            try:
+                self.catalog.delete_branch(branch)
+                note = f"; branch {branch} deleted"
+            except RatuiError:
+                note = ""
+            shutil.rmtree(self.settings.state_dir / "staging" / run["id"], ignore_errors=True)
+            if run.get("merged_at"):
+                # it died after its merge committed: its data is on main, so it did succeed
+                self.history.update_run(run["id"], status="success", finished_at=now_iso())
+                self.history.add_log(run["id"], "warning", f"process {run['pid']} died after the merge committed"
+                                     f"{note}")
+                recovered.append(run["id"])
+                continue
+            self.history.update_run(run["id"], status="failed", finished_at=now_iso(), error_code=error.code,
+                                    error_message=error.message, error_hint=error.hint)
+            self.history.add_log(run["id"], "error", f"{error}{note} (found by process {os.getpid()})")
+            recovered.append(run["id"])
+        return recovered
+
+    def _ensure_cancel_poller(self) -> None:
+        """Honour cancel requests written by other processes (`ratui cancel`) for runs of this process."""
+        with self._lock:
+            if self._poller is not None and self._poller.is_alive():
+                return
+            self._poller = threading.Thread(target=self._poll_cancels, name="ratui-cancel-poller", daemon=True)
+            self._poller.start()
+
+    def _poll_cancels(self) -> None:
+        while True:
+            active = self.active_runs()
+            if not active:
+                with self._lock:
+                    if not any(not c.done.is_set() for c in self._controls.values()):
+                        self._poller = None
+                        return
+            try:
+                for run_id in self.history.cancel_requested(active):
+                    self._cancel_local(run_id)
+            except Exception:  # a busy database must not kill the poller
+                log.debug("cancel poll failed", exc_info=True)
+            time.sleep(0.25)
 
     @property
     def root(self) -> Path:
@@ -238,11 +297,26 @@ class Engine:
         return run_id
 
     def cancel(self, run_id: str) -> str:
-        """Ask a run to stop. Returns 'requested', 'finished' (too late: it already ended) or 'unknown'."""
+        """Ask a run to stop, from any thread or process.
+
+        Returns 'requested', 'finished' (too late: it already ended, or its merge has committed) or 'unknown'.
+        The request is written to the database, so the process running the run honours it at its next
+        checkpoint; a run of this process is also interrupted at once (its Spark jobs are cancelled).
+        """
+        run = self.history.get_run(run_id)
+        if run is None:
+            return "unknown"
+        run_id = run["id"]
+        if run["status"] not in ("pending", "running") or run.get("merged_at"):
+            return "finished"
+        self.history.request_cancel(run_id, os.getpid(), socket.gethostname())
+        return self._cancel_local(run_id) or "requested"
+
+    def _cancel_local(self, run_id: str) -> str | None:
         with self._lock:
             control = self._controls.get(run_id)
         if control is None:
-            return "finished" if self.history.get_run(run_id) else "unknown"
+            return None
         if control.merged.is_set() or control.done.is_set():
             return "finished"
         control.cancel_requested.set()
@@ -261,6 +335,7 @@ class Engine:
     def execute(self, run_id: str, key: str, *, full_refresh: bool = False) -> RunResult:
         with self._lock:
             control = self._controls.setdefault(run_id, RunControl(run_id))
+        self._ensure_cancel_poller()
         try:
             return _Run(self, run_id, key, control, full_refresh).go()
         finally:
@@ -309,10 +384,12 @@ class _Run:
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
         self.control.check()
+        _failpoint(f"kill:{name}")
         self.bus.emit(PhaseStarted(self.run_id, name))
         began = time.monotonic()
         status = "failed"
         try:
+            self.control.check()  # a cancel that arrived with the phase's start stops it before any work
             yield
             status = "done"
         except Cancelled:
@@ -460,11 +537,16 @@ class _Run:
             # the landing files this run read become `loaded` in the merge's own transaction
             result = self.catalog.merge(
                 self.branch, message=f"run {self.run_id}: {self.key}",
-                in_tx=lambda conn, _result: self.engine.ledger.mark_loaded(conn, self.run_id, self.consumed))
+                in_tx=self._in_merge_tx)
             self.control.merged.set()
             self.log(f"merged {self.branch} into main ({', '.join(result.tables) or 'no table changes'})")
         if pipeline.config.archive_landing_zones and self.consumed:
             self._archive()
+
+    def _in_merge_tx(self, conn, _result) -> None:
+        """Inside the merge's transaction: the landing files become loaded, the run is marked merged."""
+        self.engine.ledger.mark_loaded(conn, self.run_id, self.consumed)
+        conn.execute("UPDATE runs SET merged_at = ? WHERE id = ?", (now_iso(), self.run_id))
 
     def _archive(self) -> None:
         """Move the consumed landing files to _processed/{run_id}/ (after the merge: main already has them)."""
@@ -648,6 +730,28 @@ class _Run:
                               for q in blocking)
             raise RatuiError("RAT-RUN-003", f"quality gate failed for {self.key}: {names}",
                              file=str(blocking[0].file))
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by someone else
+        return True
+    return True
+
+
+FAILPOINT_ENV = "RATUI_FAILPOINT"
+
+
+def _failpoint(name: str) -> None:
+    """Fault injection for the reliability suite: RATUI_FAILPOINT=kill:write SIGKILLs this process as phase
+    `write` starts. Unset in normal use; it exists so tests can prove a killed run leaves main untouched."""
+    if os.environ.get(FAILPOINT_ENV) == name:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _processed_files(folder: Path) -> list[Path]:

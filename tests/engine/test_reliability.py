@@ -1,0 +1,188 @@
+"""Nothing lost: killed processes, cancellation at every phase and from another process, concurrent runs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from ratui.engine.events import PHASES, PhaseStarted
+from ratui.engine.query import run_query
+from ratui.engine.runner import Engine
+
+PIPELINES = {
+    "demo/pipelines/bronze/full/pipeline.sql": (
+        "-- @merge_strategy: full_refresh\nSELECT id, id * 2 AS v FROM range(0, 50) AS t(id)\n"),
+    "demo/pipelines/bronze/inc/pipeline.sql": (
+        "-- @merge_strategy: incremental\n-- @unique_key: id\nSELECT id, id * 3 AS v FROM range(0, 50) AS t(id)\n"),
+    "demo/pipelines/bronze/app/pipeline.sql": (
+        "-- @merge_strategy: append_only\nSELECT id, 'x' AS v FROM range(0, 10) AS t(id)\n"),
+}
+for _name in ("full", "inc", "app"):
+    PIPELINES[f"demo/pipelines/bronze/{_name}/tests/quality/ids.sql"] = "SELECT * FROM {{ this }} WHERE id IS NULL\n"
+
+
+def q(engine, sql):
+    columns, rows, _ = run_query(engine, sql)
+    return [dict(zip(columns, r)) for r in rows]
+
+
+def refs(engine):
+    return [r.name for r in engine.catalog.list_refs()]
+
+
+@pytest.fixture(scope="module")
+def killed_project(tmp_path_factory, spark):
+    from tests.conftest import TEST_SETTINGS, write_files
+
+    root = tmp_path_factory.mktemp("kill") / "proj"
+    root.mkdir()
+    (root / "ratui.yaml").write_text(TEST_SETTINGS.format(ns="demo"))
+    write_files(root, PIPELINES)
+    engine = Engine(root)
+    assert all(r.status == "success" for r in engine.run(engine.compile().select([])))
+    return root
+
+
+@pytest.mark.parametrize("phase", PHASES)
+@pytest.mark.parametrize("pipeline", ["full", "inc", "app"])
+def test_sigkill_at_each_phase_leaves_main_byte_for_byte(killed_project, pipeline, phase):
+    engine = Engine(killed_project)
+    before = engine.catalog.table_pointers("main")
+    env = dict(os.environ, RATUI_FAILPOINT=f"kill:{phase}")
+    proc = subprocess.run([sys.executable, "-m", "ratui", "run", f"bronze.{pipeline}", "--force", "--project",
+                           str(killed_project)], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == -9, proc.stdout + proc.stderr
+    assert engine.catalog.table_pointers("main") == before  # same metadata location for every table
+    (stale,) = [r for r in engine.history.list_runs(5) if r["status"] == "running"]
+    assert stale["pipeline"] == f"demo.bronze.{pipeline}"
+    # the next ratui start notices the dead process: the run fails and its branch goes
+    again = Engine(killed_project)
+    assert again.recovered == [stale["id"]]
+    record = again.history.get_run(stale["id"])
+    assert record["status"] == "failed" and record["error_code"] == "RAT-RUN-006"
+    assert refs(again) == ["main"]
+    assert again.catalog.table_pointers("main") == before
+
+
+def test_kill_after_the_merge_committed_counts_as_success(make_project, spark):
+    """The merge is one SQLite transaction that also stamps the run: recovery then knows it landed."""
+    root = make_project({"demo/pipelines/bronze/t/pipeline.sql": "SELECT 1 AS id\n"})
+    engine = Engine(root)
+    keys = engine.compile().select([])
+    run_id = engine.queue(keys[0])
+    engine.execute(run_id, keys[0])
+    # simulate a process that died right after its merge: the stamp is there, the status is not final
+    engine.history.update_run(run_id, status="running", pid=2 ** 22 + 12345)
+    again = Engine(root)
+    assert run_id in again.recovered
+    assert again.history.get_run(run_id)["status"] == "success"
+
+
+@pytest.mark.parametrize("phase", PHASES)
+def test_cancel_at_each_phase(make_project, spark, phase):
+    root = make_project(PIPELINES)
+    engine = Engine(root)
+    engine.run(engine.compile().select(["bronze.inc"]))
+    before = engine.catalog.table_pointers("main")
+
+    def on_event(event):
+        if isinstance(event, PhaseStarted) and event.phase == phase:
+            assert engine.cancel(event.run_id) == "requested"
+
+    engine.bus.subscribe(on_event)
+    (result,) = engine.run(engine.compile().select(["bronze.inc"]), force=True)
+    assert result.status == "cancelled" and result.error["code"] == "RAT-RUN-001"
+    assert engine.catalog.table_pointers("main") == before
+    assert refs(engine) == ["main"]
+    assert list(result.phases)[-1] == phase
+
+
+def test_cancel_during_a_quality_test(make_project, spark):
+    files = dict(PIPELINES)
+    files["demo/pipelines/bronze/inc/tests/quality/slow.sql"] = (
+        "SELECT a.id FROM range(0, 40000000) a CROSS JOIN range(0, 30) b WHERE a.id * b.id = -1\n")
+    root = make_project(files)
+    engine = Engine(root)
+    started = threading.Event()
+    engine.bus.subscribe(lambda e: started.set() if isinstance(e, PhaseStarted) and e.phase == "quality" else None)
+    keys = engine.compile().select(["bronze.inc"])
+    run_id = engine.queue(keys[0])
+    box = {}
+    worker = threading.Thread(target=lambda: box.update(r=engine.execute(run_id, keys[0])))
+    worker.start()
+    assert started.wait(120)
+    time.sleep(1.0)
+    assert engine.cancel(run_id) == "requested"
+    worker.join(60)
+    assert box["r"].status == "cancelled"
+    assert engine.catalog.table_pointers("main") == {} and refs(engine) == ["main"]
+
+
+def test_cancel_from_another_process(make_project, spark):
+    root = make_project({"demo/pipelines/bronze/slow/pipeline.sql": (
+        "SELECT a.id, count(*) AS n FROM range(0, 60000000) a CROSS JOIN range(0, 30) b GROUP BY a.id\n")})
+    proc = subprocess.Popen([sys.executable, "-m", "ratui", "run", "--project", str(root)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        engine = Engine(root)
+        deadline = time.monotonic() + 180
+        run = None
+        while time.monotonic() < deadline:
+            runs = engine.history.list_runs(1)
+            if runs and runs[0]["status"] == "running" and "build" in (runs[0].get("phases") or {"build": 0}) \
+                    and any("landing" in m or "result" in m for m in []) is False:
+                logs = engine.history.get_run(runs[0]["id"])["logs"]
+                if any("created from main" in line["message"] for line in logs):
+                    run = runs[0]
+                    break
+            time.sleep(0.2)
+        assert run is not None, "the run never started"
+        time.sleep(3)  # well into the Spark job
+        from ratui.cli import main as cli_main
+
+        assert cli_main(["cancel", run["id"], "--project", str(root), "--wait", "60"]) == 0
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 1, out + err
+        record = engine.history.get_run(run["id"])
+        assert record["status"] == "cancelled"
+        assert engine.catalog.table_pointers("main") == {} and refs(engine) == ["main"]
+        assert cli_main(["cancel", run["id"], "--project", str(root)]) == 1  # already finished
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def _concurrent_project(make_project, name):
+    files = {}
+    for i in range(4):
+        strategy = ["append_only", "append_only", "incremental", "full_refresh"][i]
+        key = "-- @unique_key: id\n" if strategy == "incremental" else ""
+        files[f"demo/pipelines/bronze/t{i}/pipeline.sql"] = (
+            f"-- @merge_strategy: {strategy}\n{key}SELECT id, id + {i} AS v FROM range(0, 1000) AS t(id)\n")
+    return make_project(files, name=name)
+
+
+def test_eight_concurrent_runs_over_four_tables_match_serial(make_project, spark):
+    serial_root = _concurrent_project(make_project, "serial")
+    serial = Engine(serial_root)
+    keys = serial.compile().select([])
+    for _ in range(2):
+        assert all(r.status == "success" for r in serial.run(keys, force=True))
+
+    root = _concurrent_project(make_project, "concurrent")
+    engine = Engine(root)
+    run_ids = [engine.start(key, force=True) for key in keys for _ in range(2)]
+    for run_id in run_ids:
+        assert engine.wait(run_id, 300)
+    statuses = [engine.history.get_run(r)["status"] for r in run_ids]
+    assert statuses == ["success"] * 8
+    for key in keys:
+        table = key.split(".", 1)[1]
+        sql = f"SELECT id, v, count(*) AS n FROM {table} GROUP BY id, v ORDER BY id, v"
+        assert q(engine, sql) == q(serial, sql), table
+    assert refs(engine) == ["main"]

@@ -70,6 +70,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pipeline", help="only the ledger of this pipeline (table key or name)")
     p.add_argument("--json", action="store_true")
 
+    p = sub.add_parser("reap", help="clean up: stuck runs, orphan branches and files, old snapshots, history")
+    _project_arg(p)
+    p.add_argument("--dry-run", action="store_true", help="list what would be removed; remove nothing")
+    p.add_argument("--json", action="store_true", help="print the stored report as one JSON object")
+
+    p = sub.add_parser("cancel", help="cancel a run (in this or any other ratui process)")
+    p.add_argument("run_id", metavar="RUN_ID")
+    _project_arg(p)
+    p.add_argument("--wait", type=float, default=10.0, metavar="SECONDS",
+                   help="wait this long for the run to end (default 10; 0 returns at once)")
+
     p = sub.add_parser("init", help="create a new project")
     p.add_argument("dir", metavar="DIR")
     p.add_argument("--namespace", default=None, help="namespace name (default: derived from DIR)")
@@ -318,6 +329,82 @@ def cmd_landing(args) -> int:
     return EXIT_OK
 
 
+def cmd_cancel(args) -> int:
+    import time
+
+    engine = _engine(args.project)
+    outcome = engine.cancel(args.run_id)
+    if outcome == "unknown":
+        raise RatuiError("RAT-RUN-004", f"no run '{args.run_id}'")
+    run = engine.history.get_run(args.run_id)
+    if outcome == "finished":
+        print(f"run {run['id']} had already finished: {run['status']}")
+        return EXIT_FAILED
+    print(f"cancel requested for run {run['id']} ({run['pipeline']})", flush=True)
+    deadline = time.monotonic() + args.wait
+    while time.monotonic() < deadline:
+        run = engine.history.get_run(run["id"])
+        if run["status"] not in ("pending", "running"):
+            print(f"run {run['id']} ended: {run['status']}")
+            return EXIT_OK if run["status"] == "cancelled" else EXIT_FAILED
+        time.sleep(0.2)
+    if args.wait:
+        print(f"run {run['id']} is still {run['status']}: it stops at its next checkpoint")
+    return EXIT_OK
+
+
+def cmd_reap(args) -> int:
+    from .engine.reaper import Reaper, format_bytes
+
+    engine = _engine(args.project)
+    report = Reaper(engine).run(dry_run=args.dry_run)
+    if args.json:
+        print(json.dumps(report.to_dict(), default=str))
+        return EXIT_OK if report.ok else EXIT_FAILED
+    shown = 10
+
+    def detail(task: str, item: dict) -> str:
+        if task == "stuck_runs":
+            return (f"{item['pipeline']} running for {item['minutes']:.0f} min (pid {item['pid']} on {item['host']})"
+                    + (f", this process: cancel {item.get('cancel', 'not sent (dry run)')}"
+                       if item.get("this_process") else ""))
+        if task == "orphan_branches":
+            return f"created {(item.get('created_at') or '?')[:19]}, run {item['run_id']}"
+        if task == "run_history":
+            return f"{item['pipeline']} {item['status']}, finished {(item.get('finished_at') or '?')[:19]}"
+        if task == "snapshots":
+            return f"taken {item['timestamp'][:19]}"
+        return format_bytes(item.get("bytes", 0))
+
+    print(f"reaper pass {report.id}" + (" (dry run: nothing removed)" if report.dry_run else "")
+          + f" in {engine.root}")
+    for name, task in report.tasks.items():
+        verb = task.verb if not report.dry_run else "to be " + task.verb
+        count = len(task.found) if report.dry_run else len(task.removed)
+        size = task.bytes_found if report.dry_run else task.bytes_freed
+        line = f"  {task.title:<24} {len(task.found):>5} found, {count:>5} {verb}"
+        if size:
+            line += f", {format_bytes(size)}"
+        if task.kept:
+            line += f" ({len(task.kept)} kept)"
+        print(line + f"  [{_fmt_ms(task.duration_ms)}]")
+        for item in task.found[:shown]:
+            print(f"      {item['name']}  {detail(name, item)}")
+        if len(task.found) > shown:
+            print(f"      ... and {len(task.found) - shown} more (--json lists all)")
+        for item in task.kept[:shown]:
+            print(f"      kept {item['name']}: {item.get('reason', '')}")
+        if task.error:
+            print(f"      error[{task.error['code']}] {task.error['message']}")
+    if report.dry_run:
+        print(f"\n{report.found} item(s) would be removed, {format_bytes(report.bytes_found)} would be freed")
+    else:
+        print(f"\n{report.removed} item(s) removed, {format_bytes(report.bytes_freed)} freed")
+    for name, error in report.errors:
+        print(f"error[{error['code']}] {name}: {error['message']}", file=sys.stderr)
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
 def cmd_init(args) -> int:
     from .engine.scaffold import init_project
 
@@ -373,8 +460,8 @@ def cmd_watch(args) -> int:
                 print(_result_line(ev.result), flush=True)
             elif isinstance(ev, w.WatchPlanFinished):
                 ok = sum(1 for r in ev.results if getattr(r, "status", None) == "success")
-                print(f"{stamp} {ok} succeeded, {len(ev.results) - ok} not succeeded, in {_fmt_ms(ev.duration_ms)}; "
-                      "watching", flush=True)
+                print(f"{stamp} {ok} succeeded, {len(ev.results) - ok} not succeeded, in {_fmt_ms(ev.duration_ms)}"
+                      + ("" if ev.error else "; watching"), flush=True)
             elif isinstance(ev, w.WatchFailed):
                 print(f"{stamp} error: {ev.message}", file=sys.stderr, flush=True)
 
@@ -382,8 +469,6 @@ def cmd_watch(args) -> int:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, interrupt)  # `kill` stops as cleanly as Ctrl-C: in-flight runs are cancelled
-    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:  # started in the background by a shell
-        signal.signal(signal.SIGINT, interrupt)
     watcher = w.Watcher(engine=engine, on_event=show)
     watcher.start()
     try:
@@ -398,8 +483,8 @@ def cmd_watch(args) -> int:
 
 
 COMMANDS = {"run": cmd_run, "query": cmd_query, "runs": cmd_runs, "show": cmd_show, "branches": cmd_branches,
-            "init": cmd_init, "landing": cmd_landing, "check": cmd_check, "tui": cmd_tui,
-            "watch": cmd_watch}
+            "init": cmd_init, "landing": cmd_landing, "cancel": cmd_cancel, "check": cmd_check, "tui": cmd_tui,
+            "watch": cmd_watch, "reap": cmd_reap}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -85,6 +85,7 @@ class RunControl:
     def __init__(self, run_id: str):
         self.run_id = run_id
         self.cancel_requested = threading.Event()
+        self.cancel_error: RatuiError | None = None  # why, when it is not a user's cancel (e.g. the reaper's timeout)
         self.merged = threading.Event()
         self.done = threading.Event()
 
@@ -296,7 +297,7 @@ class Engine:
         thread.start()
         return run_id
 
-    def cancel(self, run_id: str) -> str:
+    def cancel(self, run_id: str, error: RatuiError | None = None) -> str:
         """Ask a run to stop, from any thread or process.
 
         Returns 'requested', 'finished' (too late: it already ended, or its merge has committed) or 'unknown'.
@@ -310,15 +311,16 @@ class Engine:
         if run["status"] not in ("pending", "running") or run.get("merged_at"):
             return "finished"
         self.history.request_cancel(run_id, os.getpid(), socket.gethostname())
-        return self._cancel_local(run_id) or "requested"
+        return self._cancel_local(run_id, error) or "requested"
 
-    def _cancel_local(self, run_id: str) -> str | None:
+    def _cancel_local(self, run_id: str, error: RatuiError | None = None) -> str | None:
         with self._lock:
             control = self._controls.get(run_id)
         if control is None:
             return None
         if control.merged.is_set() or control.done.is_set():
             return "finished"
+        control.cancel_error = control.cancel_error or error
         control.cancel_requested.set()
         spark_mod.cancel_run(run_id)
         return "requested"
@@ -430,14 +432,16 @@ class _Run:
             self._attempts()
             status = "success"
         except Cancelled:
-            status = "cancelled"
-            error = RatuiError("RAT-RUN-001", f"run {self.run_id} of {self.key} was cancelled")
+            status = "failed" if self.control.cancel_error else "cancelled"
+            error = self.control.cancel_error or RatuiError("RAT-RUN-001", f"run {self.run_id} of {self.key} was "
+                                                            "cancelled")
         except RatuiError as exc:
             error = exc
         except Exception as exc:  # a bug or an unexpected Spark/IO failure: record it, never crash the caller
             if self.control.cancel_requested.is_set() and spark_mod.is_cancellation(exc):
-                status = "cancelled"
-                error = RatuiError("RAT-RUN-001", f"run {self.run_id} of {self.key} was cancelled")
+                status = "failed" if self.control.cancel_error else "cancelled"
+                error = self.control.cancel_error or RatuiError("RAT-RUN-001", f"run {self.run_id} of {self.key} "
+                                                                "was cancelled")
             else:
                 self.log(traceback.format_exc(), "error")
                 error = RatuiError("RAT-RUN-002", f"{type(exc).__name__}: {_first_line(exc)}")

@@ -23,12 +23,24 @@ DEFAULT_SPARK_CONFIG: dict[str, str] = {
     "spark.driver.memory": "2g",
 }
 
-TOP_KEYS = {"namespace", "spark", "quality", "merge", "watch", "landing"}
+TOP_KEYS = {"namespace", "spark", "quality", "merge", "watch", "landing", "reaper"}
 SPARK_KEYS = {"master", "config"}
 QUALITY_KEYS = {"sample_rows"}
 MERGE_KEYS = {"retries", "backoff_ms"}
 LANDING_KEYS = {"max_attempts"}
 WATCH_KEYS = {"debounce_ms"}
+# reaper setting -> (default, minimum). A swept file must be older than an hour at least: younger files may
+# belong to a write that has not committed yet.
+REAPER_KEYS: dict[str, tuple[int, int]] = {
+    "stuck_run_timeout_minutes": (30, 1),
+    "orphan_branch_max_age_hours": (6, 0),
+    "processed_max_age_days": (7, 0),
+    "snapshot_max_age_days": (7, 0),
+    "orphan_file_max_age_hours": (24, 1),
+    "run_history_keep_per_pipeline": (1000, 0),
+    "run_history_max_age_days": (90, 0),
+    "interval_minutes": (60, 1),
+}
 
 
 @dataclass(frozen=True)
@@ -42,6 +54,14 @@ class Settings:
     merge_backoff_ms: int = 200
     landing_max_attempts: int = 3
     watch_debounce_ms: int = 300
+    reaper_stuck_run_timeout_minutes: int = 30
+    reaper_orphan_branch_max_age_hours: int = 6
+    reaper_processed_max_age_days: int = 7
+    reaper_snapshot_max_age_days: int = 7
+    reaper_orphan_file_max_age_hours: int = 24
+    reaper_run_history_keep_per_pipeline: int = 1000
+    reaper_run_history_max_age_days: int = 90
+    reaper_interval_minutes: int = 60
 
     @property
     def state_dir(self) -> Path:
@@ -134,6 +154,8 @@ def load_settings(root: Path) -> Settings:
     _check_keys(landing, LANDING_KEYS, "landing.", path)
     watch = _mapping(data.get("watch"), "watch", path)
     _check_keys(watch, WATCH_KEYS, "watch.", path)
+    reaper = _mapping(data.get("reaper"), "reaper", path)
+    _check_keys(reaper, set(REAPER_KEYS), "reaper.", path)
 
     return Settings(
         root=root,
@@ -145,4 +167,6 @@ def load_settings(root: Path) -> Settings:
         merge_backoff_ms=_int(merge.get("backoff_ms", 200), "merge.backoff_ms", path),
         landing_max_attempts=_int(landing.get("max_attempts", 3), "landing.max_attempts", path, minimum=1),
         watch_debounce_ms=_int(watch.get("debounce_ms", 300), "watch.debounce_ms", path),
+        **{f"reaper_{key}": _int(reaper.get(key, default), f"reaper.{key}", path, minimum=minimum)
+           for key, (default, minimum) in REAPER_KEYS.items()},
     )

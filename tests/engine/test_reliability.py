@@ -69,6 +69,41 @@ def test_sigkill_at_each_phase_leaves_main_byte_for_byte(killed_project, pipelin
     assert again.catalog.table_pointers("main") == before
 
 
+def test_reaper_sweeps_what_the_killed_runs_left_and_nothing_else(killed_project):
+    """After the kills above, the orphan-file sweep removes the orphaned files; main reads exactly as before."""
+    from ratui.engine.reaper import Reaper
+
+    # one more kill after a write, so there are orphans even when this test runs alone
+    env = dict(os.environ, RATUI_FAILPOINT="kill:quality")
+    proc = subprocess.run([sys.executable, "-m", "ratui", "run", "bronze.inc", "--force", "--project",
+                           str(killed_project)], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == -9
+    engine = Engine(killed_project)
+    counts = {t: q(engine, f"SELECT count(*) AS n, sum(v) AS s FROM bronze.{t}") if t != "app" else
+              q(engine, "SELECT count(*) AS n FROM bronze.app") for t in ("full", "inc", "app")}
+    warehouse = killed_project / "demo" / "warehouse"
+    old = time.time() - 3 * 24 * 3600
+    for path in warehouse.rglob("*"):
+        if path.is_file():
+            os.utime(path, (old, old))
+    before = {p for p in warehouse.rglob("*") if p.is_file()}
+    report = Reaper(engine).run(dry_run=False, tasks=["orphan_files"])
+    task = report.tasks["orphan_files"]
+    assert task.error is None and task.removed, "the killed runs left orphan files to sweep"
+    after = {p for p in warehouse.rglob("*") if p.is_file()}
+    assert len(before - after) == len(task.removed)
+    for key in engine.catalog.table_pointers("main"):
+        table = engine.catalog.load_table("main", key)
+        for entry in table.metadata.metadata_log:
+            assert os.path.exists(entry.metadata_file)
+        for f in table.scan().plan_files():
+            assert os.path.exists(f.file.file_path)
+    again = {t: q(engine, f"SELECT count(*) AS n, sum(v) AS s FROM bronze.{t}") if t != "app" else
+             q(engine, "SELECT count(*) AS n FROM bronze.app") for t in ("full", "inc", "app")}
+    assert again == counts
+    assert all(r.status == "success" for r in engine.run(engine.compile().select([]), force=True))
+
+
 def test_kill_after_the_merge_committed_counts_as_success(make_project, spark):
     """The merge is one SQLite transaction that also stamps the run: recovery then knows it landed."""
     root = make_project({"demo/pipelines/bronze/t/pipeline.sql": "SELECT 1 AS id\n"})

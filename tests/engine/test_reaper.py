@@ -139,9 +139,10 @@ def test_stuck_runs_are_failed_and_ours_are_cancelled(tmp_path):
     add_run(engine, "oldpending", key, "pending")
     cancelled, real_cancel = [], engine.cancel
 
-    def spy(run_id):
+    def spy(run_id, error=None):
         cancelled.append((run_id, engine.history.get_run(run_id)["status"]))
-        return real_cancel(run_id)
+        assert error is not None and error.code == "RAT-RUN-007"  # the run keeps the timeout's code
+        return real_cancel(run_id, error=error)
 
     engine.cancel = spy
 

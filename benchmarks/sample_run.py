@@ -1,5 +1,6 @@
 """Wall time of `ratui run` over the whole sample project: cold (a new process, JVM start included) against warm
-(the same process, Spark already up), and the per-phase split of one warm incremental run.
+(the same process, Spark already up); a forced re-run against one where nothing changed (change detection skips
+every pipeline); and the per-phase split of one warm incremental run.
 
     python benchmarks/sample_run.py
 
@@ -50,9 +51,13 @@ def main() -> None:
         first = engine.run(keys)
         warm_first = time.monotonic() - began
         began = time.monotonic()
-        second = engine.run(keys)
-        warm_again = time.monotonic() - began
+        second = engine.run(keys, force=True)
+        warm_forced = time.monotonic() - began
         assert all(r.status == "success" for r in first + second)
+        began = time.monotonic()
+        unchanged = engine.run(engine.compile().select([]))
+        warm_unchanged = time.monotonic() - began
+        assert all(r.run_type == "skip" for r in unchanged)
 
         subprocess.run([sys.executable, str(warm_dir / "generate_data.py"), "--month", "4"], check=True,
                        capture_output=True)
@@ -63,7 +68,9 @@ def main() -> None:
         print(f"cold  `ratui run` (new process, JVM start) : {cold:7.2f} s")
         print(f"Spark session start in-process             : {spark_start:7.2f} s")
         print(f"warm  run, empty warehouse                 : {warm_first:7.2f} s   cold/warm = {cold / warm_first:.2f}x")
-        print(f"warm  run again, nothing new               : {warm_again:7.2f} s   cold/warm = {cold / warm_again:.2f}x")
+        print(f"warm  run again, forced (--force)          : {warm_forced:7.2f} s   cold/warm = {cold / warm_forced:.2f}x")
+        print(f"warm  run again, nothing changed (skips)   : {warm_unchanged:7.3f} s   "
+              f"forced/unchanged = {warm_forced / max(warm_unchanged, 1e-6):.0f}x")
         print("per pipeline (warm, empty warehouse):")
         for r in first:
             print(f"  {r.pipeline:<42} {r.strategy:<13} {r.rows_written:>7} rows {r.duration_ms / 1000:6.2f} s")

@@ -1,0 +1,254 @@
+"""Merge cost: ratui's incremental, delete_insert and scd2 against the naive whole-table rewrite and PyIceberg's
+Table.upsert, on a 10-million-row and a 1-million-row table, with the same 1% change batch (half updates of
+existing keys, half new keys).
+
+    /work/venv/bin/python benchmarks/merge.py                  # 10M and 1M rows, batch of 100k
+    /work/venv/bin/python benchmarks/merge.py --rows 2000000 --small 200000 --skip-upsert
+
+Every approach starts from the same table state: the base tables are written once on main, and each approach
+writes on a branch of its own forked from main (a branch copies table pointers, not data). Timed is the write
+itself, from reading the change batch to the committed snapshot. "files -" / "files +" are the data files the
+approach removed from / added to the table (compared by path before and after), "rewritten" the removed files
+that had to be read and written again.
+
+Two layouts of the updated keys:
+    spread     updated keys evenly over the whole key range: every data file holds some (worst case for
+               file pruning: every file is rewritten)
+    recent     updated keys are the newest 50k keys (typical of orders, events, ...): they sit in the files
+               that cover the top of the key range
+The naive rewrite and upsert do not depend on the layout much; they run on `spread` only.
+
+Timings are wall-clock on whatever machine runs this; they are printed, never asserted anywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+SETTINGS = """\
+namespace: bench
+spark:
+  master: local[2]
+  config:
+    spark.driver.memory: 4g
+    spark.sql.shuffle.partitions: 8
+    spark.default.parallelism: 2
+"""
+
+
+def paths_of(table) -> set[str]:
+    if table.current_snapshot() is None:
+        return set()
+    return {t.file.file_path for t in table.scan().plan_files()}
+
+
+def make_data(spark, n: int, offset_seconds: int = 0):
+    from pyspark.sql import functions as F
+
+    return spark.range(n).select(
+        F.col("id"),
+        (F.col("id") % 100_003).alias("customer_id"),
+        (F.col("id") % 9973 / 100).cast("decimal(12,2)").alias("amount"),
+        F.element_at(F.array(*[F.lit(s) for s in ("placed", "paid", "shipped", "delivered", "returned")]),
+                     (F.col("id") % 5 + 1).cast("int")).alias("status"),
+        F.timestamp_seconds(F.lit(1_767_225_600 + offset_seconds) + F.col("id") % 86_400 * 60).alias("updated_at"),
+    )
+
+
+def change_batch(spark, n: int, size: int, layout: str):
+    """`size // 2` updates of existing keys (spread evenly, or the newest keys) and `size // 2` new keys."""
+    from pyspark.sql import functions as F
+
+    half = size // 2
+    if layout == "spread":
+        updates = spark.range(half).select((F.col("id") * (n // half) + 7).alias("id"))
+    else:
+        updates = spark.range(n - half, n)
+    inserts = spark.range(n, n + half)
+    ids = updates.unionByName(inserts)
+    return ids.select(
+        F.col("id"),
+        (F.col("id") % 100_003).alias("customer_id"),
+        F.lit("123.45").cast("decimal(12,2)").alias("amount"),
+        F.lit("refunded").alias("status"),
+        F.timestamp_seconds(F.lit(1_800_000_000) + F.col("id") % 1000).alias("updated_at"),
+    )
+
+
+class Bench:
+    def __init__(self, work: Path):
+        from ratui.engine import spark as spark_mod
+        from ratui.engine.catalog.sqlite import SqliteBranchCatalog
+        from ratui.engine.settings import load_settings
+
+        self.root = work
+        (work / "ratui.yaml").write_text(SETTINGS)
+        self.settings = load_settings(work)
+        began = time.monotonic()
+        self.spark = spark_mod.get_spark(self.settings)
+        heap = self.spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory() / 2**30
+        print(f"spark up in {time.monotonic() - began:.1f}s, driver heap {heap:.1f} GiB, "
+              f"{os.cpu_count()} cores", flush=True)
+        self.catalog = SqliteBranchCatalog(self.settings.db_path, work)
+        self.results: list[dict] = []
+
+    def request(self, ref: str, key: str, batch, rows: int, strategy: str, **config):
+        from ratui.engine.config import PipelineConfig
+        from ratui.engine.strategies import WriteRequest
+
+        return WriteRequest(self.spark, self.catalog, ref, key, self.root, f"bench{int(time.time() * 1000)}",
+                            batch, rows, PipelineConfig(merge_strategy=strategy, unique_key=("id",), **config),
+                            strategy, run_started_at="2026-01-01 00:00:00.000000")
+
+    def base(self, n: int) -> None:
+        from ratui.engine.strategies import write
+
+        for name, strategy in ((f"orders_{n}", "full_refresh"), (f"dim_{n}", "scd2")):
+            began = time.monotonic()
+            out = write(self.request("main", f"bench.silver.{name}", make_data(self.spark, n), n, strategy))
+            self.catalog.record_commit("main", f"base {name}")
+            print(f"  base {name}: {out.table_rows:,} rows in {out.files_added} files, "
+                  f"{time.monotonic() - began:.1f}s", flush=True)
+
+    def stage_batch(self, n: int, size: int, layout: str) -> str:
+        folder = self.root / "batches" / f"{n}-{layout}"
+        change_batch(self.spark, n, size, layout).coalesce(1).write.mode("overwrite").parquet(str(folder))
+        return str(folder)
+
+    def measure(self, label: str, n: int, layout: str, key: str, fn) -> None:
+        branch = f"b{len(self.results)}-" + label.replace('_', '-').replace(' ', '-')
+        self.catalog.create_branch(branch)
+        before = paths_of(self.catalog.load_table(branch, key))
+        began = time.monotonic()
+        note = fn(branch)
+        seconds = time.monotonic() - began
+        table = self.catalog.load_table(branch, key)
+        after = paths_of(table)
+        rows = int(table.current_snapshot().summary.additional_properties.get("total-records", 0))
+        removed, added = len(before - after), len(after - before)
+        row = dict(table_rows=n, layout=layout, approach=label, seconds=seconds, files_before=len(before),
+                   removed=removed, added=added, rewritten=note.get("rewritten", removed), rows_after=rows)
+        self.results.append(row)
+        print(f"  {label:<14} {layout:<7} {seconds:7.2f}s  files {len(before)} -> {len(after)} "
+              f"(-{removed} +{added}, rewritten {row['rewritten']})  rows {rows:,}", flush=True)
+        self.catalog.delete_branch(branch)
+
+    def ratui(self, strategy: str, n: int, layout: str, batch_dir: str, size: int):
+        from ratui.engine.strategies import write
+
+        key = f"bench.silver.{'dim' if strategy == 'scd2' else 'orders'}_{n}"
+
+        def go(branch):
+            out = write(self.request(branch, key, self.spark.read.parquet(batch_dir), size, strategy))
+            return {"rewritten": out.files_rewritten}
+
+        self.measure(f"ratui {strategy}", n, layout, key, go)
+
+    def naive(self, n: int, layout: str, batch_dir: str):
+        """RAT's merge: read the whole table into Arrow, merge in Python, overwrite the table."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        key = f"bench.silver.orders_{n}"
+
+        def go(branch):
+            table = self.catalog.load_table(branch, key)
+            existing = table.scan().to_arrow()
+            batch = pq.read_table(batch_dir).cast(existing.schema)
+            kept = existing.filter(pc.invert(pc.is_in(existing["id"], value_set=batch["id"])))
+            table.overwrite(pa.concat_tables([kept, batch]))
+            return {}
+
+        self.measure("naive rewrite", n, layout, key, go)
+
+    def upsert(self, n: int, layout: str, batch_dir: str):
+        import pyarrow.parquet as pq
+
+        key = f"bench.silver.orders_{n}"
+
+        def go(branch):
+            table = self.catalog.load_table(branch, key)
+            batch = pq.read_table(batch_dir).cast(table.schema().as_arrow())
+            result = table.upsert(batch, join_cols=["id"])
+            return {"note": f"{result.rows_updated} updated, {result.rows_inserted} inserted"}
+
+        self.measure("pyiceberg upsert", n, layout, key, go)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=10_000_000, help="rows of the large table")
+    parser.add_argument("--small", type=int, default=1_000_000, help="rows of the small table (0: skip)")
+    parser.add_argument("--batch", type=int, default=None, help="change batch rows (default 1%% of --rows)")
+    parser.add_argument("--work", type=Path, default=None, help="working folder (default: a temp folder)")
+    parser.add_argument("--keep", action="store_true", help="keep the working folder")
+    parser.add_argument("--skip-upsert", action="store_true", help="skip PyIceberg's upsert (the slowest)")
+    args = parser.parse_args()
+    size = args.batch or args.rows // 100
+    work = args.work or Path(tempfile.mkdtemp(prefix="ratui-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    quiet_logs()
+    bench = Bench(work)
+    try:
+        for n in [args.rows] + ([args.small] if args.small else []):
+            print(f"\n{n:,}-row table, change batch {size:,} rows ({size // 2:,} updates + {size // 2:,} new keys)",
+                  flush=True)
+            bench.base(n)
+            layouts = ["spread", "recent"] if n == args.rows else ["spread"]
+            for layout in layouts:
+                batch_dir = bench.stage_batch(n, size, layout)
+                for strategy in ("incremental", "delete_insert", "scd2"):
+                    bench.ratui(strategy, n, layout, batch_dir, size)
+                if layout == "spread":
+                    bench.naive(n, layout, batch_dir)
+                    if not args.skip_upsert:
+                        bench.upsert(n, layout, batch_dir)
+        report(bench.results)
+    finally:
+        if not args.keep and args.work is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def quiet_logs() -> None:
+    import logging
+
+    logging.getLogger("pyiceberg").setLevel(logging.ERROR)
+
+
+def report(results: list[dict]) -> None:
+    print("\n| table rows | keys | approach | seconds | vs naive | vs upsert | files before | removed | "
+          "rewritten | added |")
+    print("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for r in results:
+        naive = next((x["seconds"] for x in results if x["table_rows"] == r["table_rows"]
+                      and x["approach"] == "naive rewrite"), None)
+        upsert = next((x["seconds"] for x in results if x["table_rows"] == r["table_rows"]
+                       and x["approach"] == "pyiceberg upsert"), None)
+        ratio = lambda base: f"{r['seconds'] / base:.2f}x" if base else "-"  # noqa: E731
+        print(f"| {r['table_rows']:,} | {r['layout']} | {r['approach']} | {r['seconds']:.2f} | {ratio(naive)} | "
+              f"{ratio(upsert)} | {r['files_before']} | {r['removed']} | {r['rewritten']} | {r['added']} |")
+    sizes = sorted({r["table_rows"] for r in results})
+    if len(sizes) == 2:
+        small, large = sizes
+        print(f"\ngrowth from {small:,} to {large:,} rows ({large // small}x the table), same batch, keys spread:")
+        for approach in dict.fromkeys(r["approach"] for r in results):
+            a = [r["seconds"] for r in results if r["approach"] == approach and r["table_rows"] == small
+                 and r["layout"] == "spread"]
+            b = [r["seconds"] for r in results if r["approach"] == approach and r["table_rows"] == large
+                 and r["layout"] == "spread"]
+            if a and b:
+                print(f"  {approach:<18} {a[0]:7.2f}s -> {b[0]:7.2f}s  ({b[0] / a[0]:.1f}x)")
+
+
+if __name__ == "__main__":
+    main()

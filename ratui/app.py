@@ -1,0 +1,621 @@
+"""The ratui console: a Textual App over the engine.
+
+The App owns all UI state. Engine events arrive on the engine's threads; the controller queues them and posts one
+`EngineEvents` message per burst, and the App applies the whole burst to its `RunStore` and publishes one
+`runs_changed` signal (coalesced progress). Everything that touches SQLite, files, the catalog or Spark runs in a
+thread worker or a daemon thread, never on the event loop. Spark starts on first need (or is pre-warmed after
+the first paint) and the status line says so while it starts.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+import weakref
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import partial
+from pathlib import Path
+from typing import Any, Callable
+
+from rich.text import Text
+from textual.app import App
+from textual.binding import Binding
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.message import Message
+from textual.reactive import reactive
+from textual.signal import Signal
+from textual.worker import Worker, WorkerState
+
+from .console.controller import Batch, Controller, utc_now
+from .console.format import fmt_ms, short_key
+from .console.live import LiveRun, RunStore
+from .engine.errors import RatuiError
+from .screens.branches import BranchesScreen
+from .screens.dialogs import ConfirmScreen, ErrorScreen, HelpScreen, JumpScreen
+from .screens.pipelines import PipelinesScreen
+from .screens.quality import QualityScreen
+from .screens.run import RunScreen
+from .screens.runs import RunsScreen
+
+log = logging.getLogger("ratui.console")
+
+SCREEN_ALIASES = {
+    "pipelines": "pipelines", "pipeline": "pipelines", "p": "pipelines", "1": "pipelines",
+    "runs": "runs", "history": "runs", "r": "runs", "2": "runs",
+    "quality": "quality", "q": "quality", "3": "quality",
+    "branches": "branches", "branch": "branches", "refs": "branches", "b": "branches", "4": "branches",
+}
+
+KEY_NAMES = {
+    "plus": "+", "slash": "/", "colon": ":", "question_mark": "?", "escape": "esc", "right_square_bracket": "]",
+    "left_square_bracket": "[", "space": "space", "enter": "enter", "backspace": "backspace",
+}
+
+
+def key_text(binding: Binding) -> str:
+    keys = [k.strip() for k in binding.key.split(",")]
+    return " / ".join(KEY_NAMES.get(k, k) for k in keys)
+
+
+# ----------------------------------------------------------------------------------------------- messages
+
+
+class EngineEvents(Message):
+    """Engine events are waiting in the controller's queue (posted once per burst)."""
+
+
+class SparkStateChanged(Message):
+    def __init__(self, state: str) -> None:
+        super().__init__()
+        self.state = state
+
+
+class BatchDone(Message):
+    def __init__(self, batch: Batch) -> None:
+        super().__init__()
+        self.batch = batch
+
+
+@dataclass
+class RunsChange:
+    changed: set[str]
+    ended: list[LiveRun] = field(default_factory=list)
+    started: list[LiveRun] = field(default_factory=list)
+
+
+# ------------------------------------------------------------------------------- Spark state, process-wide
+
+_apps: "weakref.WeakSet[RatuiApp]" = weakref.WeakSet()
+_spark_hooked = False
+
+
+def _spark_listener(state: str) -> None:
+    for app in list(_apps):
+        try:
+            app.post_message(SparkStateChanged(state))
+        except Exception:  # an app that has closed its loop
+            pass
+
+
+def _hook_spark() -> None:
+    global _spark_hooked
+    if not _spark_hooked:
+        from .engine import spark as spark_mod
+
+        spark_mod.on_state(_spark_listener)
+        _spark_hooked = True
+
+
+# ------------------------------------------------------------------------------------------ command palette
+
+
+class ConsoleCommands(Provider):
+    """The console's commands: run, cancel, open a screen, reload, toggle theme."""
+
+    def _commands(self) -> list[tuple[str, str, Callable[[], Any]]]:
+        app: RatuiApp = self.app  # type: ignore[assignment]
+        commands: list[tuple[str, str, Callable[[], Any]]] = [
+            ("Open Pipelines", "the project tree and pipeline detail (1)", partial(app.action_open, "pipelines")),
+            ("Open Runs", "the run history (2)", partial(app.action_open, "runs")),
+            ("Open Quality", "quality results across recent runs (3)", partial(app.action_open, "quality")),
+            ("Open Branches", "refs, diffs, merge and delete (4)", partial(app.action_open, "branches")),
+            ("Toggle theme", "switch between dark and light", app.action_toggle_theme),
+            ("Reload project", "re-read the project files (ctrl+r on Pipelines)", app.reload_project),
+            ("Help: all keys", "every key binding, per screen (?)", app.action_help),
+        ]
+        compiled = app.compiled
+        if compiled is not None:
+            commands.append(("Run all pipelines", "every pipeline in dependency order",
+                             partial(app.run_batch, compiled.graph.order(), "all pipelines")))
+            for key in compiled.graph.order():
+                name = short_key(key, compiled.settings.namespace)
+                commands.append((f"Run {name}", key, partial(app.run_pipeline, key)))
+                chosen = compiled.graph.order({key, *compiled.graph.descendants(key)})
+                if len(chosen) > 1:
+                    commands.append((f"Run {name}+ (with descendants)", f"{len(chosen)} pipelines",
+                                     partial(app.run_batch, chosen, f"{name}+")))
+                commands.append((f"Full refresh {name}", f"rebuild {key} from scratch",
+                                 partial(app.run_pipeline, key, True)))
+        for run in app.store.active():
+            commands.append((f"Cancel run {run.run_id} ({run.pipeline})", "asks for confirmation",
+                             partial(app.confirm_cancel, [run.run_id])))
+        return commands
+
+    async def discover(self) -> Hits:
+        for name, help_text, callback in self._commands():
+            if name.startswith(("Open", "Toggle", "Reload", "Run all", "Cancel", "Help")):
+                yield DiscoveryHit(name, callback, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for name, help_text, callback in self._commands():
+            score = matcher.match(name)
+            if score > 0:
+                yield Hit(score, matcher.highlight(name), callback, text=name, help=help_text)
+
+
+# ---------------------------------------------------------------------------------------------------- app
+
+
+class RatuiApp(App[None]):
+    CSS_PATH = "app.tcss"
+    TITLE = "ratui"
+    MODES = {
+        "pipelines": PipelinesScreen,
+        "runs": RunsScreen,
+        "quality": QualityScreen,
+        "branches": BranchesScreen,
+    }
+    DEFAULT_MODE = "pipelines"
+    COMMANDS = App.COMMANDS | {ConsoleCommands}
+    BINDINGS = [
+        Binding("1", "open('pipelines')", "Pipelines", id="app.pipelines", show=False),
+        Binding("2", "open('runs')", "Runs", id="app.runs", show=False),
+        Binding("3", "open('quality')", "Quality", id="app.quality", show=False),
+        Binding("4", "open('branches')", "Branches", id="app.branches", show=False),
+        Binding("colon", "jump", "Jump", id="app.jump", key_display=":"),
+        Binding("question_mark", "help", "Help", id="app.help", key_display="?"),
+        Binding("ctrl+t", "toggle_theme", "Theme", id="app.theme", show=False),
+        Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),
+    ]
+
+    spark_state = reactive("idle")
+    active_runs = reactive(0)
+    project_name = reactive("")
+
+    def __init__(self, root: Path, *, clock: Callable[[], float] = time.monotonic,
+                 now: Callable[[], datetime] = utc_now, prewarm: bool = False, spark_state: str | None = None,
+                 blink: bool = True, controller: Controller | None = None) -> None:
+        super().__init__()
+        self.root = Path(root)
+        self.clock = clock
+        self.now = now
+        self.prewarm = prewarm
+        self.fixed_spark_state = spark_state
+        self.cursor_blink = blink
+        self.controller = controller or Controller(self.root, clock=clock, now=now)
+        self.store = RunStore()
+        self.compiled = None
+        self.marks: dict[str, float] = {}
+        self.crashes: list[BaseException] = []
+        self.notices: deque[str] = deque(maxlen=100)  # every toast shown, newest last
+        self.project_loaded: Signal = Signal(self, "project-loaded")
+        self.runs_changed: Signal = Signal(self, "runs-changed")
+        self.project_failed: Signal = Signal(self, "project-failed")
+        self.boot_error: BaseException | None = None
+        self._closing = False
+        self._forced_full_refresh: set[str] = set()
+        self._engine_opening = False
+        self.set_reactive(RatuiApp.project_name, self.root.name)
+
+    # ------------------------------------------------------------------------------------------- boot
+
+    def on_mount(self) -> None:
+        self.mark("mounted")
+        if self.fixed_spark_state is not None:
+            self.spark_state = self.fixed_spark_state
+        else:
+            from .engine import spark as spark_mod
+
+            self.spark_state = "ready" if spark_mod.is_started() else "idle"
+            _apps.add(self)
+            _hook_spark()
+        self.run_worker(self._boot, name="boot", group="boot", thread=True, exit_on_error=False)
+
+    def _boot(self):
+        return self.controller.boot(self._engine_notify, self._batch_done)
+
+    def _engine_notify(self) -> None:
+        """On an engine thread: wake the App (once per burst)."""
+        if self._closing:
+            return
+        try:
+            self.post_message(EngineEvents())
+        except Exception:  # the loop has closed: nothing to tell
+            pass
+
+    def _batch_done(self, batch: Batch) -> None:
+        if not self._closing:
+            try:
+                self.post_message(BatchDone(batch))
+            except Exception:
+                pass
+
+    def on_ready(self) -> None:
+        self.mark("first_paint")
+        if self.prewarm and self.fixed_spark_state is None:
+            self.set_timer(0.5, self._prewarm)
+
+    def _prewarm(self) -> None:
+        """Start Spark in the background after the first paint, so the first run does not wait ~10 s."""
+        import threading
+
+        from .engine import spark as spark_mod
+
+        if spark_mod.is_started() or self.compiled is None:
+            if self.compiled is None and self.boot_error is None:
+                self.set_timer(0.5, self._prewarm)
+            return
+
+        def warm() -> None:
+            try:
+                self.controller.prewarm_spark()
+            except Exception as exc:  # shown in the status line; the next run reports the error with its code
+                log.warning("Spark pre-warm failed: %s", exc)
+                _spark_listener("failed")
+
+        threading.Thread(target=warm, name="ratui-spark-prewarm", daemon=True).start()
+
+    def mark(self, name: str) -> None:
+        """Record when something first happened (the first-paint benchmark reads these)."""
+        self.marks.setdefault(name, time.perf_counter())
+        if name.endswith("_ready"):
+            self._open_engine()
+
+    def _open_engine(self) -> None:
+        if not self._engine_opening and self.compiled is not None:
+            self._engine_opening = True
+            self.run_worker(self.controller.open_engine, name="engine", group="engine", thread=True,
+                            exit_on_error=False)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        worker = event.worker
+        if worker.name == "boot":
+            if event.state == WorkerState.SUCCESS:
+                self._project_compiled(worker.result)
+                # the heavy imports wait until the first screen has its data (or a second has passed)
+                self.set_timer(1.0, self._open_engine)
+            elif event.state == WorkerState.ERROR:
+                self.boot_error = worker.error
+                self.project_failed.publish(worker.error)
+                self.show_error(worker.error, f"opening the project {self.root.name}")
+        elif worker.name == "engine":
+            if event.state == WorkerState.SUCCESS:
+                self.mark("engine_open")
+            elif event.state == WorkerState.ERROR:
+                self.show_error(worker.error, "opening the engine (catalog)")
+        elif worker.name == "compile":
+            if event.state == WorkerState.SUCCESS:
+                self._project_compiled(worker.result)
+                self.notify("Project reloaded.", timeout=2)
+            elif event.state == WorkerState.ERROR:
+                self.show_error(worker.error, "reloading the project")
+        elif worker.name == "launch":
+            if event.state == WorkerState.SUCCESS:
+                run_id, key, full_refresh = worker.result
+                live = self.store.get(run_id)
+                if live is not None:
+                    live.strategy = self._strategy(key, full_refresh)
+                elif full_refresh:  # its events have not arrived yet
+                    self._forced_full_refresh.add(run_id)
+                self.open_run(run_id)
+            elif event.state == WorkerState.ERROR:
+                self.show_error(worker.error, "starting the run")
+        elif worker.name == "cancel":
+            if event.state == WorkerState.SUCCESS:
+                for run_id, outcome in worker.result:
+                    if outcome == "requested":
+                        self.notify(f"Cancelling run {run_id}: it stops at its next checkpoint; main is unchanged.",
+                                    title="Cancel", timeout=4, markup=False)
+                    elif outcome == "finished":
+                        self.notify(f"Run {run_id} had already finished.", severity="warning", markup=False)
+                    else:
+                        self.notify(f"Run {run_id} is not running in this console.", severity="warning",
+                                    markup=False)
+            elif event.state == WorkerState.ERROR:
+                self.show_error(worker.error, "cancelling")
+        elif worker.name == "quit":
+            self.exit()
+        elif event.state == WorkerState.ERROR and not worker.exit_on_error:
+            self.show_error(worker.error, f"in background task {worker.name}")
+
+    def _project_compiled(self, compiled) -> None:
+        self.compiled = compiled
+        self.mark("compiled")
+        self.project_loaded.publish(compiled)
+
+    def retry_boot(self) -> None:
+        self.boot_error = None
+        self.run_worker(self._boot, name="boot", group="boot", thread=True, exit_on_error=False)
+
+    def reload_project(self) -> None:
+        if self.compiled is None:
+            return
+        self.run_worker(self.controller.compile, name="compile", group="compile", thread=True, exclusive=True,
+                        exit_on_error=False)
+
+    def on_unmount(self) -> None:
+        self._closing = True
+        _apps.discard(self)
+        self.controller.close()
+
+    # ----------------------------------------------------------------------------------------- events
+
+    def on_engine_events(self, message: EngineEvents) -> None:
+        items = self.controller.drain()
+        if not items:
+            return
+        known = set(self.store.runs)
+        changed, ended = self.store.apply(items)
+        started = [self.store.runs[r] for r in changed if r not in known]
+        for run in started:
+            if run.strategy is None:
+                batch = self.controller.batches.get(run.batch or "")
+                forced = bool(batch and batch.full_refresh) or run.run_id in self._forced_full_refresh
+                run.strategy = self._strategy(run.pipeline, forced)
+        self.active_runs = len(self.store.active())
+        if ended and self.spark_state == "starting" and self.fixed_spark_state is None:
+            from .engine import spark as spark_mod
+
+            if not spark_mod.is_started():  # the run gave up on a Spark that never came up
+                self.spark_state = "failed"
+        self.runs_changed.publish(RunsChange(changed, ended, started))
+        for run in ended:
+            self._toast(run)
+
+    def _strategy(self, key: str, full_refresh: bool) -> str | None:
+        if full_refresh:
+            return "full_refresh"
+        pipeline = self.compiled.pipelines.get(key) if self.compiled else None
+        return pipeline.config.merge_strategy if pipeline is not None and pipeline.config else None
+
+    def _toast(self, run: LiveRun) -> None:
+        screen = self.screen
+        if isinstance(screen, RunScreen) and screen.run_id == run.run_id:
+            return  # it is on screen already
+        name = short_key(run.pipeline, run.pipeline.split(".")[0])
+        if run.status == "success":
+            extra = f", {run.warnings} quality warning(s)" if run.warnings else ""
+            self.notify(f"{name} succeeded in {fmt_ms(run.duration_ms)}: {run.rows_written or 0:,} rows{extra}.",
+                        title="Run finished", severity="warning" if run.warnings else "information", markup=False)
+        elif run.status == "failed":
+            code = (run.error or {}).get("code", "")
+            self.notify(f"{name} failed: {code} {(run.error or {}).get('message', '')}", title="Run failed",
+                        severity="error", timeout=10, markup=False)
+        elif run.status == "cancelled":
+            self.notify(f"{name} was cancelled; main is unchanged.", title="Run cancelled", severity="warning",
+                        markup=False)
+        elif run.status == "skipped":
+            self.notify(f"{name} skipped: upstream failed.", title="Run skipped", severity="warning", markup=False)
+
+    def on_spark_state_changed(self, message: SparkStateChanged) -> None:
+        if self.fixed_spark_state is None:
+            self.spark_state = message.state
+
+    def on_batch_done(self, message: BatchDone) -> None:
+        batch = message.batch
+        results = [r for r in batch.results if not isinstance(r, BaseException)]
+        errors = [r for r in batch.results if isinstance(r, BaseException)]
+        ok = sum(1 for r in results if r.status == "success")
+        not_run = len(batch.keys) - len(results)
+        text = f"{ok} of {len(batch.keys)} succeeded"
+        if len(results) - ok:
+            text += f", {len(results) - ok} did not"
+        if not_run and batch.cancelled.is_set():
+            text += f", {not_run} not started (cancelled)"
+        self.notify(text + ".", title="Batch finished", severity="information" if ok == len(batch.keys) else "warning",
+                    markup=False)
+        for error in errors:
+            self.show_error(error, "running the batch")
+
+    # ---------------------------------------------------------------------------------------- actions
+
+    def run_pipeline(self, key: str, full_refresh: bool = False) -> None:
+        """Start one run in the background and open its live detail."""
+        if self.compiled is None:
+            self.notify("The project is still opening.", severity="warning")
+            return
+        pipeline = self.compiled.pipelines.get(key) if self.compiled else None
+        if pipeline is not None and pipeline.errors:
+            error = pipeline.errors[0]
+            self.notify(f"{error.code} {error.message}\nhint: {error.hint}", title=f"Cannot run {pipeline.name}",
+                        severity="error", timeout=10, markup=False)
+            return
+
+        def launch() -> tuple[str, str, bool]:
+            return self.controller.start(key, full_refresh=full_refresh), key, full_refresh
+
+        self.run_worker(launch, name="launch", group="launch", thread=True, exit_on_error=False)
+
+    def run_batch(self, keys: list[str], label: str, full_refresh: bool = False) -> None:
+        """Run several pipelines one after another (dependency order) and follow them in the run detail."""
+        if self.compiled is None or not keys:
+            return
+        broken = [k for k in keys if self.compiled and self.compiled.pipelines[k].errors]
+        batch = self.controller.start_batch(keys, full_refresh=full_refresh)
+        message = f"Running {label}: {len(keys)} pipeline(s) in dependency order."
+        if broken:
+            message += f" {len(broken)} have errors and will fail (their descendants are skipped)."
+        self.notify(message, title="Batch", markup=False, timeout=4)
+        self.push_screen(RunScreen(batch=batch.id, origin=self.current_mode))
+
+    def confirm_cancel(self, run_ids: list[str]) -> None:
+        runs = [self.store.get(r) for r in run_ids]
+        names = ", ".join(f"{r.pipeline} ({r.run_id})" for r in runs if r is not None) or ", ".join(run_ids)
+        body = Text(f"Cancel {names}?\n\n")
+        body.append("The run stops at its next checkpoint and its running Spark job is interrupted. It ends "
+                    "as cancelled, its branch is deleted and main is unchanged.", style="dim")
+        if any(self.controller.batch_of(r) for r in run_ids):
+            body.append("\nThe rest of its batch is not started.", style="dim")
+
+        def done(ok: bool | None) -> None:
+            if ok:
+                self.run_worker(partial(self._cancel, run_ids), name="cancel", group="cancel", thread=True,
+                                exit_on_error=False)
+
+        self.push_screen(ConfirmScreen("Cancel run?", body, "Cancel run"), done)
+
+    def _cancel(self, run_ids: list[str]) -> list[tuple[str, str]]:
+        return [(run_id, self.controller.cancel(run_id)) for run_id in run_ids]
+
+    def open_run(self, run_id: str) -> None:
+        self.push_screen(RunScreen(run_id, origin=self.current_mode))
+
+    def open_quality(self, run_id: str) -> None:
+        self.push_screen(QualityScreen(run_id, origin=self.current_mode))
+
+    def action_open(self, mode: str) -> None:
+        """Show that screen itself (not a run detail left open on top of it)."""
+        if self.current_mode != mode:
+            self.switch_mode(mode)
+        self.call_later(self._to_base)
+
+    def _to_base(self) -> None:
+        while len(self.screen_stack) > 1 and not isinstance(self.screen, (ErrorScreen, ConfirmScreen)):
+            self.pop_screen()
+
+    def action_jump(self) -> None:
+        self.push_screen(JumpScreen(), self.jump)
+
+    def jump(self, text: str | None) -> None:
+        if not text:
+            return
+        word, _, rest = text.strip().partition(" ")
+        word = word.lower().lstrip(":")
+        if word == "run" and rest.strip():
+            self.open_run(rest.strip())
+            return
+        if word not in SCREEN_ALIASES and len(word) >= 2:  # a unique prefix: "bra" -> branches
+            matches = {mode for alias, mode in SCREEN_ALIASES.items() if alias.startswith(word)}
+            if len(matches) == 1:
+                word = matches.pop()
+        if word in SCREEN_ALIASES:
+            self.action_open(SCREEN_ALIASES[word])
+        elif word in ("help", "keys", "?"):
+            self.action_help()
+        elif word in ("quit", "q!", "exit"):
+            self.run_worker(self.action_quit())
+        elif word == "run" and rest.strip():
+            self.open_run(rest.strip())
+        else:
+            self.notify(f"No screen '{text}'. Try pipelines, runs, quality, branches, run ID, help or quit.",
+                        severity="warning", markup=False)
+
+    def help_sections(self) -> list[tuple[str, list[tuple[str, str]]]]:
+        sections = [("Everywhere", [(key_text(b), b.description) for b in self.BINDINGS]
+                     + [("ctrl+p", "Command palette")])]
+        for title, screen in (("Pipelines (1)", PipelinesScreen), ("Runs (2)", RunsScreen),
+                              ("Quality (3)", QualityScreen), ("Branches (4)", BranchesScreen),
+                              ("Run detail", RunScreen)):
+            sections.append((title, [(key_text(b), b.description) for b in screen.BINDINGS]))
+        sections[1][1].extend([("↑ ↓", "Move in the tree"), ("enter", "Open the pipeline's latest run")])
+        sections[2][1].append(("enter", "Open the run"))
+        return sections
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.help_sections()))
+
+    def action_toggle_theme(self) -> None:
+        self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"
+
+    async def action_quit(self) -> None:
+        active = self.store.active()
+        if not active:
+            self.exit()
+            return
+        body = Text(f"{len(active)} run(s) in flight: {', '.join(r.pipeline for r in active)}.\n\n")
+        body.append("Quitting cancels them: their branches are deleted and main is unchanged.", style="dim")
+
+        def done(ok: bool | None) -> None:
+            if ok:
+                self.notify("Cancelling runs in flight…", timeout=3)
+                self.run_worker(self.controller.cancel_all, name="quit", group="quit", thread=True,
+                                exit_on_error=False)
+
+        self.push_screen(ConfirmScreen("Quit ratui?", body, "Cancel runs and quit"), done)
+
+    def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
+               markup: bool = True) -> None:
+        self.notices.append(f"{title}: {message}" if title else message)
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    # ----------------------------------------------------------------------------------------- errors
+
+    def show_error(self, error: BaseException, context: str = "") -> None:
+        log_file = self._log_error(error, context)
+        if isinstance(self.screen, ErrorScreen):
+            return
+        self.push_screen(ErrorScreen(error, context, log_file))
+
+    def _log_error(self, error: BaseException, context: str) -> str | None:
+        if isinstance(error, RatuiError):
+            return None
+        try:
+            path = self.root / ".ratui" / "logs" / "console.log"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a", encoding="utf-8") as fh:
+                fh.write(f"--- {utc_now().isoformat()} {context}\n")
+                fh.write("".join(traceback.format_exception(type(error), error, error.__traceback__)))
+            return ".ratui/logs/console.log"
+        except OSError:
+            return None
+
+    async def _dispatch_message(self, message) -> None:
+        """Same guard as the screens' (screens/base.py Guarded): a failing handler shows the error screen."""
+        try:
+            await super()._dispatch_message(message)
+        except Exception as error:  # noqa: BLE001
+            if self._closing or not self.screen_stack:
+                raise
+            self.crashes.append(error)
+            self.show_error(error, f"handling {type(message).__name__}")
+
+    def _handle_exception(self, error: Exception) -> None:
+        """An exception nothing handled: show the error screen instead of crashing, when the App can still draw.
+
+        (Textual's hook; an exception before the first screen is up still exits with the traceback.)"""
+        from textual.worker import WorkerFailed
+
+        original = error.error if isinstance(error, WorkerFailed) else error
+        if self.is_running and not self._closing and self._exit_renderables == [] and self.screen_stack:
+            try:
+                self.crashes.append(original)
+                self.show_error(original, "unexpected error")
+                return
+            except Exception:
+                pass
+        super()._handle_exception(error)
+
+
+def _configure_logging(root: Path) -> None:
+    """Warnings from any thread go to .ratui/logs/console.log: never to the terminal Textual draws on."""
+    path = root / ".ratui" / "logs"
+    path.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(path / "console.log", encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setLevel(logging.INFO)
+    root_logger = logging.getLogger()
+    root_logger.addHandler(handler)
+    if root_logger.level > logging.INFO or root_logger.level == logging.NOTSET:
+        root_logger.setLevel(logging.WARNING)
+
+
+def run_app(root: Path) -> None:
+    """`ratui` / `ratui tui --project DIR`: open the console on the project at `root`."""
+    root = Path(root).resolve()
+    _configure_logging(root)
+    RatuiApp(root, prewarm=True).run()

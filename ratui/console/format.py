@@ -1,0 +1,118 @@
+"""Formatting for the console: durations, counts, ages, sparklines and status glyphs. Pure functions."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+SPARK_BLOCKS = "▁▂▃▄▅▆▇█"
+
+# status -> (glyph, style). One vocabulary across every screen.
+STATUS = {
+    "success": ("✔", "green"),
+    "warned": ("▲", "yellow"),
+    "failed": ("✘", "red"),
+    "error": ("✘", "red"),
+    "cancelled": ("■", "yellow"),
+    "skipped": ("↷", "dim"),
+    "running": ("●", "cyan"),
+    "pending": ("○", "cyan"),
+    "passed": ("✔", "green"),
+    "never": ("·", "dim"),
+}
+
+PHASE_STATE = {
+    "waiting": ("·", "dim"),
+    "running": ("●", "cyan"),
+    "done": ("✔", "green"),
+    "failed": ("✘", "red"),
+    "cancelled": ("■", "yellow"),
+    "skipped": ("↷", "dim"),
+}
+
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+def glyph(status: str | None) -> tuple[str, str]:
+    return STATUS.get(status or "never", ("?", ""))
+
+
+def fmt_ms(ms: int | float | None) -> str:
+    """1234 -> '1.23s'; 75_000 -> '1m15s'; None -> '-'."""
+    if ms is None:
+        return "-"
+    ms = int(ms)
+    if ms < 10_000:
+        return f"{ms / 1000:.2f}s"
+    if ms < 60_000:
+        return f"{ms / 1000:.1f}s"
+    minutes, rest = divmod(ms // 1000, 60)
+    if minutes < 60:
+        return f"{minutes}m{rest:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
+def fmt_count(n: int | None) -> str:
+    return "-" if n is None else f"{n:,}"
+
+
+def parse_iso(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value
+
+
+def fmt_time(text: str | None) -> str:
+    """An ISO timestamp as 'YYYY-MM-DD HH:MM:SS' (UTC, as stored)."""
+    value = parse_iso(text)
+    return value.strftime("%Y-%m-%d %H:%M:%S") if value else "-"
+
+
+def fmt_age(text: str | None, now: datetime) -> str:
+    """How long ago: '45s', '12m', '3h', '5d'."""
+    value = parse_iso(text)
+    if value is None:
+        return "-"
+    seconds = max(0, int((now - value).total_seconds()))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m"
+    if seconds < 86400:
+        return f"{seconds // 3600}h"
+    return f"{seconds // 86400}d"
+
+
+def sparkline(values: list[float | int | None], width: int = 8) -> str:
+    """Oldest to newest, left to right, scaled to the largest value; blank for no data."""
+    data = [v for v in values if v is not None][-width:]
+    if not data:
+        return ""
+    top = max(data) or 1
+    return "".join(SPARK_BLOCKS[min(len(SPARK_BLOCKS) - 1, int(v / top * (len(SPARK_BLOCKS) - 1) + 0.5))]
+                   for v in data)
+
+
+def bar(fraction: float, width: int) -> str:
+    """A horizontal bar with eighth-block resolution."""
+    fraction = max(0.0, min(1.0, fraction))
+    eighths = int(round(fraction * width * 8))
+    full, rest = divmod(eighths, 8)
+    partial = " ▏▎▍▌▋▊▉"[rest] if rest else ""
+    text = "█" * full + partial
+    if not text and fraction > 0:
+        text = "▏"
+    return text
+
+
+def short_key(key: str, namespace: str | None = None) -> str:
+    """'ecommerce.silver.clean_orders' -> 'silver.clean_orders' in its own namespace."""
+    if namespace and key.startswith(namespace + "."):
+        return key[len(namespace) + 1:]
+    return key

@@ -1,0 +1,231 @@
+"""Branches: every ref with its head, creation time, age and run; its diff against main; delete and merge."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.widgets import DataTable, Footer, Label, Static
+
+from ..console.controller import MAIN, BranchRow, DiffRow
+from ..console.format import fmt_age, fmt_time
+from ..engine.errors import RatuiError
+from ..widgets.chrome import NavBar, StatusLine
+from .base import ConsoleScreen
+from .dialogs import ConfirmScreen, MergeScreen
+
+CHANGE_STYLE = {"added": "green", "modified": "yellow", "dropped": "red", "table": ""}
+
+
+class BranchesScreen(ConsoleScreen):
+    MODE = "branches"
+    AUTO_FOCUS = "#branches-table"
+    BINDINGS = [
+        Binding("m", "merge", "Merge into main", id="branches.merge"),
+        Binding("d", "delete", "Delete", id="branches.delete"),
+        Binding("o", "open_run", "Open run", id="branches.open_run"),
+        Binding("ctrl+r", "refresh", "Refresh", id="branches.refresh"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refs: dict[str, BranchRow] = {}
+        self._refresh_timer = None
+        self._stale = False
+
+    def compose(self) -> ComposeResult:
+        yield NavBar("branches")
+        with Vertical(id="branches-main"):
+            yield Static(Text("loading…", style="dim"), id="branches-info")
+            table: DataTable = DataTable(id="branches-table", cursor_type="row", zebra_stripes=True)
+            table.add_column("REF", key="ref")
+            table.add_column("HEAD", key="head")
+            table.add_column("CREATED (UTC)", key="created")
+            table.add_column("AGE", key="age")
+            table.add_column("RUN", key="run")
+            table.add_column("TABLES", key="tables")
+            yield table
+            with Vertical(id="branches-detail"):
+                yield Label("", id="diff-title", classes="section")
+                yield DataTable(id="diff-table", cursor_type="row", zebra_stripes=True)
+        yield StatusLine()
+        yield Footer()
+
+    # ------------------------------------------------------------------------------------------ data
+
+    def project_ready(self, compiled) -> None:
+        self.reload()
+
+    def reload(self) -> None:
+        self.load("refs", self.app.controller.branches)
+
+    def runs_changed(self, change) -> None:
+        # a run creates its branch, then merges and deletes it: refresh (at most once a second) while in view
+        if self.is_current and self._refresh_timer is None:
+            self._refresh_timer = self.set_timer(1.0, self._timed_reload)
+        elif not self.is_current:
+            self._stale = True
+
+    def _timed_reload(self) -> None:
+        self._refresh_timer = None
+        self.reload()
+
+    def on_screen_resume(self) -> None:
+        if self._stale:
+            self._stale = False
+            self.reload()
+
+    def loaded_refs(self, refs: list[BranchRow]) -> None:
+        table = self.query_one("#branches-table", DataTable)
+        keep = self.cursor_ref()
+        self.refs = {r.name: r for r in refs}
+        table.clear()
+        now = self.app.now()
+        for ref in refs:
+            name = Text(ref.name, style="bold" if ref.name == MAIN else "")
+            table.add_row(name, ref.head[:12], fmt_time(ref.created_at), fmt_age(ref.created_at, now),
+                          ref.run_id or "-", Text(str(ref.tables), justify="right"), key=ref.name)
+        if keep in self.refs:
+            table.move_cursor(row=table.get_row_index(keep), animate=False)
+        others = len(refs) - 1
+        info = Text()
+        info.append(f"{len(refs)} ref(s)", style="bold")
+        info.append(f"   main + {others} branch(es)" if others else "   only main: every run merges and deletes its "
+                    "branch, so a branch left here is a run in flight or one that died", style="dim")
+        self.query_one("#branches-info", Static).update(info)
+        self.show_diff()
+
+    def cursor_ref(self) -> str | None:
+        table = self.query_one("#branches-table", DataTable)
+        if not table.row_count:
+            return None
+        return table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id == "branches-table":
+            event.stop()
+            self.show_diff()
+
+    def show_diff(self) -> None:
+        ref = self.cursor_ref()
+        title = self.query_one("#diff-title", Label)
+        if ref is None:
+            title.update("")
+            return
+        title.update("Tables on main" if ref == MAIN else f"Diff of {ref} against main (loading…)")
+        self.load("diff", self._diff, ref)
+
+    def _diff(self, ref: str) -> tuple[str, list[DiffRow]]:
+        return ref, self.app.controller.diff(ref)
+
+    def loaded_diff(self, result: tuple[str, list[DiffRow]]) -> None:
+        ref, rows = result
+        if ref != self.cursor_ref():
+            return
+        diff = self.query_one("#diff-table", DataTable)
+        diff.clear(columns=True)
+        if ref == MAIN:
+            diff.add_columns("TABLE", "SNAPSHOT (#sequence id · rows)")
+            for row in rows:
+                diff.add_row(row.table, row.main.describe() if row.main else Text("-", style="dim"), key=row.table)
+        else:
+            diff.add_columns("TABLE", "CHANGE", "ON BRANCH (snapshot · rows)", "ON MAIN (snapshot · rows)",
+                             "CONFLICT")
+            for row in rows:
+                diff.add_row(row.table, Text(row.change, style=CHANGE_STYLE.get(row.change, "")),
+                             row.branch.describe() if row.branch else Text("-", style="dim"),
+                             row.main.describe() if row.main else Text("-", style="dim"),
+                             Text("✘ main changed too", style="red") if row.conflict else Text("-", style="dim"),
+                             key=row.table)
+        title = self.query_one("#diff-title", Label)
+        if ref == MAIN:
+            title.update(f"Tables on main ({len(rows)})")
+        else:
+            conflicts = sum(1 for r in rows if r.conflict)
+            title.update(f"Diff of {ref} against main: {len(rows)} table(s) changed"
+                         + (f", {conflicts} in conflict" if conflicts else ""))
+        self.app.mark("branches_ready")
+
+    def failed_diff(self, error: BaseException) -> bool:
+        if isinstance(error, RatuiError) and error.code == "RAT-CAT-002":  # deleted meanwhile
+            self.reload()
+            return True
+        return False
+
+    # --------------------------------------------------------------------------------------- actions
+
+    def action_refresh(self) -> None:
+        self.reload()
+
+    def action_delete(self) -> None:
+        ref = self.cursor_ref()
+        if ref is None:
+            return
+        if ref == MAIN:
+            self.notify("main is the production ref: it cannot be deleted (RAT-CAT-004).", severity="error")
+            return
+        row = self.refs[ref]
+        body = Text(f"Delete branch {ref} (head {row.head[:12]}, {row.tables} table(s))?\n\n")
+        body.append("Its table pointers go; its commits are kept for audit; no data file is deleted. "
+                    "main is not touched.", style="dim")
+        if row.run_id and any(r.run_id == row.run_id for r in self.app.store.active()):
+            body.append(f"\n\nRun {row.run_id} is still in flight on this branch: cancel the run instead.",
+                        style="bold red")
+
+        def done(ok: bool | None) -> None:
+            if ok:
+                self.load("deleted", self._delete, ref)
+
+        self.app.push_screen(ConfirmScreen(f"Delete branch {ref}?", body, "Delete"), done)
+
+    def _delete(self, ref: str) -> str:
+        self.app.controller.delete_branch(ref)
+        return ref
+
+    def loaded_deleted(self, ref: str) -> None:
+        self.notify(f"Deleted branch {ref}.", title="Branches")
+        self.reload()
+
+    def action_merge(self) -> None:
+        ref = self.cursor_ref()
+        if ref is None:
+            return
+        if ref == MAIN:
+            self.notify("Pick a branch to merge into main.", severity="warning")
+            return
+        self.load("preview", self._preview, ref)
+
+    def _preview(self, ref: str):
+        return ref, self.app.controller.merge_preview(ref)
+
+    def loaded_preview(self, result) -> None:
+        ref, preview = result
+
+        def done(ok: bool | None) -> None:
+            if ok:
+                self.load("merged", self._merge, ref)
+
+        self.app.push_screen(MergeScreen(ref, preview), done)
+
+    def _merge(self, ref: str):
+        return ref, self.app.controller.merge(ref)
+
+    def loaded_merged(self, result) -> None:
+        ref, merged = result
+        tables = ", ".join(merged.tables) or "no table changes"
+        self.notify(f"Merged {ref} into main: {tables}.", title="Branches")
+        self.reload()
+
+    def action_open_run(self) -> None:
+        ref = self.cursor_ref()
+        row = self.refs.get(ref or "")
+        if row and row.run_id:
+            self.app.open_run(row.run_id)
+        else:
+            self.notify("This ref does not belong to a run.", severity="warning")
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.data_table.id == "branches-table":
+            event.stop()
+            self.action_open_run()

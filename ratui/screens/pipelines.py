@@ -1,0 +1,407 @@
+"""Pipelines: the project as a tree (namespace > layer > pipeline) and the selected pipeline's detail."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import Footer, Static, Tree
+from textual.widgets.tree import TreeNode
+
+from ..console.format import fmt_count, fmt_ms, fmt_time, glyph, short_key, sparkline
+from ..engine.errors import RatuiError
+from ..engine.names import LAYERS
+from .base import ConsoleScreen
+from ..widgets.chrome import NavBar, StatusLine
+
+STRATEGY_WIDTH = 13
+
+
+def error_text(error: RatuiError, root=None) -> Text:
+    location = error.location or ""
+    if root is not None and location.startswith(str(root) + "/"):
+        location = location[len(str(root)) + 1:]
+    text = Text()
+    text.append(f"error[{error.code}] ", style="bold red")
+    if location:
+        text.append(f"{location}: ", style="red")
+    text.append(error.message + "\n", style="red")
+    text.append(f"  hint: {error.hint}", style="italic")
+    return text
+
+
+class PipelineTree(Tree):
+    BINDINGS = [
+        Binding("space", "toggle_node", "Expand", show=False),
+    ]
+
+
+class PipelinesScreen(ConsoleScreen):
+    MODE = "pipelines"
+    AUTO_FOCUS = "#pipeline-tree"
+    BINDINGS = [
+        Binding("r", "run", "Run", id="pipelines.run"),
+        Binding("plus,d", "run_descendants", "Run x+", id="pipelines.run_descendants", key_display="+"),
+        Binding("a", "run_all", "Run all", id="pipelines.run_all"),
+        Binding("f", "full_refresh", "Full refresh", id="pipelines.full_refresh"),
+        Binding("c", "cancel", "Cancel", id="pipelines.cancel"),
+        Binding("enter", "open_run", "Open run", id="pipelines.open_run", show=False),
+        Binding("ctrl+r", "reload", "Reload", id="pipelines.reload"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.recent: dict[str, list[dict[str, Any]]] = {}
+        self.compiled = None
+        self.nodes: dict[str, TreeNode] = {}
+        self.selected: tuple | None = None
+        self.name_width = 20
+
+    def compose(self) -> ComposeResult:
+        yield NavBar("pipelines")
+        with Horizontal(id="pipelines-main"):
+            tree: PipelineTree = PipelineTree("project", id="pipeline-tree")
+            tree.show_root = False
+            tree.guide_depth = 2
+            tree.loading = True
+            yield tree
+            with VerticalScroll(id="pipeline-detail"):
+                yield Static(id="detail-head")
+                yield Static(id="detail-errors")
+                yield Static(id="detail-info")
+                yield Static(id="detail-sql")
+        yield StatusLine()
+        yield Footer()
+
+    # ------------------------------------------------------------------------------------------ data
+
+    def project_ready(self, compiled) -> None:
+        self.compiled = compiled
+        self.build_tree()
+        self.load("recent", self.app.controller.recent)
+
+    def project_error(self, error: BaseException) -> None:
+        super().project_error(error)
+        head = self.query_one("#detail-head", Static)
+        text = Text("The project could not be opened.\n", style="bold red")
+        if isinstance(error, RatuiError):
+            text.append(f"{error.code} {error.message}", style="red")
+        else:
+            text.append(f"{type(error).__name__}: {error}", style="red")
+        text.append("\nFix it, then press ctrl+r to reload.", style="dim")
+        head.update(text)
+
+    def loaded_recent(self, recent: dict[str, list[dict[str, Any]]]) -> None:
+        self.recent = recent
+        self.refresh_labels()
+        self.show_detail()
+        tree = self.query_one(PipelineTree)
+        tree.loading = False
+        self.app.mark("pipelines_ready")
+
+    def runs_changed(self, change) -> None:
+        if self.compiled is None:
+            return
+        self.refresh_labels()
+        if change.ended:
+            self.load("recent", self.app.controller.recent)
+        elif self.selected and self.selected[0] == "pipeline":
+            self.show_detail()
+
+    # ------------------------------------------------------------------------------------------ tree
+
+    def build_tree(self) -> None:
+        compiled = self.compiled
+        tree = self.query_one(PipelineTree)
+        keep = self.selected
+        tree.clear()
+        self.nodes = {}
+        names = [p.name for p in compiled.pipelines.values()]
+        self.name_width = min(28, max([14, *map(len, names)]))
+        if compiled.errors:
+            problems = tree.root.add(Text(f"⚠ {len(compiled.errors)} project problem(s)", style="bold red"),
+                                     data=("problems",), expand=True)
+            for error in compiled.errors:
+                problems.add_leaf(Text(f"{error.code} {error.message}", style="red"), data=("problem", error))
+        by_ns: dict[str, dict[str, list]] = {}
+        for pipeline in compiled.pipelines.values():
+            by_ns.setdefault(pipeline.namespace, {}).setdefault(pipeline.layer, []).append(pipeline)
+        for ns in sorted(by_ns):
+            ns_node = tree.root.add(Text(ns, style="bold"), data=("namespace", ns), expand=True)
+            self.nodes[ns] = ns_node
+            for layer in sorted(by_ns[ns], key=lambda x: LAYERS.index(x) if x in LAYERS else 99):
+                items = sorted(by_ns[ns][layer], key=lambda p: p.name)
+                layer_node = ns_node.add(Text(f"{layer} ({len(items)})", style="bold"), data=("layer", ns, layer),
+                                         expand=True)
+                self.nodes[f"{ns}.{layer}"] = layer_node
+                for pipeline in items:
+                    node = layer_node.add_leaf(self.label(pipeline.key), data=("pipeline", pipeline.key))
+                    self.nodes[pipeline.key] = node
+        target = None
+        if keep and keep[0] == "pipeline" and keep[1] in self.nodes:
+            target = self.nodes[keep[1]]
+        elif compiled.pipelines:
+            first = compiled.graph.order()[:1] or sorted(compiled.pipelines)[:1]
+            target = self.nodes.get(first[0]) if first else None
+        tree.loading = False
+        tree.focus()
+        if target is not None:
+            tree.move_cursor_to_line(0)  # lays the lines out, so the target node knows its line
+            tree.move_cursor(target)
+            self.selected = target.data
+        self.show_detail()
+
+    def label(self, key: str) -> Text:
+        pipeline = self.compiled.pipelines[key]
+        text = Text()
+        name = pipeline.name.ljust(self.name_width)[: self.name_width]
+        if pipeline.errors:
+            text.append("✘ ", style="bold red")
+            text.append(name, style="red")
+            text.append(f" {pipeline.errors[0].code}", style="red")
+            return text
+        active = self.app.store.active_for(key)
+        runs = self.recent.get(key, [])
+        if active:
+            icon, style = glyph("running")
+            run = active[-1]
+            phase = run.current_phase or run.status
+            status_text = Text(f"{phase:>8}", style="cyan")
+        elif runs:
+            icon, style = glyph(runs[0]["status"])
+            status_text = Text(f"{fmt_ms(runs[0]['duration_ms']):>8}")
+        else:
+            icon, style = glyph(None)
+            status_text = Text(f"{'-':>8}", style="dim")
+        text.append(f"{icon} ", style=style)
+        text.append(name)
+        text.append(" ")
+        text.append_text(status_text)
+        strategy = pipeline.config.merge_strategy if pipeline.config else "?"
+        text.append(f" {strategy:<{STRATEGY_WIDTH}}", style="dim")
+        text.append(" ")
+        text.append(sparkline([r["duration_ms"] for r in reversed(runs)], 8), style="cyan")
+        return text
+
+    def refresh_labels(self) -> None:
+        if self.compiled is None:
+            return
+        for key in self.compiled.pipelines:
+            node = self.nodes.get(key)
+            if node is not None:
+                node.set_label(self.label(key))
+
+    def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:
+        self.selected = event.node.data
+        self.show_detail()
+
+    def on_tree_node_selected(self, event: Tree.NodeSelected) -> None:
+        if event.node.data and event.node.data[0] == "pipeline":
+            self.action_open_run()
+
+    # ---------------------------------------------------------------------------------------- detail
+
+    def show_detail(self) -> None:
+        if self.compiled is None:
+            return
+        head = self.query_one("#detail-head", Static)
+        errors = self.query_one("#detail-errors", Static)
+        info = self.query_one("#detail-info", Static)
+        sql = self.query_one("#detail-sql", Static)
+        data = self.selected
+        root = self.compiled.root
+        errors.update("")
+        errors.add_class("hidden")
+        sql.update("")
+        if not data:
+            head.update(Text("No pipelines in this project yet.", style="dim"))
+            info.update("")
+            return
+        kind = data[0]
+        if kind == "pipeline":
+            self._show_pipeline(data[1], head, errors, info, sql)
+        elif kind == "problem":
+            head.update(Text("Project problem", style="bold red"))
+            errors.update(error_text(data[1], root))
+            errors.remove_class("hidden")
+            info.update("")
+        elif kind == "problems":
+            head.update(Text("Project problems", style="bold red"))
+            errors.update(Group(*(error_text(e, root) for e in self.compiled.errors)))
+            errors.remove_class("hidden")
+            info.update("")
+        else:
+            keys = [k for k in self.compiled.graph.order()
+                    if k.startswith(data[1] + ".") and (kind == "namespace" or k.split(".")[1] == data[2])]
+            title = data[1] if kind == "namespace" else f"{data[1]}.{data[2]}"
+            head.update(Text(f"{title} — {len(keys)} pipeline(s)", style="bold"))
+            table = Table(box=None, padding=(0, 1), show_header=True, header_style="bold dim")
+            table.add_column("pipeline")
+            table.add_column("last")
+            table.add_column("time", justify="right")
+            for key in keys:
+                runs = self.recent.get(key, [])
+                status = runs[0]["status"] if runs else None
+                icon, style = glyph(status)
+                table.add_row(short_key(key, data[1]), Text(f"{icon} {status or 'never run'}", style=style),
+                              fmt_ms(runs[0]["duration_ms"]) if runs else "-")
+            info.update(Group(table, Text("\nr runs them all in dependency order.", style="dim")))
+
+    def _show_pipeline(self, key: str, head: Static, errors: Static, info: Static, sql: Static) -> None:
+        compiled = self.compiled
+        pipeline = compiled.pipelines.get(key)
+        if pipeline is None:
+            return
+        root = compiled.root
+        ns = pipeline.namespace
+        title = Text(key, style="bold")
+        title.append(f"\n{pipeline.kind or 'broken'} pipeline", style="dim")
+        where = pipeline.file or pipeline.folder
+        if where is not None:
+            title.append(f"\n{where.relative_to(root)}", style="dim")
+        if pipeline.config and pipeline.config.description:
+            title.append(f"\n{pipeline.config.description}", style="italic")
+        head.update(title)
+        if pipeline.errors:
+            errors.update(Group(*(error_text(e, root) for e in pipeline.errors)))
+            errors.remove_class("hidden")
+        parts: list[RenderableType] = []
+        active = self.app.store.active_for(key)
+        runs = self.recent.get(key, [])
+        last = Text("Last run   ", style="bold")
+        if active:
+            run = active[-1]
+            last.append(f"● {run.status}", style="cyan")
+            last.append(f" · {run.current_phase or 'queued'} · run {run.run_id} · enter to watch", style="dim")
+        elif runs:
+            r = runs[0]
+            icon, style = glyph(r["status"])
+            last.append(f"{icon} {r['status']}", style=style)
+            last.append(f" · {fmt_ms(r['duration_ms'])} · {fmt_count(r['rows_written'])} rows · "
+                        f"{fmt_time(r['started_at'])} · run {r['id']}")
+        else:
+            last.append("never run — r runs it", style="dim")
+        parts.append(last)
+        if pipeline.config:
+            table = Table(box=None, padding=(0, 1), show_header=False, title="Config", title_justify="left",
+                          title_style="bold")
+            table.add_column(style="cyan", no_wrap=True)
+            table.add_column()
+            table.add_column(style="dim", no_wrap=True)
+            defaults = 0
+            for name, value in pipeline.config.to_dict().items():
+                origin = pipeline.config.origin.get(name, "default")
+                if name == "description" or (origin == "default" and name != "merge_strategy"):
+                    defaults += name != "description"
+                    continue
+                if isinstance(value, list):
+                    value = ", ".join(value)
+                table.add_row(name, str(value), origin)
+            parts.append(table)
+            if defaults:
+                parts.append(Text(f" + {defaults} settings at their defaults", style="dim"))
+        lineage = Table(box=None, padding=(0, 1), show_header=False, title="Lineage", title_justify="left",
+                        title_style="bold")
+        lineage.add_column(style="cyan")
+        lineage.add_column()
+        up = compiled.graph.upstream.get(key, [])
+        down = compiled.graph.downstream.get(key, [])
+        zones = ", ".join(f"landing/{z}" for z in pipeline.zones)
+        lineage.add_row("upstream", ", ".join(short_key(k, ns) for k in up) or zones or "-")
+        if up and zones:
+            lineage.add_row("landing", zones)
+        lineage.add_row("downstream", ", ".join(short_key(k, ns) for k in sorted(down)) or "-")
+        parts.append(lineage)
+        tests = Table(box=None, padding=(0, 1), show_header=False, title=f"Quality tests ({len(pipeline.tests)})",
+                      title_justify="left", title_style="bold")
+        tests.add_column()
+        tests.add_column(style="dim")
+        tests.add_column(style="dim")
+        for test in pipeline.tests:
+            if test.error:
+                tests.add_row(Text(test.name, style="red"), test.error.code, "")
+            else:
+                tests.add_row(test.name, test.severity, test.description)
+        if not pipeline.tests:
+            tests.add_row(Text("none", style="dim"), "", "")
+        parts.append(tests)
+        info.update(Group(*parts))
+        if pipeline.text:
+            sql.update(Group(Text(pipeline.kind.upper() if pipeline.kind else "", style="bold"),
+                             Syntax(pipeline.text, "sql" if pipeline.kind == "sql" else "python",
+                                    theme="ansi_dark", line_numbers=True, word_wrap=False,
+                                    background_color="default")))
+
+    # --------------------------------------------------------------------------------------- actions
+
+    def _selected_keys(self) -> list[str]:
+        data = self.selected
+        if not data or self.compiled is None:
+            return []
+        if data[0] == "pipeline":
+            return [data[1]]
+        if data[0] == "namespace":
+            return [k for k in self.compiled.graph.order() if k.split(".")[0] == data[1]]
+        if data[0] == "layer":
+            return [k for k in self.compiled.graph.order() if k.split(".")[:2] == [data[1], data[2]]]
+        return []
+
+    def action_run(self) -> None:
+        keys = self._selected_keys()
+        if not keys:
+            self.notify("Select a pipeline to run.", severity="warning")
+        elif len(keys) == 1:
+            self.app.run_pipeline(keys[0])
+        else:
+            self.app.run_batch(keys, f"{len(keys)} pipelines")
+
+    def action_full_refresh(self) -> None:
+        keys = self._selected_keys()
+        if len(keys) == 1:
+            self.app.run_pipeline(keys[0], full_refresh=True)
+        elif keys:
+            self.app.run_batch(keys, f"{len(keys)} pipelines (full refresh)", full_refresh=True)
+
+    def action_run_descendants(self) -> None:
+        keys = self._selected_keys()
+        if len(keys) != 1:
+            self.notify("Select one pipeline: x+ runs it and everything downstream.", severity="warning")
+            return
+        key = keys[0]
+        chosen = {key, *self.compiled.graph.descendants(key)}
+        self.app.run_batch(self.compiled.graph.order(chosen), f"{short_key(key, key.split('.')[0])}+")
+
+    def action_run_all(self) -> None:
+        if self.compiled is not None:
+            self.app.run_batch(self.compiled.graph.order(), "all pipelines")
+
+    def action_cancel(self) -> None:
+        runs = [r for k in self._selected_keys() for r in self.app.store.active_for(k)]
+        if not runs:
+            self.notify("Nothing to cancel: no run of the selection is in flight.", severity="warning")
+            return
+        self.app.confirm_cancel([r.run_id for r in runs])
+
+    def action_open_run(self) -> None:
+        keys = self._selected_keys()
+        if len(keys) != 1:
+            return
+        active = self.app.store.active_for(keys[0])
+        if active:
+            self.app.open_run(active[-1].run_id)
+        elif self.recent.get(keys[0]):
+            self.app.open_run(self.recent[keys[0]][0]["id"])
+        else:
+            self.notify("No runs yet: press r to run it.")
+
+    def action_reload(self) -> None:
+        if self.app.compiled is None and self.app.boot_error is not None:
+            self.app.retry_boot()
+        else:
+            self.app.reload_project()

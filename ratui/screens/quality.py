@@ -1,0 +1,198 @@
+"""Quality: the results of one run or across recent runs, failed and warned first, with the sample violating
+rows in a table and the test's SQL on demand."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.syntax import Syntax
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.widgets import DataTable, Footer, Label, Static
+
+from ..console.format import fmt_ms, fmt_time, glyph, short_key
+from ..widgets.chrome import NavBar, StatusLine
+from .base import ConsoleScreen
+
+ORDER = {"failed": 0, "error": 0, "warned": 1, "passed": 2}
+RECENT_LIMIT = 500
+
+
+def sort_results(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Failed (and errored) first, then warned, then passed; newest first within each."""
+    return sorted(results, key=lambda q: (ORDER.get(q.get("status"), 3), -(q.get("id") or 0)))
+
+
+class QualityScreen(ConsoleScreen):
+    MODE = "quality"
+    AUTO_FOCUS = "#quality-table"
+    BINDINGS = [
+        Binding("s", "toggle_sql", "SQL", id="quality.sql"),
+        Binding("o", "open_run", "Open run", id="quality.open_run"),
+        Binding("p", "toggle_passed", "Hide passed", id="quality.passed"),
+        Binding("ctrl+r", "refresh", "Refresh", id="quality.refresh"),
+        Binding("escape", "back", "Back", id="quality.back", show=False),
+    ]
+
+    def __init__(self, run_id: str | None = None, origin: str = "") -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.origin = origin
+        self.results: list[dict[str, Any]] = []
+        self.by_id: dict[str, dict[str, Any]] = {}
+        self.hide_passed = False
+        self.show_sql = False
+
+    def compose(self) -> ComposeResult:
+        yield NavBar(self.origin if self.run_id else "quality")
+        with Vertical(id="quality-main"):
+            yield Static(Text("loading…", style="dim"), id="quality-info")
+            table: DataTable = DataTable(id="quality-table", cursor_type="row", zebra_stripes=True)
+            table.add_column("RESULT", key="status")
+            table.add_column("TEST", key="test")
+            table.add_column("PIPELINE", key="pipeline")
+            table.add_column("SEVERITY", key="severity")
+            table.add_column("VIOLATIONS", key="violations")
+            table.add_column("TIME", key="time")
+            table.add_column("RUN", key="run")
+            table.add_column("FINISHED", key="finished")
+            yield table
+            with Vertical(id="quality-detail"):
+                yield Static(id="quality-head")
+                yield Label("Sample violating rows", classes="section", id="sample-label")
+                yield DataTable(id="quality-sample", cursor_type="row", zebra_stripes=True)
+                yield Static(id="quality-sql", classes="hidden")
+        yield StatusLine()
+        yield Footer()
+
+    # ------------------------------------------------------------------------------------------ data
+
+    def project_ready(self, compiled) -> None:
+        self.reload()
+
+    def reload(self) -> None:
+        self.load("results", self.app.controller.quality, self.run_id, RECENT_LIMIT)
+
+    def runs_changed(self, change) -> None:
+        if change.ended and (self.run_id is None or self.run_id in change.changed):
+            self.reload()
+
+    def loaded_results(self, results: list[dict[str, Any]]) -> None:
+        self.results = sort_results(results)
+        self.by_id = {str(q["id"]): q for q in self.results}
+        self.fill()
+
+    def fill(self) -> None:
+        table = self.query_one("#quality-table", DataTable)
+        keep = self.cursor_key()
+        table.clear()
+        shown = [q for q in self.results if not (self.hide_passed and q.get("status") == "passed")]
+        for q in shown:
+            icon, style = glyph(q.get("status"))
+            violations = q.get("violations") or 0
+            table.add_row(
+                Text(f"{icon} {q.get('status')}", style=style), q.get("test"),
+                short_key(q.get("pipeline") or "", (q.get("pipeline") or "").split(".")[0]),
+                Text(q.get("severity") or "", style="red" if q.get("severity") == "error" else "yellow"),
+                Text(f"{violations:,}", justify="right", style="bold" if violations else "dim"),
+                Text(fmt_ms(q.get("duration_ms")), justify="right"), q.get("run_id"),
+                fmt_time(q.get("finished_at")), key=str(q["id"]))
+        if keep is not None and keep in table.rows:
+            table.move_cursor(row=table.get_row_index(keep), animate=False)
+        failed = sum(1 for q in self.results if ORDER.get(q.get("status")) == 0)
+        warned = sum(1 for q in self.results if q.get("status") == "warned")
+        passed = sum(1 for q in self.results if q.get("status") == "passed")
+        info = Text()
+        if self.run_id:
+            info.append(f"quality of run {self.run_id}", style="bold")
+        else:
+            info.append(f"quality across recent runs (last {RECENT_LIMIT} results)", style="bold")
+        info.append("   ")
+        info.append(f"✘ {failed} failed", style="red" if failed else "dim")
+        info.append("  ")
+        info.append(f"▲ {warned} warned", style="yellow" if warned else "dim")
+        info.append("  ")
+        info.append(f"✔ {passed} passed" + (" (hidden)" if self.hide_passed else ""), style="green" if passed else "dim")
+        self.query_one("#quality-info", Static).update(info)
+        if not shown:
+            self.show_result(None)
+        else:
+            self.show_result(self.by_id.get(self.cursor_key() or ""))
+        self.app.mark("quality_ready")
+
+    def cursor_key(self) -> str | None:
+        table = self.query_one("#quality-table", DataTable)
+        if not table.row_count:
+            return None
+        return table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id == "quality-table":
+            event.stop()
+            self.show_result(self.by_id.get(event.row_key.value))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.data_table.id == "quality-table":
+            event.stop()
+            self.action_open_run()
+
+    def show_result(self, q: dict[str, Any] | None) -> None:
+        head = self.query_one("#quality-head", Static)
+        sample = self.query_one("#quality-sample", DataTable)
+        sql = self.query_one("#quality-sql", Static)
+        sample.clear(columns=True)
+        if q is None:
+            head.update(Text("No quality results yet." if not self.results else "", style="dim"))
+            sql.update("")
+            return
+        icon, style = glyph(q.get("status"))
+        text = Text()
+        text.append(f"{icon} {q.get('test')}", style=f"bold {style}")
+        text.append(f"  [{q.get('severity')}] on {q.get('pipeline')}  ", style="dim")
+        violations = q.get("violations") or 0
+        text.append(f"{violations:,} violating row{'s' if violations != 1 else ''}", style="bold" if violations
+                    else "dim")
+        if q.get("error"):
+            text.append(f"\n{q['error']}", style="red")
+        if q.get("file"):
+            file = str(q["file"])
+            root = str(self.app.root) + "/"
+            text.append(f"\n{file[len(root):] if file.startswith(root) else file}", style="dim")
+        text.append("   s: show the test's SQL" if not self.show_sql else "   s: hide the SQL", style="dim")
+        head.update(text)
+        columns = q.get("columns") or []
+        rows = q.get("sample") or []
+        for column in columns:
+            sample.add_column(str(column))
+        for row in rows:
+            sample.add_row(*[Text("NULL", style="dim italic") if v is None else str(v) for v in row])
+        label = self.query_one("#sample-label", Label)
+        label.update(f"Sample violating rows ({len(rows)} of {violations:,})" if rows else
+                     "No sample rows" + (" (the test passed)" if q.get("status") == "passed" else ""))
+        sql.update(Syntax(q.get("sql") or "-- no SQL recorded", "sql", theme="ansi_dark", line_numbers=True,
+                          word_wrap=True, background_color="default"))
+
+    # --------------------------------------------------------------------------------------- actions
+
+    def action_toggle_sql(self) -> None:
+        self.show_sql = not self.show_sql
+        self.query_one("#quality-sql", Static).set_class(not self.show_sql, "hidden")
+        self.show_result(self.by_id.get(self.cursor_key() or ""))
+
+    def action_toggle_passed(self) -> None:
+        self.hide_passed = not self.hide_passed
+        self.fill()
+
+    def action_open_run(self) -> None:
+        q = self.by_id.get(self.cursor_key() or "")
+        if q:
+            self.app.open_run(q["run_id"])
+
+    def action_refresh(self) -> None:
+        self.reload()
+
+    def action_back(self) -> None:
+        if self.run_id is not None:
+            self.dismiss()

@@ -1,0 +1,251 @@
+"""Run detail, live: phases with state and duration as they happen, rows, branch, log tail, phase profile.
+
+Opened when a run starts from the console (following a batch from one run to the next) and from the runs list.
+A run this console started is fed by engine events; any other run is read from the history, and re-read every
+second while another process is still running it.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Footer, Label, RichLog, Static
+
+from ..console.format import fmt_count, fmt_ms, fmt_time, glyph
+from ..console.live import LiveRun
+from ..widgets.chrome import NavBar, StatusLine
+from ..widgets.run_view import PhaseTable, QualitySummary
+from .base import ConsoleScreen
+
+LEVEL_STYLE = {"error": "red", "warning": "yellow", "debug": "dim", "info": ""}
+
+
+class RunScreen(ConsoleScreen):
+    BINDINGS = [
+        Binding("escape,backspace", "back", "Back", id="run.back"),
+        Binding("c", "cancel", "Cancel run", id="run.cancel"),
+        Binding("q", "quality", "Quality", id="run.quality"),
+        Binding("v", "toggle_debug", "Debug log", id="run.debug"),
+        Binding("F", "toggle_follow", "Follow batch", id="run.follow", show=False),
+    ]
+
+    def __init__(self, run_id: str | None = None, *, batch: str | None = None, origin: str = "") -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.batch = batch
+        self.follow = batch is not None
+        self.origin = origin
+        self.run: LiveRun | None = None
+        self.frame = 0
+        self.show_debug = False
+        self.logged = 0  # log entries already written to the RichLog
+        self._ticker = None
+        self._poller = None
+
+    def compose(self) -> ComposeResult:
+        yield NavBar(self.origin or "")
+        with Vertical(id="run-main"):
+            yield Static(Text("loading run…", style="dim"), id="run-head")
+            with Horizontal(id="run-body"):
+                with Vertical(id="run-left"):
+                    yield Label("Phases", classes="section")
+                    yield PhaseTable(id="run-phases")
+                    yield Label("Quality", classes="section")
+                    yield QualitySummary(id="run-quality")
+                    yield Static(id="run-error")
+                with Vertical(id="run-right"):
+                    yield Label("Log", classes="section")
+                    yield RichLog(id="run-log", max_lines=2000, wrap=True, markup=False, highlight=False,
+                                  auto_scroll=True, min_width=20)
+        yield StatusLine()
+        yield Footer()
+
+    # ------------------------------------------------------------------------------------------ data
+
+    def project_ready(self, compiled) -> None:
+        self.resolve()
+
+    def resolve(self) -> None:
+        """Pick the run to show: the live one if this console has it, else read it from the history."""
+        store = self.app.store
+        if self.batch is not None and self.follow:
+            batch_runs = store.in_batch(self.batch)
+            if batch_runs:
+                newest = batch_runs[-1]
+                if newest.run_id != self.run_id:
+                    self.switch_to(newest.run_id)
+                    return
+        if self.run_id is None:
+            self.query_one("#run-head", Static).update(Text("waiting for the first run of the batch…",
+                                                            style="dim"))
+            return
+        live = store.get(self.run_id)
+        if live is not None:
+            self.run = live
+            self.render_run()
+        else:
+            self.load("history", self.app.controller.get_run, self.run_id)
+
+    def switch_to(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.run = None
+        self.logged = 0
+        self.query_one("#run-log", RichLog).clear()
+        self.resolve()
+
+    def loaded_history(self, record) -> None:
+        if record is None:
+            self.query_one("#run-head", Static).update(Text(f"no run '{self.run_id}' in the history", style="red"))
+            return
+        live = self.app.store.get(record["id"])
+        if live is not None:  # it started (here) while we were reading
+            self.run = live
+        else:
+            same = self.run is not None and not self.run.live and self.run.run_id == record["id"]
+            self.run = LiveRun.from_history(record)
+            self.run_id = record["id"]
+            if not same:  # a re-read of the same run only appends its new log lines
+                self.logged = 0
+                self.query_one("#run-log", RichLog).clear()
+            if not self.run.finished and self._poller is None:  # another process is running it: poll
+                self._poller = self.set_interval(1.0, lambda: self.load("history", self.app.controller.get_run,
+                                                                        self.run_id))
+            elif self.run.finished and self._poller is not None:
+                self._poller.stop()
+                self._poller = None
+        self.render_run()
+
+    def runs_changed(self, change) -> None:
+        if self.batch is not None and self.follow:
+            self.resolve()
+            return
+        if self.run_id in change.changed:
+            if self.run is None or not self.run.live:
+                self.run = self.app.store.get(self.run_id)
+            self.render_run()
+
+    # ---------------------------------------------------------------------------------------- render
+
+    def render_run(self) -> None:
+        run = self.run
+        if run is None:
+            return
+        now = self.app.clock()
+        self.query_one("#run-head", Static).update(self.header(run, now))
+        self.query_one(PhaseTable).show(run, now, self.frame)
+        self.query_one(QualitySummary).show(run)
+        error = self.query_one("#run-error", Static)
+        if run.error:
+            e = run.error
+            text = Text()
+            text.append(f"error[{e.get('code')}] ", style="bold red")
+            if e.get("file"):
+                where = e["file"]
+                root = str(self.app.root) + "/"
+                where = where[len(root):] if where.startswith(root) else where
+                text.append(f"{where}{':' + str(e['line']) if e.get('line') else ''}: ", style="red")
+            text.append(f"{e.get('message')}\n", style="red")
+            if e.get("hint"):
+                text.append(f"  hint: {e['hint']}", style="italic")
+            error.update(text)
+        else:
+            error.update("")
+        self.write_logs()
+        active = not run.finished and run.live
+        if active and self._ticker is None:
+            self._ticker = self.set_interval(0.125, self.tick)
+        elif not active and self._ticker is not None:
+            self._ticker.stop()
+            self._ticker = None
+
+    def header(self, run: LiveRun, now: float) -> Text:
+        icon, style = glyph(run.status)
+        if run.status == "success" and run.warnings:
+            icon, style = glyph("warned")
+        text = Text()
+        text.append(f"{run.pipeline}", style="bold")
+        text.append("   ")
+        text.append(f"{icon} {run.status}", style=f"bold {style}")
+        if run.warnings:
+            text.append(f"  ({run.warnings} quality warning{'s' if run.warnings != 1 else ''})", style="yellow")
+        if self.batch is not None:
+            runs = self.app.store.in_batch(self.batch)
+            batch = self.app.controller.batches.get(self.batch)
+            total = len(batch.keys) if batch else len(runs)
+            text.append(f"   batch {len(runs)}/{total}" + (" · following" if self.follow else ""), style="dim")
+        text.append("\n")
+        fields = [
+            ("run", run.run_id),
+            ("branch", run.branch or "-"),
+            ("strategy", run.strategy or "-"),
+            ("trigger", run.trigger or "-"),
+        ]
+        for name, value in fields:
+            text.append(f"{name} ", style="dim")
+            text.append(f"{value}   ")
+        text.append("\n")
+        elapsed = run.elapsed_ms(now)
+        text.append("rows written ", style="dim")
+        text.append(f"{fmt_count(run.rows_written) if run.finished else '…'}   ")
+        text.append("time ", style="dim")
+        text.append(f"{fmt_ms(elapsed)}   ")
+        if run.started_at:
+            text.append("started ", style="dim")
+            text.append(fmt_time(run.started_at))
+        return text
+
+    def write_logs(self) -> None:
+        run = self.run
+        log = self.query_one("#run-log", RichLog)
+        entries = list(run.logs)
+        for entry in entries[self.logged:]:
+            if entry.level == "debug" and not self.show_debug:
+                continue
+            line = Text(f"{entry.at} ", style="dim")
+            line.append(f"{entry.level:<7} ", style=LEVEL_STYLE.get(entry.level, "") or "dim")
+            line.append(entry.message, style=LEVEL_STYLE.get(entry.level, ""))
+            log.write(line)
+        self.logged = len(entries)
+
+    def tick(self) -> None:
+        self.frame += 1
+        run = self.run
+        if run is not None:
+            now = self.app.clock()
+            self.query_one(PhaseTable).show(run, now, self.frame)
+            if self.frame % 4 == 0:
+                self.query_one("#run-head", Static).update(self.header(run, now))
+
+    # --------------------------------------------------------------------------------------- actions
+
+    def action_back(self) -> None:
+        self.dismiss()
+
+    def action_cancel(self) -> None:
+        if self.run is None or self.run.finished:
+            self.notify("This run has finished: nothing to cancel.", severity="warning")
+            return
+        self.app.confirm_cancel([self.run.run_id])
+
+    def action_quality(self) -> None:
+        if self.run_id:
+            self.app.open_quality(self.run_id)
+
+    def action_toggle_debug(self) -> None:
+        self.show_debug = not self.show_debug
+        self.logged = 0
+        self.query_one("#run-log", RichLog).clear()
+        if self.run is not None:
+            self.write_logs()
+        self.notify("Debug lines (compiled SQL) " + ("shown" if self.show_debug else "hidden"), timeout=2)
+
+    def action_toggle_follow(self) -> None:
+        if self.batch is None:
+            return
+        self.follow = not self.follow
+        if self.follow:
+            self.resolve()
+        elif self.run:
+            self.render_run()

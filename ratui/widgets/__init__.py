@@ -1,0 +1,1 @@
+"""Reusable console widgets."""

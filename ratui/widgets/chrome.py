@@ -1,0 +1,64 @@
+"""The frame every screen shares: the screen tabs at the top and the status line above the footer."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+SCREENS = (("pipelines", "Pipelines"), ("runs", "Runs"), ("quality", "Quality"), ("branches", "Branches"))
+
+SPARK_TEXT = {
+    "idle": ("○", "Spark not started (starts on the first run)", "dim"),
+    "starting": ("◌", "Spark starting…", "yellow"),
+    "ready": ("●", "Spark ready", "green"),
+    "failed": ("✘", "Spark failed to start (see .ratui/logs/)", "red"),
+}
+
+
+class NavBar(Static):
+    """`1 Pipelines  2 Runs  3 Quality  4 Branches` with the current one lit, the project on the right."""
+
+    def __init__(self, current: str, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.current = current
+
+    def on_mount(self) -> None:
+        self.watch(self.app, "project_name", lambda _: self.refresh(), init=False)
+
+    def render(self) -> Text:
+        text = Text(" ratui ", style="bold reverse")
+        text.append("  ")
+        for index, (mode, title) in enumerate(SCREENS, start=1):
+            if mode == self.current:
+                text.append(f" {index} {title} ", style="bold reverse")
+            else:
+                text.append(f" {index} ", style="dim")
+                text.append(f"{title} ")
+            text.append(" ")
+        project = getattr(self.app, "project_name", "")
+        if project:
+            pad = max(1, self.size.width - text.cell_len - len(project) - 1)
+            text.append(" " * pad)
+            text.append(project, style="bold")
+        return text
+
+
+class StatusLine(Static):
+    """Spark's state and the runs in flight, always visible, just above the footer."""
+
+    def on_mount(self) -> None:
+        self.watch(self.app, "spark_state", lambda _: self.refresh(), init=False)
+        self.watch(self.app, "active_runs", lambda _: self.refresh(), init=False)
+
+    def render(self) -> Text:
+        state = getattr(self.app, "spark_state", "idle")
+        icon, label, style = SPARK_TEXT.get(state, SPARK_TEXT["idle"])
+        text = Text(" ")
+        text.append(f"{icon} {label}", style=style)
+        active = getattr(self.app, "active_runs", 0)
+        text.append("   ")
+        if active:
+            text.append(f"● {active} run{'s' if active != 1 else ''} in flight", style="cyan")
+        else:
+            text.append("no runs in flight", style="dim")
+        return text

@@ -1,0 +1,133 @@
+"""Real runs from the console, on Spark: one that succeeds (watched live, then in the tree, history and catalog)
+and one cancelled from the run detail (confirmation, `cancelled`, main unchanged, branch gone)."""
+
+from __future__ import annotations
+
+import time
+
+from ratui.console.controller import utc_now
+from ratui.screens.dialogs import ConfirmScreen
+from ratui.screens.run import RunScreen
+
+from .conftest import copy_sample, flat, make_app, run, screen_text, settle, wait_for
+
+RUN_TIMEOUT = 240  # a shared 2-core machine can be very slow
+
+
+def test_run_and_cancel_from_the_console(spark, tmp_path):
+    root = copy_sample(tmp_path)
+    app = make_app(root, spark_state=None, clock=time.monotonic, now=utc_now)
+
+    async def go():
+        async with app.run_test(size=(140, 45)) as pilot:
+            await settle(pilot)
+            assert app.spark_state == "ready"  # the session fixture started it; the status line follows Spark
+            assert "Spark ready" in screen_text(app)
+            screen = app.screen
+            assert screen.selected == ("pipeline", "ecommerce.bronze.raw_customers")
+
+            # ---- run the selected pipeline: the live run detail opens and follows the phases
+            await pilot.press("r")
+            await wait_for(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.run is not None, 30)
+            detail = app.screen
+            seen_running = set()
+
+            def progressed() -> bool:
+                if detail.run.current_phase:
+                    seen_running.add(detail.run.current_phase)
+                return detail.run.finished
+
+            await wait_for(pilot, progressed, RUN_TIMEOUT, step=0.1)
+            await settle(pilot)
+            live = detail.run
+            assert live.status == "success", screen_text(app)
+            assert live.rows_written == 5000
+            assert seen_running, "never saw a phase running"
+            assert all(p.state == "done" for p in live.phases.values())
+            text = screen_text(app)
+            assert "✔ success" in text
+            assert "rows written 5,000" in text
+            assert "2 build" in text and "✔ done" in text
+            assert "unique_customer_id" in text  # its quality test, live
+            assert f"merged run-{live.run_id} into main" in flat(text)
+            catalog = app.controller.engine.catalog
+            assert "ecommerce.bronze.raw_customers" in catalog.table_pointers("main")
+
+            # ---- back on Pipelines the tree shows the result; the history has the run
+            await pilot.press("escape")
+            await settle(pilot)
+            await wait_for(pilot, lambda: "✔ raw_customers" in screen_text(app), 20)
+            await pilot.press("2")
+            await settle(pilot)
+            assert live.run_id in screen_text(app)
+
+            # ---- two runs in flight at once, in the background, each on its own branch; toasts when they end
+            await pilot.press("1")
+            await settle(pilot)
+
+            def select(key: str) -> None:
+                tree = app.screen.query_one("#pipeline-tree")
+                tree.move_cursor(app.screen.nodes[key])
+
+            async def launch(key: str) -> object:
+                await pilot.press(key)
+                await wait_for(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.run is not None, 30)
+                started = app.screen.run
+                await pilot.press("escape")
+                await settle(pilot)
+                return started
+
+            select("ecommerce.silver.clean_customers")  # incremental: f forces a full refresh
+            await settle(pilot)
+            refreshed = await launch("f")
+            select("ecommerce.bronze.raw_products")
+            await settle(pilot)
+            other = await launch("r")
+            assert refreshed.strategy == "full_refresh"
+            assert not refreshed.finished and app.active_runs == 2, "the two runs did not overlap"
+            await wait_for(pilot, lambda: refreshed.finished and other.finished, RUN_TIMEOUT)
+            await settle(pilot)
+            assert (refreshed.status, other.status) == ("success", "success")
+            assert refreshed.branch != other.branch
+            assert app.controller.engine.history.get_run(refreshed.run_id)["strategy"] == "full_refresh"
+            await wait_for(pilot, lambda: any("clean_customers succeeded" in n for n in app.notices)
+                           and any("raw_products succeeded" in n for n in app.notices), 10)
+
+            # ---- cancel a run from its detail: confirmation, then cancelled, main unchanged, branch gone
+            main_before = dict(catalog.table_pointers("main"))
+            select("ecommerce.bronze.raw_orders")
+            await settle(pilot)
+            await pilot.press("r")
+            await wait_for(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.run is not None, 30)
+            doomed = app.screen.run
+            await pilot.press("c")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
+            assert "main is unchanged" in flat(screen_text(app))
+            await pilot.press("y")
+            await wait_for(pilot, lambda: doomed.finished, RUN_TIMEOUT)
+            await settle(pilot)
+            assert doomed.status == "cancelled", screen_text(app)
+            assert "■ cancelled" in screen_text(app)
+            assert (doomed.error or {}).get("code") == "RAT-RUN-001"
+            assert catalog.table_pointers("main") == main_before
+            assert f"run-{doomed.run_id}" not in [r.name for r in catalog.list_refs()]
+            record = app.controller.engine.history.get_run(doomed.run_id)
+            assert record["status"] == "cancelled"
+
+            # ---- run all, then cancel: the batch stops, the rest is never started
+            await pilot.press("escape", "a")
+            await wait_for(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.run is not None, 30)
+            batch = app.screen.batch
+            assert batch is not None
+            assert "batch " in screen_text(app) and "/10" in screen_text(app)
+            await pilot.press("c")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
+            assert "The rest of its batch is not started" in flat(screen_text(app))
+            await pilot.press("y")
+            await wait_for(pilot, lambda: any(n.startswith("Batch finished") for n in app.notices), RUN_TIMEOUT)
+            statuses = [r.status for r in app.store.in_batch(batch)]
+            assert len(statuses) < 10 and "cancelled" in statuses, statuses
+            assert any("not started (cancelled)" in n for n in app.notices)
+            assert not app.crashes
+
+    run(go())

@@ -1,0 +1,448 @@
+"""Pilot tests: drive each screen with keys and check what it shows. No Spark needed (history is seeded)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from ratui.screens.dialogs import ConfirmScreen, ErrorScreen, HelpScreen, JumpScreen, MergeScreen
+from ratui.screens.quality import QualityScreen
+from ratui.screens.run import RunScreen
+
+from .conftest import copy_sample, flat, make_app, run, screen_text, settle, wait_for
+from .seed import FAILED_RUN, SUCCESS_RUN, seed_history
+
+SIZE = (130, 42)
+
+
+def test_pipelines_tree_and_detail(seeded):
+    app = make_app(seeded)
+
+    async def go():
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            text = screen_text(app)
+            # the tree: namespace > layer > pipeline with last status, last duration, strategy, sparkline
+            assert "▼ ecommerce" in text and "bronze (4)" in text and "silver (3)" in text and "gold (3)" in text
+            assert "✔ raw_customers" in text and "4.32s" in text and "full_refresh" in text
+            assert "✘ clean_orders" in text and "8.77s" in text
+            assert "■ clean_customers" in text
+            assert "· customer_lifetime_value" in text  # never run
+            assert "█▇██" in text  # raw_customers' recent durations
+            # the detail of the first pipeline: description, last run, config, lineage, tests, SQL
+            assert "ecommerce.bronze.raw_customers" in text
+            assert "Customer master file as delivered" in text
+            assert f"run {SUCCESS_RUN}" in flat(text)
+            assert "merge_strategy" in text and "annotation" in text
+            assert "downstream  silver.clean_customers" in text
+            assert "unique_customer_id" in text
+            assert "landing_zone('customers')" in text
+
+            # move to clean_orders: its own detail follows the cursor
+            for _ in range(6):  # past bronze's four and the silver node
+                await pilot.press("down")
+            await settle(pilot)
+            assert app.screen.selected == ("pipeline", "ecommerce.silver.clean_orders")
+            text = screen_text(app)
+            assert "Quality tests (5)" in text
+            assert "upstream    bronze.raw_orders" in text
+            assert "watermark_column" in text and "updated_at" in text
+            assert "✘ failed" in text
+
+            # enter opens its latest run; q that run's quality; esc back twice
+            await pilot.press("enter")
+            await settle(pilot)
+            assert isinstance(app.screen, RunScreen) and app.screen.run_id == FAILED_RUN
+            text = screen_text(app)
+            assert "error[RAT-RUN-003]" in text and "quality gate failed" in text
+            assert "✘ positive_amounts" in flat(text) or "positive_amounts" in text
+            await pilot.press("q")
+            await settle(pilot)
+            assert isinstance(app.screen, QualityScreen) and app.screen.run_id == FAILED_RUN
+            await pilot.press("escape", "escape")
+            await settle(pilot)
+            assert app.screen.MODE == "pipelines"
+
+            # a layer node summarises its pipelines
+            await pilot.press("up", "up")  # -> silver (3)
+            await settle(pilot)
+            assert app.screen.selected == ("layer", "ecommerce", "silver")
+            assert "ecommerce.silver — 3 pipeline(s)" in screen_text(app)
+            assert not app.crashes
+
+    run(go())
+
+
+def test_bad_project_input_is_shown_inline_and_the_rest_stays_usable(broken):
+    app = make_app(broken)
+
+    async def go():
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            text = screen_text(app)
+            assert "⚠ 1 project problem(s)" in text
+            assert "RAT-PRJ-002" in text
+            assert "✘ product_catalog" in text and "RAT-CFG-001" in text
+            assert "✘ daily_revenue" in text and "RAT-TPL-001" in text
+            assert "✘ clean_customers" in text and "RAT-DAG-001" in text
+            assert "✔ raw_customers" not in text  # never run, but fine:
+            assert "· raw_customers" in text
+
+            tree = app.screen.query_one("#pipeline-tree")
+            tree.move_cursor(app.screen.nodes["ecommerce.silver.product_catalog"])
+            await settle(pilot)
+            text = flat(screen_text(app))
+            assert "error[RAT-CFG-001]" in text
+            assert "unknown merge strategy 'full_refresch'" in text
+            assert "ecommerce/pipelines/silver/product_catalog/pipeline.sql:1" in text
+            assert "hint:" in text
+
+            # running a broken pipeline is refused with its code; nothing starts
+            await pilot.press("r")
+            await settle(pilot)
+            assert not isinstance(app.screen, RunScreen)
+            assert any("RAT-CFG-001" in n for n in app.notices)
+            assert app.store.runs == {}
+
+            # the template error names its line
+            tree.move_cursor(app.screen.nodes["ecommerce.gold.daily_revenue"])
+            await settle(pilot)
+            assert "error[RAT-TPL-001]" in flat(screen_text(app))
+            assert "daily_revenue/pipeline.sql:" in flat(screen_text(app))
+
+            # the healthy ones are untouched
+            tree.move_cursor(app.screen.nodes["ecommerce.bronze.raw_orders"])
+            await settle(pilot)
+            text = screen_text(app)
+            assert "error[" not in text
+            assert "Quality tests (3)" in text
+            assert not app.crashes
+
+    run(go())
+
+
+@pytest.fixture(scope="module")
+def paged(tmp_path_factory):
+    root = copy_sample(tmp_path_factory.mktemp("paged"))
+    seed_history(root, bulk=250)
+    return root
+
+
+def test_runs_pages_filters_and_opens(paged):
+    app = make_app(paged, )
+
+    async def go():
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await pilot.press("2")
+            await settle(pilot)
+            screen = app.screen
+            table = screen.query_one("#runs-table")
+            text = screen_text(app)
+            assert "runs 1–100 of 268" in text and "page 1/3" in text
+            assert table.row_count == 100  # one page, not the whole history
+            assert text.index(FAILED_RUN) < text.index(SUCCESS_RUN)  # newest first
+            await pilot.press("right_square_bracket")
+            await settle(pilot)
+            assert "runs 101–200 of 268" in screen_text(app)
+            await pilot.press("n", "n")  # past the end: stays on the last page
+            await settle(pilot)
+            assert "runs 201–268 of 268" in screen_text(app) and table.row_count == 68
+            await pilot.press("left_square_bracket", "p")
+            await settle(pilot)
+            assert "runs 1–100 of 268" in screen_text(app)
+
+            # / filters by status, pipeline and text
+            await pilot.press("slash")
+            await settle(pilot)
+            await pilot.press(*"s:failed", "enter")
+            await settle(pilot)
+            text = screen_text(app)
+            assert "filter: status:failed" in text
+            statuses = {str(table.get_row_at(i)[2]) for i in range(table.row_count)}
+            assert statuses == {"✘ failed"}
+            assert "of 53" in text  # 50 bulk failures + 3 seeded
+            await pilot.press("escape")  # clears the filter
+            await settle(pilot)
+            assert "runs 1–100 of 268" in screen_text(app)
+            await pilot.press("slash", *"p:clean_o", "enter")
+            await settle(pilot)
+            assert "of 4" in screen_text(app)
+            pipelines = {str(table.get_row_at(i)[1]) for i in range(table.row_count)}
+            assert pipelines == {"silver.clean_orders"}
+            await pilot.press("slash", *"cafe01", "enter")  # free text matches ids, pipelines and errors
+            await settle(pilot)
+            assert table.row_count == 1
+            await pilot.press("enter")
+            await settle(pilot)
+            assert isinstance(app.screen, RunScreen) and app.screen.run_id == FAILED_RUN
+            text = screen_text(app)
+            assert "rows written 0" in text and "8.77s" in text
+            assert "11:00:08 error   RAT-RUN-003" in text  # the log tail
+            await pilot.press("escape")
+            await settle(pilot)
+            assert app.screen.MODE == "runs"
+            assert not app.crashes
+
+    run(go())
+
+
+def test_quality_failed_first_sample_rows_and_sql(seeded):
+    app = make_app(seeded)
+
+    async def go():
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await pilot.press("3")
+            await settle(pilot)
+            screen = app.screen
+            table = screen.query_one("#quality-table")
+            statuses = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+            assert statuses[0] == "✘ failed"
+            assert statuses[1:3] == ["▲ warned", "▲ warned"]
+            assert set(statuses[3:]) == {"✔ passed"}
+            text = screen_text(app)
+            assert "✘ 1 failed" in text and "▲ 2 warned" in text and "✔ 3 passed" in text
+            assert "3 violating rows" in text
+            assert "Sample violating rows (3 of 3)" in text
+            sample = screen.query_one("#quality-sample")
+            assert [str(c) for c in sample.get_row_at(0)] == ["1017", "2", "-4.50", "-9.00"]
+            assert "WHERE amount <= 0" not in screen_text(app)
+            await pilot.press("s")
+            await settle(pilot)
+            assert "WHERE amount <= 0" in screen_text(app)  # the SQL on demand
+            await pilot.press("down")  # the warned test
+            await settle(pilot)
+            assert "Sample violating rows (2 of 2)" in screen_text(app)
+            await pilot.press("p")  # hide passed
+            await settle(pilot)
+            assert table.row_count == 3
+            await pilot.press("up", "enter")
+            await settle(pilot)
+            assert isinstance(app.screen, RunScreen) and app.screen.run_id == FAILED_RUN
+            assert not app.crashes
+
+    run(go())
+
+
+def _table(catalog, root, ref: str, key: str, rows: int) -> None:
+    location = root / "ecommerce" / "warehouse" / "bronze" / f"{key.rsplit('.', 1)[1]}-{ref}"
+    table = catalog.create_table(ref, key, pa.schema([("id", pa.int64())]), location)
+    table.append(pa.table({"id": list(range(rows))}))
+    catalog.record_commit(ref, f"write {key}")
+
+
+def test_branches_diff_merge_and_delete(tmp_path):
+    from ratui.engine.runner import Engine
+
+    root = copy_sample(tmp_path)
+    engine = Engine(root)
+    catalog = engine.catalog
+    _table(catalog, root, "main", "ecommerce.bronze.base", 5)
+    catalog.create_branch("dev")
+    _table(catalog, root, "dev", "ecommerce.bronze.fresh", 3)
+    catalog.create_branch("hot")
+    _table(catalog, root, "hot", "ecommerce.bronze.clash", 2)
+    _table(catalog, root, "main", "ecommerce.bronze.clash", 4)
+    catalog.create_branch("stale")
+    engine.close()
+    app = make_app(root)
+
+    async def go():
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await pilot.press("4")
+            await settle(pilot)
+            screen = app.screen
+            table = screen.query_one("#branches-table")
+            assert [str(table.get_row_at(i)[0]) for i in range(table.row_count)] == ["main", "dev", "hot", "stale"]
+            text = screen_text(app)
+            assert "4 ref(s)" in text and "Tables on main (2)" in text
+            assert "ecommerce.bronze.base" in text and "5 rows" in text
+
+            await pilot.press("down")  # dev
+            await settle(pilot)
+            text = screen_text(app)
+            assert "Diff of dev against main: 1 table(s) changed" in text
+            assert "ecommerce.bronze.fresh" in text and "added" in text and "3 rows" in text
+
+            await pilot.press("m")
+            await wait_for(pilot, lambda: isinstance(app.screen, MergeScreen), 10)
+            assert "1 table(s) would be applied to main" in flat(screen_text(app))
+            await pilot.press("y")
+            await settle(pilot)
+            assert any("Merged dev into main" in n for n in app.notices)
+            assert "ecommerce.bronze.fresh" in app.controller.engine.catalog.table_pointers("main")
+
+            await pilot.press("down")  # hot: in conflict
+            await settle(pilot)
+            assert screen.cursor_ref() == "hot"
+            assert "1 in conflict" in screen_text(app) and "main changed too" in screen_text(app)
+            await pilot.press("m")
+            await wait_for(pilot, lambda: isinstance(app.screen, MergeScreen), 10)
+            text = flat(screen_text(app))
+            assert "1 conflict(s)" in text and "RAT-CAT-003" in text
+            await pilot.press("y")  # refused: the merge would fail
+            await settle(pilot)
+            assert isinstance(app.screen, MergeScreen)
+            await pilot.press("escape")
+            await settle(pilot)
+            assert app.controller.engine.catalog.table_pointers("main")["ecommerce.bronze.clash"].find("-main") > 0
+
+            await pilot.press("down", "d")  # stale: delete with confirmation
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
+            assert "Delete branch stale?" in screen_text(app)
+            await pilot.press("n")  # no: nothing happens
+            await settle(pilot)
+            assert "stale" in [r.name for r in app.controller.engine.catalog.list_refs()]
+            await pilot.press("d")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
+            await pilot.press("y")
+            await settle(pilot)
+            assert "stale" not in [r.name for r in app.controller.engine.catalog.list_refs()]
+            assert table.row_count == 3
+
+            await pilot.press("home", "d")  # main cannot be deleted
+            await settle(pilot)
+            assert not isinstance(app.screen, ConfirmScreen)
+            assert any("RAT-CAT-004" in n for n in app.notices)
+            assert not app.crashes
+
+    run(go())
+
+
+def test_palette_jump_help_and_theme(seeded):
+    app = make_app(seeded)
+
+    async def go():
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await pilot.press("ctrl+p")
+            await settle(pilot)
+            await pilot.press(*"open br")
+            await pilot.pause(0.5)
+            await settle(pilot)
+            await pilot.press("enter")
+            await settle(pilot)
+            assert app.current_mode == "branches"
+
+            await pilot.press("ctrl+p", *"raw_cu")
+            await pilot.pause(0.5)
+            await settle(pilot)
+            text = screen_text(app)
+            assert "Run bronze.raw_customers" in text
+            assert "Run bronze.raw_customers+ (with descendants)" in text
+            await pilot.press("escape")
+            await settle(pilot)
+
+            await pilot.press("colon")
+            await settle(pilot)
+            assert isinstance(app.screen, JumpScreen)
+            await pilot.press(*"runs", "enter")
+            await settle(pilot)
+            assert app.current_mode == "runs"
+            await pilot.press("colon", *"qual", "enter")  # a prefix is enough
+            await settle(pilot)
+            assert app.current_mode == "quality"
+            await pilot.press("colon", *"nowhere", "enter")
+            await settle(pilot)
+            assert app.current_mode == "quality" and any("No screen 'nowhere'" in n for n in app.notices)
+            await pilot.press("colon", *f"run {SUCCESS_RUN}", "enter")
+            await settle(pilot)
+            assert isinstance(app.screen, RunScreen) and app.screen.run_id == SUCCESS_RUN
+            await pilot.press("escape", "1")
+            await settle(pilot)
+            assert app.current_mode == "pipelines"
+
+            await pilot.press("question_mark")
+            await settle(pilot)
+            assert isinstance(app.screen, HelpScreen)
+            text = screen_text(app)
+            assert "Run x+" in text and "Full refresh" in text and "Jump" in text
+            await pilot.press("escape")
+            await settle(pilot)
+            assert not isinstance(app.screen, HelpScreen)
+
+            dark = app.theme
+            await pilot.press("ctrl+t")
+            assert app.theme != dark
+            await pilot.press("ctrl+t")
+            assert app.theme == dark
+            assert not app.crashes
+
+    run(go())
+
+
+def test_errors_open_the_error_screen_not_a_crash(seeded, monkeypatch):
+    app = make_app(seeded)
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("the history exploded")
+
+    async def go():
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            monkeypatch.setattr(app.controller, "runs_page", boom)
+            await pilot.press("2")  # its load fails in a worker
+            await settle(pilot)
+            assert isinstance(app.screen, ErrorScreen)
+            text = flat(screen_text(app))
+            assert "RuntimeError: the history exploded" in text
+            assert "console is still running" in text
+            assert "Traceback" not in text
+            await pilot.press("t")
+            await settle(pilot)
+            assert "Traceback" in screen_text(app)
+            await pilot.press("escape")
+            await settle(pilot)
+            assert not isinstance(app.screen, ErrorScreen)
+            log = (seeded / ".ratui" / "logs" / "console.log").read_text()
+            assert "the history exploded" in log
+
+            # an exception in a key handler: the error screen again, the console keeps going
+            screen_cls = type(app.get_screen("pipelines") if False else app.screen)
+            monkeypatch.setattr(screen_cls, "action_refresh", lambda self: 1 / 0)
+            await pilot.press("ctrl+r")
+            await settle(pilot)
+            assert isinstance(app.screen, ErrorScreen)
+            assert "ZeroDivisionError" in screen_text(app)
+            assert len(app.crashes) == 1
+            await pilot.press("escape", "1")
+            await settle(pilot)
+            assert app.current_mode == "pipelines" and "raw_customers" in screen_text(app)
+
+    run(go())
+
+
+def test_a_broken_settings_file_shows_its_code(tmp_path):
+    root = copy_sample(tmp_path)
+    (root / "ratui.yaml").write_text("namespace: [oops\n")
+    app = make_app(root)
+
+    async def go():
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            assert isinstance(app.screen, ErrorScreen)
+            text = flat(screen_text(app))
+            assert "RAT-CFG-007" in text and "hint:" in text
+
+    run(go())
+
+
+def test_status_line_follows_spark(seeded):
+    from ratui.app import SparkStateChanged
+
+    app = make_app(seeded, spark_state=None)
+
+    async def go():
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            app.post_message(SparkStateChanged("starting"))
+            await settle(pilot)
+            assert "◌ Spark starting…" in screen_text(app)
+            app.post_message(SparkStateChanged("ready"))
+            await settle(pilot)
+            assert "● Spark ready" in screen_text(app)
+            assert "no runs in flight" in screen_text(app)
+
+    run(go())

@@ -20,12 +20,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-import sqlalchemy
-from sqlalchemy import event
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # SQLAlchemy is only needed for PyIceberg's catalog: import it when an engine is made
+    import sqlalchemy
 
 BUSY_TIMEOUT_MS = 30_000
 
-_engines: dict[Path, sqlalchemy.Engine] = {}
+_engines: dict[Path, "sqlalchemy.Engine"] = {}
 _engines_lock = threading.Lock()
 
 
@@ -65,12 +67,15 @@ def write_tx(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     conn.execute("COMMIT")
 
 
-def sqlalchemy_engine(path: Path) -> sqlalchemy.Engine:
+def sqlalchemy_engine(path: Path) -> "sqlalchemy.Engine":
     """The one SQLAlchemy engine of this process for the database at `path` (cached by absolute path).
 
     PyIceberg's SqlCatalog works through it; one engine per file keeps a single connection pool and makes sure
     every pooled connection has the busy timeout and WAL mode.
     """
+    import sqlalchemy
+    from sqlalchemy import event
+
     key = Path(path).resolve()
     with _engines_lock:
         engine = _engines.get(key)

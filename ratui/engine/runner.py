@@ -364,6 +364,7 @@ class _Run:
         self.full_refresh = full_refresh
         self.branch = f"run-{run_id}"
         self.phases: dict[str, int] = {}
+        self.phase_status: dict[str, str] = {}
         self.quality: list[QualityOutcome] = []
         self.outcome: WriteOutcome | None = None
         self.strategy: str | None = None
@@ -406,7 +407,8 @@ class _Run:
         finally:
             ms = int((time.monotonic() - began) * 1000)
             self.phases[name] = self.phases.get(name, 0) + ms
-            self.history.update_run(self.run_id, phases=self.phases)
+            self.phase_status[name] = status
+            self.history.update_run(self.run_id, phases=self.phases, phase_status=self.phase_status)
             self.bus.emit(PhaseFinished(self.run_id, name, status, ms))
 
     def _branch_exists(self) -> bool:

@@ -85,9 +85,15 @@ def startup_seconds() -> float | None:
     return _startup_seconds
 
 
-def on_state(listener: Callable[[str], None]) -> None:
-    """Be told "starting" / "ready" (the console's footer shows it)."""
+def on_state(listener: Callable[[str], None]) -> Callable[[], None]:
+    """Be told "starting" / "ready" / "failed" (the console's footer shows it). Returns an unsubscribe."""
     _listeners.append(listener)
+
+    def unsubscribe() -> None:
+        if listener in _listeners:
+            _listeners.remove(listener)
+
+    return unsubscribe
 
 
 def _notify(state: str) -> None:
@@ -108,7 +114,11 @@ def get_spark(settings: Settings):
             return _session
         _notify("starting")
         began = time.monotonic()
-        _session = _start(settings)
+        try:
+            _session = _start(settings)
+        except BaseException:
+            _notify("failed")
+            raise
         _startup_seconds = time.monotonic() - began
         _notify("ready")
         return _session

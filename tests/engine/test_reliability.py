@@ -135,6 +135,7 @@ def test_cancel_at_each_phase(make_project, spark, phase):
     assert engine.catalog.table_pointers("main") == before
     assert refs(engine) == ["main"]
     assert list(result.phases)[-1] == phase
+    assert engine.history.get_run(result.run_id)["phase_status"][phase] == "cancelled"
 
 
 def test_cancel_during_a_quality_test(make_project, spark):

@@ -68,6 +68,7 @@ def test_run_records_phases_history_and_merges(orders_project):
     assert record["status"] == "success" and record["pid"] == os.getpid() and record["host"] == socket.gethostname()
     assert record["branch"] == f"run-{results[1].run_id}" and record["strategy"] == "incremental"
     assert set(record["phases"]) == set(results[1].phases)
+    assert record["phase_status"] == {phase: "done" for phase in results[1].phases}
     assert any("merged" in line["message"] for line in record["logs"])
     names = [type(e).__name__ for e in events if e.run_id == results[0].run_id]
     assert names[0] == "RunQueued" and names[-1] == "RunFinished"

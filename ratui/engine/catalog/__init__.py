@@ -4,7 +4,16 @@
 """
 
 from .base import MAIN, BranchCatalog, Commit, MergeResult, Ref, TableChange, split_key
-from .sqlite import SqliteBranchCatalog
+
+
+def __getattr__(name: str):
+    # the SQLite backend pulls in PyIceberg (about a second): load it only when someone asks for it
+    if name == "SqliteBranchCatalog":
+        from .sqlite import SqliteBranchCatalog
+
+        return SqliteBranchCatalog
+    raise AttributeError(name)
+
 
 __all__ = [
     "MAIN",

@@ -330,20 +330,26 @@ def cmd_landing(args) -> int:
 
 
 def cmd_cancel(args) -> int:
+    """Writes the request to the database (the running process honours it); no Spark or catalog is loaded."""
+    import os
+    import socket
     import time
 
-    engine = _engine(args.project)
-    outcome = engine.cancel(args.run_id)
-    if outcome == "unknown":
+    from .engine.history import History
+    from .engine.settings import find_project_root, load_settings
+
+    history = History(load_settings(find_project_root(Path(args.project))).db_path)
+    run = history.get_run(args.run_id)
+    if run is None:
         raise RatuiError("RAT-RUN-004", f"no run '{args.run_id}'")
-    run = engine.history.get_run(args.run_id)
-    if outcome == "finished":
+    if run["status"] not in ("pending", "running") or run.get("merged_at"):
         print(f"run {run['id']} had already finished: {run['status']}")
         return EXIT_FAILED
+    history.request_cancel(run["id"], os.getpid(), socket.gethostname())
     print(f"cancel requested for run {run['id']} ({run['pipeline']})", flush=True)
     deadline = time.monotonic() + args.wait
     while time.monotonic() < deadline:
-        run = engine.history.get_run(run["id"])
+        run = history.get_run(run["id"])
         if run["status"] not in ("pending", "running"):
             print(f"run {run['id']} ended: {run['status']}")
             return EXIT_OK if run["status"] == "cancelled" else EXIT_FAILED

@@ -35,8 +35,10 @@ from .console.live import LiveRun, RunStore
 from .engine.errors import RatuiError
 from .screens.branches import BranchesScreen
 from .screens.dialogs import ConfirmScreen, ErrorScreen, HelpScreen, JumpScreen
+from .screens.landing import LandingScreen
 from .screens.pipelines import PipelinesScreen
 from .screens.quality import QualityScreen
+from .screens.reaper import ReaperScreen
 from .screens.run import RunScreen
 from .screens.runs import RunsScreen
 
@@ -47,6 +49,8 @@ SCREEN_ALIASES = {
     "runs": "runs", "history": "runs", "r": "runs", "2": "runs",
     "quality": "quality", "q": "quality", "3": "quality",
     "branches": "branches", "branch": "branches", "refs": "branches", "b": "branches", "4": "branches",
+    "landing": "landing", "ledger": "landing", "files": "landing", "l": "landing", "5": "landing",
+    "reaper": "reaper", "cleanup": "reaper", "gc": "reaper", "6": "reaper",
 }
 
 KEY_NAMES = {
@@ -71,6 +75,14 @@ class SparkStateChanged(Message):
     def __init__(self, state: str) -> None:
         super().__init__()
         self.state = state
+
+
+class WatchMessage(Message):
+    """An event of the watch toggle's Watcher (posted from its threads)."""
+
+    def __init__(self, event) -> None:
+        super().__init__()
+        self.event = event
 
 
 class BatchDone(Message):
@@ -122,6 +134,9 @@ class ConsoleCommands(Provider):
             ("Open Runs", "the run history (2)", partial(app.action_open, "runs")),
             ("Open Quality", "quality results across recent runs (3)", partial(app.action_open, "quality")),
             ("Open Branches", "refs, diffs, merge and delete (4)", partial(app.action_open, "branches")),
+            ("Open Landing", "the landing-file ledger, reset (5)", partial(app.action_open, "landing")),
+            ("Open Reaper", "cleanup: settings, reports, preview, run now (6)", partial(app.action_open, "reaper")),
+            ("Toggle watch", "run what each file save affects (w)", app.action_toggle_watch),
             ("Toggle theme", "switch between dark and light", app.action_toggle_theme),
             ("Reload project", "re-read the project files (ctrl+r on Pipelines)", app.reload_project),
             ("Help: all keys", "every key binding, per screen (?)", app.action_help),
@@ -168,6 +183,8 @@ class RatuiApp(App[None]):
         "runs": RunsScreen,
         "quality": QualityScreen,
         "branches": BranchesScreen,
+        "landing": LandingScreen,
+        "reaper": ReaperScreen,
     }
     DEFAULT_MODE = "pipelines"
     COMMANDS = App.COMMANDS | {ConsoleCommands}
@@ -176,6 +193,9 @@ class RatuiApp(App[None]):
         Binding("2", "open('runs')", "Runs", id="app.runs", show=False),
         Binding("3", "open('quality')", "Quality", id="app.quality", show=False),
         Binding("4", "open('branches')", "Branches", id="app.branches", show=False),
+        Binding("5", "open('landing')", "Landing", id="app.landing", show=False),
+        Binding("6", "open('reaper')", "Reaper", id="app.reaper", show=False),
+        Binding("w", "toggle_watch", "Watch", id="app.watch"),
         Binding("colon", "jump", "Jump", id="app.jump", key_display=":"),
         Binding("question_mark", "help", "Help", id="app.help", key_display="?"),
         Binding("ctrl+t", "toggle_theme", "Theme", id="app.theme", show=False),
@@ -185,10 +205,12 @@ class RatuiApp(App[None]):
     spark_state = reactive("idle")
     active_runs = reactive(0)
     project_name = reactive("")
+    watch_mode = reactive("off")  # off | starting | watching | pending | running | stopping (the status line)
 
     def __init__(self, root: Path, *, clock: Callable[[], float] = time.monotonic,
                  now: Callable[[], datetime] = utc_now, prewarm: bool = False, spark_state: str | None = None,
-                 blink: bool = True, controller: Controller | None = None) -> None:
+                 blink: bool = True, controller: Controller | None = None, reaper_schedule: bool = True,
+                 reaper_interval: float | None = None) -> None:
         super().__init__()
         self.root = Path(root)
         self.clock = clock
@@ -209,6 +231,10 @@ class RatuiApp(App[None]):
         self._closing = False
         self._forced_full_refresh: set[str] = set()
         self._engine_opening = False
+        self.reaper_changed: Signal = Signal(self, "reaper-changed")
+        self.reaper_schedule = reaper_schedule  # off in tests that do not ask for it
+        self.reaper_interval = reaper_interval  # seconds; default: ratui.yaml reaper.interval_minutes
+        self._reaper_timer = None
         self.set_reactive(RatuiApp.project_name, self.root.name)
 
     # ------------------------------------------------------------------------------------------- boot
@@ -327,6 +353,21 @@ class RatuiApp(App[None]):
                                     markup=False)
             elif event.state == WorkerState.ERROR:
                 self.show_error(worker.error, "cancelling")
+        elif worker.name in ("watch-start", "watch-stop"):
+            if event.state == WorkerState.SUCCESS:
+                self.watch_mode = self._watch_mode(worker.result)
+            elif event.state == WorkerState.ERROR:
+                self.watch_mode = "off"
+                self.show_error(worker.error, "starting watch mode" if worker.name == "watch-start"
+                                else "stopping watch mode")
+        elif worker.name == "reap-scheduled":
+            if event.state == WorkerState.SUCCESS:
+                self.reaper_finished(worker.result, scheduled=True)
+            elif event.state == WorkerState.ERROR:
+                error = worker.error
+                code = f"{error.code} " if isinstance(error, RatuiError) else ""
+                self.notify(f"{code}{error}", title="Scheduled reaper failed", severity="error", timeout=10,
+                            markup=False)
         elif worker.name == "quit":
             self.exit()
         elif event.state == WorkerState.ERROR and not worker.exit_on_error:
@@ -335,6 +376,7 @@ class RatuiApp(App[None]):
     def _project_compiled(self, compiled) -> None:
         self.compiled = compiled
         self.mark("compiled")
+        self._schedule_reaper()
         self.project_loaded.publish(compiled)
 
     def retry_boot(self) -> None:
@@ -349,6 +391,8 @@ class RatuiApp(App[None]):
 
     def on_unmount(self) -> None:
         self._closing = True
+        if self._reaper_timer is not None:
+            self._reaper_timer.stop()
         _apps.discard(self)
         self.controller.close()
 
@@ -400,6 +444,105 @@ class RatuiApp(App[None]):
                         markup=False)
         elif run.status == "skipped":
             self.notify(f"{name} skipped: upstream failed.", title="Run skipped", severity="warning", markup=False)
+
+    # ------------------------------------------------------------------------------------------ watch
+
+    @staticmethod
+    def _watch_mode(state: str) -> str:
+        return "off" if state in ("stopped", "off") else state
+
+    def _on_watch_event(self, event) -> None:
+        """On the watcher's threads: hand the event to the event loop."""
+        if self._closing:
+            return
+        try:
+            self.post_message(WatchMessage(event))
+        except Exception:  # the loop has closed
+            pass
+
+    def action_toggle_watch(self) -> None:
+        if self.watch_mode in ("starting", "stopping"):
+            return
+        if self.watch_mode == "off":
+            if self.compiled is None:
+                self.notify("The project is still opening.", severity="warning")
+                return
+            self.watch_mode = "starting"
+            self.run_worker(partial(self.controller.start_watch, self._on_watch_event), name="watch-start",
+                            group="watch", thread=True, exit_on_error=False)
+        else:
+            self.watch_mode = "stopping"
+            self.run_worker(self.controller.stop_watch, name="watch-stop", group="watch", thread=True,
+                            exit_on_error=False)
+
+    def on_watch_message(self, message: WatchMessage) -> None:
+        from .engine import watch as w
+
+        event = message.event
+        if isinstance(event, w.WatchState):
+            # while stopping, a late "watching"/"running" from the threads must not undo the toggle
+            if not (self.watch_mode == "stopping" and event.state != "stopped"):
+                self.watch_mode = self._watch_mode(event.state)
+        elif isinstance(event, w.WatchStarted):
+            self.notify(f"Watching {self.root.name}: a save runs what it affects (w stops).", title="Watch",
+                        timeout=3, markup=False)
+        elif isinstance(event, w.WatchErrors):
+            for error in event.errors:
+                where = f"{error.location}: " if getattr(error, "location", None) else ""
+                self.notify(f"{error.code} {where}{error.message}\nhint: {error.hint}", title="Watch: broken file",
+                            severity="error", timeout=10, markup=False)
+        elif isinstance(event, w.WatchPlanStarted):
+            names = ", ".join(short_key(k, k.split(".")[0]) for k in event.keys)
+            self.notify(f"Running {names}.", title="Watch", timeout=3, markup=False)
+        elif isinstance(event, w.WatchReloaded):
+            notes = "\n".join(event.notes)
+            self.notify("ratui.yaml reloaded." + (f"\n{notes}" if notes else ""), title="Watch", timeout=4,
+                        markup=False)
+        elif isinstance(event, w.WatchFailed):
+            self.notify(event.message, title="Watch", severity="error", timeout=10, markup=False)
+
+    # ----------------------------------------------------------------------------------------- reaper
+
+    def reaper_interval_seconds(self) -> float | None:
+        if self.reaper_interval is not None:
+            return self.reaper_interval
+        settings = self.controller.settings
+        return settings.reaper_interval_minutes * 60 if settings is not None else None
+
+    def reaper_schedule_text(self) -> str:
+        seconds = self.reaper_interval_seconds()
+        if not self.reaper_schedule or seconds is None:
+            return "off in this console"
+        every = f"{seconds / 60:g} min" if seconds >= 60 else f"{seconds:g} s"
+        return f"every {every} while this console runs (first pass one interval after it opened)"
+
+    def _schedule_reaper(self) -> None:
+        """Every reaper.interval_minutes, a real pass in a worker. The first comes one interval after the console
+        opened (never at start), so a console opened briefly, or a test, does not reap."""
+        if not self.reaper_schedule or self._reaper_timer is not None:
+            return
+        seconds = self.reaper_interval_seconds()
+        if seconds:
+            self._reaper_timer = self.set_interval(seconds, self._scheduled_reap, name="reaper-schedule")
+
+    def _scheduled_reap(self) -> None:
+        if self._closing or any(w.name == "reap-scheduled" and not w.is_finished for w in self.workers):
+            return
+        self.run_worker(partial(self.controller.reaper_run, False), name="reap-scheduled", group="reaper",
+                        thread=True, exit_on_error=False)
+
+    def reaper_finished(self, report, scheduled: bool = False) -> None:
+        """A real pass ended (scheduled or run now): say what it did and refresh the Reaper screen."""
+        from .screens.reaper import TASK_TITLES, format_bytes
+
+        if not scheduled or report.removed or report.errors:
+            text = f"{report.removed} removed of {report.found} found, {format_bytes(report.bytes_freed)} freed."
+            for name, error in report.errors:
+                text += f"\n{TASK_TITLES.get(name, name)}: {(error or {}).get('code', '')} " \
+                        f"{(error or {}).get('message', '')}"
+            self.notify(text, title="Scheduled reaper" if scheduled else "Reaper",
+                        severity="warning" if report.errors else "information", timeout=6, markup=False)
+        self.reaper_changed.publish(report)
 
     def on_spark_state_changed(self, message: SparkStateChanged) -> None:
         if self.fixed_spark_state is None:
@@ -511,7 +654,7 @@ class RatuiApp(App[None]):
         elif word == "run" and rest.strip():
             self.open_run(rest.strip())
         else:
-            self.notify(f"No screen '{text}'. Try pipelines, runs, quality, branches, run ID, help or quit.",
+            self.notify(f"No screen '{text}'. Try pipelines, runs, quality, branches, landing, reaper, run ID, help or quit.",
                         severity="warning", markup=False)
 
     def help_sections(self) -> list[tuple[str, list[tuple[str, str]]]]:
@@ -519,6 +662,7 @@ class RatuiApp(App[None]):
                      + [("ctrl+p", "Command palette")])]
         for title, screen in (("Pipelines (1)", PipelinesScreen), ("Runs (2)", RunsScreen),
                               ("Quality (3)", QualityScreen), ("Branches (4)", BranchesScreen),
+                              ("Landing (5)", LandingScreen), ("Reaper (6)", ReaperScreen),
                               ("Run detail", RunScreen)):
             sections.append((title, [(key_text(b), b.description) for b in screen.BINDINGS]))
         sections[1][1].extend([("↑ ↓", "Move in the tree"), ("enter", "Open the pipeline's latest run")])

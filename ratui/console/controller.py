@@ -157,6 +157,7 @@ class Controller:
         self._unsubscribe: Callable[[], None] | None = None
         self._local = threading.local()
         self.batches: dict[str, Batch] = {}
+        self.watcher = None  # the watch toggle's Watcher, made on first use
 
     # ------------------------------------------------------------------------------------------- life
 
@@ -199,6 +200,11 @@ class Controller:
         return self.engine
 
     def close(self) -> None:
+        if self.watcher is not None:  # never wait on the event loop: its threads end on their own
+            try:
+                self.watcher.stop(timeout=0)
+            except Exception:
+                pass
         if self._unsubscribe:
             self._unsubscribe()
             self._unsubscribe = None
@@ -376,3 +382,59 @@ class Controller:
 
     def delete_branch(self, ref: str) -> None:
         self.require_engine().catalog.delete_branch(ref)
+
+    # ---------------------------------------------------------------------------------------- landing
+
+    def _ledger(self):
+        if self.engine is not None:
+            return self.engine.ledger
+        from ..engine.landing import Ledger
+
+        ledger = getattr(self, "_own_ledger", None)
+        if ledger is None:  # the ledger is plain SQLite: no need to wait for the engine (catalog) to open
+            ledger = self._own_ledger = Ledger(self.settings.db_path, self.settings.landing_max_attempts)
+        return ledger
+
+    def landing_files(self) -> list:
+        """Every landing file of the project's namespace, per zone and consuming pipeline (LandingFile)."""
+        return self._ledger().files(self.settings.namespace)
+
+    def landing_reset(self, zone: str, file: str | None = None, pipeline: str | None = None) -> int:
+        return self._ledger().reset(self.settings.namespace, zone, file=file, pipeline=pipeline)
+
+    # ----------------------------------------------------------------------------------------- reaper
+
+    def reaper_settings(self) -> dict[str, int]:
+        from ..engine.settings import REAPER_KEYS
+
+        return {key: getattr(self.settings, f"reaper_{key}") for key in REAPER_KEYS}
+
+    def _reaper(self):
+        from ..engine.reaper import Reaper
+
+        return Reaper(self.require_engine())
+
+    def reaper_reports(self, limit: int = 20) -> list:
+        return self._reaper().reports(limit)
+
+    def reaper_run(self, dry_run: bool) -> Any:
+        return self._reaper().run(dry_run=dry_run)
+
+    # ------------------------------------------------------------------------------------------ watch
+
+    def make_watcher(self, on_event: Callable[[Any], None]):
+        """A Watcher on the console's engine: its runs go through the engine's bus like any other run."""
+        from ..engine.watch import Watcher
+
+        return Watcher(engine=self.require_engine(), on_event=on_event)
+
+    def start_watch(self, on_event: Callable[[Any], None], timeout: float = 10.0) -> str:
+        if self.watcher is None:
+            self.watcher = self.make_watcher(on_event)
+        self.watcher.start(timeout=timeout)
+        return self.watcher.state
+
+    def stop_watch(self, timeout: float = 30.0) -> str:
+        if self.watcher is not None:
+            self.watcher.stop(timeout=timeout)
+        return "off"

@@ -5,7 +5,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-SCREENS = (("pipelines", "Pipelines"), ("runs", "Runs"), ("quality", "Quality"), ("branches", "Branches"))
+SCREENS = (("pipelines", "Pipelines"), ("runs", "Runs"), ("quality", "Quality"), ("branches", "Branches"),
+           ("landing", "Landing"), ("reaper", "Reaper"))
 
 SPARK_TEXT = {
     "idle": ("○", "Spark not started (starts on the first run)", "dim"),
@@ -15,8 +16,19 @@ SPARK_TEXT = {
 }
 
 
+# the watch toggle (w): the app's `watch_mode`, which follows the Watcher's state
+WATCH_TEXT = {
+    "off": ("○", "watch off", "dim"),
+    "starting": ("◌", "watch starting…", "yellow"),
+    "watching": ("◉", "watching", "green"),
+    "pending": ("◉", "watch: changes pending", "yellow"),
+    "running": ("◉", "watch: running plan", "cyan"),
+    "stopping": ("◌", "watch stopping…", "yellow"),
+}
+
+
 class NavBar(Static):
-    """`1 Pipelines  2 Runs  3 Quality  4 Branches` with the current one lit, the project on the right."""
+    """`1 Pipelines  2 Runs  3 Quality  4 Branches  5 Landing  6 Reaper` with the current one lit, the project on the right."""
 
     def __init__(self, current: str, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -44,16 +56,21 @@ class NavBar(Static):
 
 
 class StatusLine(Static):
-    """Spark's state and the runs in flight, always visible, just above the footer."""
+    """Spark's state, the watch toggle's state and the runs in flight, always visible, just above the footer."""
 
     def on_mount(self) -> None:
         self.watch(self.app, "spark_state", lambda _: self.refresh(), init=False)
         self.watch(self.app, "active_runs", lambda _: self.refresh(), init=False)
+        self.watch(self.app, "watch_mode", lambda _: self.refresh(), init=False)
 
     def render(self) -> Text:
         state = getattr(self.app, "spark_state", "idle")
         icon, label, style = SPARK_TEXT.get(state, SPARK_TEXT["idle"])
         text = Text(" ")
+        text.append(f"{icon} {label}", style=style)
+        watch = getattr(self.app, "watch_mode", "off")
+        icon, label, style = WATCH_TEXT.get(watch, WATCH_TEXT["off"])
+        text.append("   ")
         text.append(f"{icon} {label}", style=style)
         active = getattr(self.app, "active_runs", 0)
         text.append("   ")

@@ -126,3 +126,34 @@ def test_error_screen(snap_compare, tmp_path):
     root = copy_sample(tmp_path)
     (root / "ratui.yaml").write_text("namespace: ecommerce\nspark: [local\n")
     assert snap(snap_compare, make_app(root))
+
+
+def test_landing(snap_compare, tmp_path):
+    from .test_watch_landing_reaper import seed_ledger
+
+    root = copy_sample(tmp_path)
+    seed_ledger(root)
+    assert snap(snap_compare, make_app(root), ("5",))
+
+
+def test_landing_reset_confirmation(snap_compare, tmp_path):
+    from .test_watch_landing_reaper import seed_ledger
+
+    root = copy_sample(tmp_path)
+    seed_ledger(root)
+    assert snap(snap_compare, make_app(root), ("5",), ("down", "down", "down"), ("r",))
+
+
+def test_reaper(snap_compare, tmp_path):
+    """Settings and schedule, before any pass (a pass stores its real start time)."""
+    root = copy_sample(tmp_path)
+    assert snap(snap_compare, make_app(root), ("6",))
+
+
+def test_watch_on(snap_compare, seeded):
+    """The status line while watching (the watcher's runner records instead of running)."""
+    from .test_watch_landing_reaper import RecordingWatch
+
+    # the "Watching ..." toast arrives from the watcher's thread: clear it so only the status line is pictured
+    assert snap(snap_compare, make_app(seeded, controller=RecordingWatch(seeded)), ("w",),
+                lambda app: app.clear_notifications())

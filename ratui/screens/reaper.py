@@ -1,0 +1,185 @@
+"""Reaper: its settings, its last reports, a preview (dry run: exactly what would be removed) and run now."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.widgets import DataTable, Footer, Static
+
+from ..console.format import fmt_time
+from ..widgets.chrome import NavBar, StatusLine
+from .base import ConsoleScreen
+from .dialogs import ConfirmScreen
+
+REPORT_COLUMNS = (("started", "STARTED (UTC)"), ("kind", "KIND"), ("found", "FOUND"), ("removed", "REMOVED"),
+                  ("freed", "FREED"), ("errors", "ERRORS"))
+PREVIEW_COLUMNS = (("task", "TASK"), ("item", "WOULD REMOVE"), ("detail", "DETAIL"))
+
+TASK_TITLES = {  # ratui.engine.reaper.TASK_TITLES (that module loads the catalog: not before the first paint)
+    "stuck_runs": "stuck runs", "orphan_branches": "orphan branches", "run_history": "run history",
+    "processed_files": "processed landing files", "snapshots": "snapshots on main", "orphan_files": "orphan files",
+}
+
+
+def format_bytes(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
+def item_detail(task: str, item: dict) -> str:
+    """What identifies an item besides its name (no ages: they change by the minute)."""
+    if task == "orphan_branches":
+        return f"run {item.get('run_id') or '-'}, created {fmt_time(item.get('created_at'))}"
+    if task == "stuck_runs":
+        return f"{item.get('pipeline', '')}, started {fmt_time(item.get('started_at'))}"
+    if task == "run_history":
+        return " ".join(str(item[k]) for k in ("pipeline", "status") if item.get(k))
+    if task == "snapshots":
+        return str(item.get("table", ""))
+    size = item.get("bytes") or item.get("size")
+    return format_bytes(int(size)) if isinstance(size, (int, float)) else ""
+
+
+def errors_text(report) -> Text:
+    text = Text()
+    for name, error in report.errors:
+        if text:
+            text.append("; ")
+        text.append(f"{TASK_TITLES.get(name, name)}: {(error or {}).get('code', '?')}", style="red")
+    return text or Text("-", style="dim")
+
+
+class ReaperScreen(ConsoleScreen):
+    MODE = "reaper"
+    AUTO_FOCUS = "#reaper-reports"
+    BINDINGS = [
+        Binding("p", "preview", "Preview (dry run)", id="reaper.preview"),
+        Binding("x", "run_now", "Run now", id="reaper.run"),
+        Binding("ctrl+r", "refresh", "Refresh", id="reaper.refresh"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reports: list = []
+        self.preview = None
+        self.busy = False
+
+    def compose(self) -> ComposeResult:
+        yield NavBar("reaper")
+        with Vertical(id="reaper-main"):
+            yield Static(Text("loading…", style="dim"), id="reaper-settings")
+            yield Static(Text("Last reports", style="bold"), classes="section")
+            table: DataTable = DataTable(id="reaper-reports", cursor_type="row", zebra_stripes=True)
+            for key, label in REPORT_COLUMNS:
+                table.add_column(label, key=key)
+            yield table
+            yield Static(Text("Preview: press p for a dry run (removes nothing)", style="dim"), id="reaper-preview-info")
+            preview: DataTable = DataTable(id="reaper-preview", cursor_type="row", zebra_stripes=True)
+            for key, label in PREVIEW_COLUMNS:
+                preview.add_column(label, key=key)
+            yield preview
+        yield StatusLine()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.app.reaper_changed.subscribe(self, lambda _: self.reload())
+
+    # ------------------------------------------------------------------------------------------ data
+
+    def project_ready(self, compiled) -> None:
+        self.load("settings", self.app.controller.reaper_settings)
+        self.reload()
+
+    def reload(self) -> None:
+        self.load("reports", self.app.controller.reaper_reports, 20)
+
+    def loaded_settings(self, settings: dict[str, int]) -> None:
+        text = Text("Settings (ratui.yaml reaper:)\n", style="bold")
+        items = list(settings.items())
+        for index, (key, value) in enumerate(items):
+            text.append(f"  {key} ", style="dim")
+            text.append(str(value), style="bold")
+            if index % 4 == 3 and index != len(items) - 1:
+                text.append("\n")
+        schedule = self.app.reaper_schedule_text()
+        text.append(f"\n  schedule: {schedule}", style="dim")
+        self.query_one("#reaper-settings", Static).update(text)
+
+    def loaded_reports(self, reports: list) -> None:
+        self.reports = reports
+        table = self.query_one("#reaper-reports", DataTable)
+        table.clear()
+        for report in reports:
+            table.add_row(
+                fmt_time(report.started_at), Text("dry run", style="dim") if report.dry_run else Text("run"),
+                Text(str(report.found), justify="right"), Text(str(report.removed), justify="right"),
+                Text(format_bytes(report.bytes_freed), justify="right"), errors_text(report),
+                key=str(report.id),
+            )
+        if not reports:
+            table.add_row(Text("no passes yet", style="dim"), "", "", "", "", "", key="none")
+        self.app.mark("reaper_ready")
+
+    # --------------------------------------------------------------------------------------- actions
+
+    def action_refresh(self) -> None:
+        self.load("settings", self.app.controller.reaper_settings)
+        self.reload()
+
+    def action_preview(self) -> None:
+        self.query_one("#reaper-preview-info", Static).update(Text("Preview: running a dry run…", style="yellow"))
+        self.load("preview", self.app.controller.reaper_run, True)
+
+    def loaded_preview(self, report) -> None:
+        self.preview = report
+        table = self.query_one("#reaper-preview", DataTable)
+        table.clear()
+        for name, task in report.tasks.items():
+            for item in task.found:
+                table.add_row(TASK_TITLES.get(name, name), str(item.get("name", "")), item_detail(name, item),
+                              key=f"{name}\x1f{item.get('name', '')}")
+            if task.error:
+                table.add_row(TASK_TITLES.get(name, name), Text(f"error {task.error.get('code', '?')}", style="red"),
+                              Text(str(task.error.get("message", ""))[:100], style="red"), key=f"{name}\x1ferror")
+        info = Text("Preview (dry run): ", style="bold")
+        if report.found:
+            info.append(f"{report.found} item(s) would be removed")
+            if report.bytes_found:
+                info.append(f", {format_bytes(report.bytes_found)}")
+            info.append("   x runs it for real", style="dim")
+        else:
+            info.append("nothing to remove", style="green")
+        if report.errors:
+            info.append(f"   {len(report.errors)} task(s) failed", style="red")
+        self.query_one("#reaper-preview-info", Static).update(info)
+        self.reload()
+
+    def action_run_now(self) -> None:
+        body = Text("Run the reaper now?\n\n")
+        if self.preview is not None and self.preview.found:
+            body.append(f"The last preview found {self.preview.found} item(s) to remove. ")
+        body.append("Removed runs, branches, snapshots and files cannot be brought back; runs still going are "
+                    "never touched.", style="dim")
+
+        def done(ok: bool | None) -> None:
+            if ok:
+                self.query_one("#reaper-preview-info", Static).update(Text("Reaper running…", style="yellow"))
+                self.load("run", self.app.controller.reaper_run, False)
+
+        self.app.push_screen(ConfirmScreen("Run the reaper?", body, "Run now"), done)
+
+    def loaded_run(self, report) -> None:
+        self.preview = None
+        self.query_one("#reaper-preview", DataTable).clear()
+        self.app.reaper_finished(report)
+        info = Text("Ran: ", style="bold")
+        info.append(f"{report.removed} removed of {report.found} found, {format_bytes(report.bytes_freed)} freed")
+        self.query_one("#reaper-preview-info", Static).update(info)
+        self.reload()

@@ -3,6 +3,7 @@ and one cancelled from the run detail (confirmation, `cancelled`, main unchanged
 
 from __future__ import annotations
 
+import threading
 import time
 
 from ratui.console.controller import utc_now
@@ -77,6 +78,23 @@ def test_run_and_cancel_from_the_console(spark, tmp_path):
                 await settle(pilot)
                 return started
 
+            # hold the first run at its quality phase until the second has started, so they overlap however
+            # fast the machine is (the listener runs on the first run's own worker thread)
+            from ratui.engine.events import PhaseStarted, RunStarted
+
+            second_started = threading.Event()
+            holding: dict[str, str] = {}
+
+            def hold(event) -> None:
+                if isinstance(event, RunStarted) and event.pipeline == "ecommerce.bronze.raw_products":
+                    second_started.set()
+                if isinstance(event, RunStarted) and event.pipeline == "ecommerce.silver.clean_customers":
+                    holding["run"] = event.run_id
+                if (isinstance(event, PhaseStarted) and event.phase == "quality"
+                        and holding.get("run") == event.run_id):
+                    second_started.wait(60)
+
+            unsubscribe = app.controller.engine.bus.subscribe(hold)
             select("ecommerce.silver.clean_customers")  # incremental: f forces a full refresh
             await settle(pilot)
             refreshed = await launch("f")
@@ -84,8 +102,10 @@ def test_run_and_cancel_from_the_console(spark, tmp_path):
             await settle(pilot)
             other = await launch("r")
             assert refreshed.strategy == "full_refresh"
-            assert not refreshed.finished and app.active_runs == 2, "the two runs did not overlap"
+            await wait_for(pilot, lambda: app.active_runs == 2 or second_started.is_set(), 60)
+            assert not refreshed.finished, "the two runs did not overlap"
             await wait_for(pilot, lambda: refreshed.finished and other.finished, RUN_TIMEOUT)
+            unsubscribe()
             await settle(pilot)
             assert (refreshed.status, other.status) == ("success", "success")
             assert refreshed.branch != other.branch

@@ -16,7 +16,7 @@ Two layouts of the updated keys:
                file pruning: every file is rewritten)
     recent     updated keys are the newest 50k keys (typical of orders, events, ...): they sit in the files
                that cover the top of the key range
-The naive rewrite and upsert do not depend on the layout much; they run on `spread` only.
+The naive rewrite and upsert read or rewrite the whole table either way; they run on `spread` only.
 
 Timings are wall-clock on whatever machine runs this; they are printed, never asserted anywhere.
 """
@@ -193,6 +193,9 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=None, help="working folder (default: a temp folder)")
     parser.add_argument("--keep", action="store_true", help="keep the working folder")
     parser.add_argument("--skip-upsert", action="store_true", help="skip PyIceberg's upsert (the slowest)")
+    parser.add_argument("--warmup", type=int, default=200_000,
+                        help="rows of an untimed warm-up round of every approach (0: none); a fresh JVM runs "
+                             "its first merge 2-3x slower")
     args = parser.parse_args()
     size = args.batch or args.rows // 100
     work = args.work or Path(tempfile.mkdtemp(prefix="ratui-bench-"))
@@ -200,11 +203,21 @@ def main() -> None:
     quiet_logs()
     bench = Bench(work)
     try:
+        if args.warmup:
+            print(f"\nwarm-up on {args.warmup:,} rows (not reported)", flush=True)
+            bench.base(args.warmup)
+            batch_dir = bench.stage_batch(args.warmup, args.warmup // 100, "spread")
+            for strategy in ("incremental", "delete_insert", "scd2"):
+                bench.ratui(strategy, args.warmup, "spread", batch_dir, args.warmup // 100)
+            bench.naive(args.warmup, "spread", batch_dir)
+            if not args.skip_upsert:
+                bench.upsert(args.warmup, "spread", batch_dir)
+            bench.results.clear()
         for n in [args.rows] + ([args.small] if args.small else []):
             print(f"\n{n:,}-row table, change batch {size:,} rows ({size // 2:,} updates + {size // 2:,} new keys)",
                   flush=True)
             bench.base(n)
-            layouts = ["spread", "recent"] if n == args.rows else ["spread"]
+            layouts = ["spread", "recent"]
             for layout in layouts:
                 batch_dir = bench.stage_batch(n, size, layout)
                 for strategy in ("incremental", "delete_insert", "scd2"):
@@ -240,14 +253,18 @@ def report(results: list[dict]) -> None:
     sizes = sorted({r["table_rows"] for r in results})
     if len(sizes) == 2:
         small, large = sizes
-        print(f"\ngrowth from {small:,} to {large:,} rows ({large // small}x the table), same batch, keys spread:")
-        for approach in dict.fromkeys(r["approach"] for r in results):
-            a = [r["seconds"] for r in results if r["approach"] == approach and r["table_rows"] == small
-                 and r["layout"] == "spread"]
-            b = [r["seconds"] for r in results if r["approach"] == approach and r["table_rows"] == large
-                 and r["layout"] == "spread"]
-            if a and b:
-                print(f"  {approach:<18} {a[0]:7.2f}s -> {b[0]:7.2f}s  ({b[0] / a[0]:.1f}x)")
+        print(f"\ngrowth from {small:,} to {large:,} rows ({large // small}x the table), same batch:")
+        for layout in ("spread", "recent"):
+            for approach in dict.fromkeys(r["approach"] for r in results):
+                a = [r for r in results if r["approach"] == approach and r["table_rows"] == small
+                     and r["layout"] == layout]
+                b = [r for r in results if r["approach"] == approach and r["table_rows"] == large
+                     and r["layout"] == layout]
+                if a and b:
+                    a, b = a[0], b[0]
+                    print(f"  {layout:<7} {approach:<18} {a['seconds']:7.2f}s -> {b['seconds']:7.2f}s "
+                          f"({b['seconds'] / a['seconds']:.1f}x), rewritten files {a['rewritten']} -> "
+                          f"{b['rewritten']}")
 
 
 if __name__ == "__main__":

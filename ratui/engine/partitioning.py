@@ -10,7 +10,8 @@ dates and timestamps, hour to timestamps only; identity to any column type ratui
 A table is created with the spec; every later write splits its files so that each file holds exactly one
 partition value: Spark computes each transform as a hidden column with Iceberg's own arithmetic (years /
 months / days / hours since 1970-01-01 UTC) and writes one directory per value (`partitionBy` on the hidden
-columns, which are not stored in the files). PyIceberg then derives each file's partition tuple from the
+columns, which are not stored in the files; string and binary values are named by a 64-bit hash, so long
+values make no over-long paths). PyIceberg then derives each file's partition tuple from the
 file's column statistics and refuses a file that holds two values, so a mismatch between the two
 computations can never commit a wrong partition. A partition value Parquet keeps no statistics for (a string
 over Parquet's 4 KiB statistics limit) is read back from the file itself.
@@ -145,7 +146,13 @@ def hidden_columns(df, table) -> tuple[Any, list[str]]:
         transform = str(pf.transform)
         is_ts = isinstance(source.field_type, (it.TimestampType, it.TimestamptzType))
         if transform == "identity":
-            value = col
+            if isinstance(source.field_type, (it.StringType, it.BinaryType)):
+                # a directory per value would fail on long values (file names stop at 255 bytes) and escape
+                # odd ones: name it by the value's 64-bit hash (a collision would put two values in one file,
+                # which PyIceberg refuses to register, so it can fail a write but never mislabel a file)
+                value = F.when(col.isNull(), F.lit(None)).otherwise(F.xxhash64(col))
+            else:
+                value = col
         else:
             # Iceberg counts from 1970-01-01 in UTC; the session time zone is UTC, so year()/month() agree
             ts = col.cast("timestamp") if is_ts else None

@@ -31,11 +31,13 @@ NULL-key row(s), exactly as any other key value would.
 
 Cost. Merges are copy-on-write at file granularity and computed in Spark. The data files that may hold an
 affected key are chosen from Iceberg's per-file column bounds (every key column, NULL counts included); then
-one pass over those candidates' key columns alone tells, per file, how many of its rows are affected:
-none (the file is kept as it is), all (the file is dropped without being read again) or some (the file is
-read and rewritten without them). Untouched files are carried over into the new snapshot; the table is never
-read whole and no row passes through Python. New files are range-partitioned and sorted by the key, so each
-covers a narrow key range and later merges prune well.
+one pass over those candidates' key columns alone finds the batch keys the table really holds, and only the
+files whose bounds hold one of those are touched: a file whose statistics show it holds nothing but affected
+keys is dropped without being read again, the others are read and rewritten without the affected rows.
+A batch of new keys that fall inside existing files' ranges rewrites nothing. Untouched files are carried
+over into the new snapshot; the table is never read whole and no row passes through Python. New files are
+range-partitioned and sorted by the key (one range per ~500k rows), so each covers a narrow key range and
+later merges prune well.
 """
 
 from __future__ import annotations
@@ -57,14 +59,16 @@ from .errors import RatuiError
 from .partitioning import build_spec, parse_partition_by, same_terms, spec_terms
 from .schema_evolution import apply_changes, plan_changes
 from .tables import (
-    WrittenFiles, commit_files, data_files, discard, file_key, iceberg_schema_of, iceberg_to_spark_type, read_files,
-    row_count, table_location, write_files,
+    KEEP_LAYOUT_MIN_ROWS, WrittenFiles, commit_files, data_files, discard, iceberg_schema_of, iceberg_to_spark_type,
+    read_files, row_count, table_location, write_files,
 )
+
+# Keys broadcast to every task when a large rewrite keeps its files' layout (see _keeps_layout).
+BROADCAST_MAX_KEYS = 500_000
 
 ORD = "__ratui_ord"
 RN = "__ratui_rn"
 HIT = "__ratui_hit"
-PATH = "__ratui_path"
 
 
 @dataclass
@@ -194,11 +198,16 @@ def _prepare_table(req: WriteRequest, outcome: WriteOutcome, spark_schema, *, re
         outcome.created = True
         outcome.notes.append("table rebuilt: " + "; ".join(reasons))
         return _create(req, spark_schema)
-    outcome.schema_changes = [
-        f"{c.kind} {c.column}" + (f" {c.old} -> {c.new}" if c.kind == "widen" else f" {c.new}" if c.kind == "add" else "")
-        for c in changes
-    ]
+    outcome.schema_changes = [_describe(c) for c in changes]
     return apply_changes(table, spark_schema, changes)
+
+
+def _describe(change) -> str:
+    if change.kind == "widen":
+        return f"widen {change.column} {change.old} -> {change.new}"
+    if change.kind == "add":
+        return f"add {change.column} {change.new}"
+    return f"{change.kind} {change.column}"
 
 
 def _aligned(df, table: Table):
@@ -220,8 +229,8 @@ def _table_names(table: Table, names: list[str]) -> list[str]:
 
 
 def _write_and_commit(req: WriteRequest, table: Table, df, *, delete, message: str,
-                      cluster_by=()) -> WrittenFiles:
-    written = write_files(df, table, req.run_id, cluster_by)
+                      cluster_by=(), rows_hint: int | None = None, keep=None, keep_files=()) -> WrittenFiles:
+    written = write_files(df, table, req.run_id, cluster_by, rows_hint, keep=keep, keep_files=keep_files)
     try:
         commit_files(table, add=written.files, delete=delete, message=message,
                      properties={"ratui.run-id": req.run_id, "ratui.strategy": req.strategy})
@@ -282,22 +291,28 @@ PRUNABLE = (it.IntegerType, it.LongType, it.StringType, it.DecimalType, it.DateT
             it.TimestamptzType)
 
 
+def _usable(table: Table, cols: list[str]):
+    schema = table.schema()
+    out = []
+    for i, c in enumerate(cols):
+        f = schema.find_field(c, case_sensitive=False)
+        if isinstance(f.field_type, PRUNABLE):
+            out.append((i, f))
+    return out
+
+
 def candidate_files(session, table: Table, keys_df, cols: list[str], files: list[DataFile] | None = None):
     """The data files whose per-file bounds can hold one of the key tuples of `keys_df` (columns __k0..).
 
     Every prunable key column must fit the file's [lower, upper] bound (or be NULL where the file has NULLs).
     A file without usable bounds on a column cannot be excluded by that column (correct, only slower).
+    Computed in Spark: a broadcast of one row per file joined with the distinct key tuples.
     """
     from pyspark.sql import functions as F
     from pyspark.sql import types as st
 
     files = data_files(table) if files is None else files
-    schema = table.schema()
-    usable = []
-    for i, c in enumerate(cols):
-        f = schema.find_field(c, case_sensitive=False)
-        if isinstance(f.field_type, PRUNABLE):
-            usable.append((i, f))
+    usable = _usable(table, cols)
     if not usable or not files:
         return list(files)
     fields = [st.StructField("path", st.StringType())]
@@ -335,33 +350,58 @@ def candidate_files(session, table: Table, keys_df, cols: list[str], files: list
     return [f for f in files if f.file_path in paths]
 
 
+def _single_valued(table: Table, f: DataFile, cols: list[str]) -> bool:
+    """Every row of `f` holds the same tuple of `cols`, by its statistics (one bound value, or only NULLs)."""
+    usable = _usable(table, cols)
+    if len(usable) != len(cols):
+        return False
+    for _, field_ in usable:
+        fid = field_.field_id
+        nulls = (f.null_value_counts or {}).get(fid)
+        if nulls is not None and nulls == f.record_count:
+            continue
+        lo, hi = (f.lower_bounds or {}).get(fid), (f.upper_bounds or {}).get(fid)
+        if nulls != 0 or lo is None or lo != hi:
+            return False
+    return True
+
+
 def classify_files(session, table: Table, candidates: list[DataFile], keys_df, cols: list[str]):
-    """(partial, whole): candidates holding some / only rows whose key tuple is in `keys_df`.
+    """(partial, whole): the candidates that hold rows whose key tuple is in `keys_df`, and of those the ones
+    that hold nothing else (dropped without being read again).
 
-    Reads the key columns of the candidates once; files with no such row are neither.
+    One pass over the candidates' key columns finds the batch keys the table really holds (a semi-join, so
+    no row carries anything but its key); those keys are then placed in files by the files' bounds. Files
+    written by ratui cover disjoint key ranges, so this is exact for them; where ranges overlap, a file may
+    be rewritten for a key another file holds: correct, only slower. A file is whole when its statistics
+    say every row holds one key tuple (lower = upper, no NULLs, or only NULLs) and that tuple is hit.
     """
-    from pyspark.sql import functions as F
-
     if not candidates:
         return [], []
-    old = read_files(session, table, candidates).select(
-        *[F.col(f"`{c}`") for c in cols], F.col("_metadata.file_path").alias(PATH))
-    marked = keys_df.withColumn(HIT, F.lit(True))
-    joined = old.join(marked, _match(old, cols, marked, [f"__k{i}" for i in range(len(cols))]), "left")
-    counts = joined.groupBy(PATH).agg(F.count(F.lit(1)).alias("n"), F.count(F.col(HIT)).alias("hits")).collect()
-    by_path = {file_key(r[PATH]): (r["n"], r["hits"]) for r in counts}
-    partial, whole = [], []
-    for f in candidates:
-        n, hits = by_path.get(file_key(f.file_path), (f.record_count, None))
-        if hits is None:
-            partial.append(f)  # not seen (cannot happen for a readable file): rewrite it, which is always correct
-        elif hits == 0:
-            continue
-        elif hits == n:
-            whole.append(f)
-        else:
-            partial.append(f)
-    return partial, whole
+    kcols = [f"__k{i}" for i in range(len(cols))]
+    old = read_files(session, table, candidates).select(*[_col(c) for c in cols])
+    present = keys_df.join(old, _match(keys_df, kcols, old, cols), "left_semi").persist()
+    try:
+        if present.isEmpty():
+            return [], []
+        hit = candidates if len(candidates) == 1 else candidate_files(session, table, present, cols, candidates)
+    finally:
+        present.unpersist()
+    whole = [f for f in hit if _single_valued(table, f, cols)]
+    whole_paths = {f.file_path for f in whole}
+    return [f for f in hit if f.file_path not in whole_paths], whole
+
+
+def _keeps_layout(rewrite: list[DataFile], new_rows: int) -> bool:
+    """Rewrite in place (no shuffle of the surviving rows) when that is most of the work and the batch's keys
+    are few enough to broadcast; otherwise re-cluster everything written (small rewrites stay tidy)."""
+    return sum(f.record_count for f in rewrite) > KEEP_LAYOUT_MIN_ROWS and new_rows <= BROADCAST_MAX_KEYS
+
+
+def _col(name: str):
+    from pyspark.sql import functions as F
+
+    return F.col(f"`{name}`")
 
 
 def _replace_matching(req: WriteRequest, table: Table, outcome: WriteOutcome, new_rows, match_cols: list[str],
@@ -371,6 +411,8 @@ def _replace_matching(req: WriteRequest, table: Table, outcome: WriteOutcome, ne
     The engine of incremental (deduplicated rows), delete_insert (rows as they are) and snapshot (match on
     the partition column).
     """
+    from pyspark.sql import functions as F
+
     new_rows = new_rows.persist()
     try:
         outcome.rows_written = new_rows.count()
@@ -381,16 +423,26 @@ def _replace_matching(req: WriteRequest, table: Table, outcome: WriteOutcome, ne
             return _finish(req, outcome)
         keys_df = _key_frame(new_rows, match_cols).persist()
         try:
-            candidates = candidate_files(req.session, table, keys_df, match_cols, existing) if existing else []
+            candidates = (candidate_files(req.session, table, keys_df, match_cols, existing)
+                          if len(existing) > 1 else existing)
             partial, whole = classify_files(req.session, table, candidates, keys_df, match_cols)
-            result = new_rows
+            keep = _keeps_layout(partial, outcome.rows_written)
+            result, survivors = new_rows, None
             if partial:
                 old = read_files(req.session, table, partial)
-                survivors = old.join(keys_df, _match(old, match_cols, keys_df,
-                                                     [f"__k{i}" for i in range(len(match_cols))]), "left_anti")
-                result = survivors.unionByName(new_rows)
-            written = _write_and_commit(req, table, result, delete=partial + whole, message=message,
-                                        cluster_by=cluster_by)
+                keys = F.broadcast(keys_df) if keep else keys_df
+                survivors = old.join(keys, _match(old, match_cols, keys, [f"__k{i}" for i in range(len(match_cols))]),
+                                     "left_anti")
+            if keep:
+                written = _write_and_commit(req, table, new_rows, delete=partial + whole, message=message,
+                                            cluster_by=cluster_by, rows_hint=outcome.rows_written,
+                                            keep=survivors, keep_files=partial)
+            else:
+                if survivors is not None:
+                    result = survivors.unionByName(new_rows)
+                written = _write_and_commit(req, table, result, delete=partial + whole, message=message,
+                                            cluster_by=cluster_by,
+                                            rows_hint=outcome.rows_written + sum(f.record_count for f in partial))
         finally:
             keys_df.unpersist()
     finally:
@@ -432,7 +484,8 @@ def full_refresh(req: WriteRequest) -> WriteOutcome:
     table = _prepare_table(req, outcome, result.schema, rebuild=True)
     old = data_files(table)
     written = _write_and_commit(req, table, _aligned(result, table), delete=old,
-                                message=f"full_refresh of {req.key}", cluster_by=_table_names(table, keys))
+                                message=f"full_refresh of {req.key}", cluster_by=_table_names(table, keys),
+                                rows_hint=req.batch_rows)
     outcome.files_added, outcome.files_removed = len(written.files), len(old)
     outcome.rows_written = written.rows
     if written.rows == 0:
@@ -538,11 +591,11 @@ def scd2(req: WriteRequest) -> WriteOutcome:
             outcome.files_kept = len(existing)
             return _finish(req, outcome)
         keys_df = _key_frame(batch, keys)
-        candidates = candidate_files(req.session, table, keys_df, keys, existing) if existing else []
+        candidates = candidate_files(req.session, table, keys_df, keys, existing) if len(existing) > 1 else existing
         kcols = [f"__k{i}" for i in range(len(keys))]
         if candidates:
             open_rows = read_files(req.session, table, candidates).filter(F.col(f"`{vt}`").isNull()).select(
-                *[F.col(f"`{c}`") for c in keys + tracked], F.col("_metadata.file_path").alias(PATH))
+                *[F.col(f"`{c}`") for c in keys + tracked])
             # a batch row with an identical open row (key and every tracked column, NULL-safe) changes nothing
             same = _key_frame(batch.join(open_rows, _match(batch, keys + tracked, open_rows, keys + tracked),
                                          "left_semi"), keys)
@@ -559,20 +612,35 @@ def scd2(req: WriteRequest) -> WriteOutcome:
             opened_keys = _key_frame(to_open, keys).withColumn(HIT, F.lit(True))
             rewrite: list[DataFile] = []
             if open_rows is not None:
-                closing = open_rows.join(opened_keys, _match(open_rows, keys, opened_keys, kcols), "left_semi")
-                paths = {file_key(r[PATH]) for r in closing.select(PATH).distinct().collect()}
-                rewrite = [f for f in candidates if file_key(f.file_path) in paths]
+                # the keys whose open version closes, placed in files by the files' bounds (as classify_files)
+                changed = _key_frame(to_open, keys)
+                closing = changed.join(open_rows, _match(changed, kcols, open_rows, keys), "left_semi").persist()
+                try:
+                    if not closing.isEmpty():
+                        rewrite = (candidates if len(candidates) == 1
+                                   else candidate_files(req.session, table, closing, keys, candidates))
+                finally:
+                    closing.unpersist()
             new_versions = to_open.withColumn(vf, stamp_from).withColumn(vt, F.lit(None).cast(vt_type))
-            result = new_versions
+            keep = _keeps_layout(rewrite, outcome.rows_written)
+            result, closed = new_versions, None
             if rewrite:
                 old = read_files(req.session, table, rewrite)
-                marked = old.join(opened_keys, _match(old, keys, opened_keys, kcols), "left")
+                hits = F.broadcast(opened_keys) if keep else opened_keys
+                marked = old.join(hits, _match(old, keys, hits, kcols), "left")
                 closed = marked.withColumn(
                     vt, F.when(F.col(f"`{vt}`").isNull() & F.col(HIT).isNotNull(), stamp_to)
-                    .otherwise(F.col(f"`{vt}`")))
-                result = closed.select(*[F.col(f"`{f.name}`") for f in schema.fields]).unionByName(new_versions)
-            written = _write_and_commit(req, table, result, delete=rewrite, cluster_by=keys,
-                                        message=f"scd2 versions of {req.key} at {ts.isoformat()}")
+                    .otherwise(F.col(f"`{vt}`"))).select(*[F.col(f"`{f.name}`") for f in schema.fields])
+            message = f"scd2 versions of {req.key} at {ts.isoformat()}"
+            if keep:
+                written = _write_and_commit(req, table, new_versions, delete=rewrite, cluster_by=keys,
+                                            message=message, rows_hint=outcome.rows_written,
+                                            keep=closed, keep_files=rewrite)
+            else:
+                if closed is not None:
+                    result = closed.unionByName(new_versions)
+                written = _write_and_commit(req, table, result, delete=rewrite, cluster_by=keys, message=message,
+                                            rows_hint=outcome.rows_written + sum(f.record_count for f in rewrite))
         finally:
             to_open.unpersist()
     finally:

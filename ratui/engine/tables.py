@@ -139,16 +139,6 @@ def read_files(session, table: Table, files: Iterable[DataFile]):
     return session.read.schema(spark_schema_of(table.schema())).parquet(*paths)
 
 
-def file_key(path: str) -> str:
-    """One spelling for a data file's path, whether Iceberg's (plain or file: URI) or Spark's (_metadata)."""
-    import os
-    from urllib.parse import unquote, urlparse
-
-    if path.startswith("file:"):
-        path = unquote(urlparse(path).path)
-    return os.path.normpath(path)
-
-
 def row_count(table: Table) -> int:
     snapshot = table.current_snapshot()
     if snapshot is None or snapshot.summary is None:
@@ -223,12 +213,27 @@ class WrittenFiles:
         return sum(f.record_count for f in self.files)
 
 
-def write_files(df, table: Table, run_id: str, cluster_by: Iterable[str] = ()) -> WrittenFiles:
+# Rows per file a clustered write aims at (about 10-40 MB of Parquet for typical rows): a merge that rewrites
+# one file and adds a few rows writes one or two files, not spark.sql.shuffle.partitions small ones.
+ROWS_PER_FILE = 500_000
+# A merge that rewrites more rows than this keeps the surviving rows in their files' layout (one task per
+# file, no shuffle) and clusters only the new rows, instead of range-partitioning everything again.
+KEEP_LAYOUT_MIN_ROWS = 2_000_000
+
+
+def write_files(df, table: Table, run_id: str, cluster_by: Iterable[str] = (),
+                rows_hint: int | None = None, keep=None, keep_files: Iterable[DataFile] = ()) -> WrittenFiles:
     """Spark writes `df` as Parquet into the table's data folder; returns Iceberg DataFile entries for them.
 
     `cluster_by`: range-partition and sort by these columns first, so each file covers a narrow range of
-    them and merges can skip files by their bounds. A partitioned table gets one file per partition value
+    them and merges can skip files by their bounds; `rows_hint` (about how many rows `df` holds) sets the
+    number of ranges to one per ROWS_PER_FILE rows. A partitioned table gets one file per partition value
     per task (see partitioning.py); its DataFile partition tuples come from the files' statistics.
+
+    `keep`: rows read from `keep_files` (by read_files, through narrow operations only) written in the same
+    job without any shuffle: each of those files is read by a task of its own, so each yields one file
+    again with the same key range and partition. Rewriting a large part of a table then costs a read and
+    a write, not a global sort.
     """
     from .partitioning import fill_missing_partition, hidden_columns
 
@@ -237,13 +242,36 @@ def write_files(df, table: Table, run_id: str, cluster_by: Iterable[str] = ()) -
     hidden: list[str] = []
     if table.spec().fields:
         df, hidden = hidden_columns(df, table)
+        if keep is not None:
+            keep, _ = hidden_columns(keep, table)
         order = hidden + order
     if order:
-        df = df.repartitionByRange(*order).sortWithinPartitions(*order)
+        if rows_hint is not None:
+            ranges = max(1, -(-rows_hint // ROWS_PER_FILE))
+            df = df.repartitionByRange(ranges, *order).sortWithinPartitions(*order)
+        else:
+            df = df.repartitionByRange(*order).sortWithinPartitions(*order)
+    if keep is not None:
+        df = keep.unionByName(df)
     writer = with_field_ids(df, table.schema()).write.mode("errorifexists")
     if hidden:
         writer = writer.partitionBy(*hidden)
-    writer.parquet(str(folder))
+    conf = df.sparkSession.conf
+    saved = {}
+    if keep is not None:
+        # one task per kept file: no file may share a read split with another (Spark packs small files)
+        biggest = str(max([f.file_size_in_bytes for f in keep_files] + [1]) + 1)
+        for name in ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes"):
+            saved[name] = conf.get(name, None)
+            conf.set(name, biggest)
+    try:
+        writer.parquet(str(folder))
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                conf.unset(name)
+            else:
+                conf.set(name, value)
     files: list[DataFile] = []
     written = WrittenFiles(files, folder)
     try:

@@ -360,7 +360,8 @@ def cmd_cancel(args) -> int:
 
 
 def cmd_reap(args) -> int:
-    from .engine.reaper import Reaper, format_bytes
+    from .engine.formatting import format_bytes
+    from .engine.reaper import Reaper
 
     engine = _engine(args.project)
     report = Reaper(engine).run(dry_run=args.dry_run)

@@ -46,6 +46,7 @@ from .catalog.base import MAIN
 from .db import open_db, write_tx
 from .errors import RatuiError
 
+
 if TYPE_CHECKING:
     from .runner import Engine
 
@@ -595,10 +596,3 @@ class Reaper:
                 task.bytes_freed += freed
 
 
-def format_bytes(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
-            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"

@@ -12,6 +12,7 @@ from ..console.format import fmt_time
 from ..widgets.chrome import NavBar, StatusLine
 from .base import ConsoleScreen
 from .dialogs import ConfirmScreen
+from ..engine.formatting import format_bytes
 
 REPORT_COLUMNS = (("started", "STARTED (UTC)"), ("kind", "KIND"), ("found", "FOUND"), ("removed", "REMOVED"),
                   ("freed", "FREED"), ("errors", "ERRORS"))
@@ -23,13 +24,6 @@ TASK_TITLES = {  # ratui.engine.reaper.TASK_TITLES (that module loads the catalo
 }
 
 
-def format_bytes(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
-            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"
 
 
 def item_detail(task: str, item: dict) -> str:

@@ -82,7 +82,7 @@ def test_run_and_cancel_from_the_console(spark, tmp_path):
             # fast the machine is (the listener runs on the first run's own worker thread)
             from ratui.engine.events import PhaseStarted, RunStarted
 
-            second_started = threading.Event()
+            second_started, release = threading.Event(), threading.Event()
             holding: dict[str, str] = {}
 
             def hold(event) -> None:
@@ -92,7 +92,7 @@ def test_run_and_cancel_from_the_console(spark, tmp_path):
                     holding["run"] = event.run_id
                 if (isinstance(event, PhaseStarted) and event.phase == "quality"
                         and holding.get("run") == event.run_id):
-                    second_started.wait(60)
+                    release.wait(120)  # cannot finish before the test has seen both runs in flight
 
             unsubscribe = app.controller.engine.bus.subscribe(hold)
             select("ecommerce.silver.clean_customers")  # incremental: f forces a full refresh
@@ -102,8 +102,9 @@ def test_run_and_cancel_from_the_console(spark, tmp_path):
             await settle(pilot)
             other = await launch("r")
             assert refreshed.strategy == "full_refresh"
-            await wait_for(pilot, lambda: app.active_runs == 2 or second_started.is_set(), 60)
+            await wait_for(pilot, second_started.is_set, 60)
             assert not refreshed.finished, "the two runs did not overlap"
+            release.set()
             await wait_for(pilot, lambda: refreshed.finished and other.finished, RUN_TIMEOUT)
             unsubscribe()
             await settle(pilot)

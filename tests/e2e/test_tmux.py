@@ -23,11 +23,9 @@ FOREIGN = ("WARN ", "WARNING:", "log4j", "SLF4J", "SparkContext", "SparkSession"
 
 
 def ratui_binary() -> str | None:
-    found = shutil.which("ratui")
-    if found:
-        return found
-    beside = Path(sys.executable).parent / "ratui"  # the venv's script when its bin/ is not on PATH
-    return str(beside) if beside.exists() else None
+    # the script installed beside this interpreter first: the install under test, even if another is on PATH
+    beside = Path(sys.executable).parent / "ratui"
+    return str(beside) if beside.exists() else shutil.which("ratui")
 
 
 def capture(session: str) -> str:

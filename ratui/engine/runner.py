@@ -448,9 +448,7 @@ class _Run:
                 self.log(traceback.format_exc(), "error")
                 error = RatuiError("RAT-RUN-002", f"{type(exc).__name__}: {_first_line(exc)}")
         finally:
-            cleanup_error = self._cleanup()
-        if cleanup_error and error is None:
-            status, error = "failed", cleanup_error
+            self._cleanup()
         if error is not None:
             self.log(str(error), "error" if status == "failed" else "warning")
         if status == "success" and self.pipeline is not None:
@@ -487,7 +485,8 @@ class _Run:
                                   dict(self.phases)))
         return result
 
-    def _cleanup(self) -> RatuiError | None:
+    def _cleanup(self) -> None:
+        """Branch, staging and views go whatever the outcome; a failure here is logged, never raised."""
         try:
             self._drop_branch()
         except Exception as exc:  # the reaper removes orphan branches later; say so
@@ -499,7 +498,6 @@ class _Run:
                     self.session.catalog.dropTempView(view.strip("`"))
                 except Exception:
                     pass
-        return None
 
     def _attempts(self) -> None:
         attempts = self.settings.merge_retries

@@ -27,10 +27,10 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
-from urllib.parse import unquote, urlparse
 
 from .catalog.base import BranchCatalog
 from .errors import RatuiError
+from .locations import ProjectLocations, plain_path
 
 # Whether a manifest's DELETED entries (tombstones) count as reachable. They do not: a DELETED entry says the
 # file is NOT in that snapshot; every snapshot that does hold a file lists it as ADDED or EXISTING in its own
@@ -97,15 +97,11 @@ def _has_iceberg_tables(db_path: Path) -> bool:
             return False
 
 
-def local_path(uri: str) -> str | None:
-    """A file URI or plain path -> a normalised local path; None for a remote location (s3://...)."""
-    if uri.startswith("file:"):
-        path = unquote(urlparse(uri).path)
-    elif "://" in uri:
-        return None
-    else:
-        path = uri
-    return os.path.normpath(path)
+def local_path(uri: str, locations: ProjectLocations | None = None) -> str | None:
+    """A stored location -> this project's local path (after a move, see locations.py); None if remote."""
+    if locations is None:
+        return plain_path(uri)
+    return None if plain_path(uri) is None else locations.local(uri)
 
 
 class _RealPaths:
@@ -133,7 +129,8 @@ class MarkResult:
 class Marker:
     """Collects the files live pointers reach. Manifests and manifest lists are immutable: each is read once."""
 
-    def __init__(self) -> None:
+    def __init__(self, locations: ProjectLocations | None = None) -> None:
+        self._locations = locations
         self._real = _RealPaths()
         self._manifest_files: dict[str, list[str]] = {}  # manifest path -> files it lists
         self._manifest_lists: dict[str, list[str]] = {}  # manifest list path -> manifest paths
@@ -142,7 +139,7 @@ class Marker:
     def _add(self, result: MarkResult, uri: str | None) -> None:
         if not uri:
             return
-        path = local_path(uri)
+        path = local_path(uri, self._locations)
         if path is not None:
             result.files.add(self._real(path))
 
@@ -168,7 +165,7 @@ class Marker:
                 continue  # another ref points at the very same metadata file: already walked
             seen.add((pointer.location, skip))
             try:
-                io = load_file_io({}, pointer.location)
+                io = load_file_io(self._locations.file_io_properties() if self._locations else {}, pointer.location)
                 metadata = FromInputFile.table_metadata(io.new_input(pointer.location))
                 result.metadata_files += 1
                 log = [entry.metadata_file for entry in metadata.metadata_log]
@@ -200,7 +197,7 @@ class Marker:
                     "RAT-RPR-002",
                     f"cannot read table {pointer.table} on ref '{pointer.ref}' ({pointer.location}): "
                     f"{type(exc).__name__}: {exc}",
-                    file=local_path(pointer.location),
+                    file=local_path(pointer.location, self._locations),
                 ) from exc
         result.manifests = len(self._manifest_files)
         return result
@@ -302,9 +299,12 @@ def plan_sweep(roots: Iterable[Path], reachable: set[str], *, older_than: float,
 KEEP_FOLDERS = {"data", "metadata"}
 
 
-def remove_file(path: str, *, older_than: float, stop_at: Iterable[Path] = ()) -> int | None:
-    """Delete one planned orphan if it is still old; then the folders it leaves empty (never a `data` or
-    `metadata` folder, nor a root in `stop_at`). Returns the bytes freed, None if the file was kept or gone."""
+def remove_file(path: str, *, older_than: float, root: Path, stop_at: Iterable[Path] = ()) -> int | None:
+    """Delete one planned orphan if it is still old and really lies inside the project `root` (symlinks
+    followed: the reaper never deletes anything outside the project); then the folders it leaves empty (never
+    a `data` or `metadata` folder, nor a root in `stop_at`). Returns the bytes freed, None if kept or gone."""
+    if not ProjectLocations(root).inside(path):
+        return None
     try:
         st = os.lstat(path)
     except FileNotFoundError:

@@ -485,7 +485,8 @@ class Reaper:
                 if ctx.dry_run:
                     continue
                 # removes the folders it leaves empty too (up to _processed/, which stays)
-                freed = orphans.remove_file(str(path), older_than=st.st_mtime + 1, stop_at=[processed])
+                freed = orphans.remove_file(str(path), older_than=st.st_mtime + 1, root=self.settings.root,
+                                            stop_at=[processed])
                 if freed is not None:
                     task.removed.append(item)
                     task.bytes_freed += freed
@@ -572,7 +573,7 @@ class Reaper:
         if ctx.dry_run:
             pointers = [p for p in pointers if p.ref not in ctx.branches_removed]
         expire = {(MAIN, key): ids for key, ids in ctx.expiry.items()}
-        mark = orphans.Marker().mark(pointers, expire=expire)
+        mark = orphans.Marker(self.catalog.locations).mark(pointers, expire=expire)
         live = self._live_runs(ctx)
         roots = orphans.warehouse_roots(self.settings.root)
         staging = self.settings.state_dir / "staging"
@@ -590,7 +591,8 @@ class Reaper:
             task.bytes_found += orphan.size
             if ctx.dry_run:
                 continue
-            freed = orphans.remove_file(orphan.path, older_than=older_than, stop_at=[*roots, *run_roots])
+            freed = orphans.remove_file(orphan.path, older_than=older_than, root=self.settings.root,
+                                        stop_at=[*roots, *run_roots])
             if freed is not None:
                 task.removed.append(item)
                 task.bytes_freed += freed

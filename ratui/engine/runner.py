@@ -120,7 +120,7 @@ class Engine:
 
     def __init__(self, root: Path, settings: Settings | None = None):
         self.settings = settings or load_settings(root)
-        self.catalog = SqliteBranchCatalog(self.settings.db_path, self.settings.root)
+        self.catalog = SqliteBranchCatalog(self.settings.db_path, self.settings.root, self.settings.allow_outside)
         self.history = History(self.settings.db_path)
         self.ledger = Ledger(self.settings.db_path, self.settings.landing_max_attempts)
         self.bus = EventBus()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,11 +24,16 @@ DEFAULT_SPARK_CONFIG: dict[str, str] = {
     "spark.driver.memory": "2g",
 }
 
-TOP_KEYS = {"namespace", "spark", "quality", "merge", "watch", "landing", "reaper"}
+TOP_KEYS = {"namespace", "spark", "quality", "merge", "watch", "landing", "reaper", "paths"}
 SPARK_KEYS = {"master", "config"}
 QUALITY_KEYS = {"sample_rows"}
 MERGE_KEYS = {"retries", "backoff_ms"}
-LANDING_KEYS = {"max_attempts"}
+LANDING_KEYS = {"max_attempts", "bad_rows", "columns"}
+# landing.bad_rows: a malformed CSV row or JSON line fails the run (naming file and line), or is left out and
+# counted; landing.columns: files of a zone must have the same columns (any order), or are united by name.
+BAD_ROWS = ("fail", "skip")
+COLUMN_MODES = ("strict", "union")
+PATHS_KEYS = {"allow_outside"}
 WATCH_KEYS = {"debounce_ms"}
 # reaper setting -> (default, minimum). A swept file must be older than an hour at least: younger files may
 # belong to a write that has not committed yet.
@@ -53,6 +59,10 @@ class Settings:
     merge_retries: int = 3
     merge_backoff_ms: int = 200
     landing_max_attempts: int = 3
+    landing_bad_rows: str = "fail"
+    landing_columns: str = "strict"
+    # real folders outside the root that ratui may read (landing zones, pipelines linked in from elsewhere)
+    allow_outside: tuple[Path, ...] = ()
     watch_debounce_ms: int = 300
     reaper_stuck_run_timeout_minutes: int = 30
     reaper_orphan_branch_max_age_hours: int = 6
@@ -74,6 +84,12 @@ class Settings:
     @property
     def log_dir(self) -> Path:
         return self.state_dir / "logs"
+
+    def locations(self):
+        """The project's path rules (root, allowed folders outside it): see locations.py."""
+        from .locations import ProjectLocations
+
+        return ProjectLocations(self.root, (), self.allow_outside)
 
 
 def _mapping(value: Any, where: str, path: Path) -> dict[str, Any]:
@@ -99,6 +115,25 @@ def _int(value: Any, name: str, path: Path, minimum: int = 0) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise RatuiError("RAT-CFG-007", f"'{name}' must be an integer >= {minimum}, got {value!r}", file=str(path))
     return value
+
+
+def _choice(value: Any, name: str, choices: tuple[str, ...], path: Path) -> str:
+    text = str(value).strip().lower()
+    if text not in choices:
+        raise RatuiError("RAT-CFG-007", f"'{name}' must be one of {', '.join(choices)}, got {value!r}", file=str(path),
+                         hint=did_you_mean(text, choices))
+    return text
+
+
+def _folders(value: Any, name: str, root: Path, path: Path) -> tuple[Path, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise RatuiError("RAT-CFG-007", f"'{name}' must be a list of folder paths", file=str(path))
+    # relative entries are relative to the project root; realpath so a symlinked entry means its target
+    return tuple(Path(os.path.realpath(root / os.path.expanduser(v.strip()))) for v in value)
 
 
 def find_project_root(start: Path) -> Path:
@@ -156,6 +191,8 @@ def load_settings(root: Path) -> Settings:
     _check_keys(watch, WATCH_KEYS, "watch.", path)
     reaper = _mapping(data.get("reaper"), "reaper", path)
     _check_keys(reaper, set(REAPER_KEYS), "reaper.", path)
+    paths = _mapping(data.get("paths"), "paths", path)
+    _check_keys(paths, PATHS_KEYS, "paths.", path)
 
     return Settings(
         root=root,
@@ -166,6 +203,9 @@ def load_settings(root: Path) -> Settings:
         merge_retries=_int(merge.get("retries", 3), "merge.retries", path, minimum=1),
         merge_backoff_ms=_int(merge.get("backoff_ms", 200), "merge.backoff_ms", path),
         landing_max_attempts=_int(landing.get("max_attempts", 3), "landing.max_attempts", path, minimum=1),
+        landing_bad_rows=_choice(landing.get("bad_rows", "fail"), "landing.bad_rows", BAD_ROWS, path),
+        landing_columns=_choice(landing.get("columns", "strict"), "landing.columns", COLUMN_MODES, path),
+        allow_outside=_folders(paths.get("allow_outside"), "paths.allow_outside", root, path),
         watch_debounce_ms=_int(watch.get("debounce_ms", 300), "watch.debounce_ms", path),
         **{f"reaper_{key}": _int(reaper.get(key, default), f"reaper.{key}", path, minimum=minimum)
            for key, (default, minimum) in REAPER_KEYS.items()},

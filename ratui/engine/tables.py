@@ -23,6 +23,7 @@ from pyiceberg.table import Table
 from pyiceberg.table.name_mapping import create_mapping_from_schema
 
 from .errors import RatuiError
+from .locations import local_file
 
 FIELD_ID = "parquet.field.id"
 NAME_MAPPING = "schema.name-mapping.default"
@@ -118,22 +119,27 @@ def check_columns(spark_schema) -> None:
 
 
 def data_files(table: Table) -> list[DataFile]:
+    """The data files of the table's current snapshot. A table whose files carry delete files (rows another
+    engine deleted by position or equality) is refused, never read with its deleted rows (RAT-CAT-008)."""
     if table.current_snapshot() is None:
         return []
-    return [task.file for task in table.scan().plan_files()]
+    tasks = list(table.scan().plan_files())
+    with_deletes = [t for t in tasks if t.delete_files]
+    if with_deletes:
+        raise RatuiError("RAT-CAT-008", f"table {'.'.join(table.name())} has {len(with_deletes)} data file(s) with "
+                         "delete files; reading them without the deletes would bring deleted rows back",
+                         file=local_file(table, with_deletes[0].file.file_path))
+    return [task.file for task in tasks]
 
 
 def read_table(session, table: Table):
     """A DataFrame over the table's current snapshot (files listed by PyIceberg, read by Spark)."""
-    schema = spark_schema_of(table.schema())
-    paths = [f.file_path for f in data_files(table)]
-    if not paths:
-        return session.createDataFrame([], schema)
-    return session.read.schema(schema).parquet(*paths)
+    return read_files(session, table, data_files(table))
 
 
 def read_files(session, table: Table, files: Iterable[DataFile]):
-    paths = [f.file_path for f in files]
+    """A DataFrame over some of the table's data files: this project's copies of them (see locations.py)."""
+    paths = [local_file(table, f.file_path) for f in files]
     if not paths:
         return session.createDataFrame([], spark_schema_of(table.schema()))
     return session.read.schema(spark_schema_of(table.schema())).parquet(*paths)
@@ -237,7 +243,7 @@ def write_files(df, table: Table, run_id: str, cluster_by: Iterable[str] = (),
     """
     from .partitioning import fill_missing_partition, hidden_columns
 
-    folder = Path(table.location()) / "data" / f"run-{run_id}-{uuid.uuid4().hex[:8]}"
+    folder = Path(local_file(table, table.location())) / "data" / f"run-{run_id}-{uuid.uuid4().hex[:8]}"
     order = [f"`{c}`" for c in cluster_by]
     hidden: list[str] = []
     if table.spec().fields:

@@ -10,6 +10,10 @@ Our own tables, next to PyIceberg's:
     catalog_refs(name PK, head, created_at, fork_hash, run_id)          live refs
     catalog_commits(hash PK, parent, ref, message, created_at, pointers) every commit ever made (kept for audit)
     catalog_fork_pointers(ref, table_key, metadata_location)             the source ref's pointers at branch time
+    project_roots(root PK, first_seen)                                   every folder the project has lived at
+
+Iceberg metadata stores absolute paths; a copied or moved project maps paths under an earlier root to its own
+files (locations.py), through the FileIO every ref's SqlCatalog is given.
 
 Branching copies rows, never files. Merging is one `BEGIN IMMEDIATE` transaction of compare-and-swaps on the
 target's rows. Deleting a branch deletes rows only: data and metadata files are shared between refs.
@@ -39,6 +43,7 @@ from sqlalchemy.schema import CreateTable
 
 from ..db import open_db, sqlalchemy_engine, write_tx
 from ..errors import RatuiError
+from ..locations import ProjectLocations, plain_path
 from .base import MAIN, BranchCatalog, Commit, MergeResult, Ref, TableChange
 
 BRANCH_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -60,6 +65,10 @@ CREATE TABLE IF NOT EXISTS catalog_commits (
     pointers    TEXT NOT NULL            -- JSON object: table key -> metadata location
 );
 CREATE INDEX IF NOT EXISTS catalog_commits_ref ON catalog_commits (ref);
+CREATE TABLE IF NOT EXISTS project_roots (
+    root        TEXT PRIMARY KEY,        -- every folder the project has lived at (stored paths may name them)
+    first_seen  TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS catalog_fork_pointers (
     ref                TEXT NOT NULL,
     table_key          TEXT NOT NULL,
@@ -126,13 +135,14 @@ class SqliteBranchCatalog(BranchCatalog):
     """Branch catalog embedded in the SQLite file `db_path`; `warehouse` is the project root (tables are created
     with explicit locations under it, e.g. {project}/{namespace}/warehouse/{layer}/{name})."""
 
-    def __init__(self, db_path: Path, warehouse: Path):
+    def __init__(self, db_path: Path, warehouse: Path, allow_outside: tuple[Path, ...] = ()):
         self.db_path = Path(db_path).resolve()
         self.warehouse = Path(warehouse).resolve()
         self._engine = sqlalchemy_engine(self.db_path)
         self._catalogs: dict[str, _RefCatalog] = {}
         self._lock = threading.Lock()
-        self._init_schema()
+        earlier = self._init_schema()
+        self.locations = ProjectLocations(self.warehouse, earlier, allow_outside)
 
     # ---------------------------------------------------------------- plumbing
 
@@ -143,7 +153,8 @@ class SqliteBranchCatalog(BranchCatalog):
         conn.row_factory = sqlite3.Row
         return closing(conn)
 
-    def _init_schema(self) -> None:
+    def _init_schema(self) -> list[str]:
+        """Create the tables, record this root among the project's roots; returns the earlier roots."""
         with self._connect() as conn, write_tx(conn):
             # One statement at a time: executescript() would COMMIT our transaction first.
             for stmt in [*_iceberg_ddl(), *_SCHEMA.split(";")]:
@@ -155,6 +166,31 @@ class SqliteBranchCatalog(BranchCatalog):
                     "INSERT INTO catalog_refs (name, head, created_at, fork_hash, run_id) VALUES (?, ?, ?, NULL, NULL)",
                     (MAIN, commit.hash, commit.created_at),
                 )
+            if conn.execute("SELECT 1 FROM project_roots LIMIT 1").fetchone() is None:
+                # a new database, or one from before project_roots existed: where its tables say it lived
+                for root in self._implied_roots(conn):
+                    conn.execute("INSERT OR IGNORE INTO project_roots (root, first_seen) VALUES (?, ?)",
+                                 (root, _now()))
+            conn.execute("INSERT OR IGNORE INTO project_roots (root, first_seen) VALUES (?, ?)",
+                         (str(self.warehouse), _now()))
+            return [r[0] for r in conn.execute("SELECT root FROM project_roots WHERE root != ?",
+                                               (str(self.warehouse),))]
+
+    @staticmethod
+    def _implied_roots(conn: sqlite3.Connection) -> set[str]:
+        """Roots implied by ratui's own layout, {root}/{ns}/warehouse/{layer}/{name}/metadata/..., of the stored
+        metadata locations (only where the path matches the row's own table key)."""
+        roots: set[str] = set()
+        for ns, name, location in conn.execute(
+                "SELECT table_namespace, table_name, metadata_location FROM iceberg_tables"
+                " WHERE metadata_location IS NOT NULL"):
+            path = plain_path(location) or ""
+            namespace, _, layer = ns.rpartition(".")
+            marker = f"/{namespace}/warehouse/{layer}/{name}/metadata/"
+            at = path.find(marker)
+            if namespace and at > 0:
+                roots.add(path[:at])
+        return roots
 
     @staticmethod
     def _pointers(conn: sqlite3.Connection, ref: str) -> dict[str, str]:
@@ -436,6 +472,7 @@ class SqliteBranchCatalog(BranchCatalog):
                     self,
                     uri=f"sqlite:///{self.db_path}",
                     warehouse=self.warehouse.as_uri(),
+                    **self.locations.file_io_properties(),
                 )
             return self._catalogs[ref]
 

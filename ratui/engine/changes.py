@@ -9,6 +9,7 @@
 
 The inputs a run read (upstream tables' metadata locations at its fork point, landing files with size and
 mtime) and its definition's hashes are stored with the run, so the next decision compares like with like.
+The landing ledger counts too: a file the pipeline has not loaded (a reset, a failed run) makes it run.
 """
 
 from __future__ import annotations
@@ -87,6 +88,10 @@ def _natural(engine, pipeline: Pipeline, on_change: str) -> Decision:
     if moved:
         names = ", ".join(m.split(".", 1)[1] for m in moved)
         return Decision(key, on_change, f"upstream changed: {names}")
+    pending = engine.ledger.unloaded(pipeline.namespace, pipeline.zones, key) if pipeline.zones else []
+    if pending:
+        names = ", ".join(f.name for f in pending[:3]) + (f" and {len(pending) - 3} more" if len(pending) > 3 else "")
+        return Decision(key, on_change, f"landing files to load: {names}")
     zones_then = inputs.get("zones", {})
     zones_now = zone_state(engine.root, pipeline)
     new_files = [z for z in pipeline.zones if zones_then.get(z) != zones_now.get(z)]

@@ -53,20 +53,23 @@ def compile_pipeline(pipeline: Pipeline, settings: Settings) -> None:
 
             calls = static_calls_python(pipeline.text, pipeline.file, pipeline.namespace)
         pipeline.refs, pipeline.zones = calls.refs, calls.zones
+        locations = settings.locations()
         for zone in calls.zones:
-            landing_zone(settings.root, pipeline.namespace, zone, file=str(pipeline.file))
+            # its files are listed too: a file linked in from outside the project is refused before any run
+            landing_zone(settings.root, pipeline.namespace, zone, file=str(pipeline.file),
+                         locations=locations).active_files()
         for test in pipeline.tests:
             if not test.error:
                 test_calls = static_calls(test.text, test.file, pipeline.namespace)
                 for zone in test_calls.zones:
-                    landing_zone(settings.root, pipeline.namespace, zone, file=str(test.file))
+                    landing_zone(settings.root, pipeline.namespace, zone, file=str(test.file), locations=locations)
     except RatuiError as exc:
         pipeline.errors.append(exc)
 
 
 def compile_project(root: Path, settings: Settings | None = None) -> CompiledProject:
     settings = settings or load_settings(root)
-    found = discover(settings.root)
+    found = discover(settings.root, settings.locations())
     for pipeline in found.pipelines:
         compile_pipeline(pipeline, settings)
     graph = build_graph(found.pipelines)

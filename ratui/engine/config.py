@@ -34,8 +34,13 @@ KEYS = (
     "tags",
     "partition_by",
     "landing_mode",
+    "landing_bad_rows",
+    "landing_columns",
 )
 LANDING_MODES = ("all", "new_files")
+# per pipeline, over ratui.yaml's landing.bad_rows / landing.columns (see landing_reader.py)
+LANDING_BAD_ROWS = ("fail", "skip")
+LANDING_COLUMNS = ("strict", "union")
 
 # `-- @key: value` in SQL, `# @key: value` in Python.
 _ANNOTATION = {
@@ -62,6 +67,8 @@ class PipelineConfig:
     archive_landing_zones: bool = False
     # all: landing_zone() reads every active file; new_files: only files this pipeline has not loaded yet
     landing_mode: str = "all"
+    landing_bad_rows: str | None = None  # None: ratui.yaml's landing.bad_rows
+    landing_columns: str | None = None  # None: ratui.yaml's landing.columns
     scd_valid_from: str = "valid_from"
     scd_valid_to: str = "valid_to"
     materialized: str = "table"
@@ -80,6 +87,8 @@ class PipelineConfig:
             "partition_column": self.partition_column,
             "archive_landing_zones": self.archive_landing_zones,
             "landing_mode": self.landing_mode,
+            "landing_bad_rows": self.landing_bad_rows,
+            "landing_columns": self.landing_columns,
             "scd_valid_from": self.scd_valid_from,
             "scd_valid_to": self.scd_valid_to,
             "materialized": self.materialized,
@@ -207,6 +216,14 @@ def resolve_config(pipeline_file: Path, text: str, config_file: Path) -> Pipelin
             raise RatuiError("RAT-CFG-005", f"unknown landing_mode '{mode}'", file=file, line=line,
                              hint=did_you_mean(mode, LANDING_MODES))
         kwargs["landing_mode"] = mode
+    for key, choices in (("landing_bad_rows", LANDING_BAD_ROWS), ("landing_columns", LANDING_COLUMNS)):
+        if key in values:
+            choice = str(values[key]).strip()
+            if choice not in choices:
+                file, line = loc(key)
+                raise RatuiError("RAT-CFG-005", f"unknown {key} '{choice}'", file=file, line=line,
+                                 hint=did_you_mean(choice, choices))
+            kwargs[key] = choice
     if "archive_landing_zones" in values:
         kwargs["archive_landing_zones"] = _as_bool(values["archive_landing_zones"], "archive_landing_zones",
                                                    *loc("archive_landing_zones"))

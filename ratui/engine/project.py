@@ -6,17 +6,20 @@
     {namespace}/landing/{zone}/                                  (_processed/ and _samples/ never read)
 
 Discovery reads files but runs nothing. Problems are collected, not raised: one broken pipeline must not
-hide the rest of the project from the console.
+hide the rest of the project from the console. A folder or file that is a symlink to a place outside the project
+(and outside every folder ratui.yaml allows) is an error (RAT-PTH-001), never followed.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .config import PipelineConfig, parse_annotations, resolve_config
 from .errors import RatuiError, did_you_mean
+from .locations import ProjectLocations
 from .names import LAYERS, name_problem
 
 RESERVED_ZONE_DIRS = ("_processed", "_samples")
@@ -82,7 +85,17 @@ def _visible_dirs(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith((".", "__")))
 
 
-def discover_quality_tests(folder: Path) -> list[QualityTest]:
+def _escape(locations: ProjectLocations | None, path: Path, what: str) -> RatuiError | None:
+    if locations is None:
+        return None
+    try:
+        locations.check(path, what)
+    except RatuiError as exc:
+        return exc
+    return None
+
+
+def discover_quality_tests(folder: Path, locations: ProjectLocations | None = None) -> list[QualityTest]:
     tests_dir = folder / "tests" / "quality"
     found: list[QualityTest] = []
     if not tests_dir.is_dir():
@@ -90,6 +103,9 @@ def discover_quality_tests(folder: Path) -> list[QualityTest]:
     for path in sorted(tests_dir.glob("*.sql")):
         name = path.stem
         try:
+            escape = _escape(locations, tests_dir, "quality-test folder") or _escape(locations, path, "quality test")
+            if escape:
+                raise escape
             text = read_text(path)
             severity, description = "error", ""
             for ann in parse_annotations(text, path):
@@ -109,14 +125,24 @@ def discover_quality_tests(folder: Path) -> list[QualityTest]:
     return found
 
 
-def discover_pipeline(namespace: str, layer: str, folder: Path) -> Pipeline:
+def discover_pipeline(namespace: str, layer: str, folder: Path,
+                      locations: ProjectLocations | None = None) -> Pipeline:
     pipeline = Pipeline(namespace, layer, folder.name, folder)
     problem = name_problem(folder.name)
     if problem:
         pipeline.errors.append(RatuiError("RAT-PRJ-001", f"pipeline name '{folder.name[:40]}' {problem}",
                                           file=str(folder)))
         return pipeline
+    escape = _escape(locations, folder, "pipeline folder")
+    if escape:
+        pipeline.errors.append(escape)
+        return pipeline
     sql, py = folder / "pipeline.sql", folder / "pipeline.py"
+    for path in (sql, py, folder / "config.yaml"):
+        escape = (path.exists() or path.is_symlink()) and _escape(locations, path, path.name)
+        if escape:
+            pipeline.errors.append(escape)
+            return pipeline
     if sql.is_file() and py.is_file():
         pipeline.errors.append(RatuiError("RAT-PRJ-003", f"{pipeline.key} has both pipeline.sql and pipeline.py",
                                           file=str(folder)))
@@ -126,7 +152,7 @@ def discover_pipeline(namespace: str, layer: str, folder: Path) -> Pipeline:
                                           file=str(folder)))
         return pipeline
     pipeline.file, pipeline.kind = (sql, "sql") if sql.is_file() else (py, "python")
-    pipeline.tests = discover_quality_tests(folder)
+    pipeline.tests = discover_quality_tests(folder, locations)
     pipeline.errors.extend(t.error for t in pipeline.tests if t.error)
     try:
         pipeline.text = read_text(pipeline.file)
@@ -142,7 +168,8 @@ class Discovery:
     errors: list[RatuiError]  # problems not tied to one pipeline (bad layer folder, bad namespace name)
 
 
-def discover(root: Path) -> Discovery:
+def discover(root: Path, locations: ProjectLocations | None = None) -> Discovery:
+    locations = locations or ProjectLocations(root)
     pipelines: list[Pipeline] = []
     errors: list[RatuiError] = []
     for ns_dir in _visible_dirs(root):
@@ -153,13 +180,22 @@ def discover(root: Path) -> Discovery:
             errors.append(RatuiError("RAT-PRJ-001", f"namespace name '{ns_dir.name[:40]}' {problem}",
                                      file=str(ns_dir)))
             continue
+        escape = _escape(locations, ns_dir, "namespace folder") or _escape(locations, ns_dir / "pipelines",
+                                                                             "pipelines folder")
+        if escape:
+            errors.append(escape)
+            continue
         for layer_dir in _visible_dirs(ns_dir / "pipelines"):
             if layer_dir.name not in LAYERS:
                 errors.append(RatuiError("RAT-PRJ-002", f"'{layer_dir.name}' is not a layer",
                                          file=str(layer_dir), hint=did_you_mean(layer_dir.name, LAYERS)))
                 continue
+            escape = _escape(locations, layer_dir, "layer folder")
+            if escape:
+                errors.append(escape)
+                continue
             for folder in _visible_dirs(layer_dir):
-                pipelines.append(discover_pipeline(ns_dir.name, layer_dir.name, folder))
+                pipelines.append(discover_pipeline(ns_dir.name, layer_dir.name, folder, locations))
     return Discovery(pipelines, errors)
 
 
@@ -171,15 +207,29 @@ class LandingZone:
     namespace: str
     name: str
     folder: Path
+    locations: ProjectLocations | None = field(default=None, compare=False)
 
     def active_files(self) -> list[Path]:
-        """Files at the zone's root: never _processed/, _samples/, hidden files or editor droppings."""
+        """Files at the zone's root: never _processed/, _samples/, hidden files or editor droppings.
+
+        A file that is a symlink out of the project is refused (RAT-PTH-001); a broken symlink is not readable
+        (RAT-LND-008): neither is silently left out.
+        """
         if not self.folder.is_dir():
             return []
-        return sorted(
-            p for p in self.folder.iterdir()
-            if p.is_file() and not p.name.startswith((".", "_", "~")) and not p.name.endswith(("~", ".swp", ".tmp"))
-        )
+        found = []
+        for p in self.folder.iterdir():
+            if p.name.startswith((".", "_", "~")) or p.name.endswith(("~", ".swp", ".tmp")):
+                continue
+            if p.is_symlink() and not p.exists():
+                raise RatuiError("RAT-LND-008", f"landing file '{p.name}' in zone '{self.name}' is a broken symlink "
+                                 f"(to {os.readlink(p)})", file=str(p))
+            if not p.is_file():
+                continue
+            if self.locations is not None:
+                self.locations.check(p, "landing file")
+            found.append(p)
+        return sorted(found)
 
     def file_format(self, files: list[Path]) -> str:
         formats = set()
@@ -195,7 +245,8 @@ class LandingZone:
         return formats.pop()
 
 
-def landing_zone(root: Path, namespace: str, zone: str, file: str | None = None) -> LandingZone:
+def landing_zone(root: Path, namespace: str, zone: str, file: str | None = None,
+                 locations: ProjectLocations | None = None) -> LandingZone:
     problem = name_problem(zone)
     if problem:
         raise RatuiError("RAT-PRJ-001", f"landing zone name '{zone[:40]}' {problem}", file=file)
@@ -204,4 +255,7 @@ def landing_zone(root: Path, namespace: str, zone: str, file: str | None = None)
         known = [p.name for p in _visible_dirs(root / namespace / "landing")]
         raise RatuiError("RAT-LND-001", f"landing zone '{zone}' does not exist in namespace '{namespace}'", file=file,
                          hint=did_you_mean(zone, known) if known else None)
-    return LandingZone(namespace, zone, folder)
+    locations = locations or ProjectLocations(root)
+    locations.check(root / namespace / "landing", "landing folder")
+    locations.check(folder, f"landing zone '{zone}'")
+    return LandingZone(namespace, zone, folder, locations)

@@ -463,7 +463,7 @@ class Reaper:
                     files.append((path, st))
             if not files:
                 continue
-            # what runner._processed_files reads for a zone's columns when nothing new arrived: keep it
+            # what a run reads for a zone's columns when nothing new arrived (the newest file it knows): keep it
             readable = [(p, st) for p, st in files
                         if p.parent.parent == processed and not p.name.startswith(".")]
             newest = max(readable, key=lambda f: f[1].st_mtime_ns)[0] if readable else None
@@ -490,6 +490,9 @@ class Reaper:
                 if freed is not None:
                     task.removed.append(item)
                     task.bytes_freed += freed
+                    zone = processed.parent
+                    self.engine.ledger.mark_purged(zone.parent.parent.name, zone.name,
+                                                   path.relative_to(zone).as_posix())
 
     def _processed_folders(self, root: Path) -> list[Path]:
         out = []

@@ -35,7 +35,8 @@ from .events import (
     EventBus, LogLine, PhaseFinished, PhaseStarted, QualityResultEvent, RunFinished, RunQueued, RunStarted,
 )
 from .history import History, now_iso
-from .landing import Ledger, archive, zone_digest
+from .landing import Ledger, archive, is_archived_name, zone_digest
+from .landing_reader import ZoneFile, ZoneReader
 from .names import sql_ident
 from .project import Pipeline, discover_pipeline, landing_zone
 from .python_pipeline import PythonContext, run_python_pipeline
@@ -377,6 +378,7 @@ class _Run:
         self.zone_inputs: dict[str, list] = {}
         self.fork_pointers: dict[str, str] = {}
         self.failed_phase: str | None = None
+        self.notes: list[str] = []  # warnings worth keeping with the run (coded: "RAT-LND-009 ...")
 
     # ---------------------------------------------------------------------------------------- helpers
 
@@ -467,7 +469,7 @@ class _Run:
         warnings = sum(1 for q in self.quality if q.status == "warned")
         duration = int((time.monotonic() - began) * 1000)
         rows = self.outcome.rows_written if (self.outcome and status == "success") else 0
-        notes = list(self.outcome.notes) if self.outcome else []
+        notes = self.notes + (list(self.outcome.notes) if self.outcome else [])
         self.history.update_run(
             self.run_id, status=status, finished_at=now_iso(), duration_ms=duration, rows_written=rows,
             warnings=warnings, phases=self.phases, strategy=self.strategy,
@@ -513,6 +515,7 @@ class _Run:
                          f"{delay:.1f}s (attempt {attempt + 1} of {attempts})", "warning")
                 self._drop_branch()
                 self.quality.clear()
+                self.notes.clear()
                 time.sleep(delay)
 
     def _once(self) -> None:
@@ -553,16 +556,28 @@ class _Run:
         conn.execute("UPDATE runs SET merged_at = ? WHERE id = ?", (now_iso(), self.run_id))
 
     def _archive(self) -> None:
-        """Move the consumed landing files to _processed/{run_id}/ (after the merge: main already has them)."""
-        by_zone: dict[tuple[str, str], list[tuple[str, str, str, str]]] = {}
-        for entry in self.consumed:
-            by_zone.setdefault((entry[0], entry[1]), []).append(entry)
-        for (namespace, zone), entries in by_zone.items():
+        """Move the consumed landing files to _processed/{run_id}/ (after the merge: main already has them).
+        Every pipeline reading the zone keeps the file in its ledger, under the archived name."""
+        by_zone: dict[tuple[str, str], list[str]] = {}
+        for namespace, zone, _pipeline, name in self.consumed:
+            if not is_archived_name(name):
+                by_zone.setdefault((namespace, zone), []).append(name)
+        if not by_zone:
+            return
+        try:
+            compiled = self.engine.compile()
+        except Exception:  # the merge is done; without the project's other readers only this one is known
+            compiled = None
+        for (namespace, zone), names in by_zone.items():
             folder = self.settings.root / namespace / "landing" / zone
+            consumers = {self.key} | ({p.key for p in compiled.pipelines.values()
+                                       if p.namespace == namespace and zone in p.zones} if compiled else set())
             try:
-                target = archive(folder, self.run_id, [e[3] for e in entries])
-                self.engine.ledger.mark_archived(entries, str(target.relative_to(self.settings.root)))
-                self.log(f"archived {len(entries)} file(s) of zone {zone} to {target.relative_to(folder)}")
+                moved = archive(folder, self.run_id, names)
+                target = folder / "_processed" / self.run_id
+                self.engine.ledger.mark_archived(namespace, zone, self.run_id, moved, sorted(consumers),
+                                                 str(target.relative_to(self.settings.root)))
+                self.log(f"archived {len(moved)} file(s) of zone {zone} to {target.relative_to(folder)}")
             except OSError as exc:  # the data is merged; a failed move only leaves files in place
                 self.log(f"could not archive files of zone {zone}: {exc}", "warning")
 
@@ -571,7 +586,7 @@ class _Run:
         folder = self.settings.root / namespace / "pipelines" / layer / name
         if not folder.is_dir():
             raise RatuiError("RAT-PRJ-004", f"pipeline folder {folder} no longer exists", file=str(folder))
-        pipeline = discover_pipeline(namespace, layer, folder)
+        pipeline = discover_pipeline(namespace, layer, folder, self.settings.locations())
         compile_pipeline(pipeline, self.settings)
         if pipeline.errors:
             raise pipeline.errors[0]
@@ -598,43 +613,79 @@ class _Run:
         return view
 
     def _register_zone(self, namespace: str, zone_name: str, file: str) -> str:
+        """The zone's files for this run as a temp view. Which files comes from the ledger:
+
+            a rebuild (full_refresh)   every file the ledger knows but skipped ones, archived ones included
+            landing_mode new_files     the files this pipeline has not loaded (new, failed before, or reset)
+            landing_mode all           the files in the zone folder, and archived ones a reset made loadable
+
+        A file the ledger needs that is gone is an error naming it (RAT-LND-005): never a smaller table.
+        """
         key = f"landing:{namespace}.{zone_name}"
         if key in self.views:
             return self.views[key]
-        zone = landing_zone(self.settings.root, namespace, zone_name, file=file)
-        files = zone.active_files()
-        mode = self.pipeline.config.landing_mode if self.pipeline else "all"
-        states = {f.file: f.state for f in self.engine.ledger.sync(namespace, zone_name, self.key, files)}
-        usable = [p for p in files if states.get(p.name) != "skipped"]
-        read = [p for p in usable if states.get(p.name) == "unloaded"] if mode == "new_files" else usable
-        self.zone_inputs[zone_name] = zone_digest(files)
-        if not files and mode != "new_files":
+        zone = landing_zone(self.settings.root, namespace, zone_name, file=file, locations=self.settings.locations())
+        active = zone.active_files()
+        config = self.pipeline.config if self.pipeline else None
+        mode = config.landing_mode if config else "all"
+        entries = self.engine.ledger.sync(namespace, zone_name, self.key, active, forget_missing=mode == "all")
+        rebuild = self.strategy == "full_refresh"
+        wanted = [e for e in entries if e.state != "skipped" and (
+            rebuild or e.state == "unloaded" or (mode == "all" and not e.archived))]
+        self.zone_inputs[zone_name] = zone_digest(active)
+        missing = [e for e in wanted if not (zone.folder / e.file).is_file()]
+        if missing:
+            purged = [e for e in missing if e.purged_at]
+            names = ", ".join(e.file for e in missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10
+                                                                 else "")
+            raise RatuiError(
+                "RAT-LND-005",
+                f"{'rebuilding ' + self.key if rebuild else self.key} needs {len(missing)} landing file(s) of zone "
+                f"'{zone_name}' that are gone: {names}"
+                + (f" ({len(purged)} removed by the reaper's processed-file retention)" if purged else ""),
+                file=str(zone.folder / missing[0].file))
+        skipped = sum(1 for e in entries if e.state == "skipped")
+        if not active and not entries and mode != "new_files":
             raise RatuiError("RAT-LND-002", f"landing zone '{zone_name}' has no active files", file=str(zone.folder))
-        schema_from = read or usable or _processed_files(zone.folder)
-        if not schema_from:
-            raise RatuiError("RAT-LND-002", f"landing zone '{zone_name}' has no files to read", file=str(zone.folder))
-        fmt = zone.file_format(schema_from)
-        df = self._read_landing(fmt, read or schema_from[-1:])
-        if not read:
-            df = df.limit(0)  # nothing new: an empty batch with the zone's columns
+        files = [ZoneFile(zone.folder / e.file, e.file) for e in wanted]
+        df = self._read_zone(zone, files) if files else None
+        if df is None:
+            # nothing to read (or only empty files): an empty batch with the zone's columns, taken from the
+            # newest non-empty file the ledger knows
+            known = sorted((zone.folder / e.file for e in entries if e.state != "skipped"
+                            and (zone.folder / e.file).is_file() and (zone.folder / e.file).stat().st_size),
+                           key=lambda p: p.stat().st_mtime_ns)
+            if not known:
+                raise RatuiError("RAT-LND-002", f"landing zone '{zone_name}' has no file with data to read",
+                                 file=str(zone.folder))
+            sample = known[-1]
+            df = self._read_zone(zone, [ZoneFile(sample, sample.relative_to(zone.folder).as_posix())],
+                                 check_rows=False).limit(0)
         view = sql_ident(namespace, "landing", zone_name)
         df.createOrReplaceTempView(view.strip("`"))
         self.views[key] = view
-        self.consumed.extend((namespace, zone_name, self.key, p.name) for p in read)
-        skipped = len(files) - len(usable)
-        self.log(f"landing zone {zone_name}: {len(read)} {fmt} file(s) read"
-                 + (" (new files only)" if mode == "new_files" else "")
+        self.consumed.extend((namespace, zone_name, self.key, e.file) for e in wanted)
+        archived = sum(1 for e in wanted if e.archived)
+        how = (" (rebuild: every file the ledger knows)" if rebuild and (mode == "new_files" or archived)
+               else " (new files only)" if mode == "new_files" else "")
+        self.log(f"landing zone {zone_name}: {len(wanted)} file(s) read{how}"
+                 + (f", {archived} of them from _processed/" if archived else "")
                  + (f", {skipped} skipped file(s) left out" if skipped else ""))
         return view
 
-    def _read_landing(self, fmt: str, files: list[Path]):
-        paths = [str(p) for p in files]
-        reader = self.session.read
-        if fmt == "csv":
-            return reader.options(header=True, inferSchema=True).csv(paths)
-        if fmt == "json":
-            return reader.json(paths)
-        return reader.parquet(*paths)
+    def _read_zone(self, zone, files: list[ZoneFile], check_rows: bool = True):
+        """A DataFrame over landing files (see landing_reader.py); the reader's warnings become run notes."""
+        fmt = zone.file_format([f.path for f in files])
+        config = self.pipeline.config if self.pipeline else None
+        bad_rows = (config.landing_bad_rows if config and config.landing_bad_rows else self.settings.landing_bad_rows)
+        columns = (config.landing_columns if config and config.landing_columns else self.settings.landing_columns)
+        reader = ZoneReader(self.session, zone.name, fmt, bad_rows=bad_rows, columns=columns, staging=self.staging,
+                            check_rows=check_rows)
+        df = reader.read(files)
+        for note in reader.report.notes:
+            self.notes.append(note)
+            self.log(note, "warning")
+        return df
 
     def _context(self, pipeline: Pipeline, file: Path) -> TemplateContext:
         exists = self.catalog.table_exists(self.branch, self.key)
@@ -756,15 +807,6 @@ def _failpoint(name: str) -> None:
         import signal
 
         os.kill(os.getpid(), signal.SIGKILL)
-
-
-def _processed_files(folder: Path) -> list[Path]:
-    """Archived files, newest last: only ever used for their columns when nothing new arrived."""
-    processed = folder / "_processed"
-    if not processed.is_dir():
-        return []
-    return sorted((p for p in processed.glob("*/*") if p.is_file() and not p.name.startswith(".")),
-                  key=lambda p: p.stat().st_mtime_ns)
 
 
 def _parquet_rows(folder: Path) -> int:

@@ -161,6 +161,8 @@ def new_run_session(settings: Settings, run_id: str):
     """A session for one run: isolated temp views, shared context. Call from the thread that runs the jobs."""
     root = get_spark(settings)
     session = root.newSession()
+    # a malformed CSV row is found whatever columns the query reads (landing_reader.py)
+    session.conf.set("spark.sql.csv.parser.columnPruning.enabled", "false")
     bind_thread(session, run_id)
     return session
 

@@ -80,6 +80,27 @@ def _template_line(exc: BaseException, filename: str) -> int | None:
     return line
 
 
+class EngineCallFailed(Exception):
+    """An unexpected failure inside ref() / landing_zone() (reading a table or a zone): the engine's own, not a
+    template error, so render() lets the original exception through."""
+
+    def __init__(self, original: BaseException):
+        super().__init__(str(original))
+        self.original = original
+
+
+def _engine_call(fn: Callable[[str], str]) -> Callable[[str], str]:
+    def call(name: str) -> str:
+        try:
+            return fn(name)
+        except RatuiError:
+            raise
+        except Exception as exc:
+            raise EngineCallFailed(exc) from exc
+
+    return call
+
+
 @dataclass
 class TemplateContext:
     ref: Callable[[str], str]
@@ -92,8 +113,8 @@ class TemplateContext:
 
     def as_globals(self) -> dict[str, Any]:
         return {
-            "ref": self.ref,
-            "landing_zone": self.landing_zone,
+            "ref": _engine_call(self.ref),
+            "landing_zone": _engine_call(self.landing_zone),
             "this": self.this,
             "run_started_at": self.run_started_at,
             "watermark_value": self.watermark_value,
@@ -114,11 +135,13 @@ def render(text: str, file: Path, context: TemplateContext) -> str:
                          line=exc.lineno) from None
     try:
         return template.render(**context.as_globals())
+    except EngineCallFailed as exc:
+        raise exc.original from None
     except RatuiError as exc:
         # raised by ref()/landing_zone() themselves: add the template line
-        if exc.line is None:
+        if exc.line is None and exc.file in (None, filename):  # an error about another file keeps its own place
             exc.line = _template_line(exc, filename)
-            exc.file = exc.file or filename
+            exc.file = filename
         raise
     except jinja2.UndefinedError as exc:
         raise RatuiError("RAT-TPL-002", f"undefined name in template: {exc.message}", file=filename,

@@ -76,3 +76,196 @@ def test_a_table_whose_files_lie_outside_the_project_is_refused(make_project, sp
     with pytest.raises(RatuiError) as caught:
         Engine(root).catalog.load_table("main", "demo.bronze.items")
     assert caught.value.code == "RAT-PTH-002"
+
+
+# ---------------------------------------------------------------------------------------------- landing files
+
+ALL = "-- @merge_strategy: full_refresh\nSELECT * FROM {{ landing_zone('people') }}\n"
+
+
+def rows_on_main(engine: Engine, key: str) -> list[dict]:
+    table = engine.catalog.load_table("main", key).scan().to_arrow()
+    return sorted(table.to_pylist(), key=lambda r: str(sorted(r.items())))
+
+
+def test_csv_columns_map_by_name_whatever_their_order(make_project, spark):
+    root = make_project({
+        "demo/pipelines/bronze/people/pipeline.sql": ALL,
+        "demo/landing/people/a.csv": "id,email,plan\n1,a@x,free\n",
+        "demo/landing/people/b.csv": "plan,id,email\npro,2,b@x\n",
+    })
+    engine = Engine(root)
+    result = run_one(engine, "demo.bronze.people")
+    assert result.status == "success", result.error
+    assert rows_on_main(engine, "demo.bronze.people") == [
+        {"id": 1, "email": "a@x", "plan": "free"}, {"id": 2, "email": "b@x", "plan": "pro"}]
+
+
+def test_a_csv_with_other_columns_is_refused_or_united_by_name(make_project, spark):
+    files = {
+        "demo/pipelines/bronze/people/pipeline.sql": ALL,
+        "demo/landing/people/a.csv": "id,email\n1,a@x\n",
+        "demo/landing/people/b.csv": "id,plan\n2,pro\n",
+    }
+    root = make_project(files)
+    result = run_one(Engine(root), "demo.bronze.people")
+    assert result.status == "failed"
+    assert result.error["code"] == "RAT-LND-006" and result.error["file"].endswith("people/b.csv")
+    assert result.error["line"] == 1 and "missing email" in result.error["message"]
+    assert main_fingerprint(root) == {}
+
+    (root / "ratui.yaml").write_text((root / "ratui.yaml").read_text() + "landing:\n  columns: union\n")
+    engine = Engine(root)
+    assert run_one(engine, "demo.bronze.people").status == "success"
+    assert rows_on_main(engine, "demo.bronze.people") == [
+        {"id": 1, "email": "a@x", "plan": None}, {"id": 2, "email": None, "plan": "pro"}]
+
+
+def test_malformed_csv_rows_fail_the_run_at_their_line_or_are_skipped_and_counted(make_project, spark):
+    root = make_project({
+        "demo/pipelines/bronze/people/pipeline.sql": ALL,
+        "demo/landing/people/a.csv": "id,email,plan\n1,a@x,free\n2,b@x\n3,c@x,pro\n4,d@x,pro,extra\n",
+    })
+    result = run_one(Engine(root), "demo.bronze.people")
+    assert result.status == "failed"
+    error = result.error
+    assert error["code"] == "RAT-LND-007" and error["file"].endswith("people/a.csv") and error["line"] == 3
+    assert "2 malformed" in error["message"]
+    assert main_fingerprint(root) == {}
+
+    (root / "ratui.yaml").write_text((root / "ratui.yaml").read_text() + "landing:\n  bad_rows: skip\n")
+    engine = Engine(root)
+    result = run_one(engine, "demo.bronze.people")
+    assert result.status == "success" and result.rows_written == 2
+    note = next(n for n in result.notes if n.startswith("RAT-LND-007"))
+    assert "2 malformed" in note and "a.csv:3" in note and "a.csv:5" in note
+    assert [r["id"] for r in rows_on_main(engine, "demo.bronze.people")] == [1, 3]
+    shown = engine.history.get_run(result.run_id)
+    assert any("RAT-LND-007" in n for n in shown["notes"])
+
+
+def test_invalid_json_lines_fail_at_their_line(make_project, spark):
+    root = make_project({
+        "demo/pipelines/bronze/people/pipeline.sql": ALL,
+        "demo/landing/people/a.jsonl": '{"id": 1}\n{"id": 2}\n{"id": 3,\n{"id": 4}\n',
+    })
+    result = run_one(Engine(root), "demo.bronze.people")
+    assert result.status == "failed"
+    assert result.error["code"] == "RAT-LND-007" and result.error["file"].endswith("a.jsonl")
+    assert result.error["line"] == 3
+
+
+def test_empty_files_are_warnings_and_garbage_is_refused(make_project, spark):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root = make_project({
+        "demo/pipelines/bronze/people/pipeline.sql": ALL,
+        "demo/landing/people/a.csv": "id,email\n1,a@x\n",
+        "demo/landing/people/empty.csv": "",
+        "demo/pipelines/bronze/things/pipeline.sql": "SELECT * FROM {{ landing_zone('things') }}\n",
+        "demo/landing/things/empty.parquet": b"",
+    })
+    pq.write_table(pa.table({"id": [1, 2]}), root / "demo/landing/things/a.parquet")
+    engine = Engine(root)
+    results = engine.run(["demo.bronze.people", "demo.bronze.things"])
+    for result, name in zip(results, ("empty.csv", "empty.parquet")):
+        assert result.status == "success", result.error
+        assert any(n.startswith("RAT-LND-009") and name in n for n in result.notes)
+
+    before = main_fingerprint(root)
+    (root / "demo/landing/people/b.csv").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe")
+    result = run_one(Engine(root), "demo.bronze.people")
+    assert result.status == "failed"
+    assert result.error["code"] == "RAT-LND-008" and result.error["file"].endswith("b.csv")
+    assert "\\x" not in result.error["message"] and "\x00" not in result.error["message"]
+    (root / "demo/landing/people/b.csv").unlink()
+    (root / "demo/landing/things/b.parquet").write_bytes(b"PAR1 this is not parquet")
+    result = run_one(Engine(root), "demo.bronze.things")
+    assert result.error["code"] == "RAT-LND-008" and result.error["file"].endswith("b.parquet")
+    assert main_fingerprint(root) == before
+
+
+def test_hostile_file_names_load(make_project, spark):
+    root = make_project({
+        "demo/pipelines/bronze/people/pipeline.sql": ALL,
+        "demo/landing/people/2024-01-01T10:00:00.csv": "id,email\n1,a@x\n",
+        "demo/landing/people/[1] *copy* {x}.csv": "id,email\n2,b@x\n",
+        "demo/landing/people/naïve 100%.csv": "id,email\n3,c@x\n",
+    })
+    engine = Engine(root)
+    result = run_one(engine, "demo.bronze.people")
+    assert result.status == "success", result.error
+    assert [r["id"] for r in rows_on_main(engine, "demo.bronze.people")] == [1, 2, 3]
+
+
+NEW_FILES = """\
+-- @merge_strategy: append_only
+-- @landing_mode: new_files
+-- @archive_landing_zones: true
+SELECT * FROM {{ landing_zone('events') }}
+"""
+
+
+def test_full_refresh_rebuilds_from_every_file_the_ledger_knows(make_project, spark):
+    root = make_project({
+        "demo/pipelines/bronze/events/pipeline.sql": NEW_FILES,
+        "demo/landing/events/a.jsonl": '{"id": 1}\n{"id": 2}\n',
+    })
+    engine = Engine(root)
+    assert run_one(engine, "demo.bronze.events").status == "success"
+    (root / "demo/landing/events/b.jsonl").write_text('{"id": 3}\n')
+    assert run_one(engine, "demo.bronze.events").status == "success"
+    assert not (root / "demo/landing/events/a.jsonl").exists()  # archived
+    result = run_one(engine, "demo.bronze.events", full_refresh=True)
+    assert result.status == "success", result.error
+    assert [r["id"] for r in rows_on_main(engine, "demo.bronze.events")] == [1, 2, 3]
+
+    # an archived file gone: the rebuild refuses, naming it, and main keeps every row
+    before = main_fingerprint(root)
+    gone = next((root / "demo/landing/events/_processed").glob("*/a.jsonl"))
+    gone.unlink()
+    result = run_one(engine, "demo.bronze.events", full_refresh=True)
+    assert result.status == "failed"
+    assert result.error["code"] == "RAT-LND-005" and result.error["file"].endswith("a.jsonl")
+    assert main_fingerprint(root) == before
+
+
+def test_a_reset_file_is_loaded_again_not_skipped_as_unchanged(make_project, spark):
+    root = make_project({
+        "demo/pipelines/bronze/events/pipeline.sql": NEW_FILES.replace("-- @archive_landing_zones: true\n", ""),
+        "demo/landing/events/a.jsonl": '{"id": 1}\n',
+    })
+    engine = Engine(root)
+    assert run_one(engine, "demo.bronze.events").status == "success"
+    assert run_one(engine, "demo.bronze.events").status == "skipped"
+    assert engine.ledger.reset("demo", "events", "a.jsonl") == 1
+    result = run_one(engine, "demo.bronze.events")
+    assert result.status == "success" and result.rows_written == 1
+    assert "landing files to load: a.jsonl" in result.reason
+    assert [r["id"] for r in rows_on_main(engine, "demo.bronze.events")] == [1, 1]
+
+
+# ---------------------------------------------------------------------------------------------------- paths
+
+
+def test_symlinks_out_of_the_project_are_refused_unless_allowed(make_project, spark, tmp_path):
+    from ratui.engine.compiler import compile_project
+
+    outside = tmp_path / "outside"
+    (outside / "zone").mkdir(parents=True)
+    (outside / "zone" / "x.csv").write_text("id\n1\n")
+    (outside / "pipe").mkdir()
+    (outside / "pipe" / "pipeline.sql").write_text("SELECT 1 AS id\n")
+    root = make_project({"demo/pipelines/bronze/people/pipeline.sql": ALL, "demo/landing/people/a.csv": "id\n2\n"})
+    (root / "demo/landing/people/x.csv").symlink_to(outside / "zone" / "x.csv")
+    (root / "demo/pipelines/bronze/linked").symlink_to(outside / "pipe")
+    errors = compile_project(root).all_errors()
+    by_file = {Path(e.file).name: e.code for e in errors}
+    assert by_file == {"x.csv": "RAT-PTH-001", "linked": "RAT-PTH-001"}
+
+    (root / "ratui.yaml").write_text((root / "ratui.yaml").read_text() + f"paths:\n  allow_outside: [{outside}]\n")
+    assert compile_project(root).all_errors() == []
+    engine = Engine(root)
+    assert run_one(engine, "demo.bronze.people").status == "success"
+    assert [r["id"] for r in rows_on_main(engine, "demo.bronze.people")] == [1, 2]

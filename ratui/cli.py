@@ -16,6 +16,26 @@ from typing import Any
 from .engine.errors import ProjectErrors, RatuiError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a reader that went away
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with coded errors: `error[RAT-CLI-001] ...` (JSON with --json) and exit code 2."""
+
+    def error(self, message: str):  # type: ignore[override]
+        error = RatuiError("RAT-CLI-001", f"{self.prog}: {message}", hint=f"`{self.prog} --help` lists what it takes.")
+        _err(error, "--json" in sys.argv[1:])
+        sys.exit(EXIT_USAGE)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
 
 
 def _project_arg(p: argparse.ArgumentParser) -> None:
@@ -24,7 +44,7 @@ def _project_arg(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ratui", description="A local lakehouse operations console.")
+    parser = _Parser(prog="ratui", description="A local lakehouse operations console.")
     from . import __version__
 
     parser.add_argument("--version", action="version", version=f"ratui {__version__}")
@@ -46,11 +66,11 @@ def build_parser() -> argparse.ArgumentParser:
     _project_arg(p)
     p.add_argument("--ref", default="main", help="branch to read (default: main)")
     p.add_argument("--format", choices=("table", "csv", "json"), default="table")
-    p.add_argument("--limit", type=int, default=1000, help="most rows to print (default: 1000)")
+    p.add_argument("--limit", type=_positive_int, default=1000, help="most rows to print (default: 1000)")
 
     p = sub.add_parser("runs", help="list run history, newest first")
     _project_arg(p)
-    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--limit", type=_positive_int, default=20)
     p.add_argument("--pipeline", help="only runs of pipelines matching this text")
     p.add_argument("--status", choices=("pending", "running", "success", "failed", "cancelled", "skipped"))
     p.add_argument("--json", action="store_true")
@@ -64,8 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     _project_arg(p)
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("landing", help="landing files and their load state; `landing reset ZONE [FILE]`")
-    p.add_argument("args", nargs="*", metavar="ZONE | reset ZONE [FILE]")
+    p = sub.add_parser("landing", help="landing files and their load state; `landing reset ZONE [FILE]`, "
+                                       "`landing forget ZONE FILE`")
+    p.add_argument("args", nargs="*", metavar="ZONE | reset ZONE [FILE] | forget ZONE FILE")
     _project_arg(p)
     p.add_argument("--pipeline", help="only the ledger of this pipeline (table key or name)")
     p.add_argument("--json", action="store_true")
@@ -132,13 +153,18 @@ def _result_line(r: Any) -> str:
     if r.warnings:
         line += f"  ({r.warnings} quality warning(s))"
     if r.error:
-        line += f"\n         {r.error['code']} {r.error['message']}"
+        where = r.error.get("file")
+        if where and r.error.get("line"):
+            where += f":{r.error['line']}"
+        line += f"\n         {r.error['code']} {r.error['message']}" + (f"\n         at {where}" if where else "")
+    for note in r.notes or []:
+        line += f"\n         note: {note}"
     return line
 
 
 def cmd_run(args) -> int:
-    from .engine.events import LogLine
-
+    """No selector means the whole project: any compile error stops everything before a branch exists. With
+    selectors, a broken pipeline outside the selection is only a warning."""
     engine = _engine(args.project)
     compiled = engine.compile()
     try:
@@ -146,15 +172,20 @@ def cmd_run(args) -> int:
     except RatuiError as exc:
         _err(exc, args.json)
         return EXIT_USAGE
-    broken = [e for k in keys for e in compiled.pipelines[k].errors]
-    if broken:
-        for e in broken:
+    problems = compiled.all_errors()
+    blocking = problems if not args.selectors else [e for k in keys for e in compiled.pipelines[k].errors]
+    if blocking:
+        for e in blocking:
             _err(e, args.json)
+        summary = RatuiError("RAT-RUN-008", f"{len(blocking)} problem(s) in "
+                             + ("the project" if not args.selectors else "the selected pipelines")
+                             + ": nothing was run")
+        if not args.json:
+            _err(summary)
         return EXIT_USAGE
+    for e in problems:
+        print(f"warning: not selected, but broken: {e}", file=sys.stderr)
     if not args.json:
-        others = [e for e in compiled.all_errors() if e not in broken]
-        for e in others:
-            print(f"warning: not selected, but broken: {e}", file=sys.stderr)
         print(f"Running {len(keys)} pipeline(s) in {engine.root}", flush=True)
 
     def show(result) -> None:
@@ -240,6 +271,8 @@ def cmd_show(args) -> int:
         where = f" ({run['error_file']}{':' + str(run['error_line']) if run.get('error_line') else ''})" \
             if run.get("error_file") else ""
         print(f"  error {run['error_code']}: {run['error_message']}{where}\n  hint: {run.get('error_hint')}")
+    for note in run.get("notes") or []:
+        print(f"  note: {note}")
     phases = run.get("phases") or {}
     if phases:
         total = max(sum(phases.values()), 1)
@@ -306,9 +339,20 @@ def cmd_landing(args) -> int:
         from .engine.compiler import compile_project
 
         pipeline = compile_project(settings.root, settings).resolve(pipeline).key
+    if words and words[0] == "forget":
+        if len(words) != 3:
+            raise RatuiError("RAT-CLI-001", "usage: ratui landing forget ZONE FILE",
+                             hint="Name the zone and the file whose ledger rows to drop.")
+        changed = ledger.forget(settings.namespace, words[1], words[2], pipeline)
+        if changed == 0:
+            raise RatuiError("RAT-LND-001", f"no ledger entry for zone '{words[1]}' file '{words[2]}'",
+                             hint="`ratui landing` lists the files the ledger knows.")
+        print(json.dumps({"forgotten": changed}) if args.json else
+              f"{changed} ledger entr{'y' if changed == 1 else 'ies'} dropped: a rebuild goes on without the file")
+        return EXIT_OK
     if words and words[0] == "reset":
         if len(words) not in (2, 3):
-            raise RatuiError("RAT-CFG-007", "usage: ratui landing reset ZONE [FILE]", hint="Name the zone to reset.")
+            raise RatuiError("RAT-CLI-001", "usage: ratui landing reset ZONE [FILE]", hint="Name the zone to reset.")
         zone, file = words[1], words[2] if len(words) == 3 else None
         changed = ledger.reset(settings.namespace, zone, file, pipeline)
         if changed == 0:
@@ -496,21 +540,93 @@ COMMANDS = {"run": cmd_run, "query": cmd_query, "runs": cmd_runs, "show": cmd_sh
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        args = parser.parse_args(["tui", *(argv if argv is not None else sys.argv[1:])])
+    words = list(sys.argv[1:] if argv is None else argv)
+    if not words or (words[0].startswith("-") and words[0] not in ("-h", "--help", "--version")):
+        words = ["tui", *words]  # `ratui` and `ratui --project DIR` open the console
+    args = parser.parse_args(words)
+    as_json = getattr(args, "json", False)
     try:
         return COMMANDS[args.command](args)
     except RatuiError as exc:
-        _err(exc, getattr(args, "json", False))
-        return EXIT_USAGE if exc.code.startswith(("RAT-PRJ", "RAT-CFG", "RAT-TPL", "RAT-DAG", "RAT-LND", "RAT-RUN-004")) \
+        _err(exc, as_json)
+        return EXIT_USAGE if exc.code.startswith(("RAT-PRJ", "RAT-CFG", "RAT-TPL", "RAT-DAG", "RAT-LND", "RAT-RUN-004",
+                                                  "RAT-CLI", "RAT-PTH", "RAT-PY")) \
             else EXIT_FAILED
     except ProjectErrors as exc:
         for e in exc.errors:
-            _err(e)
+            _err(e, as_json)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _reader_went_away()
+    except Exception as exc:  # never a traceback on the terminal: a coded error, the traceback in a log file
+        if _is_database_error(exc):
+            _err(RatuiError("RAT-PRJ-008", f"the state database cannot be read: {_first_line(exc)}",
+                            file=_state_db(getattr(args, "project", None))), as_json)
+            return EXIT_USAGE
+        log = _crash_log(getattr(args, "project", None))
+        _err(RatuiError("RAT-RUN-002", f"{type(exc).__name__}: {_first_line(exc)}",
+                        hint=f"This is a bug in ratui; the traceback is in {log}. main is unchanged."), as_json)
+        return EXIT_FAILED
+
+
+def _reader_went_away() -> int:
+    """stdout's reader closed the pipe (`ratui runs | head`): stop quietly, and keep Python from complaining
+    again when it flushes stdout at exit."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except OSError:
+        pass
+    return EXIT_BROKEN_PIPE
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else type(exc).__name__
+
+
+def _is_database_error(exc: BaseException) -> bool:
+    import sqlite3
+
+    while exc is not None:
+        if isinstance(exc, sqlite3.DatabaseError) or type(exc).__name__ == "DatabaseError":
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def _state_db(project: str | None) -> str | None:
+    try:
+        from .engine.settings import DB_FILE, STATE_DIR, find_project_root
+
+        return str(find_project_root(Path(project or ".")) / STATE_DIR / DB_FILE)
+    except Exception:
+        return None
+
+
+def _crash_log(project: str | None) -> str:
+    import tempfile
+    import time
+    import traceback
+
+    folder = None
+    if project:
+        try:
+            from .engine.settings import find_project_root
+
+            folder = find_project_root(Path(project)) / ".ratui" / "logs"
+            folder.mkdir(parents=True, exist_ok=True)
+        except Exception:
+            folder = None
+    path = (folder or Path(tempfile.gettempdir())) / "ratui-crash.log"
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} ratui {' '.join(sys.argv[1:])}\n")
+        fh.write(traceback.format_exc())
+    return str(path)
 
 
 if __name__ == "__main__":

@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .dag import Graph, build_graph, select
-from .errors import RatuiError
+from .errors import RatuiError, did_you_mean
 from .project import Pipeline, discover, landing_zone
 from .settings import Settings, load_settings
+from .sql_names import check_direct_names
 from .templating import static_calls
 
 
@@ -48,21 +49,25 @@ def compile_pipeline(pipeline: Pipeline, settings: Settings) -> None:
     try:
         if pipeline.kind == "sql":
             calls = static_calls(pipeline.text, pipeline.file, pipeline.namespace)
+            check_direct_names(pipeline.text, pipeline.file)
         else:
             from .python_pipeline import static_calls_python
 
             calls = static_calls_python(pipeline.text, pipeline.file, pipeline.namespace)
-        pipeline.refs, pipeline.zones = calls.refs, calls.zones
+        pipeline.refs, pipeline.zones, pipeline.ref_lines = calls.refs, calls.zones, calls.lines
         locations = settings.locations()
         for zone in calls.zones:
             # its files are listed too: a file linked in from outside the project is refused before any run
             landing_zone(settings.root, pipeline.namespace, zone, file=str(pipeline.file),
                          locations=locations).active_files()
+        pipeline.test_refs = []
         for test in pipeline.tests:
             if not test.error:
                 test_calls = static_calls(test.text, test.file, pipeline.namespace)
+                check_direct_names(test.text, test.file)
                 for zone in test_calls.zones:
                     landing_zone(settings.root, pipeline.namespace, zone, file=str(test.file), locations=locations)
+                pipeline.test_refs.extend((key, test.file, test_calls.lines.get(key)) for key in test_calls.refs)
     except RatuiError as exc:
         pipeline.errors.append(exc)
 
@@ -73,4 +78,12 @@ def compile_project(root: Path, settings: Settings | None = None) -> CompiledPro
     for pipeline in found.pipelines:
         compile_pipeline(pipeline, settings)
     graph = build_graph(found.pipelines)
+    known = {p.key for p in found.pipelines}
+    for pipeline in found.pipelines:
+        for key, test_file, line in pipeline.test_refs:
+            if key not in known:
+                pipeline.errors.append(RatuiError(
+                    "RAT-DAG-002", f"quality test {test_file.name} of {pipeline.key} refs '{key}', which no pipeline "
+                    "produces", file=str(test_file), line=line,
+                    hint=did_you_mean(key, known) if known else None))
     return CompiledProject(settings, {p.key: p for p in found.pipelines}, graph, found.errors)

@@ -103,7 +103,7 @@ def build_graph(pipelines: list) -> Graph:
             if ref not in by_key:
                 p.errors.append(RatuiError(
                     "RAT-DAG-002", f"{p.key} refs '{ref}', which no pipeline produces", file=str(p.file),
-                    hint=did_you_mean(ref, by_key) if by_key else None))
+                    line=getattr(p, "ref_lines", {}).get(ref), hint=did_you_mean(ref, by_key) if by_key else None))
                 continue
             if ref == p.key:
                 p.errors.append(RatuiError("RAT-DAG-001", f"cycle: {p.key} -> {p.key}", file=str(p.file),

@@ -34,6 +34,9 @@ CODES: dict[str, tuple[str, str]] = {
     "RAT-PRJ-004": ("pipeline has no pipeline file", "Add a pipeline.sql (or pipeline.py) to the folder, or remove the folder."),
     "RAT-PRJ-005": ("project not found", "Point --project at a folder holding ratui.yaml, or create one with `ratui init DIR`."),
     "RAT-PRJ-006": ("unreadable file", "Check that the file is UTF-8 text and readable."),
+    "RAT-PRJ-008": ("state database unreadable", "ratui keeps its state in .ratui/ratui.db. Move the file aside to "
+                    "start with empty state (the tables' files under {namespace}/warehouse/ stay), or restore it from "
+                    "a backup."),
     "RAT-PRJ-007": ("empty pipeline", "The pipeline file holds no statement (only blanks or comments): write the "
                     "SELECT that builds the table, or remove the folder."),
     # configuration

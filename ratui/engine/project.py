@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,6 +53,8 @@ class Pipeline:
     zones: tuple[str, ...] = ()  # landing zones this pipeline reads
     tests: list[QualityTest] = field(default_factory=list)
     errors: list[RatuiError] = field(default_factory=list)
+    ref_lines: dict[str, int] = field(default_factory=dict)  # ref key -> line of its first ref() call
+    test_refs: list[tuple[str, Path, int | None]] = field(default_factory=list)  # (key, test file, line)
 
     @property
     def key(self) -> str:
@@ -70,6 +73,14 @@ class Pipeline:
         for test in self.tests:
             digest.update(test.name.encode() + test.text.encode())
         return digest.hexdigest()[:16]
+
+
+_SQL_COMMENTS = re.compile(r"\{#.*?#\}|/\*.*?\*/|--[^\n]*", re.S)
+
+
+def has_statement(text: str) -> bool:
+    """False for a SQL file of nothing but blanks and comments (SQL or Jinja)."""
+    return bool(_SQL_COMMENTS.sub("", text).strip().strip(";").strip())
 
 
 def read_text(path: Path) -> str:
@@ -107,6 +118,9 @@ def discover_quality_tests(folder: Path, locations: ProjectLocations | None = No
             if escape:
                 raise escape
             text = read_text(path)
+            if not has_statement(text):
+                raise RatuiError("RAT-PRJ-007", f"quality test {path.name} holds no query", file=str(path),
+                                 hint="A quality test is a SELECT returning the violating rows (0 rows = pass).")
             severity, description = "error", ""
             for ann in parse_annotations(text, path):
                 if ann.key == "severity":
@@ -156,6 +170,9 @@ def discover_pipeline(namespace: str, layer: str, folder: Path,
     pipeline.errors.extend(t.error for t in pipeline.tests if t.error)
     try:
         pipeline.text = read_text(pipeline.file)
+        if pipeline.kind == "sql" and not has_statement(pipeline.text):
+            raise RatuiError("RAT-PRJ-007", f"{pipeline.file.name} of {pipeline.key} holds no SQL statement",
+                             file=str(pipeline.file))
         pipeline.config = resolve_config(pipeline.file, pipeline.text, folder / "config.yaml")
     except RatuiError as exc:
         pipeline.errors.append(exc)

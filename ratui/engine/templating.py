@@ -7,14 +7,14 @@ run's context. Undefined names are errors, and every error names the file and th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 import jinja2
-from jinja2 import nodes
+from jinja2 import meta, nodes
 
-from .errors import RatuiError
+from .errors import RatuiError, did_you_mean
 from .names import LAYERS, name_problem
 
 CONTEXT_NAMES = ("ref", "landing_zone", "this", "run_started_at", "watermark_value", "is_incremental", "is_scd2")
@@ -39,17 +39,40 @@ def parse_ref(arg: str, default_namespace: str, file: str | None = None, line: i
 class StaticCalls:
     refs: tuple[str, ...]
     zones: tuple[str, ...]
+    lines: dict[str, int] = field(default_factory=dict, compare=False)  # ref key / zone -> first line
+
+
+def _check_names(env: jinja2.Environment, tree: nodes.Template, source: str, file: Path) -> None:
+    """Undefined names and unknown filters or tests, found before anything runs (with their line)."""
+    try:
+        env.compile(source, filename=str(file))  # Jinja checks filter and test names when it compiles
+    except jinja2.TemplateSyntaxError as exc:
+        unknown = exc.message and exc.message.startswith(("No filter named", "No test named"))
+        raise RatuiError("RAT-TPL-005" if unknown else "RAT-TPL-001",
+                         f"template {'error' if unknown else 'syntax error'}: {exc.message}", file=str(file),
+                         line=exc.lineno) from None
+    known = set(CONTEXT_NAMES) | set(env.globals)
+    undeclared = meta.find_undeclared_variables(tree) - known
+    if undeclared:
+        name = sorted(undeclared)[0]
+        line = next((n.lineno for n in tree.find_all(nodes.Name) if n.name == name and n.ctx == "load"), None)
+        raise RatuiError("RAT-TPL-002", f"undefined name in template: '{name}'", file=str(file), line=line,
+                         hint=f"{did_you_mean(name, CONTEXT_NAMES)} (the names a template can use)")
 
 
 def static_calls(text: str, file: Path, default_namespace: str) -> StaticCalls:
-    """The ref() and landing_zone() calls of a template, which must have literal string arguments."""
+    """The ref() and landing_zone() calls of a template, which must have literal string arguments. Also
+    rejects what Jinja would only find while rendering: undefined names, unknown filters and tests."""
+    env = _env()
     try:
-        tree = _env().parse(text, filename=str(file))
+        tree = env.parse(text, filename=str(file))
     except jinja2.TemplateSyntaxError as exc:
         raise RatuiError("RAT-TPL-001", f"template syntax error: {exc.message}", file=str(file),
                          line=exc.lineno) from None
+    _check_names(env, tree, text, file)
     refs: list[str] = []
     zones: list[str] = []
+    lines: dict[str, int] = {}
     for call in tree.find_all(nodes.Call):
         if not isinstance(call.node, nodes.Name) or call.node.name not in ("ref", "landing_zone"):
             continue
@@ -64,9 +87,36 @@ def static_calls(text: str, file: Path, default_namespace: str) -> StaticCalls:
             key = parse_ref(value, default_namespace, str(file), call.lineno)
             if key not in refs:
                 refs.append(key)
+                lines[key] = call.lineno
         elif value not in zones:
             zones.append(value)
-    return StaticCalls(tuple(refs), tuple(zones))
+            lines[value] = call.lineno
+    return StaticCalls(tuple(refs), tuple(zones), lines)
+
+
+def line_mapper(template: str, rendered: str) -> Callable[[int], int]:
+    """Rendered SQL line -> template line. Lines without Jinja come through rendering unchanged, so a diff of
+    the two texts anchors them; a line inside a changed stretch maps to that stretch's template lines."""
+    import difflib
+
+    t_lines, r_lines = template.splitlines(), rendered.splitlines()
+    blocks = difflib.SequenceMatcher(None, t_lines, r_lines, autojunk=False).get_opcodes()
+
+    def to_template(line: int) -> int:
+        index = line - 1
+        for tag, t1, t2, r1, r2 in blocks:
+            if r1 <= index < r2:
+                if tag == "equal":
+                    return t1 + (index - r1) + 1
+                if t1 == t2:
+                    return max(1, t1)
+                # the template line of the stretch that reads most like the rendered one
+                text = r_lines[index]
+                scores = [(difflib.SequenceMatcher(None, t_lines[t], text).ratio(), -t) for t in range(t1, t2)]
+                return -max(scores)[1] + 1
+        return max(1, min(line, len(t_lines)))
+
+    return to_template
 
 
 def _template_line(exc: BaseException, filename: str) -> int | None:

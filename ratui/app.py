@@ -583,16 +583,25 @@ class RatuiApp(App[None]):
 
         self.run_worker(launch, name="launch", group="launch", thread=True, exit_on_error=False)
 
-    def run_batch(self, keys: list[str], label: str, full_refresh: bool = False) -> None:
-        """Run several pipelines one after another (dependency order) and follow them in the run detail."""
+    def run_batch(self, keys: list[str], label: str, full_refresh: bool = False, *, whole_project: bool = False) -> None:
+        """Run several pipelines one after another (dependency order) and follow them in the run detail.
+
+        As on the command line, nothing runs while a compile error stands in the way: for the whole project
+        any problem in it, for a selection a problem of a selected pipeline."""
         if self.compiled is None or not keys:
             return
-        broken = [k for k in keys if self.compiled and self.compiled.pipelines[k].errors]
+        problems = (self.compiled.all_errors() if whole_project else
+                    [e for k in keys for e in self.compiled.pipelines[k].errors])
+        if problems:
+            first = problems[0]
+            where = f"{Path(first.file).name}{':' + str(first.line) if first.line else ''} " if first.file else ""
+            self.notify(f"{len(problems)} problem(s) in {'the project' if whole_project else 'the selection'}: "
+                        f"nothing was run.\n{first.code} {where}{first.message}\nhint: {first.hint}",
+                        title=f"Cannot run {label}", severity="error", timeout=12, markup=False)
+            return
         batch = self.controller.start_batch(keys, full_refresh=full_refresh)
-        message = f"Running {label}: {len(keys)} pipeline(s) in dependency order."
-        if broken:
-            message += f" {len(broken)} have errors and will fail (their descendants are skipped)."
-        self.notify(message, title="Batch", markup=False, timeout=4)
+        self.notify(f"Running {label}: {len(keys)} pipeline(s) in dependency order.", title="Batch", markup=False,
+                    timeout=4)
         self.push_screen(RunScreen(batch=batch.id, origin=self.current_mode))
 
     def confirm_cancel(self, run_ids: list[str]) -> None:

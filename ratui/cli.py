@@ -520,6 +520,7 @@ def cmd_watch(args) -> int:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, interrupt)  # `kill` stops as cleanly as Ctrl-C: in-flight runs are cancelled
+    engine.start_monitor()  # runs of other processes that die are recorded as failed while we watch
     watcher = w.Watcher(engine=engine, on_event=show)
     watcher.start()
     try:

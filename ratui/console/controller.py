@@ -184,6 +184,7 @@ class Controller:
 
                 engine = Engine(self.root, settings=self.settings)
                 self._unsubscribe = engine.bus.subscribe(self._on_event)
+                engine.start_monitor()  # a run whose process died shows as failed within seconds
                 self.engine = engine
         except BaseException as exc:
             self._engine_error = exc

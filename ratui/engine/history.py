@@ -17,6 +17,7 @@ from typing import Any
 import sqlite_utils
 
 from .db import open_db
+from .processes import started_at
 
 RUN_STATUSES = ("pending", "running", "success", "failed", "cancelled", "skipped")
 FINAL = ("success", "failed", "cancelled", "skipped")
@@ -27,6 +28,8 @@ RUN_COLUMNS = {
     "rows_written": int, "warnings": int, "error_code": str, "error_message": str, "error_hint": str,
     "error_file": str, "error_line": int, "branch": str, "phases": str, "write": str, "notes": str,
     "pid": int, "host": str, "invocation": str,
+    # the start time of process `pid` (processes.py): a reused pid is not the run's process
+    "pid_started": float,
     # change detection: the definition's file hashes and the inputs the run read (JSON)
     "fingerprint": str, "inputs": str,
     # set in the merge's own transaction: a run killed after this point did land on main
@@ -70,9 +73,11 @@ class History:
                 self.db["quality_results"].create({
                     "id": int, "run_id": str, "test": str, "severity": str, "status": str, "violations": int,
                     "duration_ms": int, "sample": str, "columns": str, "sql": str, "error": str, "file": str,
-                    "finished_at": str,
+                    "finished_at": str, "line": int,
                 }, pk="id", if_not_exists=True)
                 self.db["quality_results"].create_index(["run_id"], if_not_exists=True)
+            elif "line" not in self.db["quality_results"].columns_dict:  # from an older ratui
+                self.db["quality_results"].add_column("line", int)
             if "run_logs" not in self.db.table_names():
                 self.db["run_logs"].create({"id": int, "run_id": str, "at": str, "level": str, "message": str},
                                            pk="id", if_not_exists=True)
@@ -89,7 +94,7 @@ class History:
             self.db["runs"].insert({
                 "id": run_id, "pipeline": pipeline, "status": "pending", "trigger": trigger, "strategy": strategy,
                 "queued_at": now_iso(), "rows_written": 0, "warnings": 0, "invocation": invocation,
-                "pid": os.getpid(), "host": socket.gethostname(),
+                "pid": os.getpid(), "host": socket.gethostname(), "pid_started": started_at(),
                 "run_type": run_type, "reason": reason,
             })
 
@@ -116,8 +121,18 @@ class History:
     def unfinished_runs(self) -> list[dict[str, Any]]:
         with self._lock:
             return list(self.db.query(
-                "select id, pipeline, status, pid, host, branch, started_at, queued_at, merged_at from runs "
+                "select id, pipeline, status, pid, pid_started, host, branch, started_at, queued_at, merged_at from runs "
                 "where status in ('pending', 'running')"))
+
+    def claim_unfinished(self, run_id: str, **values: Any) -> bool:
+        """Finish a run only if it is still pending or running (two processes may notice one dead run at once:
+        only one of them records it). Returns whether this call did."""
+        columns = ", ".join(f"{key} = ?" for key in values)
+        with self._lock:
+            cur = self._conn.execute(
+                f"UPDATE runs SET {columns} WHERE id = ? AND status IN ('pending', 'running')",
+                [*values.values(), run_id])
+            return cur.rowcount == 1
 
     def add_log(self, run_id: str, level: str, message: str) -> None:
         with self._lock:

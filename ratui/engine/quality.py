@@ -15,7 +15,7 @@ from typing import Any
 
 from .errors import RatuiError
 from .project import QualityTest
-from .templating import TemplateContext, render
+from .templating import TemplateContext, line_mapper, render
 
 
 @dataclass
@@ -30,6 +30,7 @@ class QualityOutcome:
     columns: list[str] = field(default_factory=list)
     sample: list[list[Any]] = field(default_factory=list)
     error: str | None = None
+    line: int | None = None  # where in the test file the error is, when Spark says
 
     @property
     def blocks_merge(self) -> bool:
@@ -63,26 +64,18 @@ def run_test(session, test: QualityTest, context: TemplateContext, sample_rows: 
                               columns, sample)
     except RatuiError as exc:
         return QualityOutcome(test.name, test.severity, "error", 0, _ms(began), sql, str(test.file),
-                              error=str(exc))
+                              error=str(exc), line=exc.line)
     except Exception as exc:
-        from .spark import is_cancellation
+        from .spark import error_line, error_message, is_cancellation
 
         if is_cancellation(exc):
             raise
-        message = _spark_message(exc)
+        line = error_line(exc)
+        if line is not None and sql:
+            line = line_mapper(test.text, sql)(line)
         return QualityOutcome(test.name, test.severity, "error", 0, _ms(began), sql, str(test.file),
-                              error=f"RAT-SQL-002 {message}")
+                              error=f"RAT-SQL-002 {error_message(exc)}", line=line)
 
 
 def _ms(began: float) -> int:
     return int((time.monotonic() - began) * 1000)
-
-
-def _spark_message(exc: BaseException) -> str:
-    """The first meaningful line of a Spark/Py4J error, without the JVM stack."""
-    text = str(getattr(exc, "desc", None) or exc)
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not line.startswith(("at ", "JVM stacktrace", "Traceback")):
-            return line[:500]
-    return type(exc).__name__

@@ -26,6 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
+from . import processes
 from . import spark as spark_mod
 from .catalog.sqlite import SqliteBranchCatalog
 from .changes import Decision, decide, definition_hashes
@@ -44,7 +45,7 @@ from .quality import QualityOutcome, run_test
 from .settings import Settings, load_settings
 from .strategies import WriteOutcome, WriteRequest, write
 from .tables import column_max_from_stats, read_table
-from .templating import TemplateContext, parse_ref, render
+from .templating import TemplateContext, line_mapper, parse_ref, render
 
 log = logging.getLogger("ratui.runner")
 
@@ -128,6 +129,8 @@ class Engine:
         self._controls: dict[str, RunControl] = {}
         self._lock = threading.Lock()
         self._poller: threading.Thread | None = None
+        self._monitor: threading.Thread | None = None
+        self._monitor_stop = threading.Event()
         self.recovered = self.recover()
 
     # ------------------------------------------------------------------------------ crash recovery
@@ -135,34 +138,71 @@ class Engine:
     def recover(self) -> list[str]:
         """Runs left `pending`/`running` by a process of this host that is gone: fail them, drop their branches.
 
-        Runs of other hosts are left to the reaper's stuck-run timeout (their process cannot be checked here).
+        A process is the pid plus its start time (processes.py), so a pid the system gave to another process is
+        not taken for the run's. Runs of other hosts are left to the reaper's stuck-run timeout (their process
+        cannot be checked here). Safe to call from several processes at once: one of them records each run.
         """
         host = socket.gethostname()
         recovered = []
         for run in self.history.unfinished_runs():
-            if run.get("host") != host or not run.get("pid") or _pid_alive(run["pid"]):
+            if run.get("host") != host or not run.get("pid") or processes.alive(run["pid"], run.get("pid_started")):
                 continue
-            error = RatuiError("RAT-RUN-006", f"process {run['pid']} running {run['pipeline']} died before the run "
-                               "finished")
+            if run["id"] in self._controls:
+                continue  # ours and still going (a pid check of our own process cannot fail, but be sure)
             branch = f"run-{run['id']}"
-            try:
-                self.catalog.delete_branch(branch)
-                note = f"; branch {branch} deleted"
-            except RatuiError:
-                note = ""
-            shutil.rmtree(self.settings.state_dir / "staging" / run["id"], ignore_errors=True)
             if run.get("merged_at"):
                 # it died after its merge committed: its data is on main, so it did succeed
-                self.history.update_run(run["id"], status="success", finished_at=now_iso())
+                if not self.history.claim_unfinished(run["id"], status="success", finished_at=now_iso()):
+                    continue
+                note = self._drop_dead_branch(run["id"], branch)
                 self.history.add_log(run["id"], "warning", f"process {run['pid']} died after the merge committed"
                                      f"{note}")
                 recovered.append(run["id"])
                 continue
-            self.history.update_run(run["id"], status="failed", finished_at=now_iso(), error_code=error.code,
-                                    error_message=error.message, error_hint=error.hint)
+            error = RatuiError("RAT-RUN-006", f"process {run['pid']} running {run['pipeline']} died before the run "
+                               "finished")
+            if not self.history.claim_unfinished(run["id"], status="failed", finished_at=now_iso(),
+                                                 error_code=error.code, error_message=error.message,
+                                                 error_hint=error.hint):
+                continue
+            note = self._drop_dead_branch(run["id"], branch)
             self.history.add_log(run["id"], "error", f"{error}{note} (found by process {os.getpid()})")
+            self.bus.emit(RunFinished(run["id"], run["pipeline"], "failed", 0, 0, error.to_dict()))
             recovered.append(run["id"])
         return recovered
+
+    def _drop_dead_branch(self, run_id: str, branch: str) -> str:
+        shutil.rmtree(self.settings.state_dir / "staging" / run_id, ignore_errors=True)
+        try:
+            self.catalog.delete_branch(branch)
+            return f"; branch {branch} deleted"
+        except RatuiError:
+            return ""
+
+    def start_monitor(self, interval: float = 2.0) -> None:
+        """Long-lived processes (console, watch): notice a run whose process died within `interval` seconds,
+        whichever ratui process started it, and record it as failed (its branch deleted, main untouched)."""
+        with self._lock:
+            if self._monitor is not None:
+                return
+            self._monitor_stop = threading.Event()
+            self._monitor = threading.Thread(target=self._watch_for_dead_runs, args=(interval, self._monitor_stop),
+                                             name="ratui-dead-run-monitor", daemon=True)
+            self._monitor.start()
+
+    def _watch_for_dead_runs(self, interval: float, stop: threading.Event) -> None:
+        while not stop.wait(interval):
+            try:
+                self.recover()
+            except Exception:  # a busy or closed database must not end the monitor; the next pass retries
+                log.debug("dead-run check failed", exc_info=True)
+
+    def stop_monitor(self) -> None:
+        with self._lock:
+            monitor, self._monitor = self._monitor, None
+        if monitor is not None:
+            self._monitor_stop.set()
+            monitor.join(timeout=5)
 
     def _ensure_cancel_poller(self) -> None:
         """Honour cancel requests written by other processes (`ratui cancel`) for runs of this process."""
@@ -347,6 +387,7 @@ class Engine:
                 self._controls.pop(run_id, None)
 
     def close(self) -> None:
+        self.stop_monitor()
         self.history.close()
 
 
@@ -429,7 +470,7 @@ class _Run:
     def go(self) -> RunResult:
         began = time.monotonic()
         self.history.update_run(self.run_id, status="running", started_at=now_iso(), branch=self.branch,
-                                pid=os.getpid(), host=socket.gethostname())
+                                pid=os.getpid(), host=socket.gethostname(), pid_started=processes.started_at())
         self.bus.emit(RunStarted(self.run_id, self.key, self.branch))
         status, error = "failed", None
         try:
@@ -736,13 +777,14 @@ class _Run:
             try:
                 df = self.session.sql(sql)
             except Exception as exc:
-                raise _spark_error(exc, "RAT-SQL-001", pipeline.file) from None
+                raise _spark_error(exc, "RAT-SQL-001", pipeline.file, pipeline.text, sql) from None
         else:
             ctx = PythonContext(self.session, context.ref, context.landing_zone,
                                 context.this.strip("`") if self.catalog.table_exists(self.branch, self.key) else None,
                                 context.run_started_at, context.watermark_value, context.is_incremental,
                                 context.is_scd2)
-            df = run_python_pipeline(pipeline.text, pipeline.file, ctx)
+            df = run_python_pipeline(pipeline.text, pipeline.file, ctx,
+                                     on_print=lambda line: self.log(f"print: {line}"))
         from .tables import check_columns
 
         check_columns(df.schema)
@@ -752,7 +794,9 @@ class _Run:
         except Exception as exc:
             if self.control.cancel_requested.is_set() and spark_mod.is_cancellation(exc):
                 raise Cancelled() from exc
-            raise _spark_error(exc, "RAT-SQL-001" if pipeline.kind == "sql" else "RAT-SQL-003", pipeline.file) from None
+            if pipeline.kind == "sql":
+                raise _spark_error(exc, "RAT-SQL-001", pipeline.file, pipeline.text, sql) from None
+            raise _spark_error(exc, "RAT-PY-004", pipeline.file) from None
         rows = _parquet_rows(out)
         self.log(f"result: {rows} rows, {len(df.columns)} columns")
         batch = self.session.read.parquet(str(out)) if rows or any(out.glob("*.parquet")) else df
@@ -783,18 +827,10 @@ class _Run:
         if blocking:
             names = ", ".join(f"{q.test} ({q.violations} rows)" if q.status == "failed" else f"{q.test} (error)"
                               for q in blocking)
-            raise RatuiError("RAT-RUN-003", f"quality gate failed for {self.key}: {names}",
-                             file=str(blocking[0].file))
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, owned by someone else
-        return True
-    return True
+            first = blocking[0]
+            raise RatuiError("RAT-RUN-003", f"quality gate failed for {self.key}: {names}"
+                             + (f"; {first.test}: {first.error}" if first.status == "error" and first.error else ""),
+                             file=str(first.file), line=first.line)
 
 
 FAILPOINT_ENV = "RATUI_FAILPOINT"
@@ -823,7 +859,12 @@ def _first_line(exc: BaseException) -> str:
     return type(exc).__name__
 
 
-def _spark_error(exc: BaseException, code: str, file: Path) -> RatuiError:
+def _spark_error(exc: BaseException, code: str, file: Path, template: str | None = None,
+                 sql: str | None = None) -> RatuiError:
+    """A Spark failure as a coded error at the template line it comes from (when Spark names a line)."""
     if isinstance(exc, RatuiError):
         return exc
-    return RatuiError(code, _first_line(exc), file=str(file))
+    line = spark_mod.error_line(exc)
+    if line is not None and template is not None and sql is not None:
+        line = line_mapper(template, sql)(line)
+    return RatuiError(code, spark_mod.error_message(exc), file=str(file), line=line)

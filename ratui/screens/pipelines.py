@@ -379,7 +379,7 @@ class PipelinesScreen(ConsoleScreen):
 
     def action_run_all(self) -> None:
         if self.compiled is not None:
-            self.app.run_batch(self.compiled.graph.order(), "all pipelines")
+            self.app.run_batch(self.compiled.graph.order(), "all pipelines", whole_project=True)
 
     def action_cancel(self) -> None:
         runs = [r for k in self._selected_keys() for r in self.app.store.active_for(k)]

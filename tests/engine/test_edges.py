@@ -269,3 +269,119 @@ def test_symlinks_out_of_the_project_are_refused_unless_allowed(make_project, sp
     engine = Engine(root)
     assert run_one(engine, "demo.bronze.people").status == "success"
     assert [r["id"] for r in rows_on_main(engine, "demo.bronze.people")] == [1, 2]
+
+
+# ------------------------------------------------------------------------------------- errors at their line
+
+@pytest.mark.parametrize("sql, line", [
+    ("SELECT 1 AS a\n{# a comment #}\nFORM x\n", 3),                                            # parse error
+    ("-- @merge_strategy: full_refresh\nSELECT id,\n{% if is_incremental() %}\n  1 AS x,\n{% endif %}\n"
+     "  nosuch_col\nFROM VALUES (1) AS t(id)\n", 6),                                            # analysis error
+    ("SELECT id,\n\n  1 / (id - 1) AS r\nFROM VALUES (1) AS t(id)\n", 3),                       # runtime error
+])
+def test_spark_sql_errors_point_at_the_template_line(make_project, spark, sql, line):
+    root = make_project({"demo/pipelines/bronze/items/pipeline.sql": sql})
+    result = run_one(Engine(root), "demo.bronze.items")
+    assert result.status == "failed"
+    assert result.error["code"] == "RAT-SQL-001"
+    assert result.error["file"].endswith("items/pipeline.sql") and result.error["line"] == line
+    assert "line" not in result.error["message"].split("]")[-1]  # the rendered SQL's position is not repeated
+
+
+def test_a_quality_test_error_points_at_the_test_line(make_project, spark):
+    root = make_project({
+        "demo/pipelines/bronze/items/pipeline.sql": "SELECT 1 AS id\n",
+        "demo/pipelines/bronze/items/tests/quality/ids.sql": "-- @severity: error\nSELECT *\nFROM {{ this }}\n"
+                                                             "WHERE no_such_column > 1\n",
+    })
+    result = run_one(Engine(root), "demo.bronze.items")
+    assert result.status == "failed" and result.error["code"] == "RAT-RUN-003"
+    assert result.error["file"].endswith("tests/quality/ids.sql") and result.error["line"] == 4
+    assert result.quality[0]["line"] == 4 and result.quality[0]["error"].startswith("RAT-SQL-002")
+
+
+PY_RAISES = """\
+import json
+
+
+def helper(rows):
+    return rows["missing"]
+
+
+def run(ctx):
+    print("starting")
+    return helper({})
+"""
+
+
+@pytest.mark.parametrize("text, code, line", [
+    (PY_RAISES, "RAT-PY-001", 5),
+    ("import sys\n\ndef run(ctx):\n    sys.exit(3)\n", "RAT-PY-001", 4),
+    ("def run(ctx):\n    return ctx.sql('SELEC 1')\n", "RAT-PY-001", 2),
+    ("def run(ctx):\n    return [1, 2]\n", "RAT-PY-003", None),
+])
+def test_python_pipeline_failures_name_the_users_line(make_project, spark, capfd, text, code, line):
+    root = make_project({"demo/pipelines/bronze/items/pipeline.py": text})
+    engine = Engine(root)
+    result = run_one(engine, "demo.bronze.items")
+    assert result.status == "failed"
+    assert result.error["code"] == code and result.error["line"] == line
+    assert result.error["file"].endswith("items/pipeline.py")
+    out, err = capfd.readouterr()
+    assert "starting" not in out + err  # prints go to the run log, never the terminal
+    if text is PY_RAISES:
+        logs = [entry["message"] for entry in engine.history.get_run(result.run_id)["logs"]]
+        assert "print: starting" in logs
+
+
+# ------------------------------------------------------------------------------------------- dead processes
+
+def _stale_run(engine: Engine, pid: int, pid_started: float | None) -> str:
+    run_id = engine.queue("demo.bronze.items")
+    engine.history.update_run(run_id, status="running", pid=pid, pid_started=pid_started)
+    with engine._lock:  # the run's control belongs to a process that is not this one
+        engine._controls.pop(run_id, None)
+    return run_id
+
+
+def test_a_reused_pid_is_not_taken_for_the_runs_process(make_project, spark):
+    import subprocess
+    import time
+
+    from ratui.engine import processes
+
+    root = make_project({"demo/pipelines/bronze/items/pipeline.sql": "SELECT 1 AS id\n"})
+    engine = Engine(root)
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        started = processes.started_at(other.pid)
+        same = _stale_run(engine, other.pid, started)
+        reused = _stale_run(engine, other.pid, started - 3600)  # that pid, but a process started an hour before
+        assert engine.recover() == [reused]
+        assert engine.history.get_run(same)["status"] == "running"
+        record = engine.history.get_run(reused)
+        assert record["status"] == "failed" and record["error_code"] == "RAT-RUN-006"
+    finally:
+        other.kill()
+        other.wait()
+    time.sleep(0.1)
+    assert engine.recover() == [same]  # and once the process is really gone
+
+
+def test_a_live_process_notices_a_dead_run_within_seconds(make_project, spark):
+    import subprocess
+    import time
+
+    root = make_project({"demo/pipelines/bronze/items/pipeline.sql": "SELECT 1 AS id\n"})
+    console = Engine(root)  # a long-lived process, e.g. the console
+    console.start_monitor(interval=0.2)
+    try:
+        gone = subprocess.Popen(["true"])
+        gone.wait()
+        run_id = _stale_run(Engine(root), gone.pid, None)
+        deadline = time.monotonic() + 5
+        while console.history.get_run(run_id)["status"] == "running" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert console.history.get_run(run_id)["status"] == "failed"
+    finally:
+        console.stop_monitor()

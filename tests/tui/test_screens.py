@@ -121,6 +121,25 @@ def test_bad_project_input_is_shown_inline_and_the_rest_stays_usable(broken):
     run(go())
 
 
+def test_run_all_on_a_broken_project_runs_nothing_and_says_why(broken):
+    """As `ratui run` without a selector: any compile error in the project stops the whole batch."""
+    app = make_app(broken)
+
+    async def go():
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await pilot.press("a")
+            await settle(pilot)
+            assert not isinstance(app.screen, RunScreen)
+            assert app.store.runs == {}
+            notice = next(n for n in app.notices if "nothing was run" in n)
+            problems = len(app.compiled.all_errors())
+            assert f"{problems} problem(s) in the project" in notice and "RAT-" in notice
+            assert not app.crashes
+
+    run(go())
+
+
 @pytest.fixture(scope="module")
 def paged(tmp_path_factory):
     root = copy_sample(tmp_path_factory.mktemp("paged"))

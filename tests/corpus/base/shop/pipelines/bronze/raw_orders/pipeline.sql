@@ -1,0 +1,3 @@
+-- @merge_strategy: full_refresh
+-- @description: Orders as they land, every file of the zone
+SELECT * FROM {{ landing_zone('orders') }}

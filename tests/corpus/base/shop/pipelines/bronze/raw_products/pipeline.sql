@@ -1,0 +1,2 @@
+-- @merge_strategy: full_refresh
+SELECT * FROM {{ landing_zone('products') }}

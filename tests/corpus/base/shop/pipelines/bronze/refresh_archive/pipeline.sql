@@ -1,0 +1,3 @@
+-- @merge_strategy: append_only
+-- @archive_landing_zones: true
+SELECT * FROM {{ landing_zone('refresh_archive') }}

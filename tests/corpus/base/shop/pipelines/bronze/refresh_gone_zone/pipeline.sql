@@ -1,0 +1,3 @@
+-- @merge_strategy: append_only
+-- @landing_mode: new_files
+SELECT * FROM {{ landing_zone('gone_zone') }}

@@ -1,0 +1,2 @@
+-- @severity: warn
+SELECT * FROM {{ this }} WHERE amount <= 0

@@ -1,0 +1,841 @@
+"""The corpus of bad inputs: one declarative `Case` per input, run through the installed `ratui` command.
+
+Each case is applied to its own copy of the base state (tests/corpus/base/ after one successful run), or, for a
+runtime case (`batch` set), to the one shared copy of its batch: every runtime case brings its own pipeline
+(and landing zone) with unique names, so the cases of a batch cannot interfere and one `ratui run` (one JVM)
+serves them all.
+
+Placeholders, replaced when a case is applied:
+    {outside}   a folder outside the project (per case; per batch for runtime cases)
+    {root}      the project folder
+    {empty}     (argv only) an empty folder without ratui.yaml
+
+`spec` says where the expected behaviour comes from: "today" (it worked when the case was written) or
+"building" (the behaviour was being built when the case was written; see the task's spec).
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+NS = "shop"
+P = f"{NS}/pipelines"
+L = f"{NS}/landing"
+
+BASE_SETTINGS = """\
+namespace: shop
+spark:
+  master: local[2]
+  config:
+    spark.sql.shuffle.partitions: 2
+    spark.default.parallelism: 2
+"""
+
+CHECK = ("check", "--json")
+RUN = ("run", "--json")
+
+
+def parquet_bytes(columns: Mapping[str, pa.Array | list]) -> bytes:
+    buf = io.BytesIO()
+    pq.write_table(pa.table(dict(columns)), buf)
+    return buf.getvalue()
+
+
+# files the base template gets when it is materialized (binary: generated, not committed)
+BASE_GENERATED: dict[str, bytes] = {
+    f"{L}/products/products_1.parquet": parquet_bytes({
+        "product_id": pa.array([1, 2, 3, 4, 5], pa.int64()),
+        "name": ["anvil", "bolt", "crate", "drill", "easel"],
+        "price": [10.5, 0.25, 7.0, 55.0, 23.75],
+    }),
+}
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One `ratui` invocation (one JVM) shared by every runtime case naming it."""
+
+    id: str
+    argv: tuple[str, ...]  # the run (with `select`, its cases' pipelines are appended as selectors)
+    expect_exit: int
+    json: bool = True
+    before: tuple[tuple[str, ...], ...] = ()  # CLI steps before the run (they start no JVM)
+    settings: str | None = None  # replaces ratui.yaml
+    select: bool = False  # select the pipelines of its cases by name (else: no selector, everything runs)
+    notes: str = ""
+
+
+BATCHES: dict[str, Batch] = {b.id: b for b in (
+    Batch("main", RUN, 1, before=(("landing", "reset", "events_reset", "e1.jsonl"),),
+          notes="every runtime case that needs no flag, setting or selector; `landing reset` runs first"),
+    Batch("selected", ("run", "--full-refresh", "--json"), 1, select=True, settings=BASE_SETTINGS + (
+        "landing:\n  bad_rows: skip\n  columns: union\npaths:\n  allow_outside:\n    - {outside}\n"),
+        notes="its cases' pipelines selected by name, --full-refresh, lenient landing settings and "
+              "paths.allow_outside; a broken pipeline outside the selection"),
+)}
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    category: str
+    files: Mapping[str, str | bytes] = field(default_factory=dict)  # relpath -> content (a/b/README makes dir b)
+    delete: tuple[str, ...] = ()
+    symlinks: Mapping[str, str] = field(default_factory=dict)  # relpath -> target
+    outside: Mapping[str, str | bytes] = field(default_factory=dict)  # files written under {outside}
+    argv: tuple[str, ...] = CHECK  # `--project {root}` is added unless argv has --project
+    expect_exit: int | tuple[int, ...] = 2
+    expect_code: str | None = None  # exact, or a prefix ending in "-" (any code of that family)
+    expect_file: str | None = None  # project-relative suffix of the file the error names
+    expect_line: int | None = None  # None: not asserted
+    also: tuple[tuple[str, str], ...] = ()  # further (code, file suffix) errors that must be reported too
+    batch: str | None = None  # runtime: the batch it belongs to
+    pipeline: str | None = None  # runtime: the table key whose run the case asserts
+    expect_status: str = "failed"  # runtime
+    expect_notes: tuple[str, ...] = ()  # runtime: one note must contain all of these
+    expect_warnings: int | None = None  # runtime: quality warnings
+    expect_rows: tuple[dict, ...] | None = None  # runtime: the table's rows on main afterwards (any order)
+    expect_row_count: int | None = None
+    expect_stderr: tuple[str, ...] = ()  # substrings stderr must hold
+    prepare: Callable | None = None  # prepare(root, outside) after files are written
+    scenario: str | None = None  # a bespoke test in test_corpus.py
+    fingerprint: bool = True  # main's tables unchanged (False when the case breaks the catalog itself)
+    spec: str = "today"  # "today" | "building"
+    notes: str = ""
+
+    @property
+    def runtime(self) -> bool:
+        return self.batch is not None
+
+
+def sql(*lines: str) -> str:
+    return "\n".join(lines) + "\n"
+
+
+def _csv(*rows: str) -> str:
+    return "\n".join(rows) + "\n"
+
+
+def pipe(layer: str, name: str, text: str | bytes, file: str = "pipeline.sql") -> dict[str, str | bytes]:
+    return {f"{P}/{layer}/{name}/{file}": text}
+
+
+def zone_pipe(name: str, zone: str, select: str = "*", extra: str = "") -> dict[str, str]:
+    return pipe("bronze", name, sql("-- @merge_strategy: full_refresh", *([extra] if extra else []),
+                                    f"SELECT {select} FROM {{{{ landing_zone('{zone}') }}}}"))
+
+
+def _key(name: str, layer: str = "bronze") -> str:
+    return f"{NS}.{layer}.{name}"
+
+
+def _merge(*parts: Mapping) -> dict:
+    out: dict = {}
+    for part in parts:
+        out.update(part)
+    return out
+
+
+def _delete_processed(zone: str) -> Callable:
+    def prepare(root, outside) -> None:
+        processed = root / L / zone / "_processed"
+        files = [p for p in processed.glob("*/*") if p.is_file()]
+        assert files, f"the base run archived nothing under {processed}"
+        for p in files:
+            p.unlink()
+    return prepare
+
+
+def _seed_runs(n: int) -> Callable:
+    """n finished runs in the history, so `ratui runs --json` writes far more than a pipe buffer holds."""
+    def prepare(root, outside) -> None:
+        import sqlite3
+        import uuid
+
+        conn = sqlite3.connect(root / ".ratui" / "ratui.db")
+        try:
+            columns = [r[1] for r in conn.execute("PRAGMA table_info(runs)")]
+            row = conn.execute("SELECT * FROM runs ORDER BY rowid LIMIT 1").fetchone()
+            assert row, "the base state has no runs"
+            template = dict(zip(columns, row))
+            rows = []
+            for i in range(n):
+                values = dict(template, id=f"seed{i:06d}{uuid.uuid4().hex[:6]}")
+                rows.append(tuple(values[c] for c in columns))
+            conn.executemany(f"INSERT INTO runs ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                             rows)
+            conn.commit()
+        finally:
+            conn.close()
+    return prepare
+
+
+def _garbage_db(root, outside) -> None:
+    state = root / ".ratui"
+    for name in ("ratui.db-wal", "ratui.db-shm"):
+        (state / name).unlink(missing_ok=True)
+    (state / "ratui.db").write_bytes(b"this is not a database\x00\xff\xfe" * 200)
+
+
+PNG_GARBAGE = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x10\xff\xfe\xfd" + bytes(range(256)) * 4
+ELF_GARBAGE = b"\x7fELF\x02\x01\x01\x00" + bytes(range(255, -1, -1)) * 8
+GOOD_PQ = parquet_bytes({"id": pa.array([1, 2], pa.int64()), "name": ["a", "b"]})
+
+
+CASES: list[Case] = [
+    # ------------------------------------------------------------------------------------------ annotations
+    Case("ann-unknown-key", "annotations",
+         pipe("bronze", "ann_unknown", sql("-- @merge_strategy: full_refresh", "-- @uniqe_key: id",
+                                           "SELECT 1 AS id")),
+         expect_code="RAT-CFG-002", expect_file=f"{P}/bronze/ann_unknown/pipeline.sql", expect_line=2),
+    Case("ann-duplicate", "annotations",
+         pipe("bronze", "ann_dup", sql("-- @merge_strategy: full_refresh", "-- @tags: daily",
+                                       "-- @merge_strategy: append_only", "SELECT 1 AS id")),
+         expect_code="RAT-CFG-005", expect_file=f"{P}/bronze/ann_dup/pipeline.sql", expect_line=3),
+    Case("ann-unknown-strategy", "annotations",
+         pipe("bronze", "ann_strategy", sql("-- @description: upserts", "-- @merge_strategy: upsert",
+                                            "SELECT 1 AS id")),
+         expect_code="RAT-CFG-001", expect_file=f"{P}/bronze/ann_strategy/pipeline.sql", expect_line=2),
+    Case("ann-incremental-without-key", "annotations",
+         pipe("bronze", "ann_nokey", sql("-- @merge_strategy: incremental", "SELECT 1 AS id")),
+         expect_code="RAT-CFG-003", expect_file=f"{P}/bronze/ann_nokey/pipeline.sql", expect_line=1),
+    Case("ann-after-body", "annotations",
+         pipe("bronze", "ann_late", sql("-- @merge_strategy: full_refresh", "SELECT 1 AS id",
+                                        "-- @tags: daily")),
+         expect_code="RAT-CFG-009", expect_file=f"{P}/bronze/ann_late/pipeline.sql", expect_line=3),
+    Case("ann-bad-boolean", "annotations",
+         pipe("bronze", "ann_bool", sql("-- @merge_strategy: full_refresh", "-- @archive_landing_zones: maybe",
+                                        "SELECT 1 AS id")),
+         expect_code="RAT-CFG-005", expect_file=f"{P}/bronze/ann_bool/pipeline.sql", expect_line=2),
+    Case("ann-bad-partition-by", "annotations",
+         pipe("bronze", "ann_part", sql("-- @merge_strategy: full_refresh", "-- @partition_by: week(ts)",
+                                        "SELECT 1 AS id, current_timestamp() AS ts")),
+         expect_code="RAT-CFG-005", expect_file=f"{P}/bronze/ann_part/pipeline.sql", expect_line=2),
+    Case("ann-bad-landing-mode", "annotations",
+         pipe("bronze", "ann_mode", sql("-- @merge_strategy: append_only", "-- @landing_mode: newest",
+                                        "SELECT * FROM {{ landing_zone('orders') }}")),
+         expect_code="RAT-CFG-005", expect_file=f"{P}/bronze/ann_mode/pipeline.sql", expect_line=2),
+    Case("ann-snapshot-without-partition-column", "annotations",
+         pipe("bronze", "ann_snap", sql("-- @merge_strategy: snapshot", "SELECT 1 AS id")),
+         expect_code="RAT-CFG-004", expect_file=f"{P}/bronze/ann_snap/pipeline.sql", expect_line=1),
+    Case("ann-unique-key-not-a-column", "annotations",
+         pipe("bronze", "ann_badkey", sql("-- @merge_strategy: incremental", "-- @unique_key: order id",
+                                          "SELECT 1 AS id")),
+         expect_code="RAT-CFG-005", expect_file=f"{P}/bronze/ann_badkey/pipeline.sql", expect_line=2),
+
+    # ------------------------------------------------------------------------------------------ config.yaml
+    Case("cfg-yaml-syntax", "config.yaml",
+         _merge(pipe("bronze", "cfg_syntax", "SELECT 1 AS id\n"),
+                {f"{P}/bronze/cfg_syntax/config.yaml": "merge_strategy: full_refresh\ntags: [daily\n"
+                                                       "description: never closed\n"}),
+         expect_code="RAT-CFG-006", expect_file=f"{P}/bronze/cfg_syntax/config.yaml", expect_line=3),
+    Case("cfg-yaml-list", "config.yaml",
+         _merge(pipe("bronze", "cfg_list", "SELECT 1 AS id\n"),
+                {f"{P}/bronze/cfg_list/config.yaml": "- merge_strategy: full_refresh\n- tags: daily\n"}),
+         expect_code="RAT-CFG-006", expect_file=f"{P}/bronze/cfg_list/config.yaml"),
+    Case("cfg-yaml-scalar", "config.yaml",
+         _merge(pipe("bronze", "cfg_scalar", "SELECT 1 AS id\n"),
+                {f"{P}/bronze/cfg_scalar/config.yaml": "just a sentence, not a mapping\n"}),
+         expect_code="RAT-CFG-006", expect_file=f"{P}/bronze/cfg_scalar/config.yaml"),
+    Case("cfg-yaml-unknown-key", "config.yaml",
+         _merge(pipe("bronze", "cfg_key", "SELECT 1 AS id\n"),
+                {f"{P}/bronze/cfg_key/config.yaml": "merge_strategy: full_refresh\nowner: data-team\n"}),
+         expect_code="RAT-CFG-002", expect_file=f"{P}/bronze/cfg_key/config.yaml"),
+    Case("cfg-yaml-unknown-strategy", "config.yaml",
+         _merge(pipe("bronze", "cfg_strategy", "SELECT 1 AS id\n"),
+                {f"{P}/bronze/cfg_strategy/config.yaml": "merge_strategy: merge\n"}),
+         expect_code="RAT-CFG-001", expect_file=f"{P}/bronze/cfg_strategy/config.yaml"),
+
+    # ------------------------------------------------------------------------------------------ ratui.yaml
+    Case("ratui-yaml-syntax", "ratui.yaml",
+         {"ratui.yaml": BASE_SETTINGS + "merge:\n  retries: 3\n    backoff_ms: 10\n"},
+         expect_code="RAT-CFG-007", expect_file="ratui.yaml", expect_line=9),
+    Case("ratui-yaml-unknown-key", "ratui.yaml", {"ratui.yaml": BASE_SETTINGS + "sparks:\n  master: local[1]\n"},
+         expect_code="RAT-CFG-007", expect_file="ratui.yaml"),
+    Case("ratui-yaml-wrong-type", "ratui.yaml", {"ratui.yaml": BASE_SETTINGS + "merge:\n  retries: three\n"},
+         expect_code="RAT-CFG-007", expect_file="ratui.yaml"),
+    Case("ratui-yaml-list", "ratui.yaml", {"ratui.yaml": "- namespace: shop\n- spark: {}\n"},
+         expect_code="RAT-CFG-007", expect_file="ratui.yaml"),
+    Case("ratui-yaml-bad-namespace", "ratui.yaml",
+         {"ratui.yaml": BASE_SETTINGS.replace("namespace: shop", "namespace: Shop Floor")},
+         expect_code="RAT-PRJ-001", expect_file="ratui.yaml"),
+    Case("ratui-yaml-spark-key-without-prefix", "ratui.yaml",
+         {"ratui.yaml": BASE_SETTINGS + "    executor.memory: 1g\n"},
+         expect_code="RAT-CFG-007", expect_file="ratui.yaml"),
+    Case("ratui-yaml-bad-landing-setting", "ratui.yaml",
+         {"ratui.yaml": BASE_SETTINGS + "landing:\n  bad_rows: explode\n"},
+         expect_code="RAT-CFG-007", expect_file="ratui.yaml",
+         notes="bad_rows takes fail|skip; an unknown value is an error (passes today as an unknown key)"),
+
+    # ------------------------------------------------------------------------------------------ templates
+    Case("tpl-syntax-error", "templates",
+         pipe("bronze", "tpl_syntax", sql("-- @merge_strategy: full_refresh", "SELECT *",
+                                          "FROM {{ ref('bronze.raw_orders') }", "WHERE 1 = 1")),
+         expect_code="RAT-TPL-001", expect_file=f"{P}/bronze/tpl_syntax/pipeline.sql", expect_line=3),
+    Case("tpl-ref-not-literal", "templates",
+         pipe("silver", "tpl_ref_var", sql("{% set source = 'bronze.raw_orders' %}",
+                                           "SELECT * FROM {{ ref(source) }}")),
+         expect_code="RAT-TPL-003", expect_file=f"{P}/silver/tpl_ref_var/pipeline.sql", expect_line=2),
+    Case("tpl-ref-malformed", "templates",
+         pipe("silver", "tpl_ref_bad", sql("-- @merge_strategy: full_refresh", "SELECT *",
+                                           "FROM {{ ref('raw_orders') }}")),
+         expect_code="RAT-TPL-003", expect_file=f"{P}/silver/tpl_ref_bad/pipeline.sql", expect_line=3),
+    Case("tpl-ref-unknown-table", "templates",
+         pipe("silver", "tpl_ref_unknown", sql("SELECT * FROM {{ ref('bronze.raw_orderz') }}")),
+         expect_code="RAT-DAG-002", expect_file=f"{P}/silver/tpl_ref_unknown/pipeline.sql"),
+    Case("tpl-cycle", "templates",
+         _merge(pipe("silver", "cycle_a", sql("SELECT * FROM {{ ref('silver.cycle_b') }}")),
+                pipe("silver", "cycle_b", sql("SELECT * FROM {{ ref('silver.cycle_a') }}"))),
+         expect_code="RAT-DAG-001", expect_file=f"{P}/silver/cycle_a/pipeline.sql",
+         also=(("RAT-DAG-001", f"{P}/silver/cycle_b/pipeline.sql"),)),
+    Case("tpl-unknown-landing-zone", "templates", zone_pipe("tpl_zone", "order"),
+         expect_code="RAT-LND-001", expect_file=f"{P}/bronze/tpl_zone/pipeline.sql"),
+    Case("tpl-undefined-variable", "templates",
+         pipe("bronze", "tpl_undefined", sql("-- @merge_strategy: full_refresh",
+                                             "SELECT id, '{{ run_startd_at }}' AS loaded_at",
+                                             "FROM VALUES (1) AS t(id)")),
+         expect_code="RAT-TPL-002", expect_file=f"{P}/bronze/tpl_undefined/pipeline.sql", expect_line=2,
+         spec="building"),
+    Case("tpl-unknown-filter", "templates",
+         pipe("bronze", "tpl_filter", sql("-- @merge_strategy: full_refresh",
+                                          "SELECT '{{ run_started_at | shout }}' AS loaded_at")),
+         expect_code="RAT-TPL-005", expect_file=f"{P}/bronze/tpl_filter/pipeline.sql", expect_line=2,
+         spec="building"),
+    Case("tpl-unknown-test", "templates",
+         pipe("bronze", "tpl_test", sql("-- @merge_strategy: full_refresh", "SELECT 1 AS id",
+                                        "{% if watermark_value is recent %}WHERE 1 = 1{% endif %}")),
+         expect_code="RAT-TPL-005", expect_file=f"{P}/bronze/tpl_test/pipeline.sql", expect_line=3,
+         spec="building"),
+
+    # ------------------------------------------------------------------------------------------ SQL
+    Case("sql-table-without-ref", "SQL",
+         pipe("gold", "sql_noref", sql("-- @merge_strategy: full_refresh", "SELECT o.status, count(*) AS n",
+                                       "FROM silver.orders AS o", "GROUP BY o.status")),
+         expect_code="RAT-DAG-006", expect_file=f"{P}/gold/sql_noref/pipeline.sql", expect_line=3,
+         spec="building"),
+    Case("sql-qualified-table-without-ref", "SQL",
+         pipe("gold", "sql_noref_ns", sql("-- @merge_strategy: full_refresh", "SELECT o.order_id, r.amount",
+                                          "FROM {{ ref('silver.orders') }} AS o",
+                                          "JOIN shop.bronze.raw_orders AS r ON r.order_id = o.order_id")),
+         expect_code="RAT-DAG-006", expect_file=f"{P}/gold/sql_noref_ns/pipeline.sql", expect_line=4,
+         spec="building"),
+    Case("sql-empty-file", "SQL", pipe("bronze", "sql_empty", ""),
+         expect_code="RAT-PRJ-007", expect_file=f"{P}/bronze/sql_empty/pipeline.sql", spec="building"),
+    Case("sql-comments-only", "SQL",
+         pipe("bronze", "sql_comments", sql("-- @merge_strategy: full_refresh", "-- TODO: write the query",
+                                            "", "/* later */")),
+         expect_code="RAT-PRJ-007", expect_file=f"{P}/bronze/sql_comments/pipeline.sql", spec="building"),
+    # runtime: Spark errors carry the line of pipeline.sql
+    Case("sql-syntax-error", "SQL",
+         pipe("bronze", "sql_syntax", sql("-- @merge_strategy: full_refresh", "SELECT id",
+                                          "FROM VALUES (1), (2) AS t(id)", "WHERE id = = 1")),
+         batch="main", pipeline=_key("sql_syntax"), expect_code="RAT-SQL-001",
+         expect_file=f"{P}/bronze/sql_syntax/pipeline.sql", expect_line=4, spec="building"),
+    Case("sql-unknown-column", "SQL",
+         pipe("bronze", "sql_column", sql("-- @merge_strategy: full_refresh", "SELECT",
+                                          "    id,", "    amount_eur", "FROM VALUES (1, 2.5) AS t(id, amount)")),
+         batch="main", pipeline=_key("sql_column"), expect_code="RAT-SQL-001",
+         expect_file=f"{P}/bronze/sql_column/pipeline.sql", expect_line=4, spec="building"),
+    Case("sql-bad-cast-ansi", "SQL",
+         pipe("bronze", "sql_cast", sql("-- @merge_strategy: full_refresh", "SELECT id,",
+                                        "    CAST(code AS INT) AS code", "FROM VALUES (1, 'x1') AS t(id, code)")),
+         batch="main", pipeline=_key("sql_cast"), expect_code="RAT-SQL-001",
+         expect_file=f"{P}/bronze/sql_cast/pipeline.sql", expect_line=3, spec="building"),
+    Case("sql-division-by-zero", "SQL",
+         pipe("bronze", "sql_div", sql("-- @merge_strategy: full_refresh", "SELECT id,",
+                                       "    total / (id - 1) AS share", "FROM VALUES (1, 10) AS t(id, total)")),
+         batch="main", pipeline=_key("sql_div"), expect_code="RAT-SQL-001",
+         expect_file=f"{P}/bronze/sql_div/pipeline.sql", expect_line=3, spec="building"),
+    Case("sql-unknown-function", "SQL",
+         pipe("bronze", "sql_func", sql("-- @merge_strategy: full_refresh", "SELECT id,",
+                                        "    frobnicate(id) AS f", "FROM VALUES (1) AS t(id)")),
+         batch="main", pipeline=_key("sql_func"), expect_code="RAT-SQL-001",
+         expect_file=f"{P}/bronze/sql_func/pipeline.sql", expect_line=3, spec="building"),
+    Case("sql-error-line-through-template", "SQL",
+         pipe("bronze", "sql_tpl_line", sql("-- @merge_strategy: full_refresh", "SELECT id",
+                                            "{%- if true %}", "  , 1 AS one", "{%- endif %}",
+                                            "  , missing_col", "FROM VALUES (1) AS t(id)")),
+         batch="main", pipeline=_key("sql_tpl_line"), expect_code="RAT-SQL-001",
+         expect_file=f"{P}/bronze/sql_tpl_line/pipeline.sql", expect_line=6, spec="building",
+         notes="whitespace control moves the SQL up two lines: the error is on template line 6, SQL line 4"),
+    # runtime: results the write phase refuses
+    Case("sql-unique-key-missing", "SQL",
+         pipe("bronze", "wrt_key", sql("-- @merge_strategy: incremental", "-- @unique_key: order_id",
+                                       "SELECT 1 AS id, 'a' AS status")),
+         batch="main", pipeline=_key("wrt_key"), expect_code="RAT-WRT-001",
+         expect_file=f"{P}/bronze/wrt_key/pipeline.sql"),
+    Case("sql-watermark-missing", "SQL",
+         pipe("bronze", "wrt_watermark", sql("-- @merge_strategy: incremental", "-- @unique_key: id",
+                                             "-- @watermark_column: updated_at", "SELECT 1 AS id, 'a' AS status")),
+         batch="main", pipeline=_key("wrt_watermark"), expect_code="RAT-WRT-002",
+         expect_file=f"{P}/bronze/wrt_watermark/pipeline.sql"),
+    Case("sql-null-typed-column", "SQL",
+         pipe("bronze", "wrt_null", sql("-- @merge_strategy: full_refresh", "SELECT 1 AS id, NULL AS note")),
+         batch="main", pipeline=_key("wrt_null"), expect_code="RAT-WRT-004",
+         expect_file=f"{P}/bronze/wrt_null/pipeline.sql"),
+    Case("sql-duplicate-columns", "SQL",
+         pipe("bronze", "wrt_dup", sql("-- @merge_strategy: full_refresh", "SELECT 1 AS id, 2 AS ID")),
+         batch="main", pipeline=_key("wrt_dup"), expect_code="RAT-WRT-005",
+         expect_file=f"{P}/bronze/wrt_dup/pipeline.sql"),
+
+    # ------------------------------------------------------------------------------------------ names
+    Case("name-uppercase", "names", pipe("bronze", "RawOrders", "SELECT 1 AS id\n"),
+         expect_code="RAT-PRJ-001", expect_file=f"{P}/bronze/RawOrders"),
+    Case("name-space", "names", pipe("bronze", "raw orders", "SELECT 1 AS id\n"),
+         expect_code="RAT-PRJ-001", expect_file=f"{P}/bronze/raw orders"),
+    Case("name-unicode", "names", pipe("bronze", "commandes_reçues", "SELECT 1 AS id\n"),
+         expect_code="RAT-PRJ-001", expect_file=f"{P}/bronze/commandes_reçues"),
+    Case("name-too-long", "names", pipe("bronze", "a" * 129, "SELECT 1 AS id\n"),
+         expect_code="RAT-PRJ-001", expect_file=f"{P}/bronze/{'a' * 129}"),
+    Case("name-leading-digit", "names", pipe("bronze", "2024_orders", "SELECT 1 AS id\n"),
+         expect_code="RAT-PRJ-001", expect_file=f"{P}/bronze/2024_orders"),
+    Case("name-dot", "names", pipe("bronze", "raw.orders", "SELECT 1 AS id\n"),
+         expect_code="RAT-PRJ-001", expect_file=f"{P}/bronze/raw.orders",
+         notes="a dot would make the table key shop.bronze.raw.orders ambiguous"),
+    Case("name-shell-metacharacters", "names", pipe("bronze", "x;rm -rf $HOME", "SELECT 1 AS id\n"),
+         expect_code="RAT-PRJ-001", expect_file=f"{P}/bronze/x;rm -rf $HOME"),
+    Case("name-namespace-uppercase", "names", {"Shop2/pipelines/bronze/x/pipeline.sql": "SELECT 1 AS id\n"},
+         expect_code="RAT-PRJ-001", expect_file="Shop2"),
+    Case("name-unknown-layer", "names", {f"{P}/platinum/x/pipeline.sql": "SELECT 1 AS id\n"},
+         expect_code="RAT-PRJ-002", expect_file=f"{P}/platinum"),
+    Case("name-invalid-zone-name", "names", zone_pipe("name_zone", "Orders 2024"),
+         expect_code="RAT-PRJ-001", expect_file=f"{P}/bronze/name_zone/pipeline.sql"),
+
+    # ------------------------------------------------------------------------------------------ landing files
+    Case("lnd-mixed-formats", "landing files",
+         _merge(zone_pipe("lnd_mixed", "mixed"), {f"{L}/mixed/m1.csv": _csv("id", "1"),
+                                                   f"{L}/mixed/m2.jsonl": '{"id": 2}\n'}),
+         batch="main", pipeline=_key("lnd_mixed"), expect_code="RAT-LND-003", expect_file=f"{L}/mixed"),
+    Case("lnd-unsupported-extension", "landing files",
+         _merge(zone_pipe("lnd_xlsx", "sheets"), {f"{L}/sheets/s1.csv": _csv("id", "1"),
+                                                   f"{L}/sheets/report.xlsx": b"PK\x03\x04" + PNG_GARBAGE}),
+         batch="main", pipeline=_key("lnd_xlsx"), expect_code="RAT-LND-004",
+         expect_file=f"{L}/sheets/report.xlsx"),
+    Case("lnd-only-ignored-files", "landing files",
+         _merge(zone_pipe("lnd_ignored", "ignored_only"), {f"{L}/ignored_only/_samples/s.csv": _csv("id", "1"),
+                                                           f"{L}/ignored_only/.hidden.csv": _csv("id", "2"),
+                                                           f"{L}/ignored_only/draft.csv~": _csv("id", "3")}),
+         batch="main", pipeline=_key("lnd_ignored"), expect_code="RAT-LND-002", expect_file=f"{L}/ignored_only"),
+    Case("lnd-csv-header-reordered", "landing files",
+         _merge(zone_pipe("lnd_reorder", "reorder", "CAST(id AS INT) AS id, CAST(name AS STRING) AS name"),
+                {f"{L}/reorder/f1.csv": _csv("id,name", "1,ann", "2,bob"),
+                 f"{L}/reorder/f2.csv": _csv("name,id", "cid,3")}),
+         batch="main", pipeline=_key("lnd_reorder"), expect_status="success",
+         expect_rows=({"id": 1, "name": "ann"}, {"id": 2, "name": "bob"}, {"id": 3, "name": "cid"}),
+         spec="building", notes="columns load by name, not by position"),
+    Case("lnd-csv-other-columns", "landing files",
+         _merge(zone_pipe("lnd_othercols", "othercols"),
+                {f"{L}/othercols/a1.csv": _csv("id,name", "1,ann"), f"{L}/othercols/a2.csv": _csv("id,name", "2,bob"),
+                 f"{L}/othercols/a3.csv": _csv("id,name,extra", "3,cid,x")}),
+         batch="main", pipeline=_key("lnd_othercols"), expect_code="RAT-LND-006",
+         expect_file=f"{L}/othercols/a3.csv", expect_line=1, spec="building"),
+    Case("lnd-csv-duplicate-header", "landing files",
+         _merge(zone_pipe("lnd_duphead", "dupheader"), {f"{L}/dupheader/d1.csv": _csv("id,name,id", "1,ann,2")}),
+         batch="main", pipeline=_key("lnd_duphead"), expect_code="RAT-LND-006",
+         expect_file=f"{L}/dupheader/d1.csv", expect_line=1, spec="building"),
+    Case("lnd-csv-too-few-fields", "landing files",
+         _merge(zone_pipe("lnd_few", "fewfields"),
+                {f"{L}/fewfields/f1.csv": _csv("id,name,qty", "1,ann,3", "2,bob", "3,cid,5")}),
+         batch="main", pipeline=_key("lnd_few"), expect_code="RAT-LND-007",
+         expect_file=f"{L}/fewfields/f1.csv", expect_line=3, spec="building"),
+    Case("lnd-csv-too-many-fields", "landing files",
+         _merge(zone_pipe("lnd_many", "manyfields"),
+                {f"{L}/manyfields/f1.csv": _csv("id,name", "1,ann", "2,bob", "3,cid,surplus")}),
+         batch="main", pipeline=_key("lnd_many"), expect_code="RAT-LND-007",
+         expect_file=f"{L}/manyfields/f1.csv", expect_line=4, spec="building"),
+    Case("lnd-jsonl-invalid-line", "landing files",
+         _merge(zone_pipe("lnd_badjson", "badjson"),
+                {f"{L}/badjson/j1.jsonl": '{"id": 1, "name": "ann"}\n{"id": 2, "name": "bob"\n'
+                                          '{"id": 3, "name": "cid"}\n'}),
+         batch="main", pipeline=_key("lnd_badjson"), expect_code="RAT-LND-007",
+         expect_file=f"{L}/badjson/j1.jsonl", expect_line=2, spec="building"),
+    Case("lnd-csv-binary-garbage", "landing files",
+         _merge(zone_pipe("lnd_binary", "binarycsv"),
+                {f"{L}/binarycsv/a_ok.csv": _csv("id,name", "1,ann"), f"{L}/binarycsv/b_image.csv": PNG_GARBAGE}),
+         batch="main", pipeline=_key("lnd_binary"), expect_code="RAT-LND-008",
+         expect_file=f"{L}/binarycsv/b_image.csv", spec="building"),
+    Case("lnd-csv-not-utf8", "landing files",
+         _merge(zone_pipe("lnd_latin1", "latin1"),
+                {f"{L}/latin1/l1.csv": "id,name\n1,José\n2,Zoë\n".encode("latin-1")}),
+         batch="main", pipeline=_key("lnd_latin1"), expect_code="RAT-LND-008",
+         expect_file=f"{L}/latin1/l1.csv", spec="building"),
+    Case("lnd-jsonl-binary-garbage", "landing files",
+         _merge(zone_pipe("lnd_binjson", "binjson"),
+                {f"{L}/binjson/a_ok.jsonl": '{"id": 1}\n', f"{L}/binjson/b_blob.jsonl": ELF_GARBAGE}),
+         batch="main", pipeline=_key("lnd_binjson"), expect_code="RAT-LND-008",
+         expect_file=f"{L}/binjson/b_blob.jsonl", spec="building"),
+    Case("lnd-parquet-damaged", "landing files",
+         _merge(zone_pipe("lnd_damaged", "damagedpq"),
+                {f"{L}/damagedpq/p1.parquet": GOOD_PQ, f"{L}/damagedpq/p2.parquet": GOOD_PQ[: len(GOOD_PQ) // 2]}),
+         batch="main", pipeline=_key("lnd_damaged"), expect_code="RAT-LND-008",
+         expect_file=f"{L}/damagedpq/p2.parquet", spec="building"),
+    Case("lnd-parquet-conflicting-types", "landing files",
+         _merge(zone_pipe("lnd_pqtypes", "pqtypes"),
+                {f"{L}/pqtypes/p1.parquet": parquet_bytes({"id": pa.array([1], pa.int64())}),
+                 f"{L}/pqtypes/p2.parquet": parquet_bytes({"id": pa.array([2], pa.int64())}),
+                 f"{L}/pqtypes/p3.parquet": parquet_bytes({"id": pa.array(["three"], pa.string())})}),
+         batch="main", pipeline=_key("lnd_pqtypes"), expect_code="RAT-LND-006",
+         expect_file=f"{L}/pqtypes/p3.parquet", spec="building"),
+    Case("lnd-csv-zero-bytes", "landing files",
+         _merge(zone_pipe("lnd_emptycsv", "emptycsv"),
+                {f"{L}/emptycsv/c1.csv": _csv("id,name", "1,ann"), f"{L}/emptycsv/c2.csv": b""}),
+         batch="main", pipeline=_key("lnd_emptycsv"), expect_status="success",
+         expect_notes=("RAT-LND-009", "c2.csv"), expect_row_count=1, spec="building"),
+    Case("lnd-parquet-zero-bytes", "landing files",
+         _merge(zone_pipe("lnd_emptypq", "emptypq"),
+                {f"{L}/emptypq/p1.parquet": GOOD_PQ, f"{L}/emptypq/p2.parquet": b""}),
+         batch="main", pipeline=_key("lnd_emptypq"), expect_status="success",
+         expect_notes=("RAT-LND-009", "p2.parquet"), expect_row_count=2, spec="building"),
+    Case("lnd-file-name-colon", "landing files",
+         _merge(zone_pipe("lnd_colon", "name_colon"),
+                {f"{L}/name_colon/2024-01-01T10:00:00.csv": _csv("id,name", "1,ann", "2,bob")}),
+         batch="main", pipeline=_key("lnd_colon"), expect_status="success", expect_row_count=2, spec="building"),
+    Case("lnd-file-name-glob-brackets", "landing files",
+         _merge(zone_pipe("lnd_brackets", "name_brackets"),
+                {f"{L}/name_brackets/[1].csv": _csv("id,name", "1,ann", "2,bob"),
+                 f"{L}/name_brackets/1.csv": _csv("id,name", "3,cid")}),
+         batch="main", pipeline=_key("lnd_brackets", ), expect_status="success",
+         expect_rows=({"id": 1, "name": "ann"}, {"id": 2, "name": "bob"}, {"id": 3, "name": "cid"}),
+         spec="building", notes="as a glob, [1].csv would match 1.csv: each file must be read exactly once"),
+    Case("lnd-file-name-glob-star", "landing files",
+         _merge(zone_pipe("lnd_star", "name_star"),
+                {f"{L}/name_star/a*b?.csv": _csv("id,name", "1,ann"),
+                 f"{L}/name_star/axxbz.csv": _csv("id,name", "2,bob")}),
+         batch="main", pipeline=_key("lnd_star"), expect_status="success",
+         expect_rows=({"id": 1, "name": "ann"}, {"id": 2, "name": "bob"}), spec="building"),
+    Case("lnd-file-name-space-unicode-percent", "landing files",
+         _merge(zone_pipe("lnd_unicode", "name_unicode"),
+                {f"{L}/name_unicode/données du jour 100%.csv": _csv("id,name", "1,ann", "2,bob", "3,cid")}),
+         batch="main", pipeline=_key("lnd_unicode"), expect_status="success", expect_row_count=3,
+         spec="building"),
+    Case("lnd-bad-rows-skip", "landing files",
+         _merge(zone_pipe("lnd_skip_csv", "skip_csv"),
+                {f"{L}/skip_csv/s1.csv": _csv("id,name", "1,ann", "2,bob,surplus", "3,cid")}),
+         batch="selected", pipeline=_key("lnd_skip_csv"), expect_status="success",
+         expect_notes=("RAT-LND-007", "1"), expect_rows=({"id": 1, "name": "ann"}, {"id": 3, "name": "cid"}),
+         spec="building"),
+    Case("lnd-bad-rows-skip-jsonl", "landing files",
+         _merge(zone_pipe("lnd_skip_json", "skip_json"),
+                {f"{L}/skip_json/s1.jsonl": '{"id": 1}\n{"id": 2\n{"id": 3}\n{oops}\n'}),
+         batch="selected", pipeline=_key("lnd_skip_json"), expect_status="success",
+         expect_notes=("RAT-LND-007", "2"), expect_rows=({"id": 1}, {"id": 3}), spec="building"),
+    Case("lnd-columns-union", "landing files",
+         _merge(zone_pipe("lnd_union", "union_csv"),
+                {f"{L}/union_csv/u1.csv": _csv("id,name", "1,ann"), f"{L}/union_csv/u2.csv": _csv("id,city", "2,Oslo")}),
+         batch="selected", pipeline=_key("lnd_union"), expect_status="success",
+         expect_rows=({"id": 1, "name": "ann", "city": None}, {"id": 2, "name": None, "city": "Oslo"}),
+         spec="building"),
+
+    # ------------------------------------------------------------------------------------------ landing ledger
+    Case("ledger-reset-reloads", "landing ledger", batch="main", pipeline=_key("raw_events_reset"),
+         expect_status="success", expect_row_count=8, spec="building",
+         notes="e1.jsonl (4 rows) was loaded by the base run; the batch's `ratui landing reset events_reset "
+               "e1.jsonl` makes it loadable again, so the run is not skipped and appends it again"),
+    Case("ledger-full-refresh-new-files", "landing ledger",
+         {f"{L}/refresh_new/r2.jsonl": '{"id": 4, "note": "new4"}\n{"id": 5, "note": "new5"}\n'},
+         batch="selected", pipeline=_key("refresh_new"), expect_status="success",
+         expect_row_count=5, spec="building", notes="r1 (3 rows, loaded by the base run) + r2 (2 rows, new)"),
+    Case("ledger-full-refresh-archived-files", "landing ledger",
+         {f"{L}/refresh_archive/a2.csv": _csv("id,note", "4,arch4", "5,arch5")},
+         batch="selected", pipeline=_key("refresh_archive"), expect_status="success", expect_row_count=5, spec="building",
+         notes="a1 (3 rows) is in _processed/ since the base run; a2 (2 rows) is new"),
+    Case("ledger-full-refresh-file-deleted", "landing ledger",
+         {f"{L}/gone_zone/g2.csv": _csv("id,note", "4,gone4")}, delete=(f"{L}/gone_zone/g1.csv",),
+         batch="selected", pipeline=_key("refresh_gone_zone"), expect_code="RAT-LND-005", expect_file=f"{L}/gone_zone/g1.csv", spec="building"),
+    Case("ledger-full-refresh-processed-file-deleted", "landing ledger",
+         {f"{L}/gone_archive/h2.csv": _csv("id,note", "4,garch4")}, prepare=_delete_processed("gone_archive"),
+         batch="selected", pipeline=_key("refresh_gone_archive"), expect_code="RAT-LND-005", expect_file="h1.csv", spec="building",
+         notes="the ledger says h1.csv was archived under _processed/{run}/; it is gone"),
+
+    # ------------------------------------------------------------------------------------------ schema changes
+    Case("schema-string-to-int", "schema changes",
+         pipe("bronze", "schema_str2int", sql("-- @merge_strategy: append_only",
+                                              "SELECT * FROM VALUES (3, 30) AS t(id, code)")),
+         batch="main", pipeline=_key("schema_str2int"), expect_code="RAT-WRT-003",
+         expect_file=f"{P}/bronze/schema_str2int/pipeline.sql"),
+    Case("schema-int-to-string", "schema changes",
+         pipe("bronze", "schema_int2str", sql("-- @merge_strategy: append_only",
+                                              "SELECT * FROM VALUES (3, 'thirty') AS t(id, qty)")),
+         batch="main", pipeline=_key("schema_int2str"), expect_code="RAT-WRT-003",
+         expect_file=f"{P}/bronze/schema_int2str/pipeline.sql"),
+    Case("schema-timestamp-to-date", "schema changes",
+         pipe("bronze", "schema_ts2date", sql("-- @merge_strategy: append_only",
+                                              "SELECT 2 AS id, DATE '2024-01-02' AS seen_at")),
+         batch="main", pipeline=_key("schema_ts2date"), expect_code="RAT-WRT-003",
+         expect_file=f"{P}/bronze/schema_ts2date/pipeline.sql"),
+    Case("schema-boolean-to-int", "schema changes",
+         pipe("bronze", "schema_bool2int", sql("-- @merge_strategy: append_only", "SELECT 2 AS id, 1 AS flag")),
+         batch="main", pipeline=_key("schema_bool2int"), expect_code="RAT-WRT-003",
+         expect_file=f"{P}/bronze/schema_bool2int/pipeline.sql"),
+    Case("schema-key-type-change", "schema changes",
+         pipe("bronze", "schema_key_type", sql("-- @merge_strategy: incremental", "-- @unique_key: id",
+                                               "SELECT * FROM VALUES (3, 3) AS t(id, v)")),
+         batch="main", pipeline=_key("schema_key_type"), expect_code="RAT-WRT-003",
+         expect_file=f"{P}/bronze/schema_key_type/pipeline.sql"),
+    Case("schema-added-column-evolves", "schema changes",
+         pipe("bronze", "schema_add_col", sql("-- @merge_strategy: append_only",
+                                              "SELECT 2 AS id, 'b' AS code, CAST(9.5 AS DOUBLE) AS score")),
+         batch="main", pipeline=_key("schema_add_col"), expect_status="success",
+         expect_rows=({"id": 1, "code": "a", "score": None}, {"id": 2, "code": "b", "score": 9.5})),
+    Case("schema-int-widens-to-long", "schema changes",
+         pipe("bronze", "schema_widen", sql("-- @merge_strategy: append_only",
+                                            "SELECT CAST(2 AS INT) AS id, CAST(5000000000 AS BIGINT) AS qty")),
+         batch="main", pipeline=_key("schema_widen"), expect_status="success",
+         expect_rows=({"id": 1, "qty": 7}, {"id": 2, "qty": 5000000000})),
+    Case("schema-full-refresh-rebuilds", "schema changes",
+         pipe("bronze", "schema_rebuild", sql("-- @merge_strategy: full_refresh",
+                                              "SELECT * FROM VALUES (1, 100) AS t(id, code)")),
+         batch="main", pipeline=_key("schema_rebuild"), expect_status="success",
+         expect_rows=({"id": 1, "code": 100},)),
+
+    # ------------------------------------------------------------------------------------------ quality tests
+    Case("quality-bad-severity", "quality tests",
+         {f"{P}/silver/orders/tests/quality/sev.sql": sql("-- @severity: fatal", "SELECT * FROM {{ this }}")},
+         expect_code="RAT-CFG-005", expect_file=f"{P}/silver/orders/tests/quality/sev.sql", expect_line=1),
+    Case("quality-unknown-annotation", "quality tests",
+         {f"{P}/silver/orders/tests/quality/owner.sql": sql("-- @severity: warn", "-- @owner: data-team",
+                                                            "SELECT * FROM {{ this }} WHERE amount < 0")},
+         expect_code="RAT-CFG-002", expect_file=f"{P}/silver/orders/tests/quality/owner.sql", expect_line=2),
+    Case("quality-empty-file", "quality tests", {f"{P}/silver/orders/tests/quality/todo.sql": "\n\n"},
+         expect_code="RAT-PRJ-007", expect_file=f"{P}/silver/orders/tests/quality/todo.sql", spec="building"),
+    Case("quality-ref-unknown-table", "quality tests",
+         {f"{P}/silver/orders/tests/quality/orphans.sql": sql(
+             "SELECT * FROM {{ this }}", "WHERE customer_id NOT IN (SELECT id FROM {{ ref('bronze.customerz') }})")},
+         expect_code="RAT-DAG-002", expect_file=f"{P}/silver/orders/tests/quality/orphans.sql", expect_line=2,
+         spec="building"),
+    Case("quality-table-without-ref", "quality tests",
+         {f"{P}/silver/orders/tests/quality/reconcile.sql": sql(
+             "SELECT o.* FROM {{ this }} AS o", "LEFT JOIN bronze.raw_orders AS r ON r.order_id = o.order_id",
+             "WHERE r.order_id IS NULL")},
+         expect_code="RAT-DAG-006", expect_file=f"{P}/silver/orders/tests/quality/reconcile.sql", expect_line=2,
+         spec="building"),
+    Case("quality-template-syntax", "quality tests",
+         {f"{P}/silver/orders/tests/quality/broken.sql": sql("-- @severity: error",
+                                                             "SELECT * FROM {{ this } WHERE amount < 0")},
+         expect_code="RAT-TPL-001", expect_file=f"{P}/silver/orders/tests/quality/broken.sql", expect_line=2),
+    Case("quality-error-finds-rows", "quality tests",
+         _merge(pipe("bronze", "q_gate", sql("-- @merge_strategy: full_refresh",
+                                             "SELECT * FROM VALUES (1, 5), (2, -5) AS t(id, amount)")),
+                {f"{P}/bronze/q_gate/tests/quality/no_negative.sql": sql(
+                    "-- @severity: error", "SELECT * FROM {{ this }} WHERE amount < 0")}),
+         batch="main", pipeline=_key("q_gate"), expect_code="RAT-RUN-003",
+         expect_file=f"{P}/bronze/q_gate/tests/quality/no_negative.sql"),
+    Case("quality-sql-error", "quality tests",
+         _merge(pipe("bronze", "q_sqlerr", sql("-- @merge_strategy: full_refresh", "SELECT 1 AS id")),
+                {f"{P}/bronze/q_sqlerr/tests/quality/typo.sql": sql("SELECT * FROM {{ this }}",
+                                                                    "WHERE amout < 0")}),
+         batch="main", pipeline=_key("q_sqlerr"), expect_code="RAT-RUN-003",
+         expect_file=f"{P}/bronze/q_sqlerr/tests/quality/typo.sql"),
+    Case("quality-warn-finds-rows", "quality tests",
+         _merge(pipe("bronze", "q_warn", sql("-- @merge_strategy: full_refresh",
+                                             "SELECT * FROM VALUES (1, 5), (2, -5) AS t(id, amount)")),
+                {f"{P}/bronze/q_warn/tests/quality/negative.sql": sql(
+                    "-- @severity: warn", "SELECT * FROM {{ this }} WHERE amount < 0")}),
+         batch="main", pipeline=_key("q_warn"), expect_status="success", expect_warnings=1, expect_row_count=2),
+
+    # ------------------------------------------------------------------------------------------ path escapes
+    Case("path-pipeline-folder-symlink-out", "path escapes",
+         symlinks={f"{P}/bronze/escaped": "{outside}/escaped"},
+         outside={"escaped/pipeline.sql": "SELECT 1 AS id\n"},
+         expect_code="RAT-PTH-001", expect_file=f"{P}/bronze/escaped", spec="building"),
+    Case("path-pipeline-sql-symlink-out", "path escapes",
+         {f"{P}/bronze/pth_sql/config.yaml": "merge_strategy: full_refresh\n"},
+         symlinks={f"{P}/bronze/pth_sql/pipeline.sql": "{outside}/pipeline.sql"},
+         outside={"pipeline.sql": "SELECT 1 AS id\n"},
+         expect_code="RAT-PTH-001", expect_file=f"{P}/bronze/pth_sql/pipeline.sql", spec="building"),
+    Case("path-config-yaml-symlink-out", "path escapes",
+         pipe("bronze", "pth_cfg", "SELECT 1 AS id\n"),
+         symlinks={f"{P}/bronze/pth_cfg/config.yaml": "{outside}/config.yaml"},
+         outside={"config.yaml": "merge_strategy: full_refresh\n"},
+         expect_code="RAT-PTH-001", expect_file=f"{P}/bronze/pth_cfg/config.yaml", spec="building"),
+    Case("path-quality-test-symlink-out", "path escapes",
+         symlinks={f"{P}/silver/orders/tests/quality/shared.sql": "{outside}/shared.sql"},
+         outside={"shared.sql": "SELECT * FROM {{ this }} WHERE amount < 0\n"},
+         expect_code="RAT-PTH-001", expect_file=f"{P}/silver/orders/tests/quality/shared.sql", spec="building"),
+    Case("path-zone-folder-symlink-out", "path escapes", zone_pipe("pth_zone", "ext_zone"),
+         symlinks={f"{L}/ext_zone": "{outside}/zone"}, outside={"zone/x.csv": _csv("id", "1")},
+         expect_code="RAT-PTH-001", expect_file=f"{L}/ext_zone", spec="building"),
+    Case("path-landing-file-symlink-out", "path escapes",
+         _merge(zone_pipe("pth_file", "pth_files"), {f"{L}/pth_files/ok.csv": _csv("id", "1")}),
+         symlinks={f"{L}/pth_files/secret.csv": "{outside}/secret.csv"}, outside={"secret.csv": _csv("id", "2")},
+         expect_code="RAT-PTH-001", expect_file=f"{L}/pth_files/secret.csv", spec="building"),
+    Case("path-landing-file-symlink-absolute", "path escapes",
+         _merge(zone_pipe("pth_abs", "pth_abs"), {f"{L}/pth_abs/ok.csv": _csv("id", "1")}),
+         symlinks={f"{L}/pth_abs/passwd.csv": "/etc/passwd"},
+         expect_code="RAT-PTH-001", expect_file=f"{L}/pth_abs/passwd.csv", spec="building"),
+    Case("path-landing-zone-dotdot", "path escapes", zone_pipe("pth_dotdot", "../orders"),
+         expect_code="RAT-PRJ-001", expect_file=f"{P}/bronze/pth_dotdot/pipeline.sql"),
+    Case("path-ref-dotdot", "path escapes",
+         pipe("silver", "pth_ref", sql("SELECT * FROM {{ ref('../../etc.passwd') }}")),
+         expect_code="RAT-TPL-003", expect_file=f"{P}/silver/pth_ref/pipeline.sql", expect_line=1),
+    Case("path-symlinks-inside-are-fine", "path escapes",
+         _merge(zone_pipe("pth_inside", "linked_orders"),
+                {f"{NS}/shared/inside.sql": sql("-- @merge_strategy: full_refresh", "SELECT 1 AS id")}),
+         symlinks={f"{L}/linked_orders": "orders", f"{P}/bronze/pth_inside_sql/pipeline.sql": "{root}/shop/shared/inside.sql"},
+         expect_exit=0, spec="building",
+         notes="a zone folder and a pipeline.sql symlinked to places inside the project compile"),
+    Case("path-allow-outside-compiles", "path escapes",
+         _merge(zone_pipe("pth_allowed", "ext_allowed"),
+                {"ratui.yaml": BASE_SETTINGS + "paths:\n  allow_outside:\n    - {outside}\n"}),
+         symlinks={f"{L}/ext_allowed": "{outside}/zone"}, outside={"zone/x.csv": _csv("id", "1")},
+         expect_exit=0, spec="building"),
+    Case("path-allow-outside-runs", "path escapes", zone_pipe("pth_allowed_run", "ext_allowed_run"),
+         symlinks={f"{L}/ext_allowed_run": "{outside}/zone_run"},
+         outside={"zone_run/x.csv": _csv("id,name", "1,ann", "2,bob")},
+         batch="selected", pipeline=_key("pth_allowed_run"), expect_status="success",
+         expect_rows=({"id": 1, "name": "ann"}, {"id": 2, "name": "bob"}), spec="building"),
+
+    # ------------------------------------------------------------------------------------------ moved projects
+    Case("moved-copy-reads-and-writes-only-itself", "moved projects", scenario="moved", expect_exit=0,
+         spec="building", notes="copy the base state, run there: the original's warehouse is untouched"),
+    Case("moved-original-deleted", "moved projects", scenario="moved", expect_exit=0, spec="building",
+         notes="copy the copy, delete the first copy: the second still queries and runs"),
+
+    # ------------------------------------------------------------------------------------------ unreadable files
+    Case("unreadable-pipeline-sql-not-utf8", "unreadable files",
+         pipe("bronze", "unr_latin1", "-- @description: café\nSELECT 1 AS id\n".encode("latin-1")),
+         expect_code="RAT-PRJ-006", expect_file=f"{P}/bronze/unr_latin1/pipeline.sql"),
+    Case("unreadable-config-yaml-not-utf8", "unreadable files",
+         _merge(pipe("bronze", "unr_cfg", "SELECT 1 AS id\n"),
+                {f"{P}/bronze/unr_cfg/config.yaml": "description: café\n".encode("latin-1")}),
+         expect_code="RAT-PRJ-006", expect_file=f"{P}/bronze/unr_cfg/config.yaml"),
+    Case("unreadable-ratui-yaml-not-utf8", "unreadable files",
+         {"ratui.yaml": (BASE_SETTINGS + "# réglages\n").encode("latin-1")},
+         expect_code="RAT-PRJ-006", expect_file="ratui.yaml"),
+    Case("unreadable-quality-test-not-utf8", "unreadable files",
+         {f"{P}/silver/orders/tests/quality/latin.sql": "-- ¿qué?\nSELECT * FROM {{ this }}\n".encode("latin-1")},
+         expect_code="RAT-PRJ-006", expect_file=f"{P}/silver/orders/tests/quality/latin.sql"),
+    Case("unreadable-pipeline-py-binary", "unreadable files", pipe("bronze", "unr_bin", ELF_GARBAGE, "pipeline.py"),
+         expect_code="RAT-PRJ-006", expect_file=f"{P}/bronze/unr_bin/pipeline.py"),
+    Case("unreadable-pipeline-sql-is-a-directory", "unreadable files",
+         {f"{P}/bronze/unr_dir/pipeline.sql/README.txt": "a folder where the file should be\n"},
+         expect_code="RAT-PRJ-006", expect_file=f"{P}/bronze/unr_dir/pipeline.sql", spec="building",
+         notes="today: RAT-PRJ-004 'has neither pipeline.sql nor pipeline.py', which hides the real problem"),
+    Case("unreadable-config-yaml-is-a-directory", "unreadable files",
+         _merge(pipe("bronze", "unr_cfgdir", "SELECT 1 AS id\n"),
+                {f"{P}/bronze/unr_cfgdir/config.yaml/README.txt": "a folder\n"}),
+         expect_code="RAT-PRJ-006", expect_file=f"{P}/bronze/unr_cfgdir/config.yaml", spec="building",
+         notes="today the folder is silently ignored"),
+    Case("unreadable-quality-test-is-a-directory", "unreadable files",
+         {f"{P}/silver/orders/tests/quality/folder.sql/README.txt": "a folder\n"},
+         expect_code="RAT-PRJ-006", expect_file=f"{P}/silver/orders/tests/quality/folder.sql"),
+    Case("unreadable-pipeline-sql-dangling-symlink", "unreadable files",
+         {f"{P}/bronze/unr_dangling/config.yaml": "merge_strategy: full_refresh\n"},
+         symlinks={f"{P}/bronze/unr_dangling/pipeline.sql": "moved_away.sql"},
+         expect_code="RAT-PRJ-006", expect_file=f"{P}/bronze/unr_dangling/pipeline.sql", spec="building"),
+    Case("unreadable-config-yaml-dangling-symlink", "unreadable files", pipe("bronze", "unr_cfglink", "SELECT 1 AS id\n"),
+         symlinks={f"{P}/bronze/unr_cfglink/config.yaml": "shared/config.yaml"},
+         expect_code="RAT-PRJ-006", expect_file=f"{P}/bronze/unr_cfglink/config.yaml", spec="building",
+         notes="today the dangling link is silently ignored"),
+    Case("unreadable-garbage-database", "unreadable files", argv=("runs",), prepare=_garbage_db,
+         expect_exit=(1, 2), expect_code="RAT-", fingerprint=False, spec="building",
+         notes="any coded error; the code is not specified"),
+
+    # ------------------------------------------------------------------------------------------ CLI misuse
+    Case("cli-unknown-command", "CLI misuse", argv=("frobnicate",), expect_code="RAT-CLI-001", spec="building"),
+    Case("cli-unknown-option", "CLI misuse", argv=("run", "--frobnicate"), expect_code="RAT-CLI-001",
+         spec="building"),
+    Case("cli-bad-status", "CLI misuse", argv=("runs", "--status", "exploded"), expect_code="RAT-CLI-001",
+         spec="building"),
+    Case("cli-limit-zero", "CLI misuse", argv=("runs", "--limit", "0"), expect_code="RAT-CLI-001", spec="building"),
+    Case("cli-limit-not-a-number", "CLI misuse", argv=("runs", "--limit", "many"), expect_code="RAT-CLI-001",
+         spec="building"),
+    Case("cli-landing-reset-without-zone", "CLI misuse", argv=("landing", "reset"), expect_code="RAT-CLI-001",
+         spec="building"),
+    Case("cli-query-without-sql", "CLI misuse", argv=("query",), expect_code="RAT-CLI-001", spec="building"),
+    Case("cli-show-unknown-run", "CLI misuse", argv=("show", "nosuch"), expect_code="RAT-RUN-004"),
+    Case("cli-cancel-unknown-run", "CLI misuse", argv=("cancel", "nosuch", "--wait", "0"), expect_code="RAT-RUN-004"),
+    Case("cli-project-without-ratui-yaml", "CLI misuse", argv=("run", "--project", "{empty}"),
+         expect_code="RAT-PRJ-005"),
+    Case("cli-unknown-selector", "CLI misuse", argv=("run", "--json", "raw_orderz"), expect_code="RAT-DAG-003"),
+    Case("cli-bad-selector-kind", "CLI misuse", argv=("run", "--json", "layr:silver"), expect_code="RAT-DAG-004"),
+    Case("cli-closed-pipe", "CLI misuse", argv=("runs", "--json", "--limit", "5000"), prepare=_seed_runs(1500),
+         scenario="closed_pipe", expect_exit=(0, 1, 120, 141, -13), spec="building",
+         notes="`ratui runs --json | head -1`: the reader goes away; no traceback"),
+
+    # ------------------------------------------------------------------------------------------ compile gate
+    Case("gate-run-reports-every-error", "compile gate",
+         _merge(pipe("bronze", "gate_a", sql("-- @merge_strategy: upsert", "SELECT 1 AS id")),
+                pipe("silver", "gate_b", sql("SELECT * FROM {{ ref('bronze.gate_a') }", ""))),
+         argv=RUN, expect_code="RAT-CFG-001", expect_file=f"{P}/bronze/gate_a/pipeline.sql", expect_line=1,
+         also=(("RAT-TPL-001", f"{P}/silver/gate_b/pipeline.sql"),)),
+    Case("gate-run-text-error-and-hint", "compile gate",
+         pipe("bronze", "gate_text", sql("-- @tags: daily", "-- @merge_strategy: upsert", "SELECT 1 AS id")),
+         argv=("run",), expect_code="RAT-CFG-001", expect_file=f"{P}/bronze/gate_text/pipeline.sql", expect_line=2),
+    Case("gate-unselected-broken-pipeline-warns", "compile gate",
+         pipe("bronze", "broken_elsewhere", sql("-- @merge_strategy: upsert", "SELECT 1 AS id")),
+         batch="selected", expect_status="success", expect_stderr=("warning:", "RAT-CFG-001", "broken_elsewhere"),
+         spec="building", notes="the batch selects its cases' pipelines; this broken one, outside the selection, is "
+                                "only a warning on stderr (also under --json) and the selected ones run"),
+
+    # ------------------------------------------------------------------------------------------ Python pipelines
+    Case("py-syntax-error", "Python pipelines",
+         pipe("bronze", "py_syntax", sql("# @merge_strategy: full_refresh", "", "", "def run(ctx)",
+                                         "    return ctx.sql('SELECT 1 AS id')"), "pipeline.py"),
+         expect_code="RAT-PY-002", expect_file=f"{P}/bronze/py_syntax/pipeline.py", expect_line=4, spec="building"),
+    Case("py-no-run-function", "Python pipelines",
+         pipe("bronze", "py_norun", sql("# @merge_strategy: full_refresh", "", "", "def build(ctx):",
+                                        "    return ctx.sql('SELECT 1 AS id')"), "pipeline.py"),
+         expect_code="RAT-PY-003", expect_file=f"{P}/bronze/py_norun/pipeline.py", spec="building"),
+    Case("py-run-not-a-function", "Python pipelines",
+         pipe("bronze", "py_runvar", sql("# @merge_strategy: full_refresh", "run = 'SELECT 1 AS id'"), "pipeline.py"),
+         expect_code="RAT-PY-003", expect_file=f"{P}/bronze/py_runvar/pipeline.py", spec="building"),
+    Case("py-both-pipeline-files", "Python pipelines",
+         _merge(pipe("bronze", "py_both", "SELECT 1 AS id\n"),
+                pipe("bronze", "py_both", "def run(ctx):\n    return ctx.sql('SELECT 1 AS id')\n", "pipeline.py")),
+         expect_code="RAT-PRJ-003", expect_file=f"{P}/bronze/py_both"),
+    Case("py-ref-unknown-table", "Python pipelines",
+         pipe("silver", "py_ref", sql("def run(ctx):", "    return ctx.ref('bronze.raw_orderz')"), "pipeline.py"),
+         expect_code="RAT-DAG-002", expect_file=f"{P}/silver/py_ref/pipeline.py"),
+    Case("py-unknown-annotation", "Python pipelines",
+         pipe("bronze", "py_ann", sql("# @merge_stratgy: append_only", "def run(ctx):",
+                                      "    return ctx.sql('SELECT 1 AS id')"), "pipeline.py"),
+         expect_code="RAT-CFG-002", expect_file=f"{P}/bronze/py_ann/pipeline.py", expect_line=1),
+    Case("py-raises", "Python pipelines",
+         pipe("bronze", "py_raises", sql("# @merge_strategy: full_refresh", "", "", "def run(ctx):",
+                                         "    rows = ctx.sql('SELECT 1 AS id')",
+                                         "    raise ValueError('the upstream feed is empty')"), "pipeline.py"),
+         batch="main", pipeline=_key("py_raises"), expect_code="RAT-PY-001",
+         expect_file=f"{P}/bronze/py_raises/pipeline.py", expect_line=6, spec="building"),
+    Case("py-missing-import", "Python pipelines",
+         pipe("bronze", "py_import", sql("# @merge_strategy: full_refresh", "import ratui_corpus_no_such_module",
+                                         "", "", "def run(ctx):", "    return ctx.sql('SELECT 1 AS id')"),
+              "pipeline.py"),
+         batch="main", pipeline=_key("py_import"), expect_code="RAT-PY-001",
+         expect_file=f"{P}/bronze/py_import/pipeline.py", expect_line=2, spec="building"),
+    Case("py-raises-in-helper", "Python pipelines",
+         pipe("bronze", "py_helper", sql("# @merge_strategy: full_refresh", "", "", "def parse(value):",
+                                         "    return int(value)", "", "", "def run(ctx):",
+                                         "    parse('not a number')", "    return ctx.sql('SELECT 1 AS id')"),
+              "pipeline.py"),
+         batch="main", pipeline=_key("py_helper"), expect_code="RAT-PY-001",
+         expect_file=f"{P}/bronze/py_helper/pipeline.py", expect_line=5, spec="building",
+         notes="the innermost frame of the user's file"),
+    Case("py-returns-not-a-dataframe", "Python pipelines",
+         pipe("bronze", "py_list", sql("# @merge_strategy: full_refresh", "def run(ctx):",
+                                       "    return [{'id': 1}]"), "pipeline.py"),
+         batch="main", pipeline=_key("py_list"), expect_code="RAT-PY-003",
+         expect_file=f"{P}/bronze/py_list/pipeline.py", spec="building"),
+    Case("py-dataframe-fails-on-spark", "Python pipelines",
+         pipe("bronze", "py_lazy", sql("# @merge_strategy: full_refresh", "def run(ctx):",
+                                       "    return ctx.sql(\"SELECT CAST(s AS INT) AS id FROM VALUES ('x') AS t(s)\")"),
+              "pipeline.py"),
+         batch="main", pipeline=_key("py_lazy"), expect_code="RAT-PY-004",
+         expect_file=f"{P}/bronze/py_lazy/pipeline.py", spec="building",
+         notes="the DataFrame is lazy: it fails when Spark computes it, after run() returned"),
+    Case("py-sys-exit", "Python pipelines",
+         pipe("gold", "zz_py_exit", sql("# @merge_strategy: full_refresh", "import sys", "", "",
+                                        "def run(ctx):", "    sys.exit(1)"), "pipeline.py"),
+         batch="selected", pipeline=_key("zz_py_exit", "gold"), expect_code="RAT-PY-001",
+         expect_file=f"{P}/gold/zz_py_exit/pipeline.py", expect_line=6, spec="building",
+         notes="gold.zz_* runs last in its batch, and exit status 1 is the batch's own: a process that dies here "
+               "costs only this case its result"),
+]
+
+CASES_BY_ID = {c.id: c for c in CASES}
+assert len(CASES_BY_ID) == len(CASES), "case ids must be unique"

@@ -123,7 +123,13 @@ def data_files(table: Table) -> list[DataFile]:
     engine deleted by position or equality) is refused, never read with its deleted rows (RAT-CAT-008)."""
     if table.current_snapshot() is None:
         return []
-    tasks = list(table.scan().plan_files())
+    try:
+        tasks = list(table.scan().plan_files())
+    except ValueError as exc:  # PyIceberg refuses equality deletes itself
+        if "delete" not in str(exc).lower():
+            raise
+        raise RatuiError("RAT-CAT-008", f"table {'.'.join(table.name())} has equality delete files: "
+                         f"{str(exc).splitlines()[0]}") from None
     with_deletes = [t for t in tasks if t.delete_files]
     if with_deletes:
         raise RatuiError("RAT-CAT-008", f"table {'.'.join(table.name())} has {len(with_deletes)} data file(s) with "

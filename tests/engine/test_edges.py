@@ -385,3 +385,34 @@ def test_a_live_process_notices_a_dead_run_within_seconds(make_project, spark):
         assert console.history.get_run(run_id)["status"] == "failed"
     finally:
         console.stop_monitor()
+
+
+def test_a_table_with_delete_files_is_refused_not_read_with_its_deleted_rows(make_project, spark):
+    """Another engine deleted a row by position: ratui must not read the table as if the row were there."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
+    from pyiceberg.typedef import Record
+
+    root = make_project({"demo/pipelines/bronze/items/pipeline.sql": "SELECT * FROM VALUES (1), (2) AS t(id)\n",
+                         "demo/pipelines/silver/reader/pipeline.sql": "SELECT * FROM {{ ref('bronze.items') }}\n"})
+    engine = Engine(root)
+    assert run_one(engine, "demo.bronze.items").status == "success"
+    table = engine.catalog.load_table("main", "demo.bronze.items")
+    target = table.scan().plan_files()[0].file.file_path
+    deletes = root / "demo/warehouse/bronze/items/data/other-engine-deletes.parquet"
+    schema = pa.schema([pa.field("file_path", pa.string(), False, {b"PARQUET:field_id": b"2147483546"}),
+                        pa.field("pos", pa.int64(), False, {b"PARQUET:field_id": b"2147483545"})])
+    pq.write_table(pa.table({"file_path": [target], "pos": [0]}, schema=schema), deletes)
+    entry = DataFile.from_args(content=DataFileContent.POSITION_DELETES, file_path=str(deletes),
+                               file_format=FileFormat.PARQUET, partition=Record(), record_count=1,
+                               file_size_in_bytes=deletes.stat().st_size)
+    entry.spec_id = 0
+    with table.transaction() as tx, tx.update_snapshot().fast_append() as snap:
+        snap.append_data_file(entry)
+    before = engine.catalog.table_pointers("main")
+
+    result = run_one(engine, "demo.silver.reader")
+    assert result.status == "failed"
+    assert result.error["code"] == "RAT-CAT-008" and "delete files" in result.error["message"]
+    assert engine.catalog.table_pointers("main") == before

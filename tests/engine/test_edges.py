@@ -416,3 +416,56 @@ def test_a_table_with_delete_files_is_refused_not_read_with_its_deleted_rows(mak
     assert result.status == "failed"
     assert result.error["code"] == "RAT-CAT-008" and "delete files" in result.error["message"]
     assert engine.catalog.table_pointers("main") == before
+
+
+def _age(folder: Path, days: int = 30) -> None:
+    import time
+
+    old = time.time() - days * 86400
+    for path in folder.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            os.utime(path, (old, old))
+
+
+def test_the_reaper_of_a_copied_project_keeps_every_file_its_main_reads(make_project, spark, tmp_path):
+    from ratui.engine.reaper import Reaper
+
+    root = make_project({"demo/pipelines/bronze/items/pipeline.sql": INCREMENTAL,
+                         "demo/landing/items/a.csv": "id,name\n1,a\n"})
+    engine = Engine(root)
+    assert run_one(engine, "demo.bronze.items").status == "success"
+    (root / "demo/landing/items/b.csv").write_text("id,name\n1,A\n2,b\n")
+    assert run_one(engine, "demo.bronze.items").status == "success"  # the first data file is now an orphan
+    copy = tmp_path / "moved"
+    shutil.copytree(root, copy)
+    shutil.rmtree(root)
+    _age(copy)
+    before = main_fingerprint(copy)
+    report = Reaper(Engine(copy)).run(tasks=["orphan_files"])
+    task = report.tasks["orphan_files"]
+    assert task.error is None and len(task.removed) >= 1  # the replaced file went ...
+    assert main_fingerprint(copy) == before  # ... and nothing main reads
+
+
+def test_the_reaper_never_deletes_outside_the_project(make_project, spark, tmp_path):
+    from ratui.engine.reaper import Reaper
+
+    root = make_project({"demo/pipelines/bronze/items/pipeline.sql": "SELECT 1 AS id\n",
+                         "demo/landing/zone/keep.txt": "x"})
+    engine = Engine(root)
+    assert run_one(engine, "demo.bronze.items").status == "success"
+    outside = tmp_path / "outside"
+    (outside / "files").mkdir(parents=True)
+    for name in ("a.parquet", "b.csv"):
+        (outside / "files" / name).write_text("precious")
+    (outside / "single.parquet").write_text("precious")
+    data = root / "demo/warehouse/bronze/items/data"
+    (data / "run-linked").symlink_to(outside / "files")
+    (data / "linked.parquet").symlink_to(outside / "single.parquet")
+    processed = root / "demo/landing/zone/_processed"
+    processed.mkdir()
+    (processed / "run-old").symlink_to(outside / "files")
+    _age(outside)
+    _age(root)
+    Reaper(engine).run(tasks=["orphan_files", "processed_files"])
+    assert sorted(p.name for p in outside.rglob("*") if p.is_file()) == ["a.parquet", "b.csv", "single.parquet"]

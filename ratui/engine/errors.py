@@ -94,6 +94,8 @@ CODES: dict[str, tuple[str, str]] = {
     "RAT-WRT-006": ("write failed", "See the run log; main is unchanged."),
     "RAT-WRT-007": ("invalid partitioning", "partition_by terms are column or transform(column) with identity, year, month, day (dates, timestamps) or hour (timestamps); a table partitioned differently is rebuilt with --full-refresh."),
     "RAT-WRT-008": ("partition column missing from the result", "The snapshot strategy replaces the partitions present in the result: the result must contain the partition_column."),
+    "RAT-WRT-010": ("unsupported column name", "Rename the column (AS name): a column name may not be empty or hold a "
+                    "backtick or a control character."),
     "RAT-WRT-009": ("SCD2 validity column clash", "The scd2 strategy adds the scd_valid_from / scd_valid_to columns itself: drop them from the result or name others with @scd_valid_from / @scd_valid_to."),
     # catalog
     "RAT-CAT-001": ("branch already exists", "Pick another name or delete the branch first."),

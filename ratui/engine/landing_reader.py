@@ -118,6 +118,10 @@ def csv_header(zf: ZoneFile) -> list[str]:
         if not name:
             raise RatuiError("RAT-LND-006", f"landing file '{zf.name}' has an empty column name (column {i})",
                              file=str(zf.path), line=1, hint="Give every column of the header a name.")
+        if "`" in name or any(ord(c) < 32 for c in name):
+            raise RatuiError("RAT-LND-006", f"landing file '{zf.name}' has a column name ratui cannot store: {name!r}",
+                             file=str(zf.path), line=1, hint="Rename the column in the file: no backticks or "
+                             "control characters in column names.")
         if name.lower() in seen:
             raise RatuiError("RAT-LND-006", f"landing file '{zf.name}' names column '{name}' twice",
                              file=str(zf.path), line=1,

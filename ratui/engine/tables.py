@@ -105,9 +105,22 @@ def iceberg_schema_of(spark_schema) -> Schema:
     return Schema(*fields)
 
 
+def column_name_problem(name: str) -> str | None:
+    if not name.strip():
+        return "is empty"
+    if "`" in name:
+        return "holds a backtick"
+    if any(ord(c) < 32 for c in name):
+        return "holds a control character"
+    return None
+
+
 def check_columns(spark_schema) -> None:
     seen: dict[str, str] = {}
     for f in spark_schema.fields:
+        problem = column_name_problem(f.name)
+        if problem:
+            raise RatuiError("RAT-WRT-010", f"column name {f.name!r} {problem}")
         low = f.name.lower()
         if low in seen:
             raise RatuiError("RAT-WRT-005", f"the result has two columns named '{seen[low]}' and '{f.name}'")

@@ -96,6 +96,15 @@ def _visible_dirs(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith((".", "__")))
 
 
+def _not_a_file(path: Path) -> RatuiError | None:
+    """A pipeline file, config.yaml or quality test that is there but cannot be read as a file."""
+    if path.is_symlink() and not path.exists():
+        return RatuiError("RAT-PRJ-006", f"{path.name} is a broken symlink (to {os.readlink(path)})", file=str(path))
+    if path.exists() and not path.is_file():
+        return RatuiError("RAT-PRJ-006", f"{path.name} is a folder, not a file", file=str(path))
+    return None
+
+
 def _escape(locations: ProjectLocations | None, path: Path, what: str) -> RatuiError | None:
     if locations is None:
         return None
@@ -153,7 +162,8 @@ def discover_pipeline(namespace: str, layer: str, folder: Path,
         return pipeline
     sql, py = folder / "pipeline.sql", folder / "pipeline.py"
     for path in (sql, py, folder / "config.yaml"):
-        escape = (path.exists() or path.is_symlink()) and _escape(locations, path, path.name)
+        problem = _not_a_file(path)
+        escape = problem or ((path.exists() or path.is_symlink()) and _escape(locations, path, path.name))
         if escape:
             pipeline.errors.append(escape)
             return pipeline

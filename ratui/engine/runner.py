@@ -492,6 +492,9 @@ class _Run:
                 error = RatuiError("RAT-RUN-002", f"{type(exc).__name__}: {_first_line(exc)}")
         finally:
             self._cleanup()
+        if error is not None and error.file is None and self.pipeline is not None and \
+                error.code.startswith(("RAT-WRT", "RAT-SQL", "RAT-PY", "RAT-CFG", "RAT-TPL")):
+            error.file = str(self.pipeline.file)  # what the pipeline produced is at fault: name its file
         if error is not None:
             self.log(str(error), "error" if status == "failed" else "warning")
         if status == "success" and self.pipeline is not None:
@@ -867,4 +870,6 @@ def _spark_error(exc: BaseException, code: str, file: Path, template: str | None
     line = spark_mod.error_line(exc)
     if line is not None and template is not None and sql is not None:
         line = line_mapper(template, sql)(line)
+    elif template is None:
+        line = None  # a line of SQL built in Python code, not of the file
     return RatuiError(code, spark_mod.error_message(exc), file=str(file), line=line)

@@ -51,6 +51,10 @@ def _check_names(env: jinja2.Environment, tree: nodes.Template, source: str, fil
         raise RatuiError("RAT-TPL-005" if unknown else "RAT-TPL-001",
                          f"template {'error' if unknown else 'syntax error'}: {exc.message}", file=str(file),
                          line=exc.lineno) from None
+    for test in tree.find_all(nodes.Test):  # Jinja only looks tests up while rendering
+        if test.name not in env.tests:
+            raise RatuiError("RAT-TPL-005", f"template error: no test named '{test.name}'", file=str(file),
+                             line=test.lineno, hint=did_you_mean(test.name, env.tests))
     known = set(CONTEXT_NAMES) | set(env.globals)
     undeclared = meta.find_undeclared_variables(tree) - known
     if undeclared:

@@ -62,8 +62,7 @@ class Batch:
 
     id: str
     argv: tuple[str, ...]  # the run (with `select`, its cases' pipelines are appended as selectors)
-    expect_exit: int
-    json: bool = True
+    expect_exit: int  # the argv must hold --json: results are read from its objects
     before: tuple[tuple[str, ...], ...] = ()  # CLI steps before the run (they start no JVM)
     settings: str | None = None  # replaces ratui.yaml
     select: bool = False  # select the pipelines of its cases by name (else: no selector, everything runs)
@@ -97,7 +96,7 @@ class Case:
     batch: str | None = None  # runtime: the batch it belongs to
     pipeline: str | None = None  # runtime: the table key whose run the case asserts
     expect_status: str = "failed"  # runtime
-    expect_notes: tuple[str, ...] = ()  # runtime: one note must contain all of these
+    expect_notes: tuple[str, ...] = ()  # runtime: one note starts with the first and holds the others ("re:" regex)
     expect_warnings: int | None = None  # runtime: quality warnings
     expect_rows: tuple[dict, ...] | None = None  # runtime: the table's rows on main afterwards (any order)
     expect_row_count: int | None = None
@@ -324,6 +323,10 @@ CASES: list[Case] = [
                                           "JOIN shop.bronze.raw_orders AS r ON r.order_id = o.order_id")),
          expect_code="RAT-DAG-006", expect_file=f"{P}/gold/sql_noref_ns/pipeline.sql", expect_line=4,
          spec="building"),
+    Case("sql-folder-without-pipeline-file", "SQL",
+         {f"{P}/bronze/sql_nofile/config.yaml": "merge_strategy: full_refresh\n",
+          f"{P}/bronze/sql_nofile/pipline.sql": "SELECT 1 AS id\n"},
+         expect_code="RAT-PRJ-004", expect_file=f"{P}/bronze/sql_nofile", notes="pipline.sql: a typo"),
     Case("sql-empty-file", "SQL", pipe("bronze", "sql_empty", ""),
          expect_code="RAT-PRJ-007", expect_file=f"{P}/bronze/sql_empty/pipeline.sql", spec="building"),
     Case("sql-comments-only", "SQL",
@@ -378,6 +381,10 @@ CASES: list[Case] = [
          pipe("bronze", "wrt_null", sql("-- @merge_strategy: full_refresh", "SELECT 1 AS id, NULL AS note")),
          batch="main", pipeline=_key("wrt_null"), expect_code="RAT-WRT-004",
          expect_file=f"{P}/bronze/wrt_null/pipeline.sql"),
+    Case("sql-column-name-backtick", "SQL",
+         pipe("bronze", "wrt_backtick", sql("-- @merge_strategy: full_refresh", "SELECT 1 AS `odd``name`")),
+         batch="main", pipeline=_key("wrt_backtick"), expect_code="RAT-WRT-010",
+         expect_file=f"{P}/bronze/wrt_backtick/pipeline.sql", spec="building"),
     Case("sql-duplicate-columns", "SQL",
          pipe("bronze", "wrt_dup", sql("-- @merge_strategy: full_refresh", "SELECT 1 AS id, 2 AS ID")),
          batch="main", pipeline=_key("wrt_dup"), expect_code="RAT-WRT-005",
@@ -438,6 +445,11 @@ CASES: list[Case] = [
          _merge(zone_pipe("lnd_duphead", "dupheader"), {f"{L}/dupheader/d1.csv": _csv("id,name,id", "1,ann,2")}),
          batch="main", pipeline=_key("lnd_duphead"), expect_code="RAT-LND-006",
          expect_file=f"{L}/dupheader/d1.csv", expect_line=1, spec="building"),
+    Case("lnd-csv-header-backtick", "landing files",
+         _merge(zone_pipe("lnd_backtick", "backtick"), {f"{L}/backtick/b1.csv": _csv("id,na`me", "1,ann")}),
+         batch="main", pipeline=_key("lnd_backtick"), expect_code="RAT-LND-006",
+         expect_file=f"{L}/backtick/b1.csv", expect_line=1, spec="building",
+         notes="a backtick in a column name would break the quoting of every query over the zone"),
     Case("lnd-csv-too-few-fields", "landing files",
          _merge(zone_pipe("lnd_few", "fewfields"),
                 {f"{L}/fewfields/f1.csv": _csv("id,name,qty", "1,ann,3", "2,bob", "3,cid,5")}),
@@ -515,18 +527,22 @@ CASES: list[Case] = [
          spec="building"),
     Case("lnd-bad-rows-skip", "landing files",
          _merge(zone_pipe("lnd_skip_csv", "skip_csv"),
-                {f"{L}/skip_csv/s1.csv": _csv("id,name", "1,ann", "2,bob,surplus", "3,cid")}),
+                {f"{L}/skip_csv/rows.csv": _csv("id,name", "11,ann", "13,bob,surplus", "15,cid", "17", "19,dan")}),
          batch="selected", pipeline=_key("lnd_skip_csv"), expect_status="success",
-         expect_notes=("RAT-LND-007", "1"), expect_rows=({"id": 1, "name": "ann"}, {"id": 3, "name": "cid"}),
-         spec="building"),
+         expect_notes=("RAT-LND-007", r"re:\b2\b"),
+         expect_rows=({"id": 11, "name": "ann"}, {"id": 15, "name": "cid"}, {"id": 19, "name": "dan"}),
+         spec="building", notes="2 bad rows (lines 3 and 5): the note counts them"),
     Case("lnd-bad-rows-skip-jsonl", "landing files",
          _merge(zone_pipe("lnd_skip_json", "skip_json"),
-                {f"{L}/skip_json/s1.jsonl": '{"id": 1}\n{"id": 2\n{"id": 3}\n{oops}\n'}),
+                {f"{L}/skip_json/lines.jsonl": '{"id": 11}\n{"id": 14\n{"id": 15}\n{oops}\n{"id": 17}\n'
+                                               '[1, \n{"id": 19}\n'}),
          batch="selected", pipeline=_key("lnd_skip_json"), expect_status="success",
-         expect_notes=("RAT-LND-007", "2"), expect_rows=({"id": 1}, {"id": 3}), spec="building"),
+         expect_notes=("RAT-LND-007", r"re:\b3\b"), expect_rows=({"id": 11}, {"id": 15}, {"id": 17}, {"id": 19}),
+         spec="building", notes="3 bad lines (2, 4 and 6): the note counts them"),
     Case("lnd-columns-union", "landing files",
          _merge(zone_pipe("lnd_union", "union_csv"),
-                {f"{L}/union_csv/u1.csv": _csv("id,name", "1,ann"), f"{L}/union_csv/u2.csv": _csv("id,city", "2,Oslo")}),
+                {f"{L}/union_csv/u1.csv": _csv("id,name", "1,ann"),
+                 f"{L}/union_csv/u2.csv": _csv("id,city", "2,Oslo")}),
          batch="selected", pipeline=_key("lnd_union"), expect_status="success",
          expect_rows=({"id": 1, "name": "ann", "city": None}, {"id": 2, "name": None, "city": "Oslo"}),
          spec="building"),
@@ -542,14 +558,17 @@ CASES: list[Case] = [
          expect_row_count=5, spec="building", notes="r1 (3 rows, loaded by the base run) + r2 (2 rows, new)"),
     Case("ledger-full-refresh-archived-files", "landing ledger",
          {f"{L}/refresh_archive/a2.csv": _csv("id,note", "4,arch4", "5,arch5")},
-         batch="selected", pipeline=_key("refresh_archive"), expect_status="success", expect_row_count=5, spec="building",
+         batch="selected", pipeline=_key("refresh_archive"), expect_status="success", expect_row_count=5,
+         spec="building",
          notes="a1 (3 rows) is in _processed/ since the base run; a2 (2 rows) is new"),
     Case("ledger-full-refresh-file-deleted", "landing ledger",
          {f"{L}/gone_zone/g2.csv": _csv("id,note", "4,gone4")}, delete=(f"{L}/gone_zone/g1.csv",),
-         batch="selected", pipeline=_key("refresh_gone_zone"), expect_code="RAT-LND-005", expect_file=f"{L}/gone_zone/g1.csv", spec="building"),
+         batch="selected", pipeline=_key("refresh_gone_zone"), expect_code="RAT-LND-005",
+         expect_file=f"{L}/gone_zone/g1.csv", spec="building"),
     Case("ledger-full-refresh-processed-file-deleted", "landing ledger",
          {f"{L}/gone_archive/h2.csv": _csv("id,note", "4,garch4")}, prepare=_delete_processed("gone_archive"),
-         batch="selected", pipeline=_key("refresh_gone_archive"), expect_code="RAT-LND-005", expect_file="h1.csv", spec="building",
+         batch="selected", pipeline=_key("refresh_gone_archive"), expect_code="RAT-LND-005", expect_file="h1.csv",
+         spec="building",
          notes="the ledger says h1.csv was archived under _processed/{run}/; it is gone"),
 
     # ------------------------------------------------------------------------------------------ schema changes
@@ -676,7 +695,8 @@ CASES: list[Case] = [
     Case("path-symlinks-inside-are-fine", "path escapes",
          _merge(zone_pipe("pth_inside", "linked_orders"),
                 {f"{NS}/shared/inside.sql": sql("-- @merge_strategy: full_refresh", "SELECT 1 AS id")}),
-         symlinks={f"{L}/linked_orders": "orders", f"{P}/bronze/pth_inside_sql/pipeline.sql": "{root}/shop/shared/inside.sql"},
+         symlinks={f"{L}/linked_orders": "orders",
+                   f"{P}/bronze/pth_inside_sql/pipeline.sql": "{root}/shop/shared/inside.sql"},
          expect_exit=0, spec="building",
          notes="a zone folder and a pipeline.sql symlinked to places inside the project compile"),
     Case("path-allow-outside-compiles", "path escapes",
@@ -692,9 +712,12 @@ CASES: list[Case] = [
 
     # ------------------------------------------------------------------------------------------ moved projects
     Case("moved-copy-reads-and-writes-only-itself", "moved projects", scenario="moved", expect_exit=0,
-         spec="building", notes="copy the base state, run there: the original's warehouse is untouched"),
+         spec="building", notes="the batches run in copies of the base state, a project that ran in place: once "
+                                "they are done the base's warehouse files keep their bytes and mtimes, none added"),
     Case("moved-original-deleted", "moved projects", scenario="moved", expect_exit=0, spec="building",
-         notes="copy the copy, delete the first copy: the second still queries and runs"),
+         notes="the selected batch's project (a copy that ran) is copied and deleted: in the second copy every "
+               "table reads back as before (through ratui's catalog), and one `ratui run` rewrites gold.revenue "
+               "from silver.orders and answers a new pipeline's query counting the rows of three tables"),
 
     # ------------------------------------------------------------------------------------------ unreadable files
     Case("unreadable-pipeline-sql-not-utf8", "unreadable files",
@@ -728,13 +751,19 @@ CASES: list[Case] = [
          {f"{P}/bronze/unr_dangling/config.yaml": "merge_strategy: full_refresh\n"},
          symlinks={f"{P}/bronze/unr_dangling/pipeline.sql": "moved_away.sql"},
          expect_code="RAT-PRJ-006", expect_file=f"{P}/bronze/unr_dangling/pipeline.sql", spec="building"),
-    Case("unreadable-config-yaml-dangling-symlink", "unreadable files", pipe("bronze", "unr_cfglink", "SELECT 1 AS id\n"),
+    Case("unreadable-config-yaml-dangling-symlink", "unreadable files",
+         pipe("bronze", "unr_cfglink", "SELECT 1 AS id\n"),
          symlinks={f"{P}/bronze/unr_cfglink/config.yaml": "shared/config.yaml"},
          expect_code="RAT-PRJ-006", expect_file=f"{P}/bronze/unr_cfglink/config.yaml", spec="building",
          notes="today the dangling link is silently ignored"),
+    Case("unreadable-landing-file-dangling-symlink", "unreadable files",
+         _merge(zone_pipe("unr_zone_link", "dangling_zone"), {f"{L}/dangling_zone/ok.csv": _csv("id", "1")}),
+         symlinks={f"{L}/dangling_zone/late.csv": "not_arrived_yet.csv"},
+         expect_code="RAT-LND-008", expect_file=f"{L}/dangling_zone/late.csv", spec="building",
+         notes="a broken symlink in a zone is neither read nor silently left out"),
     Case("unreadable-garbage-database", "unreadable files", argv=("runs",), prepare=_garbage_db,
-         expect_exit=(1, 2), expect_code="RAT-", fingerprint=False, spec="building",
-         notes="any coded error; the code is not specified"),
+         expect_exit=(1, 2), expect_code="RAT-", expect_file=".ratui/ratui.db", fingerprint=False, spec="building",
+         notes="any coded error naming the database (the code is not specified)"),
 
     # ------------------------------------------------------------------------------------------ CLI misuse
     Case("cli-unknown-command", "CLI misuse", argv=("frobnicate",), expect_code="RAT-CLI-001", spec="building"),

@@ -45,7 +45,7 @@ def main() -> None:
     args = parser.parse_args()
     sys.path.insert(0, str(REPO))
     from ratui.engine.events import PhaseStarted, RunFinished
-    from ratui.engine.runner import Engine
+    from ratui.engine.run.engine import Engine
 
     base = Path(tempfile.mkdtemp(prefix="ratui-cancel-"))
     engine = Engine(project(base, "p"))

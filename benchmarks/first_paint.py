@@ -50,7 +50,7 @@ def make_project(parent: Path, runs: int) -> Path:
     """A fresh copy of the sample project with `runs` finished runs in its history."""
     from datetime import datetime, timedelta, timezone
 
-    from ratui.engine.history import History
+    from ratui.engine.state.history import History
 
     root = parent / f"runs-{runs}"
     shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns(".ratui", "warehouse", "_processed", "__pycache__"))
@@ -76,7 +76,7 @@ def make_project(parent: Path, runs: int) -> Path:
         history.db["runs"].insert_all(batch)
     history.close()
     # open the catalog once, so every launch finds the same, complete state database
-    from ratui.engine.runner import Engine
+    from ratui.engine.run.engine import Engine
 
     Engine(root).close()
     return root

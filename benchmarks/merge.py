@@ -86,9 +86,9 @@ def change_batch(spark, n: int, size: int, layout: str):
 
 class Bench:
     def __init__(self, work: Path):
-        from ratui.engine import spark as spark_mod
-        from ratui.engine.catalog.sqlite import SqliteBranchCatalog
-        from ratui.engine.settings import load_settings
+        from ratui.engine.spark import session as spark_mod
+        from ratui.engine.state.catalog.sqlite import SqliteBranchCatalog
+        from ratui.engine.project.settings import load_settings
 
         self.root = work
         (work / "ratui.yaml").write_text(SETTINGS)
@@ -102,15 +102,15 @@ class Bench:
         self.results: list[dict] = []
 
     def request(self, ref: str, key: str, batch, rows: int, strategy: str, **config):
-        from ratui.engine.config import PipelineConfig
-        from ratui.engine.strategies import WriteRequest
+        from ratui.engine.project.config import PipelineConfig
+        from ratui.engine.write.strategies import WriteRequest
 
         return WriteRequest(self.spark, self.catalog, ref, key, self.root, f"bench{int(time.time() * 1000)}",
                             batch, rows, PipelineConfig(merge_strategy=strategy, unique_key=("id",), **config),
                             strategy, run_started_at="2026-01-01 00:00:00.000000")
 
     def base(self, n: int) -> None:
-        from ratui.engine.strategies import write
+        from ratui.engine.write.strategies import write
 
         for name, strategy in ((f"orders_{n}", "full_refresh"), (f"dim_{n}", "scd2")):
             began = time.monotonic()
@@ -143,7 +143,7 @@ class Bench:
         self.catalog.delete_branch(branch)
 
     def ratui(self, strategy: str, n: int, layout: str, batch_dir: str, size: int):
-        from ratui.engine.strategies import write
+        from ratui.engine.write.strategies import write
 
         key = f"bench.silver.{'dim' if strategy == 'scd2' else 'orders'}_{n}"
 

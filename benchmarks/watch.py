@@ -49,8 +49,8 @@ def main() -> None:
 
     sys.path.insert(0, str(REPO))
     from ratui.engine.events import RunStarted
-    from ratui.engine.runner import Engine
-    from ratui.engine.watch import WatchPlanFinished, WatchPlanStarted, Watcher
+    from ratui.engine.run.engine import Engine
+    from ratui.engine.ops.watch import WatchPlanFinished, WatchPlanStarted, Watcher
 
     base = Path(tempfile.mkdtemp(prefix="ratui-bench-watch-"))
     try:

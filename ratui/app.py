@@ -29,18 +29,18 @@ from textual.reactive import reactive
 from textual.signal import Signal
 from textual.worker import Worker, WorkerState
 
-from .console.controller import Batch, Controller, utc_now
-from .console.format import fmt_ms, short_key
-from .console.live import LiveRun, RunStore
-from .engine.errors import RatuiError
-from .screens.branches import BranchesScreen
-from .screens.dialogs import ConfirmScreen, ErrorScreen, HelpScreen, JumpScreen
-from .screens.landing import LandingScreen
-from .screens.pipelines import PipelinesScreen
-from .screens.quality import QualityScreen
-from .screens.reaper import ReaperScreen
-from .screens.run import RunScreen
-from .screens.runs import RunsScreen
+from ratui.console.controller import Batch, Controller, utc_now
+from ratui.console.format import fmt_ms, short_key
+from ratui.console.live import LiveRun, RunStore
+from ratui.engine.errors import RatuiError
+from ratui.screens.branches import BranchesScreen
+from ratui.screens.dialogs import ConfirmScreen, ErrorScreen, HelpScreen, JumpScreen
+from ratui.screens.landing import LandingScreen
+from ratui.screens.pipelines import PipelinesScreen
+from ratui.screens.quality import QualityScreen
+from ratui.screens.reaper import ReaperScreen
+from ratui.screens.run import RunScreen
+from ratui.screens.runs import RunsScreen
 
 log = logging.getLogger("ratui.console")
 
@@ -115,7 +115,7 @@ def _spark_listener(state: str) -> None:
 def _hook_spark() -> None:
     global _spark_hooked
     if not _spark_hooked:
-        from .engine import spark as spark_mod
+        from ratui.engine.spark import session as spark_mod
 
         spark_mod.on_state(_spark_listener)
         _spark_hooked = True
@@ -244,7 +244,7 @@ class RatuiApp(App[None]):
         if self.fixed_spark_state is not None:
             self.spark_state = self.fixed_spark_state
         else:
-            from .engine import spark as spark_mod
+            from ratui.engine.spark import session as spark_mod
 
             self.spark_state = "ready" if spark_mod.is_started() else "idle"
             _apps.add(self)
@@ -279,7 +279,7 @@ class RatuiApp(App[None]):
         """Start Spark in the background after the first paint, so the first run does not wait ~10 s."""
         import threading
 
-        from .engine import spark as spark_mod
+        from ratui.engine.spark import session as spark_mod
 
         if spark_mod.is_started() or self.compiled is None:
             if self.compiled is None and self.boot_error is None:
@@ -412,7 +412,7 @@ class RatuiApp(App[None]):
                 run.strategy = self._strategy(run.pipeline, forced)
         self.active_runs = len(self.store.active())
         if ended and self.spark_state == "starting" and self.fixed_spark_state is None:
-            from .engine import spark as spark_mod
+            from ratui.engine.spark import session as spark_mod
 
             if not spark_mod.is_started():  # the run gave up on a Spark that never came up
                 self.spark_state = "failed"
@@ -476,7 +476,7 @@ class RatuiApp(App[None]):
                             exit_on_error=False)
 
     def on_watch_message(self, message: WatchMessage) -> None:
-        from .engine import watch as w
+        from ratui.engine.ops import watch as w
 
         event = message.event
         if isinstance(event, w.WatchState):
@@ -533,7 +533,7 @@ class RatuiApp(App[None]):
 
     def reaper_finished(self, report, scheduled: bool = False) -> None:
         """A real pass ended (scheduled or run now): say what it did and refresh the Reaper screen."""
-        from .screens.reaper import TASK_TITLES, format_bytes
+        from ratui.screens.reaper import TASK_TITLES, format_bytes
 
         if not scheduled or report.removed or report.errors:
             text = f"{report.removed} removed of {report.found} found, {format_bytes(report.bytes_freed)} freed."

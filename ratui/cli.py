@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .engine.errors import ProjectErrors, RatuiError
+from ratui.engine.errors import ProjectErrors, RatuiError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a reader that went away
@@ -45,7 +45,7 @@ def _project_arg(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ratui", description="A local lakehouse operations console.")
-    from . import __version__
+    from ratui import __version__
 
     parser.add_argument("--version", action="version", version=f"ratui {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -124,8 +124,8 @@ def _err(error: RatuiError, as_json: bool = False) -> None:
 
 
 def _engine(project: str):
-    from .engine.runner import Engine
-    from .engine.settings import find_project_root
+    from ratui.engine.run.engine import Engine
+    from ratui.engine.project.settings import find_project_root
 
     return Engine(find_project_root(Path(project)))
 
@@ -206,7 +206,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_query(args) -> int:
-    from .engine.query import run_query
+    from ratui.engine.run.query import run_query
 
     engine = _engine(args.project)
     columns, rows, truncated = run_query(engine, args.sql, ref=args.ref, limit=args.limit)
@@ -309,8 +309,8 @@ def cmd_branches(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from .engine.compiler import compile_project
-    from .engine.settings import find_project_root
+    from ratui.engine.project.compiler import compile_project
+    from ratui.engine.project.settings import find_project_root
 
     compiled = compile_project(find_project_root(Path(args.project)))
     errors = compiled.all_errors()
@@ -328,15 +328,15 @@ def cmd_check(args) -> int:
 
 
 def cmd_landing(args) -> int:
-    from .engine.landing import Ledger
-    from .engine.settings import find_project_root, load_settings
+    from ratui.engine.state.ledger import Ledger
+    from ratui.engine.project.settings import find_project_root, load_settings
 
     settings = load_settings(find_project_root(Path(args.project)))
     ledger = Ledger(settings.db_path)
     words = list(args.args)
     pipeline = args.pipeline
     if pipeline and pipeline.count(".") < 2:
-        from .engine.compiler import compile_project
+        from ratui.engine.project.compiler import compile_project
 
         pipeline = compile_project(settings.root, settings).resolve(pipeline).key
     if words and words[0] == "forget":
@@ -379,8 +379,8 @@ def cmd_cancel(args) -> int:
     import socket
     import time
 
-    from .engine.history import History
-    from .engine.settings import find_project_root, load_settings
+    from ratui.engine.state.history import History
+    from ratui.engine.project.settings import find_project_root, load_settings
 
     history = History(load_settings(find_project_root(Path(args.project))).db_path)
     run = history.get_run(args.run_id)
@@ -404,8 +404,8 @@ def cmd_cancel(args) -> int:
 
 
 def cmd_reap(args) -> int:
-    from .engine.formatting import format_bytes
-    from .engine.reaper import Reaper
+    from ratui.engine.vocabulary import format_bytes
+    from ratui.engine.ops.reaper import Reaper
 
     engine = _engine(args.project)
     report = Reaper(engine).run(dry_run=args.dry_run)
@@ -457,7 +457,7 @@ def cmd_reap(args) -> int:
 
 
 def cmd_init(args) -> int:
-    from .engine.scaffold import init_project
+    from ratui.engine.project.scaffold import init_project
 
     path = init_project(Path(args.dir), args.namespace)
     print(f"created project in {path}\nnext: ratui run --project {args.dir}")
@@ -465,11 +465,11 @@ def cmd_init(args) -> int:
 
 
 def cmd_tui(args) -> int:
-    from .engine.settings import find_project_root
+    from ratui.engine.project.settings import find_project_root
 
     root = find_project_root(Path(args.project))
     try:
-        from .app import run_app
+        from ratui.app import run_app
     except ImportError as exc:  # the console is optional at import time only if Textual is missing
         raise RatuiError("RAT-RUN-002", f"the console cannot start: {exc}") from exc
     run_app(root)
@@ -481,7 +481,7 @@ def cmd_watch(args) -> int:
     import threading
     import time
 
-    from .engine import watch as w
+    from ratui.engine.ops import watch as w
 
     engine = _engine(args.project)
     lock = threading.Lock()  # events come from two threads: keep lines whole
@@ -602,7 +602,7 @@ def _is_database_error(exc: BaseException) -> bool:
 
 def _state_db(project: str | None) -> str | None:
     try:
-        from .engine.settings import DB_FILE, STATE_DIR, find_project_root
+        from ratui.engine.project.settings import DB_FILE, STATE_DIR, find_project_root
 
         return str(find_project_root(Path(project or ".")) / STATE_DIR / DB_FILE)
     except Exception:
@@ -617,7 +617,7 @@ def _crash_log(project: str | None) -> str:
     folder = None
     if project:
         try:
-            from .engine.settings import find_project_root
+            from ratui.engine.project.settings import find_project_root
 
             folder = find_project_root(Path(project)) / ".ratui" / "logs"
             folder.mkdir(parents=True, exist_ok=True)

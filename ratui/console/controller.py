@@ -17,11 +17,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..engine.errors import RatuiError
-from ..engine.events import Event, RunQueued
+from ratui.engine.errors import RatuiError
+from ratui.engine.events import Event, RunQueued
 
 if TYPE_CHECKING:
-    from ..engine.compiler import CompiledProject
+    from ratui.engine.project.compiler import CompiledProject
 
 # The console imports no heavy engine module (PyIceberg, SQLAlchemy, PySpark) before its first paint: those load
 # in the boot worker. Hence these two copies: importing ratui.engine.catalog loads PyIceberg.
@@ -164,9 +164,9 @@ class Controller:
     def boot(self, notify: Callable[[], None], on_batch_done: Callable[[Batch], None]) -> "CompiledProject":
         """The light half of opening a project: settings, run history and the compiled project (what the
         Pipelines screen needs). Blocking; `open_engine()` does the rest."""
-        from ..engine.compiler import compile_project
-        from ..engine.history import History
-        from ..engine.settings import load_settings
+        from ratui.engine.project.compiler import compile_project
+        from ratui.engine.state.history import History
+        from ratui.engine.project.settings import load_settings
 
         self._notify = notify
         self._on_batch_done = on_batch_done
@@ -180,7 +180,7 @@ class Controller:
         """The heavy half: the engine with its branch catalog (PyIceberg, SQLAlchemy) and event bus. Blocking."""
         try:
             if self.engine is None:
-                from ..engine.runner import Engine
+                from ratui.engine.run.engine import Engine
 
                 engine = Engine(self.root, settings=self.settings)
                 self._unsubscribe = engine.bus.subscribe(self._on_event)
@@ -236,7 +236,7 @@ class Controller:
     # ------------------------------------------------------------------------------------------- runs
 
     def compile(self) -> "CompiledProject":
-        from ..engine.compiler import compile_project
+        from ratui.engine.project.compiler import compile_project
 
         return compile_project(self.root, self.settings)
 
@@ -303,7 +303,7 @@ class Controller:
             self.engine.wait(run_id, max(0.0, deadline - time.monotonic()))
 
     def prewarm_spark(self) -> None:
-        from ..engine import spark as spark_mod
+        from ratui.engine.spark import session as spark_mod
 
         self.require_engine()
         spark_mod.get_spark(self.settings)
@@ -389,7 +389,7 @@ class Controller:
     def _ledger(self):
         if self.engine is not None:
             return self.engine.ledger
-        from ..engine.landing import Ledger
+        from ratui.engine.state.ledger import Ledger
 
         ledger = getattr(self, "_own_ledger", None)
         if ledger is None:  # the ledger is plain SQLite: no need to wait for the engine (catalog) to open
@@ -406,12 +406,12 @@ class Controller:
     # ----------------------------------------------------------------------------------------- reaper
 
     def reaper_settings(self) -> dict[str, int]:
-        from ..engine.settings import REAPER_KEYS
+        from ratui.engine.project.settings import REAPER_KEYS
 
         return {key: getattr(self.settings, f"reaper_{key}") for key in REAPER_KEYS}
 
     def _reaper(self):
-        from ..engine.reaper import Reaper
+        from ratui.engine.ops.reaper import Reaper
 
         return Reaper(self.require_engine())
 
@@ -425,7 +425,7 @@ class Controller:
 
     def make_watcher(self, on_event: Callable[[Any], None]):
         """A Watcher on the console's engine: its runs go through the engine's bus like any other run."""
-        from ..engine.watch import Watcher
+        from ratui.engine.ops.watch import Watcher
 
         return Watcher(engine=self.require_engine(), on_event=on_event)
 

@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any, Iterable
 from urllib.parse import unquote, urlparse
 
-from .errors import RatuiError
+from ratui.engine.errors import RatuiError
 
 ROOT_PROPERTY = "ratui.root"
 EARLIER_ROOTS_PROPERTY = "ratui.earlier-roots"
 ALLOWED_PROPERTY = "ratui.allow-outside"
-FILE_IO_IMPL = "ratui.engine.catalog.fileio.ProjectFileIO"
+FILE_IO_IMPL = "ratui.engine.state.catalog.fileio.ProjectFileIO"
 
 
 def plain_path(uri: str) -> str | None:

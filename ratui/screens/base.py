@@ -14,7 +14,7 @@ from typing import Any, Callable
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from ..engine.errors import RatuiError
+from ratui.engine.errors import RatuiError
 
 
 class Guarded:

@@ -8,12 +8,12 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import DataTable, Footer, Label, Static
 
-from ..console.controller import MAIN, BranchRow, DiffRow
-from ..console.format import fmt_age, fmt_time
-from ..engine.errors import RatuiError
-from ..widgets.chrome import NavBar, StatusLine
-from .base import ConsoleScreen
-from .dialogs import ConfirmScreen, MergeScreen
+from ratui.console.controller import MAIN, BranchRow, DiffRow
+from ratui.console.format import fmt_age, fmt_time
+from ratui.engine.errors import RatuiError
+from ratui.widgets.chrome import NavBar, StatusLine
+from ratui.screens.base import ConsoleScreen
+from ratui.screens.dialogs import ConfirmScreen, MergeScreen
 
 CHANGE_STYLE = {"added": "green", "modified": "yellow", "dropped": "red", "table": ""}
 

@@ -15,8 +15,8 @@ from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.widgets import Button, Input, Label, Static
 
-from ..engine.errors import RatuiError
-from .base import Guarded
+from ratui.engine.errors import RatuiError
+from ratui.screens.base import Guarded
 
 
 class ConfirmScreen(Guarded, ModalScreen[bool]):

@@ -8,10 +8,10 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import DataTable, Footer, Static
 
-from ..console.format import fmt_count, short_key
-from ..widgets.chrome import NavBar, StatusLine
-from .base import ConsoleScreen
-from .dialogs import ConfirmScreen
+from ratui.console.format import fmt_count, short_key
+from ratui.widgets.chrome import NavBar, StatusLine
+from ratui.screens.base import ConsoleScreen
+from ratui.screens.dialogs import ConfirmScreen
 
 COLUMNS = (("zone", "ZONE"), ("file", "FILE"), ("pipeline", "PIPELINE"), ("state", "STATE"), ("bytes", "BYTES"),
            ("attempts", "ATTEMPTS"), ("run", "LOADED BY"), ("error", "LAST ERROR"))

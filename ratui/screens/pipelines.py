@@ -14,11 +14,11 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer, Static, Tree
 from textual.widgets.tree import TreeNode
 
-from ..console.format import fmt_count, fmt_ms, fmt_time, glyph, short_key, sparkline
-from ..engine.errors import RatuiError
-from ..engine.names import LAYERS
-from .base import ConsoleScreen
-from ..widgets.chrome import NavBar, StatusLine
+from ratui.console.format import fmt_count, fmt_ms, fmt_time, glyph, short_key, sparkline
+from ratui.engine.errors import RatuiError
+from ratui.engine.project.names import LAYERS
+from ratui.screens.base import ConsoleScreen
+from ratui.widgets.chrome import NavBar, StatusLine
 
 STRATEGY_WIDTH = 13
 

@@ -12,9 +12,9 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import DataTable, Footer, Label, Static
 
-from ..console.format import fmt_ms, fmt_time, glyph, short_key
-from ..widgets.chrome import NavBar, StatusLine
-from .base import ConsoleScreen
+from ratui.console.format import fmt_ms, fmt_time, glyph, short_key
+from ratui.widgets.chrome import NavBar, StatusLine
+from ratui.screens.base import ConsoleScreen
 
 ORDER = {"failed": 0, "error": 0, "warned": 1, "passed": 2}
 RECENT_LIMIT = 500

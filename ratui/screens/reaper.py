@@ -8,11 +8,11 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import DataTable, Footer, Static
 
-from ..console.format import fmt_time
-from ..widgets.chrome import NavBar, StatusLine
-from .base import ConsoleScreen
-from .dialogs import ConfirmScreen
-from ..engine.formatting import format_bytes
+from ratui.console.format import fmt_time
+from ratui.widgets.chrome import NavBar, StatusLine
+from ratui.screens.base import ConsoleScreen
+from ratui.screens.dialogs import ConfirmScreen
+from ratui.engine.vocabulary import format_bytes
 
 REPORT_COLUMNS = (("started", "STARTED (UTC)"), ("kind", "KIND"), ("found", "FOUND"), ("removed", "REMOVED"),
                   ("freed", "FREED"), ("errors", "ERRORS"))

@@ -13,11 +13,11 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Label, RichLog, Static
 
-from ..console.format import fmt_count, fmt_ms, fmt_time, glyph
-from ..console.live import LiveRun
-from ..widgets.chrome import NavBar, StatusLine
-from ..widgets.run_view import PhaseTable, QualitySummary
-from .base import ConsoleScreen
+from ratui.console.format import fmt_count, fmt_ms, fmt_time, glyph
+from ratui.console.live import LiveRun
+from ratui.widgets.chrome import NavBar, StatusLine
+from ratui.widgets.run_view import PhaseTable, QualitySummary
+from ratui.screens.base import ConsoleScreen
 
 LEVEL_STYLE = {"error": "red", "warning": "yellow", "debug": "dim", "info": ""}
 

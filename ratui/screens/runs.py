@@ -8,10 +8,10 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import DataTable, Footer, Input, Static
 
-from ..console.controller import RunFilter, RunsPage
-from ..console.format import fmt_count, fmt_ms, fmt_time, glyph, short_key
-from ..widgets.chrome import NavBar, StatusLine
-from .base import ConsoleScreen
+from ratui.console.controller import RunFilter, RunsPage
+from ratui.console.format import fmt_count, fmt_ms, fmt_time, glyph, short_key
+from ratui.widgets.chrome import NavBar, StatusLine
+from ratui.screens.base import ConsoleScreen
 
 PAGE_SIZE = 100
 COLUMNS = (("run", "RUN"), ("pipeline", "PIPELINE"), ("status", "STATUS"), ("strategy", "STRATEGY"),

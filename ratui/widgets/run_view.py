@@ -6,9 +6,9 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from ..console.format import PHASE_STATE, SPINNER, bar, fmt_ms, glyph
-from ..console.live import LiveRun
-from ..engine.events import PHASE_TITLES
+from ratui.console.format import PHASE_STATE, SPINNER, bar, fmt_ms, glyph
+from ratui.console.live import LiveRun
+from ratui.engine.events import PHASE_TITLES
 
 BAR_WIDTH = 24
 QUALITY_ORDER = {"failed": 0, "error": 0, "warned": 1, "passed": 2}

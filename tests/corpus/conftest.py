@@ -208,7 +208,7 @@ def _canonical(value: Any) -> Any:
 
 def table_rows(root: Path, key: str) -> list[dict[str, Any]] | None:
     """The rows of a table on main, read with PyIceberg in this process (no Spark); None if it does not exist."""
-    from ratui.engine.catalog.sqlite import SqliteBranchCatalog
+    from ratui.engine.state.catalog.sqlite import SqliteBranchCatalog
 
     catalog = SqliteBranchCatalog(root / ".ratui" / "ratui.db", root)
     if key not in catalog.table_pointers("main"):
@@ -224,7 +224,7 @@ def _rows_digest(rows: list[dict[str, Any]]) -> tuple[int, str]:
 
 def fingerprint(root: Path) -> dict[str, tuple[int, str]]:
     """Every table on main: {table_key: (row_count, sha256 of its rows sorted)} (column names are in the rows)."""
-    from ratui.engine.catalog.sqlite import SqliteBranchCatalog
+    from ratui.engine.state.catalog.sqlite import SqliteBranchCatalog
 
     catalog = SqliteBranchCatalog(root / ".ratui" / "ratui.db", root)
     out = {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from ratui.engine.runner import Engine, RunResult
+from ratui.engine.run.engine import Engine, RunResult
 
 
 def run_one(engine: Engine, key: str, **kwargs) -> RunResult:
@@ -14,7 +14,7 @@ def run_one(engine: Engine, key: str, **kwargs) -> RunResult:
 
 def main_fingerprint(root: Path) -> dict[str, tuple[int, str]]:
     """{table: (rows, sha256 of its rows in sorted order)} for every table on main, read with PyIceberg."""
-    from ratui.engine.catalog.sqlite import SqliteBranchCatalog
+    from ratui.engine.state.catalog.sqlite import SqliteBranchCatalog
 
     catalog = SqliteBranchCatalog(Path(root) / ".ratui" / "ratui.db", Path(root))
     out = {}

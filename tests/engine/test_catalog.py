@@ -12,8 +12,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from ratui.engine.catalog import SqliteBranchCatalog
-from ratui.engine.db import open_db
+from ratui.engine.state.catalog import SqliteBranchCatalog
+from ratui.engine.state.db import open_db
 from ratui.engine.errors import RatuiError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -152,8 +152,8 @@ def test_same_table_on_two_branches_conflicts(cat: SqliteBranchCatalog) -> None:
 def test_merge_swap_is_guarded_by_the_fork_location(root: Path, cat: SqliteBranchCatalog) -> None:
     # The conflict check and the swap share one transaction, so only a bug could reach a stale swap; the
     # compare-and-swap must still refuse it rather than overwrite main.
-    from ratui.engine.catalog import TableChange
-    from ratui.engine.db import write_tx
+    from ratui.engine.state.catalog import TableChange
+    from ratui.engine.state.db import write_tx
 
     cat.create_branch("run-1")
     append(cat, "run-1", ORDERS, 3)
@@ -421,7 +421,7 @@ CHILD = textwrap.dedent(
     import sys
     from pathlib import Path
     import pyarrow as pa
-    from ratui.engine.catalog import SqliteBranchCatalog
+    from ratui.engine.state.catalog import SqliteBranchCatalog
 
     root, branch, key, value = Path(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
     cat = SqliteBranchCatalog(root / ".ratui" / "ratui.db", root)

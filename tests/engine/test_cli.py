@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from ratui.cli import main
-from ratui.engine.runner import Engine
+from ratui.engine.run.engine import Engine
 
 PIPE = "-- @merge_strategy: full_refresh\nSELECT * FROM VALUES (1, 'a'), (2, 'b') AS t(id, name)\n"
 

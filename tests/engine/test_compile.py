@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ratui.engine.compiler import compile_project
+from ratui.engine.project.compiler import compile_project
 from ratui.engine.errors import RatuiError
-from ratui.engine.settings import load_settings
+from ratui.engine.project.settings import load_settings
 
 SELECT = "SELECT 1 AS id\n"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ratui.engine.errors import RatuiError
-from ratui.engine.runner import Engine
+from ratui.engine.run.engine import Engine
 
 from mainstate import main_fingerprint, run_one
 
@@ -250,7 +250,7 @@ def test_a_reset_file_is_loaded_again_not_skipped_as_unchanged(make_project, spa
 
 
 def test_symlinks_out_of_the_project_are_refused_unless_allowed(make_project, spark, tmp_path):
-    from ratui.engine.compiler import compile_project
+    from ratui.engine.project.compiler import compile_project
 
     outside = tmp_path / "outside"
     (outside / "zone").mkdir(parents=True)
@@ -348,7 +348,7 @@ def test_a_reused_pid_is_not_taken_for_the_runs_process(make_project, spark):
     import subprocess
     import time
 
-    from ratui.engine import processes
+    from ratui.engine.run import processes
 
     root = make_project({"demo/pipelines/bronze/items/pipeline.sql": "SELECT 1 AS id\n"})
     engine = Engine(root)
@@ -428,7 +428,7 @@ def _age(folder: Path, days: int = 30) -> None:
 
 
 def test_the_reaper_of_a_copied_project_keeps_every_file_its_main_reads(make_project, spark, tmp_path):
-    from ratui.engine.reaper import Reaper
+    from ratui.engine.ops.reaper import Reaper
 
     root = make_project({"demo/pipelines/bronze/items/pipeline.sql": INCREMENTAL,
                          "demo/landing/items/a.csv": "id,name\n1,a\n"})
@@ -453,7 +453,7 @@ def test_the_reaper_of_a_copied_project_keeps_every_file_its_main_reads(make_pro
 
 
 def test_the_reaper_never_deletes_outside_the_project(make_project, spark, tmp_path):
-    from ratui.engine.reaper import Reaper
+    from ratui.engine.ops.reaper import Reaper
 
     root = make_project({"demo/pipelines/bronze/items/pipeline.sql": "SELECT 1 AS id\n",
                          "demo/landing/zone/keep.txt": "x"})

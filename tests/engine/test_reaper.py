@@ -21,12 +21,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
 from ratui.cli import main
-from ratui.engine.catalog.base import MAIN
+from ratui.engine.state.catalog.base import MAIN
 from ratui.engine.errors import RatuiError
-from ratui.engine.reaper import Reaper
-from ratui.engine.runner import Engine
-from ratui.engine.settings import load_settings
-from ratui.engine.tables import table_location
+from ratui.engine.ops.reaper import Reaper
+from ratui.engine.run.engine import Engine
+from ratui.engine.project.settings import load_settings
+from ratui.engine.iceberg.tables import table_location
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("v", pa.string())])
 

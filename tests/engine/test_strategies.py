@@ -17,10 +17,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ratui.engine.config import PipelineConfig
+from ratui.engine.project.config import PipelineConfig
 from ratui.engine.errors import RatuiError
-from ratui.engine.runner import Engine
-from ratui.engine.strategies import WriteRequest, write
+from ratui.engine.run.engine import Engine
+from ratui.engine.write.strategies import WriteRequest, write
 
 UTC = timezone.utc
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -498,7 +498,7 @@ def test_schema_change_lives_on_the_branch_until_the_quality_gate_passes(project
 @pytest.mark.parametrize("partitioned", [False, True])
 def test_large_rewrites_keep_their_files_layout_without_a_shuffle(spark, project, monkeypatch, partitioned):
     """Past KEEP_LAYOUT_MIN_ROWS rewritten rows, survivors stay one file per old file; new rows come apart."""
-    import ratui.engine.strategies as strategies
+    import ratui.engine.write.strategies as strategies
 
     monkeypatch.setattr(strategies, "KEEP_LAYOUT_MIN_ROWS", 0)
     schema = "k long, v string, g string"

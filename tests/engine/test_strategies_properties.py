@@ -82,7 +82,7 @@ def _check_sequence(project: Project, name: str, runs, step, *, partitioned: boo
     otherwise only tables with millions of rewritten rows take.
     """
     expected = model.Table()
-    patch = mock.patch("ratui.engine.strategies.KEEP_LAYOUT_MIN_ROWS", -1) if keep_layout else nullcontext()
+    patch = mock.patch("ratui.engine.write.strategies.KEEP_LAYOUT_MIN_ROWS", -1) if keep_layout else nullcontext()
     try:
         patch.__enter__()
         for i, (columns, rows, schema) in enumerate(runs):

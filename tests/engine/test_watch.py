@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from ratui.engine.compiler import compile_project
+from ratui.engine.project.compiler import compile_project
 from ratui.engine.errors import RatuiError
-from ratui.engine.settings import load_settings
-from ratui.engine.watch import (
+from ratui.engine.project.settings import load_settings
+from ratui.engine.ops.watch import (
     Watcher, WatchErrors, WatchFailed, WatchPlanFinished, WatchPlanStarted, WatchReloaded, WatchRunResult,
     WatchStarted, WatchState, WatchStopped, is_ignored, plan_for_changes,
 )
@@ -446,7 +446,7 @@ def test_toggle_off_and_on_during_a_run_never_runs_two_plans_at_once(proj):
 
 def test_saving_a_pipeline_triggers_a_real_run(make_project, spark):
     from ratui.engine.events import RunStarted
-    from ratui.engine.runner import Engine
+    from ratui.engine.run.engine import Engine
 
     root = make_project({"demo/pipelines/bronze/nums/pipeline.sql": "SELECT 1 AS id\n"}).resolve()
     engine = Engine(root)

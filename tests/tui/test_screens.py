@@ -252,7 +252,7 @@ def _table(catalog, root, ref: str, key: str, rows: int) -> None:
 
 
 def test_branches_diff_merge_and_delete(tmp_path):
-    from ratui.engine.runner import Engine
+    from ratui.engine.run.engine import Engine
 
     root = copy_sample(tmp_path)
     engine = Engine(root)

@@ -8,7 +8,7 @@ ids, creation times) comes from a stub, since real ones are random. Update with 
 from __future__ import annotations
 
 from ratui.console.controller import BranchRow, Controller, DiffRow, TableState
-from ratui.engine.catalog.base import MergeResult
+from ratui.engine.state.catalog.base import MergeResult
 
 from .conftest import copy_sample, make_app, settle
 from .seed import FAILED_RUN, SUCCESS_RUN

@@ -10,9 +10,9 @@ import sqlite3
 import threading
 
 from ratui.console.controller import Controller
-from ratui.engine.db import open_db, write_tx
-from ratui.engine.landing import Ledger
-from ratui.engine.settings import load_settings
+from ratui.engine.state.db import open_db, write_tx
+from ratui.engine.state.ledger import Ledger
+from ratui.engine.project.settings import load_settings
 from ratui.screens.dialogs import ConfirmScreen
 from ratui.screens.landing import LandingScreen
 from ratui.screens.reaper import ReaperScreen
@@ -34,7 +34,7 @@ class RecordingWatch(Controller):
         self.ran = threading.Event()
 
     def make_watcher(self, on_event):
-        from ratui.engine.watch import Watcher
+        from ratui.engine.ops.watch import Watcher
 
         def record(keys):
             self.plans.append(list(keys))
@@ -151,7 +151,7 @@ def test_landing_lists_the_ledger_and_resets_a_file_then_a_zone(tmp_path):
 
 
 def test_reaper_settings_preview_and_run_now_removes_an_orphan_branch(tmp_path):
-    from ratui.engine.runner import Engine
+    from ratui.engine.run.engine import Engine
 
     root = copy_sample(tmp_path)
     seed_history(root)

@@ -1,0 +1,100 @@
+"""Change detection: before a run, decide whether a pipeline needs to run at all, and say why.
+
+    skip         definition and inputs unchanged since its last successful run
+    backfill     first run, its table is missing on main, or its definition changed (SQL/Python, config.yaml,
+                 annotations, quality tests)
+    incremental  an upstream table has new snapshots, or its landing files changed, and the strategy
+                 works on increments (incremental, append_only, ...)
+    full         the same, for a full_refresh pipeline (it recomputes everything)
+
+The inputs a run read (upstream tables' metadata locations at its fork point, landing files with size and
+mtime) and its definition's hashes are stored with the run, so the next decision compares like with like.
+The landing ledger counts too: a file the pipeline has not loaded (a reset, a failed run) makes it run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ratui.engine.state.ledger import zone_digest
+from ratui.engine.project.discovery import Pipeline, landing_zone
+
+
+@dataclass(frozen=True)
+class Decision:
+    key: str
+    run_type: str  # skip | backfill | incremental | full
+    reason: str
+
+    @property
+    def runs(self) -> bool:
+        return self.run_type != "skip"
+
+
+def definition_hashes(pipeline: Pipeline) -> dict[str, str]:
+    """One hash per definition file, so a decision can name the file that changed."""
+    out: dict[str, str] = {}
+    if pipeline.file is not None:
+        out[pipeline.file.name] = hashlib.sha256(pipeline.text.encode()).hexdigest()[:16]
+    config = pipeline.folder / "config.yaml"
+    if config.is_file():
+        out["config.yaml"] = hashlib.sha256(config.read_bytes()).hexdigest()[:16]
+    for test in pipeline.tests:
+        out[f"tests/quality/{test.file.name}"] = hashlib.sha256(test.text.encode()).hexdigest()[:16]
+    return out
+
+
+def zone_state(root, pipeline: Pipeline) -> dict[str, Any]:
+    state: dict[str, Any] = {}
+    for zone in pipeline.zones:
+        try:
+            files = landing_zone(root, pipeline.namespace, zone).active_files()
+        except Exception:
+            files = []
+        state[zone] = zone_digest(files)
+    return state
+
+
+def _changed_files(old: dict[str, str], new: dict[str, str]) -> list[str]:
+    return sorted(name for name in set(old) | set(new) if old.get(name) != new.get(name))
+
+
+def decide(engine, pipeline: Pipeline, *, force: bool = False) -> Decision:
+    key = pipeline.key
+    strategy = pipeline.config.merge_strategy if pipeline.config else "full_refresh"
+    on_change = "full" if strategy == "full_refresh" else "incremental"
+    decision = _natural(engine, pipeline, on_change)
+    if force and not decision.runs:
+        return Decision(key, on_change, f"forced ({decision.reason})")
+    return decision
+
+
+def _natural(engine, pipeline: Pipeline, on_change: str) -> Decision:
+    key = pipeline.key
+    last = engine.history.last_success(key)
+    if last is None or not last.get("fingerprint"):
+        return Decision(key, "backfill", "first run")
+    if not engine.catalog.table_exists("main", key):
+        return Decision(key, "backfill", "its table is missing on main")
+    changed = _changed_files(json.loads(last["fingerprint"]), definition_hashes(pipeline))
+    if changed:
+        return Decision(key, "backfill", f"definition changed: {', '.join(changed)}")
+    inputs = json.loads(last.get("inputs") or "{}")
+    pointers = engine.catalog.table_pointers("main")
+    moved = [ref for ref in pipeline.refs if inputs.get("tables", {}).get(ref) != pointers.get(ref)]
+    if moved:
+        names = ", ".join(m.split(".", 1)[1] for m in moved)
+        return Decision(key, on_change, f"upstream changed: {names}")
+    pending = engine.ledger.unloaded(pipeline.namespace, pipeline.zones, key) if pipeline.zones else []
+    if pending:
+        names = ", ".join(f.name for f in pending[:3]) + (f" and {len(pending) - 3} more" if len(pending) > 3 else "")
+        return Decision(key, on_change, f"landing files to load: {names}")
+    zones_then = inputs.get("zones", {})
+    zones_now = zone_state(engine.root, pipeline)
+    new_files = [z for z in pipeline.zones if zones_then.get(z) != zones_now.get(z)]
+    if new_files:
+        return Decision(key, on_change, f"landing files changed: {', '.join(new_files)}")
+    return Decision(key, "skip", f"unchanged since run {last['id']}")

@@ -1,0 +1,332 @@
+"""Orphan data and metadata files: a mark-and-sweep over every live ref.
+
+Files are shared between refs (a branch is a copy of pointers, not of files), so no cleanup may look at one ref
+alone. The mark walks, for every table pointer of every ref in one consistent read of the catalog:
+
+    the current metadata file, the previous one, and every metadata file of its metadata-log
+    every snapshot's manifest list, its manifests, and every file those manifests hold (ADDED or EXISTING;
+    see MARK_DELETED_ENTRIES for why tombstones are not counted)
+    statistics files
+
+The sweep lists the files under each `{namespace}/warehouse/` and removes only those that no ref reaches AND
+whose modification time is older than the threshold (a younger file may belong to a write that has not
+committed yet), AND that are not in the data folder of a run still going (`data/run-{run_id}-*`).
+
+Why a single consistent read is enough: after it, new metadata only ever derives from metadata that existed at
+that moment (a commit derives from the ref's pointer, a branch copies one, a merge copies a branch's), plus files
+written afterwards - and those are younger than the threshold. If any live pointer cannot be read, what it
+reaches is unknown and the sweep deletes nothing (RAT-RPR-002).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+from contextlib import closing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from ratui.engine.state.catalog.base import BranchCatalog
+from ratui.engine.errors import RatuiError
+from ratui.engine.locations import ProjectLocations, plain_path
+
+# Whether a manifest's DELETED entries (tombstones) count as reachable. They do not: a DELETED entry says the
+# file is NOT in that snapshot; every snapshot that does hold a file lists it as ADDED or EXISTING in its own
+# manifests, and the mark walks every snapshot of every live ref (Iceberg's own orphan-file removal reads live
+# entries too). Counting tombstones would keep every replaced data file forever, because PyIceberg 0.12's
+# overwrite (`update_snapshot().overwrite()`, what tables.commit_files uses) carries each commit's manifest of
+# deleted entries into every later snapshot: after 4 overwrite commits the current snapshot still held
+# tombstones for the 3 replaced files, so no snapshot expiry could ever free them.
+MARK_DELETED_ENTRIES = False
+
+# PyIceberg's TableProperties.METADATA_PREVIOUS_VERSIONS_MAX(_DEFAULT)
+PREVIOUS_VERSIONS_MAX = "write.metadata.previous-versions-max"
+PREVIOUS_VERSIONS_MAX_DEFAULT = 100
+
+
+@dataclass(frozen=True)
+class Pointer:
+    """One table on one ref: the metadata file the ref points at (and the one before it)."""
+
+    ref: str
+    table: str
+    location: str
+    previous: str | None = None
+    view: bool = False
+
+
+def live_pointers(catalog: BranchCatalog) -> list[Pointer]:
+    """Every table pointer of every ref, read at one instant.
+
+    For the embedded SQLite catalog that is one read transaction over PyIceberg's `iceberg_tables` rows, of every
+    catalog name (a row left under a deleted branch's name by a writer that outlived it is kept too: erring on
+    the side of keeping files). Other backends: ref by ref.
+    """
+    db_path = getattr(catalog, "db_path", None)
+    if db_path is not None and _has_iceberg_tables(Path(db_path)):
+        from ratui.engine.state.db import open_db
+
+        with closing(open_db(Path(db_path))) as conn:
+            conn.execute("BEGIN")
+            try:
+                rows = conn.execute(
+                    "SELECT catalog_name, table_namespace, table_name, metadata_location,"
+                    " previous_metadata_location, iceberg_type FROM iceberg_tables"
+                    " WHERE metadata_location IS NOT NULL ORDER BY catalog_name, table_namespace, table_name"
+                ).fetchall()
+            finally:
+                conn.execute("COMMIT")
+        return [Pointer(ref, f"{ns}.{name}", loc, prev, view=(kind or "TABLE").upper() == "VIEW")
+                for ref, ns, name, loc, prev, kind in rows]
+    out = []
+    for ref in catalog.list_refs():
+        out.extend(Pointer(ref.name, key, loc) for key, loc in sorted(catalog.table_pointers(ref.name).items()))
+    return out
+
+
+def _has_iceberg_tables(db_path: Path) -> bool:
+    from ratui.engine.state.db import open_db
+
+    with closing(open_db(db_path)) as conn:
+        try:
+            return conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'iceberg_tables'").fetchone() is not None
+        except sqlite3.Error:
+            return False
+
+
+def local_path(uri: str, locations: ProjectLocations | None = None) -> str | None:
+    """A stored location -> this project's local path (after a move, see locations.py); None if remote."""
+    if locations is None:
+        return plain_path(uri)
+    return None if plain_path(uri) is None else locations.local(uri)
+
+
+class _RealPaths:
+    """realpath() of a file, resolving only its folder (cached: a table has few folders, many files)."""
+
+    def __init__(self) -> None:
+        self._dirs: dict[str, str] = {}
+
+    def __call__(self, path: str) -> str:
+        folder, name = os.path.split(path)
+        real = self._dirs.get(folder)
+        if real is None:
+            real = self._dirs[folder] = os.path.realpath(folder)
+        return os.path.join(real, name)
+
+
+@dataclass
+class MarkResult:
+    files: set[str] = field(default_factory=set)  # real local paths reachable from some live ref
+    metadata_files: int = 0  # current metadata files read
+    snapshots: int = 0
+    manifests: int = 0
+
+
+class Marker:
+    """Collects the files live pointers reach. Manifests and manifest lists are immutable: each is read once."""
+
+    def __init__(self, locations: ProjectLocations | None = None) -> None:
+        self._locations = locations
+        self._real = _RealPaths()
+        self._manifest_files: dict[str, list[str]] = {}  # manifest path -> files it lists
+        self._manifest_lists: dict[str, list[str]] = {}  # manifest list path -> manifest paths
+        self._manifest_objects: dict[str, object] = {}  # manifest path -> its ManifestFile
+
+    def _add(self, result: MarkResult, uri: str | None) -> None:
+        if not uri:
+            return
+        path = local_path(uri, self._locations)
+        if path is not None:
+            result.files.add(self._real(path))
+
+    def mark(self, pointers: Iterable[Pointer], *,
+             expire: dict[tuple[str, str], set[int]] | None = None) -> MarkResult:
+        """The files `pointers` reach. `expire` simulates a snapshot expiry not yet committed (a dry run):
+        for (ref, table) those snapshot ids are left out, and the metadata-log is what the expiry's new metadata
+        file would hold (the current file appended, the oldest dropped past write.metadata.previous-versions-max).
+        Raises RatuiError RAT-RPR-002 if a pointer's metadata or manifests cannot be read."""
+        from pyiceberg.io import load_file_io
+        from pyiceberg.serializers import FromInputFile
+
+        expire = expire or {}
+        result = MarkResult()
+        seen: set[tuple[str, frozenset[int]]] = set()
+        for pointer in pointers:
+            self._add(result, pointer.location)
+            self._add(result, pointer.previous)
+            if pointer.view:
+                continue  # a view's metadata references no data files (ratui writes none)
+            skip = frozenset(expire.get((pointer.ref, pointer.table), ()))
+            if (pointer.location, skip) in seen:
+                continue  # another ref points at the very same metadata file: already walked
+            seen.add((pointer.location, skip))
+            try:
+                io = load_file_io(self._locations.file_io_properties() if self._locations else {}, pointer.location)
+                metadata = FromInputFile.table_metadata(io.new_input(pointer.location))
+                result.metadata_files += 1
+                log = [entry.metadata_file for entry in metadata.metadata_log]
+                if skip:
+                    keep = max(1, int(metadata.properties.get(PREVIOUS_VERSIONS_MAX, PREVIOUS_VERSIONS_MAX_DEFAULT)))
+                    if len(log) >= keep:
+                        log = log[len(log) - keep + 1:]
+                    log.append(pointer.location)
+                for entry in log:
+                    self._add(result, entry)
+                for stats in metadata.statistics:
+                    if stats.snapshot_id not in skip:
+                        self._add(result, stats.statistics_path)
+                for stats in metadata.partition_statistics:
+                    self._add(result, stats.statistics_path)
+                for snapshot in metadata.snapshots:
+                    if snapshot.snapshot_id in skip:
+                        continue
+                    result.snapshots += 1
+                    self._add(result, snapshot.manifest_list)
+                    for manifest_path in self._manifests(io, snapshot):
+                        self._add(result, manifest_path)
+                        for data_path in self._entries(io, manifest_path):
+                            self._add(result, data_path)
+            except RatuiError:
+                raise
+            except Exception as exc:
+                raise RatuiError(
+                    "RAT-RPR-002",
+                    f"cannot read table {pointer.table} on ref '{pointer.ref}' ({pointer.location}): "
+                    f"{type(exc).__name__}: {exc}",
+                    file=local_path(pointer.location, self._locations),
+                ) from exc
+        result.manifests = len(self._manifest_files)
+        return result
+
+    def _manifests(self, io, snapshot) -> list[str]:
+        paths = self._manifest_lists.get(snapshot.manifest_list)
+        if paths is None:
+            manifests = snapshot.manifests(io)
+            for manifest in manifests:
+                self._manifest_objects[manifest.manifest_path] = manifest
+            paths = self._manifest_lists[snapshot.manifest_list] = [m.manifest_path for m in manifests]
+        return paths
+
+    def _entries(self, io, manifest_path: str) -> list[str]:
+        files = self._manifest_files.get(manifest_path)
+        if files is None:
+            manifest = self._manifest_objects[manifest_path]
+            entries = manifest.fetch_manifest_entry(io, discard_deleted=not MARK_DELETED_ENTRIES)
+            files = self._manifest_files[manifest_path] = [entry.data_file.file_path for entry in entries]
+        return files
+
+
+def warehouse_roots(project_root: Path) -> list[Path]:
+    """Every `{namespace}/warehouse/` folder of the project (real paths)."""
+    roots = []
+    try:
+        children = sorted(Path(project_root).iterdir())
+    except FileNotFoundError:
+        return []
+    for child in children:
+        if child.name.startswith(".") or not child.is_dir() or child.is_symlink():
+            continue
+        warehouse = child / "warehouse"
+        if warehouse.is_dir() and not warehouse.is_symlink():
+            roots.append(Path(os.path.realpath(warehouse)))
+    return roots
+
+
+@dataclass(frozen=True)
+class OrphanFile:
+    path: str  # real local path
+    size: int
+    mtime: float
+
+
+@dataclass
+class SweepPlan:
+    orphans: list[OrphanFile] = field(default_factory=list)  # unreachable and older than the threshold
+    reachable: int = 0
+    young: int = 0  # unreachable but younger than the threshold
+    protected: int = 0  # unreachable, in the data folder of a run still going
+    scanned: int = 0
+
+
+def _run_folder_id(part: str) -> str | None:
+    """'run-2605091234abcdef-1a2b3c4d' (a run's data folder) -> '2605091234abcdef'."""
+    if not part.startswith("run-"):
+        return None
+    rest = part[4:]
+    return rest.rsplit("-", 1)[0] if "-" in rest else rest
+
+
+def plan_sweep(roots: Iterable[Path], reachable: set[str], *, older_than: float, live_runs: Iterable[str] = (),
+               run_roots: Iterable[Path] = ()) -> SweepPlan:
+    """The files under `roots` that no live ref reaches, whose mtime is before `older_than` (a POSIX time),
+    outside the data folders (`.../run-{run_id}-*/`) of `live_runs`. `run_roots` (also swept) hold one folder per
+    run named by its id, e.g. the staging area `.ratui/staging/{run_id}/`: a live run's folder is spared.
+    Symbolic links are neither followed nor removed."""
+    live = set(live_runs)
+    plan = SweepPlan()
+    by_run = {Path(r) for r in run_roots}
+    for root in [*roots, *by_run]:
+        for folder, dirs, names in os.walk(root):
+            dirs.sort()
+            rel_parts = os.path.relpath(folder, root).split(os.sep)
+            guarded = any(_run_folder_id(part) in live for part in rel_parts) if live else False
+            if Path(root) in by_run:
+                guarded = guarded or rel_parts[0] in live
+            for name in sorted(names):
+                path = os.path.join(folder, name)
+                try:
+                    st = os.lstat(path)
+                except FileNotFoundError:
+                    continue
+                if not stat.S_ISREG(st.st_mode):
+                    continue
+                plan.scanned += 1
+                if path in reachable:
+                    plan.reachable += 1
+                elif guarded:
+                    plan.protected += 1
+                elif st.st_mtime >= older_than:
+                    plan.young += 1
+                else:
+                    plan.orphans.append(OrphanFile(path, st.st_size, st.st_mtime))
+    return plan
+
+
+KEEP_FOLDERS = {"data", "metadata"}
+
+
+def remove_file(path: str, *, older_than: float, root: Path, stop_at: Iterable[Path] = ()) -> int | None:
+    """Delete one planned orphan if it is still old and really lies inside the project `root` (symlinks
+    followed: the reaper never deletes anything outside the project); then the folders it leaves empty (never
+    a `data` or `metadata` folder, nor a root in `stop_at`). Returns the bytes freed, None if kept or gone."""
+    if not ProjectLocations(root).inside(path):
+        return None
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(st.st_mode) or st.st_mtime >= older_than:
+        return None  # rewritten since it was planned: leave it
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return None
+    remove_empty_parents(Path(path).parent, stop_at)
+    return st.st_size
+
+
+def remove_empty_parents(folder: Path, stop_at: Iterable[Path], keep: Callable[[Path], bool] | None = None) -> None:
+    stops = {os.path.realpath(p) for p in stop_at}
+    folder = Path(folder)
+    while str(folder) not in stops and folder.name not in KEEP_FOLDERS and not (keep and keep(folder)):
+        if folder.parent == folder:
+            return
+        try:
+            folder.rmdir()  # only succeeds when empty
+        except OSError:
+            return
+        folder = folder.parent

@@ -1,0 +1,603 @@
+"""The reaper: cleanup tasks that keep a project's state and files from growing without bound.
+
+Tasks, in the order a pass runs them (each configurable under `reaper:` in ratui.yaml):
+
+    stuck_runs        runs `running` longer than stuck_run_timeout_minutes: marked failed (RAT-RUN-007); a run
+                      of this very process is also cancelled. Dead processes are crash recovery's business.
+    orphan_branches   `run-*` refs older than orphan_branch_max_age_hours whose run is not pending or running.
+                      The branch of a run that is still going is never deleted.
+    run_history       finished runs that are neither among the newest run_history_keep_per_pipeline of their
+                      pipeline nor younger than run_history_max_age_days, with their quality results and logs.
+                      The newest successful run of each pipeline is kept (change detection reads it).
+    processed_files   archived landing files (`{ns}/landing/{zone}/_processed/{run_id}/`) older than
+                      processed_max_age_days, counted from when they were archived (the later of the file's
+                      mtime and its run's end). The newest archived file of each zone is kept: a run that finds
+                      nothing new in the zone reads its columns.
+    snapshots         Iceberg snapshots of tables on main older than snapshot_max_age_days, never a table's
+                      current snapshot: one metadata commit per table through the catalog's compare-and-swap,
+                      guarded on main's current snapshot. A table a run is writing right now waits for the next
+                      pass (expiring it would make that run's merge conflict). Expiry deletes no files itself.
+    orphan_files      the mark-and-sweep of orphans.py over every live ref: unreachable files under
+                      `{ns}/warehouse/` older than orphan_file_max_age_hours, and the staging folders
+                      (`.ratui/staging/{run_id}/`) a dead run left, as old. Nothing of a live run is touched.
+
+A dry run lists exactly what a real run would do, removing nothing: later tasks see the planned effects of
+earlier ones (a run the dry run would time out no longer protects its branch; files of a branch it would delete
+or of snapshots it would expire are not marked). Every pass, dry or real, is stored in `reaper_reports`.
+One task failing never stops the others: its error is in the report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import threading
+import time
+from contextlib import closing
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable
+
+from ratui.engine.ops import orphans
+from ratui.engine.state.catalog.base import MAIN
+from ratui.engine.state.db import open_db, write_tx
+from ratui.engine.errors import RatuiError
+
+
+if TYPE_CHECKING:
+    from ratui.engine.run.engine import Engine
+
+TASKS = ("stuck_runs", "orphan_branches", "run_history", "processed_files", "snapshots", "orphan_files")
+TASK_TITLES = {
+    "stuck_runs": "stuck runs",
+    "orphan_branches": "orphan branches",
+    "run_history": "run history",
+    "processed_files": "processed landing files",
+    "snapshots": "snapshots on main",
+    "orphan_files": "orphan files",
+}
+# what "removed" means for each task
+TASK_VERBS = {"stuck_runs": "failed", "snapshots": "expired"}
+
+LIVE = ("pending", "running")
+FINAL = ("success", "failed", "cancelled", "skipped")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS reaper_reports (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    started_at  TEXT NOT NULL,
+    finished_at TEXT NOT NULL,
+    dry_run     INTEGER NOT NULL,
+    found       INTEGER NOT NULL,
+    removed     INTEGER NOT NULL,
+    bytes_freed INTEGER NOT NULL,
+    errors      INTEGER NOT NULL,
+    report      TEXT NOT NULL          -- JSON: settings and, per task, found/removed/kept lists, bytes, error
+);
+CREATE INDEX IF NOT EXISTS reaper_reports_started ON reaper_reports (started_at);
+"""
+
+_pass_locks: dict[Path, threading.Lock] = {}
+_pass_locks_guard = threading.Lock()
+
+
+def _iso(dt: datetime) -> str:
+    return dt.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_time(text: str | None) -> datetime | None:
+    """ISO-8601 with 'Z' or an offset (naive means UTC) -> aware datetime; None when absent or unreadable."""
+    if not text:
+        return None
+    try:
+        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+
+
+@dataclass
+class TaskReport:
+    """One task of a pass. `found`: what it would remove (dry run) or set out to remove; `removed`: what it did
+    remove (always empty for a dry run); `kept`: what it looked at and deliberately left, with a reason. Every
+    item is a dict with at least a `name` unique within the task."""
+
+    name: str
+    found: list[dict[str, Any]] = field(default_factory=list)
+    removed: list[dict[str, Any]] = field(default_factory=list)
+    kept: list[dict[str, Any]] = field(default_factory=list)
+    bytes_found: int = 0
+    bytes_freed: int = 0
+    error: dict[str, Any] | None = None
+    duration_ms: int = 0
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def title(self) -> str:
+        return TASK_TITLES.get(self.name, self.name)
+
+    @property
+    def verb(self) -> str:
+        return TASK_VERBS.get(self.name, "removed")
+
+    def fail(self, exc: BaseException) -> None:
+        if isinstance(exc, RatuiError):
+            self.error = exc.to_dict()
+        else:
+            err = RatuiError("RAT-RPR-001", f"{TASK_TITLES.get(self.name, self.name)}: {type(exc).__name__}: {exc}")
+            self.error = err.to_dict()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"found": self.found, "removed": self.removed, "kept": self.kept, "bytes_found": self.bytes_found,
+                "bytes_freed": self.bytes_freed, "error": self.error, "duration_ms": self.duration_ms,
+                "stats": self.stats}
+
+    @classmethod
+    def from_dict(cls, name: str, data: dict[str, Any]) -> "TaskReport":
+        return cls(name, list(data.get("found", [])), list(data.get("removed", [])), list(data.get("kept", [])),
+                   int(data.get("bytes_found", 0)), int(data.get("bytes_freed", 0)), data.get("error"),
+                   int(data.get("duration_ms", 0)), dict(data.get("stats", {})))
+
+
+@dataclass
+class ReaperReport:
+    id: int | None
+    started_at: str
+    finished_at: str
+    dry_run: bool
+    tasks: dict[str, TaskReport]
+    settings: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def found(self) -> int:
+        return sum(len(t.found) for t in self.tasks.values())
+
+    @property
+    def removed(self) -> int:
+        return sum(len(t.removed) for t in self.tasks.values())
+
+    @property
+    def bytes_found(self) -> int:
+        return sum(t.bytes_found for t in self.tasks.values())
+
+    @property
+    def bytes_freed(self) -> int:
+        return sum(t.bytes_freed for t in self.tasks.values())
+
+    @property
+    def errors(self) -> list[tuple[str, dict[str, Any]]]:
+        return [(name, t.error) for name, t in self.tasks.items() if t.error]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "started_at": self.started_at, "finished_at": self.finished_at, "dry_run": self.dry_run,
+            "found": self.found, "removed": self.removed, "bytes_found": self.bytes_found,
+            "bytes_freed": self.bytes_freed, "errors": len(self.errors), "settings": self.settings,
+            "tasks": {name: t.to_dict() for name, t in self.tasks.items()},
+        }
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> "ReaperReport":
+        body = json.loads(row["report"])
+        tasks = {name: TaskReport.from_dict(name, data) for name, data in body.get("tasks", {}).items()}
+        return cls(row["id"], row["started_at"], row["finished_at"], bool(row["dry_run"]), tasks,
+                   body.get("settings", {}))
+
+
+@dataclass
+class _Pass:
+    """What a pass has decided so far: later tasks of a dry run act on the planned effects of earlier ones."""
+
+    dry_run: bool
+    now: datetime
+    timed_out: set[str] = field(default_factory=set)  # runs failed (or, dry, to be failed) by stuck_runs
+    branches_removed: set[str] = field(default_factory=set)
+    expiry: dict[str, set[int]] = field(default_factory=dict)  # main table key -> snapshot ids (dry run only)
+
+
+class Reaper:
+    """`Reaper(engine).run(dry_run=...)` runs one pass and returns (and stores) its report."""
+
+    def __init__(self, engine: "Engine", *, clock: Callable[[], datetime] | None = None):
+        self.engine = engine
+        self.settings = engine.settings
+        self.catalog = engine.catalog
+        self.db_path = Path(self.settings.db_path)
+        self._clock = clock or (lambda: datetime.now(timezone.utc))
+        with self._connect() as conn, write_tx(conn):
+            for stmt in SCHEMA.split(";"):
+                if stmt.strip():
+                    conn.execute(stmt)
+
+    def _connect(self) -> closing[sqlite3.Connection]:
+        conn = open_db(self.db_path)
+        conn.row_factory = sqlite3.Row
+        return closing(conn)
+
+    def _has_table(self, conn: sqlite3.Connection, name: str) -> bool:
+        return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() \
+            is not None
+
+    def config(self) -> dict[str, int]:
+        from ratui.engine.project.settings import REAPER_KEYS
+
+        return {key: getattr(self.settings, f"reaper_{key}") for key in REAPER_KEYS}
+
+    # ------------------------------------------------------------------------------------------- passes
+
+    def run(self, dry_run: bool = False, tasks: Iterable[str] | None = None) -> ReaperReport:
+        """One pass of every task (or of `tasks`, in the standard order). Passes of one project never overlap
+        within a process; across processes every step is safe to race (guarded updates, compare-and-swap)."""
+        wanted = set(TASKS) if tasks is None else set(tasks)
+        selected = [t for t in TASKS if t in wanted]
+        unknown = wanted - set(TASKS)
+        if unknown:
+            raise ValueError(f"unknown reaper task(s): {', '.join(sorted(unknown))}")
+        with _pass_locks_guard:
+            lock = _pass_locks.setdefault(self.db_path.resolve(), threading.Lock())
+        with lock:
+            ctx = _Pass(dry_run, self._clock())
+            started = ctx.now
+            reports: dict[str, TaskReport] = {}
+            for name in selected:
+                task = TaskReport(name)
+                began = time.monotonic()
+                try:
+                    getattr(self, f"_task_{name}")(ctx, task)
+                except Exception as exc:  # one task failing must not stop the others
+                    task.fail(exc)
+                task.duration_ms = int((time.monotonic() - began) * 1000)
+                reports[name] = task
+            report = ReaperReport(None, _iso(started), _iso(self._clock()), dry_run, reports, self.config())
+            report.id = self._store(report)
+        return report
+
+    def _store(self, report: ReaperReport) -> int:
+        body = report.to_dict()
+        body = {"settings": body["settings"], "tasks": body["tasks"]}
+        with self._connect() as conn, write_tx(conn):
+            cur = conn.execute(
+                "INSERT INTO reaper_reports (started_at, finished_at, dry_run, found, removed, bytes_freed, errors,"
+                " report) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (report.started_at, report.finished_at, int(report.dry_run), report.found, report.removed,
+                 report.bytes_freed, len(report.errors), json.dumps(body, default=str)),
+            )
+            return int(cur.lastrowid)
+
+    def reports(self, limit: int = 20) -> list[ReaperReport]:
+        """The newest stored reports, newest first."""
+        with self._connect() as conn:
+            rows = conn.execute("SELECT * FROM reaper_reports ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
+        return [ReaperReport.from_row(r) for r in rows]
+
+    def report(self, report_id: int) -> ReaperReport | None:
+        with self._connect() as conn:
+            row = conn.execute("SELECT * FROM reaper_reports WHERE id = ?", (report_id,)).fetchone()
+        return ReaperReport.from_row(row) if row else None
+
+    # ------------------------------------------------------------------------------------------- helpers
+
+    def _runs(self, where: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+        with self._connect() as conn:
+            return conn.execute(f"SELECT * FROM runs WHERE {where}", list(params)).fetchall()
+
+    def _live_runs(self, ctx: _Pass) -> dict[str, sqlite3.Row]:
+        """Runs still going (pending or running), less those this pass timed out."""
+        return {r["id"]: r for r in self._runs("status IN ('pending', 'running')") if r["id"] not in ctx.timed_out}
+
+    def _rel(self, path: str | Path) -> str:
+        try:
+            return str(Path(path).relative_to(Path(os.path.realpath(self.settings.root))))
+        except ValueError:
+            return str(path)
+
+    # ------------------------------------------------------------------------------------ stuck runs
+
+    def _task_stuck_runs(self, ctx: _Pass, task: TaskReport) -> None:
+        timeout = timedelta(minutes=self.settings.reaper_stuck_run_timeout_minutes)
+        me, here = os.getpid(), socket.gethostname()
+        for run in self._runs("status = 'running' ORDER BY coalesce(started_at, queued_at), id"):
+            started = parse_time(run["started_at"] or run["queued_at"])
+            if started is None or ctx.now - started <= timeout:
+                continue
+            ours = run["pid"] == me and run["host"] == here
+            item = {"name": run["id"], "run_id": run["id"], "pipeline": run["pipeline"],
+                    "started_at": run["started_at"] or run["queued_at"], "pid": run["pid"], "host": run["host"],
+                    "minutes": round((ctx.now - started).total_seconds() / 60, 1), "this_process": ours}
+            task.found.append(item)
+            if ctx.dry_run:
+                ctx.timed_out.add(run["id"])
+                continue
+            if ours:
+                # interrupt it first: Engine.cancel only accepts a run that is still pending or running
+                try:
+                    item["cancel"] = self.engine.cancel(run["id"], error=RatuiError(
+                        "RAT-RUN-007", f"run {run['id']} of {run['pipeline']} timed out after {item['minutes']:.0f} "
+                        "minutes and was interrupted by the reaper"))
+                except Exception as exc:  # the run is failed in the history either way
+                    item["cancel"] = f"error: {exc}"
+            if self._fail_timed_out(run, item, ctx.now):
+                ctx.timed_out.add(run["id"])
+                task.removed.append(item)
+            else:
+                task.kept.append({**item, "reason": "finished while the reaper looked"})
+
+    def _fail_timed_out(self, run: sqlite3.Row, item: dict[str, Any], now: datetime) -> bool:
+        error = RatuiError("RAT-RUN-007", f"run {run['id']} of {run['pipeline']} was still running after "
+                           f"{item['minutes']:.0f} minutes (reaper.stuck_run_timeout_minutes is "
+                           f"{self.settings.reaper_stuck_run_timeout_minutes})")
+        started = parse_time(run["started_at"] or run["queued_at"])
+        duration = int((now - started).total_seconds() * 1000) if started else None
+        with self._connect() as conn, write_tx(conn):
+            cur = conn.execute(
+                "UPDATE runs SET status = 'failed', finished_at = ?, duration_ms = ?, error_code = ?,"
+                " error_message = ?, error_hint = ? WHERE id = ? AND status = 'running'",
+                (_iso(now), duration, error.code, error.message, error.hint, run["id"]),
+            )
+            if cur.rowcount != 1:
+                return False
+            if self._has_table(conn, "run_logs"):
+                conn.execute("INSERT INTO run_logs (run_id, at, level, message) VALUES (?, ?, 'error', ?)",
+                             (run["id"], _iso(now), f"reaper: {error}"))
+        try:
+            from ratui.engine.events import RunFinished
+
+            self.engine.bus.emit(RunFinished(run["id"], run["pipeline"], "failed", 0, duration or 0,
+                                             error.to_dict()))
+        except Exception:
+            pass
+        return True
+
+    # ------------------------------------------------------------------------------- orphan branches
+
+    def _task_orphan_branches(self, ctx: _Pass, task: TaskReport) -> None:
+        max_age = timedelta(hours=self.settings.reaper_orphan_branch_max_age_hours)
+        live = self._live_runs(ctx)
+        for ref in self.catalog.list_refs():
+            if ref.name == MAIN or not ref.name.startswith("run-"):
+                continue
+            run_id = ref.run_id or ref.name[len("run-"):]
+            created = parse_time(ref.created_at)
+            age_h = (ctx.now - created).total_seconds() / 3600 if created else None
+            item = {"name": ref.name, "ref": ref.name, "run_id": run_id, "created_at": ref.created_at,
+                    "age_hours": round(age_h, 2) if age_h is not None else None}
+            if run_id in live:
+                if created is None or ctx.now - created > max_age:
+                    task.kept.append({**item, "reason": f"its run is still {live[run_id]['status']}"})
+                continue
+            if created is None or ctx.now - created <= max_age:
+                continue
+            task.found.append(item)
+            if ctx.dry_run:
+                ctx.branches_removed.add(ref.name)
+                continue
+            # the run may have been queued again under this id since we looked: check once more
+            if run_id in self._live_runs(ctx):
+                task.kept.append({**item, "reason": "its run started while the reaper looked"})
+                continue
+            try:
+                self.catalog.delete_branch(ref.name)
+            except RatuiError as exc:
+                if exc.code != "RAT-CAT-002":
+                    raise
+                task.kept.append({**item, "reason": "already deleted"})
+                continue
+            ctx.branches_removed.add(ref.name)
+            task.removed.append(item)
+
+    # ----------------------------------------------------------------------------------- run history
+
+    def _task_run_history(self, ctx: _Pass, task: TaskReport) -> None:
+        keep = self.settings.reaper_run_history_keep_per_pipeline
+        cutoff = ctx.now - timedelta(days=self.settings.reaper_run_history_max_age_days)
+        with self._connect() as conn:
+            rows = conn.execute(
+                """SELECT id, pipeline, status, started_at, queued_at, finished_at FROM (
+                       SELECT *, row_number() OVER (PARTITION BY pipeline
+                                                    ORDER BY coalesce(started_at, queued_at) DESC, id DESC) AS rn
+                       FROM runs)
+                   WHERE rn > ? ORDER BY pipeline, coalesce(started_at, queued_at), id""", (keep,)).fetchall()
+            # change detection compares against the newest successful run (History.last_success): keep it
+            last_success = {r["id"] for r in conn.execute(
+                """SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY pipeline ORDER BY started_at DESC)
+                                   AS rn FROM runs WHERE status = 'success') WHERE rn = 1""")}
+        for row in rows:
+            if row["status"] not in FINAL:
+                continue  # never a run that is still going
+            at = parse_time(row["finished_at"] or row["started_at"] or row["queued_at"])
+            if at is None or at >= cutoff:
+                continue
+            item = {"name": row["id"], "run_id": row["id"], "pipeline": row["pipeline"], "status": row["status"],
+                    "finished_at": row["finished_at"] or row["started_at"] or row["queued_at"]}
+            if row["id"] in last_success:
+                task.kept.append({**item, "reason": "newest successful run of its pipeline (change detection)"})
+                continue
+            task.found.append(item)
+        if ctx.dry_run or not task.found:
+            return
+        ids = [i["run_id"] for i in task.found]
+        deleted: set[str] = set()
+        with self._connect() as conn:
+            children = [t for t in ("quality_results", "run_logs", "cancel_requests") if self._has_table(conn, t)]
+            for start in range(0, len(ids), 500):
+                chunk = ids[start:start + 500]
+                marks = ",".join("?" * len(chunk))
+                with write_tx(conn):
+                    # only runs still finished: the delete re-checks the status inside the transaction
+                    gone = [r[0] for r in conn.execute(
+                        f"SELECT id FROM runs WHERE id IN ({marks}) AND status IN ({','.join('?' * len(FINAL))})",
+                        [*chunk, *FINAL])]
+                    if not gone:
+                        continue
+                    gmarks = ",".join("?" * len(gone))
+                    for child in children:
+                        conn.execute(f"DELETE FROM {child} WHERE run_id IN ({gmarks})", gone)
+                    conn.execute(f"DELETE FROM runs WHERE id IN ({gmarks})", gone)
+                    deleted.update(gone)
+        task.removed = [i for i in task.found if i["run_id"] in deleted]
+
+    # ------------------------------------------------------------------------------- processed files
+
+    def _task_processed_files(self, ctx: _Pass, task: TaskReport) -> None:
+        max_age = timedelta(days=self.settings.reaper_processed_max_age_days).total_seconds()
+        now = ctx.now.timestamp()
+        root = Path(os.path.realpath(self.settings.root))
+        for processed in self._processed_folders(root):
+            files = []  # (path, lstat)
+            for folder, _dirs, names in os.walk(processed):
+                for name in names:
+                    path = Path(folder) / name
+                    try:
+                        st = path.lstat()
+                    except FileNotFoundError:
+                        continue
+                    if path.is_symlink() or not path.is_file():
+                        continue
+                    files.append((path, st))
+            if not files:
+                continue
+            # what a run reads for a zone's columns when nothing new arrived (the newest file it knows): keep it
+            readable = [(p, st) for p, st in files
+                        if p.parent.parent == processed and not p.name.startswith(".")]
+            newest = max(readable, key=lambda f: f[1].st_mtime_ns)[0] if readable else None
+            ended = self._run_end_times({p.relative_to(processed).parts[0] for p, _ in files})
+            for path, st in sorted(files):
+                run_id = path.relative_to(processed).parts[0]
+                archived = max(st.st_mtime, ended.get(run_id, 0.0))
+                age = now - archived
+                if age <= max_age:
+                    continue
+                item = {"name": self._rel(path), "path": self._rel(path), "bytes": st.st_size, "run_id": run_id,
+                        "age_days": round(age / 86400, 2)}
+                if path == newest:
+                    task.kept.append({**item, "reason": "newest archived file of the zone (its columns are read "
+                                                        "when nothing new arrives)"})
+                    continue
+                task.found.append(item)
+                task.bytes_found += st.st_size
+                if ctx.dry_run:
+                    continue
+                # removes the folders it leaves empty too (up to _processed/, which stays)
+                freed = orphans.remove_file(str(path), older_than=st.st_mtime + 1, root=self.settings.root,
+                                            stop_at=[processed])
+                if freed is not None:
+                    task.removed.append(item)
+                    task.bytes_freed += freed
+                    zone = processed.parent
+                    self.engine.ledger.mark_purged(zone.parent.parent.name, zone.name,
+                                                   path.relative_to(zone).as_posix())
+
+    def _processed_folders(self, root: Path) -> list[Path]:
+        out = []
+        for ns in sorted(root.iterdir()):
+            landing = ns / "landing"
+            if ns.name.startswith(".") or not landing.is_dir() or landing.is_symlink():
+                continue
+            for zone in sorted(landing.iterdir()):
+                processed = zone / "_processed"
+                if zone.is_dir() and processed.is_dir() and not processed.is_symlink():
+                    out.append(processed)
+        return out
+
+    def _run_end_times(self, run_ids: set[str]) -> dict[str, float]:
+        if not run_ids:
+            return {}
+        ids = sorted(run_ids)
+        out: dict[str, float] = {}
+        with self._connect() as conn:
+            for start in range(0, len(ids), 500):
+                chunk = ids[start:start + 500]
+                for row in conn.execute(
+                        f"SELECT id, finished_at, started_at FROM runs WHERE id IN ({','.join('?' * len(chunk))})",
+                        chunk):
+                    at = parse_time(row["finished_at"] or row["started_at"])
+                    if at is not None:
+                        out[row["id"]] = at.timestamp()
+        return out
+
+    # ------------------------------------------------------------------------------------- snapshots
+
+    def _task_snapshots(self, ctx: _Pass, task: TaskReport) -> None:
+        cutoff_ms = int((ctx.now - timedelta(days=self.settings.reaper_snapshot_max_age_days)).timestamp() * 1000)
+        busy = {r["pipeline"] for r in self._live_runs(ctx).values()}
+        failures = []
+        for key in sorted(self.catalog.table_pointers(MAIN)):
+            try:
+                self._expire_table(ctx, task, key, cutoff_ms, busy)
+            except Exception as exc:
+                failures.append(f"{key}: {type(exc).__name__}: {exc}")
+        if failures:
+            raise RatuiError("RAT-RPR-001", "snapshot expiry failed for " + "; ".join(failures))
+
+    def _expire_table(self, ctx: _Pass, task: TaskReport, key: str, cutoff_ms: int, busy: set[str]) -> None:
+        table = self.catalog.load_table(MAIN, key)
+        metadata = table.metadata
+        current = metadata.current_snapshot_id
+        protected = {ref.snapshot_id for ref in metadata.refs.values()} | ({current} if current is not None else set())
+        old = [s for s in metadata.snapshots if s.timestamp_ms < cutoff_ms and s.snapshot_id not in protected]
+        if not old:
+            return
+        items = [{"name": f"{key}@{s.snapshot_id}", "table": key, "snapshot_id": s.snapshot_id,
+                  "timestamp": _iso(datetime.fromtimestamp(s.timestamp_ms / 1000, timezone.utc))} for s in old]
+        if key in busy:
+            task.kept.extend({**i, "reason": "a run of this table is in progress: the next pass expires it"}
+                             for i in items)
+            return
+        task.found.extend(items)
+        ids = [s.snapshot_id for s in old]
+        if ctx.dry_run:
+            ctx.expiry[key] = set(ids)
+            return
+        from pyiceberg.table import Transaction
+        from pyiceberg.table.update import AssertRefSnapshotId
+        from pyiceberg.table.update.snapshot import ExpireSnapshots
+
+        # table.maintenance.expire_snapshots(), with one more requirement: main's current snapshot is still the
+        # one we looked at. The catalog then swaps main's metadata pointer only if nobody moved it meanwhile.
+        expire = ExpireSnapshots(Transaction(table, autocommit=True))
+        expire._requirements = (AssertRefSnapshotId(ref="main", snapshot_id=current),)
+        expire.by_ids(ids).commit()
+        self.catalog.record_commit(MAIN, f"reaper: expired {len(ids)} snapshot(s) of {key}")
+        task.removed.extend(items)
+
+    # ---------------------------------------------------------------------------------- orphan files
+
+    def _task_orphan_files(self, ctx: _Pass, task: TaskReport) -> None:
+        hours = self.settings.reaper_orphan_file_max_age_hours
+        older_than = ctx.now.timestamp() - hours * 3600
+        pointers = orphans.live_pointers(self.catalog)
+        if ctx.dry_run:
+            pointers = [p for p in pointers if p.ref not in ctx.branches_removed]
+        expire = {(MAIN, key): ids for key, ids in ctx.expiry.items()}
+        mark = orphans.Marker(self.catalog.locations).mark(pointers, expire=expire)
+        live = self._live_runs(ctx)
+        roots = orphans.warehouse_roots(self.settings.root)
+        staging = self.settings.state_dir / "staging"
+        run_roots = [Path(os.path.realpath(staging))] if staging.is_dir() and not staging.is_symlink() else []
+        plan = orphans.plan_sweep(roots, mark.files, older_than=older_than, live_runs=live, run_roots=run_roots)
+        task.stats = {"refs": len({p.ref for p in pointers}), "tables": len(pointers),
+                      "metadata_files_read": mark.metadata_files, "snapshots": mark.snapshots,
+                      "manifests": mark.manifests, "reachable_files": len(mark.files), "scanned": plan.scanned,
+                      "reachable_scanned": plan.reachable, "young_unreachable": plan.young,
+                      "protected_live_run": plan.protected}
+        for orphan in plan.orphans:
+            item = {"name": self._rel(orphan.path), "path": self._rel(orphan.path), "bytes": orphan.size,
+                    "age_hours": round((ctx.now.timestamp() - orphan.mtime) / 3600, 2)}
+            task.found.append(item)
+            task.bytes_found += orphan.size
+            if ctx.dry_run:
+                continue
+            freed = orphans.remove_file(orphan.path, older_than=older_than, root=self.settings.root,
+                                        stop_at=[*roots, *run_roots])
+            if freed is not None:
+                task.removed.append(item)
+                task.bytes_freed += freed
+
+

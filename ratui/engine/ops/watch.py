@@ -1,0 +1,598 @@
+"""Watch mode: file changes -> debounced, coalesced, dependency-aware run plans.
+
+Three pieces:
+
+    WatchFilter        drops, at the source (watchfiles' filter), every path that must never trigger a run:
+                       the engine's own writes (.ratui/, {ns}/warehouse/, _processed/), _samples/,
+                       __pycache__ and editor droppings (swap files, ~ backups, .# locks, #autosave#, ...)
+    plan_for_changes   pure: a compiled project + changed paths -> Plan (which pipelines to run, in order,
+                       and why; whether ratui.yaml must be reloaded; the coded errors of broken files)
+    Watcher            a watching thread (watchfiles) feeding a worker thread that waits for a quiet period
+                       (the debounce, default 300 ms from ratui.yaml `watch.debounce_ms`), plans, and runs
+
+Coalescing falls out of the design: the worker takes every change seen so far as one batch, so a burst of
+saves is one plan with each pipeline once, and all the saves made while a batch runs become exactly one
+follow-up plan after it. Nothing here raises into the watcher's threads: a broken file is reported with its
+coded error and the watcher waits for the next save; a runner that raises is reported and forgotten.
+
+Observers subscribe to `Watcher.bus` (or pass `on_event`) and receive the Watch* events below, from the
+watcher's threads: they must be quick and thread-safe, as for the engine's own events.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from ratui.engine.project.compiler import CompiledProject, compile_project
+from ratui.engine.errors import RatuiError
+from ratui.engine.events import EventBus, RunQueued
+from ratui.engine.project.settings import SETTINGS_FILE, STATE_DIR, Settings, load_settings
+
+log = logging.getLogger("ratui.watch")
+
+PIPELINE_FILES = ("pipeline.sql", "pipeline.py", "config.yaml")
+IGNORED_DIR_NAMES = {"__pycache__", "_processed", "_samples"}
+_VIM_SWAP = re.compile(r"\.sw[a-px]$")  # .swp, .swo, .swn, ... and vim's .swx probe
+_JETBRAINS = ("___jb_tmp___", "___jb_old___")
+
+RunKeys = Callable[[list[str]], list]
+
+
+# ---------------------------------------------------------------------------------------------- ignore rules
+
+
+def is_editor_temp(name: str) -> bool:
+    """Files editors write next to the real one while saving."""
+    return (
+        name.startswith(".")  # .x.swp, .#x (emacs lock), .DS_Store, .x.tmp (atomic-save temp files)
+        or name.endswith("~")  # backups
+        or name == "4913"  # vim's "can I write here" probe
+        or bool(_VIM_SWAP.search(name))
+        or (name.startswith("#") and name.endswith("#") and len(name) > 1)  # emacs autosave
+        or name.endswith(_JETBRAINS)
+    )
+
+
+def _rel_parts(root: Path, path: str | Path) -> tuple[str, ...] | None:
+    """The path's parts relative to the project root, or None when it lies outside it."""
+    p = Path(path)
+    if not p.is_absolute():
+        return p.parts
+    try:
+        return p.relative_to(root).parts
+    except ValueError:
+        try:
+            return p.resolve().relative_to(root.resolve()).parts
+        except (ValueError, OSError):
+            return None
+
+
+def ignored_parts(parts: tuple[str, ...] | None) -> bool:
+    if not parts:  # outside the project, or the root folder itself
+        return True
+    if parts[0] == STATE_DIR:
+        return True
+    if len(parts) >= 2 and parts[1] == "warehouse":  # {namespace}/warehouse/: the engine's table files
+        return True
+    for part in parts:
+        if part.startswith(".") or part in IGNORED_DIR_NAMES:  # hidden folders (.git, .idea, .ratui) too
+            return True
+    return is_editor_temp(parts[-1])
+
+
+def is_ignored(root: Path, path: str | Path) -> bool:
+    """True for a path that must never trigger a run."""
+    return ignored_parts(_rel_parts(root, path))
+
+
+class WatchFilter:
+    """A watchfiles `watch_filter`: keep a change unless it is ignored (see is_ignored)."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    def __call__(self, change: Any, path: str) -> bool:
+        return not is_ignored(self.root, path)
+
+
+# ---------------------------------------------------------------------------------------------- planning
+
+
+@dataclass
+class Plan:
+    keys: list[str] = field(default_factory=list)  # pipelines to run, in run (topological) order
+    reasons: dict[str, str] = field(default_factory=dict)  # key -> why it runs
+    changed: list[str] = field(default_factory=list)  # the relevant changed paths, relative to the root
+    reload: bool = False  # ratui.yaml changed: reload the settings
+    errors: list[RatuiError] = field(default_factory=list)  # coded errors of broken files the changes touch
+    blocked: list[str] = field(default_factory=list)  # affected pipelines not run because they are broken
+
+    @property
+    def empty(self) -> bool:
+        return not (self.keys or self.reload or self.errors or self.blocked)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"keys": list(self.keys), "reasons": dict(self.reasons), "changed": list(self.changed),
+                "reload": self.reload, "errors": [e.to_dict() for e in self.errors], "blocked": list(self.blocked)}
+
+
+def _change_word(change: Any) -> str:
+    name = getattr(change, "name", None)
+    return name if isinstance(name, str) else "changed"
+
+
+def _is_landing_file(name: str) -> bool:
+    """Mirrors LandingZone.active_files: what the engine would read from a zone's root."""
+    return not name.startswith((".", "_", "~")) and not name.endswith(("~", ".swp", ".tmp"))
+
+
+def _archived(path: Path) -> bool:
+    """A zone file gone from the zone's root because the engine archived it (`_processed/{run_id}/name`)."""
+    if path.exists():
+        return False
+    processed = path.parent / "_processed"
+    return processed.is_dir() and any((run / path.name).exists() for run in processed.iterdir())
+
+
+def _under(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def plan_for_changes(compiled: CompiledProject, root: Path,
+                     changed_paths: Iterable[str | Path | tuple[Any, str]]) -> Plan:
+    """Map changed paths to the pipelines to re-run, from the compiled project (the disk is only consulted to
+    tell a landing file the engine archived from one a user deleted).
+
+    `changed_paths` holds paths (absolute, or relative to `root`) or watchfiles' (Change, path) pairs.
+      - a pipeline's files (pipeline.sql/.py, config.yaml, tests/quality/*.sql) or its folder itself (a new,
+        moved or deleted pipeline): that pipeline and its descendants; a deleted pipeline: its dependents
+      - a file at a landing zone's root (or the zone folder): the pipelines reading that zone (same namespace)
+        and their descendants; not a file the engine itself archived to `_processed/` (no feedback loop)
+      - a layer, `pipelines/` or namespace folder appearing or vanishing: every pipeline under it
+      - ratui.yaml: `reload`, and nothing to run by itself
+    Descendants are reached through healthy pipelines only: a broken pipeline is not run, its errors are
+    returned, and what lies downstream of it alone is not run either.
+    """
+    root = Path(root)
+    plan = Plan()
+    direct: dict[str, str] = {}  # key -> reason
+    pipelines = compiled.pipelines
+    changed: set[str] = set()
+    seen_abs: list[tuple[str, Path]] = []  # every path not ignored: project-level problems may sit there
+
+    def hit(key: str, reason: str) -> None:
+        direct.setdefault(key, reason)
+
+    for item in changed_paths:
+        change, path = item if isinstance(item, tuple) else (None, item)
+        parts = _rel_parts(root, path)
+        if ignored_parts(parts):
+            continue
+        rel = "/".join(parts)
+        word = _change_word(change)
+        relevant = False
+        if parts == (SETTINGS_FILE,):
+            plan.reload = relevant = True
+        elif len(parts) >= 4 and parts[1] == "pipelines":
+            ns, layer, name, rest = parts[0], parts[2], parts[3], parts[4:]
+            key = f"{ns}.{layer}.{name}"
+            if (not rest or rest[0] in PIPELINE_FILES
+                    or rest[0] == "tests" and (len(rest) == 1 or rest[1] == "quality" and (
+                        len(rest) == 2 or len(rest) == 3 and rest[2].endswith(".sql")))):
+                relevant = True
+                what = "folder" if not rest else "/".join(rest)
+                if key in pipelines:
+                    hit(key, f"{what} {word}")
+                else:  # the pipeline is gone: whoever read it must hear about it (they are broken now)
+                    for other, p in pipelines.items():
+                        if key in p.refs:
+                            hit(other, f"its upstream {key} was removed")
+        elif 1 <= len(parts) <= 3 and (len(parts) == 1 or parts[1] == "pipelines"):
+            folder = root.joinpath(*parts)
+            for key, p in pipelines.items():
+                if _under(p.folder, folder):
+                    relevant = True
+                    hit(key, f"{rel} {word}")
+        elif len(parts) in (2, 3, 4) and parts[1] == "landing":
+            ns = parts[0]
+            zone = parts[2] if len(parts) >= 3 else None
+            if len(parts) == 4 and (not _is_landing_file(parts[3]) or root.joinpath(*parts).is_dir()
+                                    or _archived(root.joinpath(*parts))):
+                continue  # not a file the engine reads from the zone, or the engine moved it to _processed/
+            for key, p in pipelines.items():
+                if p.namespace == ns and p.zones and (zone is None or zone in p.zones):
+                    relevant = True
+                    file = f": {parts[3]} {word}" if len(parts) == 4 else f" ({word})"
+                    hit(key, f"landing zone '{zone or ', '.join(p.zones)}' changed{file}")
+        seen_abs.append((rel, root.joinpath(*parts)))
+        if relevant:
+            changed.add(rel)
+
+    # descendants, through healthy pipelines only, in run order
+    included: set[str] = set()
+    blocked: set[str] = set()
+    seen_errors: set[str] = set()
+
+    def add_errors(key: str) -> None:
+        for e in pipelines[key].errors:
+            if str(e) not in seen_errors:
+                seen_errors.add(str(e))
+                plan.errors.append(e)
+
+    order = compiled.graph.order()
+    for key in order:
+        reason = direct.get(key)
+        if reason is None:
+            parent = next((u for u in compiled.graph.upstream.get(key, ()) if u in included), None)
+            if parent is None:
+                continue
+            reason = f"downstream of {parent}"
+        if pipelines[key].ok:
+            included.add(key)
+            plan.keys.append(key)
+            plan.reasons[key] = reason
+        else:
+            blocked.add(key)
+            add_errors(key)
+    for key in direct:  # broken beyond ordering (in a cycle)
+        if key not in included and key not in blocked and key in pipelines:
+            blocked.add(key)
+            add_errors(key)
+    for e in compiled.errors:  # project-level problems (a bad layer folder, namespace name) the changes touch
+        for rel, path in seen_abs:
+            if e.file and (_under(Path(e.file), path) or _under(path, Path(e.file))):
+                changed.add(rel)
+                if str(e) not in seen_errors:
+                    seen_errors.add(str(e))
+                    plan.errors.append(e)
+    plan.blocked = sorted(blocked)
+    plan.changed = sorted(changed)
+    return plan
+
+
+# ---------------------------------------------------------------------------------------------- events
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    def to_dict(self) -> dict[str, Any]:
+        return {"event": type(self).__name__, **{k: _jsonable(v) for k, v in self.__dict__.items()}}
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, RatuiError):
+        return value.to_dict()
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+@dataclass(frozen=True)
+class WatchStarted(WatchEvent):
+    root: str
+    debounce_ms: int
+
+
+@dataclass(frozen=True)
+class WatchState(WatchEvent):
+    state: str  # stopped | watching | pending (changes waiting for the quiet period) | running
+
+
+@dataclass(frozen=True)
+class WatchReloaded(WatchEvent):
+    """ratui.yaml was reloaded (settings apply from the next run)."""
+
+    debounce_ms: int
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class WatchErrors(WatchEvent):
+    """Broken files the latest changes touch; nothing of them runs until the next save fixes them."""
+
+    errors: tuple[RatuiError, ...]
+    changed: tuple[str, ...]
+    blocked: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class WatchPlanStarted(WatchEvent):
+    keys: tuple[str, ...]
+    reasons: dict[str, str]
+    changed: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class WatchRunResult(WatchEvent):
+    result: Any  # a RunResult (whatever the runner returned)
+
+
+@dataclass(frozen=True)
+class WatchPlanFinished(WatchEvent):
+    keys: tuple[str, ...]
+    results: tuple[Any, ...]
+    duration_ms: int
+    error: str | None = None  # "stopped" when the watcher stopped mid-plan; the exception when the runner raised
+
+
+@dataclass(frozen=True)
+class WatchFailed(WatchEvent):
+    """Something went wrong inside the watcher (a runner raised, the folder vanished); it keeps watching."""
+
+    message: str
+    details: str = ""
+
+
+@dataclass(frozen=True)
+class WatchStopped(WatchEvent):
+    pass
+
+
+# ---------------------------------------------------------------------------------------------- the watcher
+
+
+class _Stopping(Exception):
+    """Raised from the engine's on_result callback to end a plan early when the watcher stops."""
+
+
+class Watcher:
+    """Watch a project tree and run what each change affects.
+
+        watcher = Watcher(root)                          # its own Engine
+        watcher = Watcher(engine=engine, on_event=print)   # an existing Engine (the console's)
+        watcher = Watcher(root, run_keys=recorder)         # any runner: list of keys -> list of results
+        watcher.start(); ...; watcher.stop()               # start/stop as often as you like (a toggle)
+
+    `debounce_ms` (default: ratui.yaml `watch.debounce_ms`, 300) is a quiet period: a plan is made that long
+    after the last relevant change. One plan runs at a time on the worker thread; changes made meanwhile
+    wait and become the next plan.
+    """
+
+    def __init__(self, root: Path | str | None = None, *, engine: Any = None, run_keys: RunKeys | None = None,
+                 debounce_ms: int | None = None, on_event: Callable[[WatchEvent], None] | None = None,
+                 step_ms: int = 50):
+        if engine is None and root is None:
+            raise ValueError("Watcher needs a project root or an engine")
+        if engine is None and run_keys is None:
+            from ratui.engine.run.engine import Engine
+
+            engine = Engine(Path(root))
+        self.engine = engine
+        self.settings: Settings = engine.settings if engine is not None else load_settings(Path(root))
+        self.root = self.settings.root
+        self._fixed_debounce = debounce_ms
+        self.debounce_ms = debounce_ms if debounce_ms is not None else self.settings.watch_debounce_ms
+        self.step_ms = step_ms
+        self._run_keys = run_keys
+        self.bus = EventBus()
+        if on_event is not None:
+            self.bus.subscribe(on_event)
+        self.filter = WatchFilter(self.root)
+        self._cond = threading.Condition()
+        self._changes: dict[str, Any] = {}  # path -> latest watchfiles Change
+        self._last_change = 0.0
+        self._plan_lock = threading.Lock()  # one plan at a time, across start/stop generations
+        self._stop = threading.Event()  # this generation's; a new one per start()
+        self._stop.set()
+        self._threads: list[threading.Thread] = []
+        self._state = "stopped"
+        self._state_lock = threading.Lock()
+        self._streamed: set[int] = set()
+        self._run_ids: set[str] = set()  # engine runs of the plan in flight
+
+    # ------------------------------------------------------------------------------------ public
+
+    @property
+    def state(self) -> str:
+        """stopped | watching | pending (changes waiting for the quiet period) | running (a plan runs)."""
+        return self._state
+
+    @property
+    def running(self) -> bool:
+        """Watching now (started and not stopped)."""
+        return not self._stop.is_set() and any(t.is_alive() for t in self._threads)
+
+    def subscribe(self, listener: Callable[[WatchEvent], None]) -> Callable[[], None]:
+        return self.bus.subscribe(listener)
+
+    def start(self, timeout: float = 10.0) -> "Watcher":
+        """Start watching; returns once the file system watch is in place (at most `timeout` s; a UI may
+        pass 0 and not wait: changes in the first few milliseconds may then go unseen)."""
+        if self.running:
+            return self
+        stop, ready = threading.Event(), threading.Event()
+        self._stop = stop
+        with self._cond:
+            self._changes.clear()
+        watching = threading.Thread(target=self._watch_loop, args=(stop, ready), name="ratui-watch", daemon=True)
+        worker = threading.Thread(target=self._work_loop, args=(stop,), name="ratui-watch-worker", daemon=True)
+        self._threads = [watching, worker]
+        watching.start()
+        ready.wait(timeout)
+        self.bus.emit(WatchStarted(str(self.root), self.debounce_ms))
+        self._set_state("watching")
+        worker.start()
+        return self
+
+    def stop(self, *, cancel_runs: bool = True, timeout: float = 30.0) -> None:
+        """Stop watching. A plan in flight ends after its current run, which is cancelled if `cancel_runs`;
+        waits up to `timeout` s for that (a UI may pass 0: the threads then finish on their own)."""
+        stop, threads = self._stop, self._threads
+        was_running = not stop.is_set()
+        stop.set()
+        with self._cond:
+            self._cond.notify_all()
+        if cancel_runs and self.engine is not None:
+            mine = set(self._run_ids)  # only the watcher's own runs, never the console's or another's
+            for run_id in [r for r in self.engine.active_runs() if r in mine]:
+                try:
+                    self.engine.cancel(run_id)
+                except Exception:  # stopping must not fail
+                    log.exception("could not cancel run %s", run_id)
+        deadline = time.monotonic() + timeout
+        for t in threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        self._set_state("stopped")
+        if was_running:
+            self.bus.emit(WatchStopped())
+
+    def __enter__(self) -> "Watcher":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def add_changes(self, changes: Iterable[tuple[Any, str]], at: float | None = None) -> None:
+        """Feed changes (watchfiles' (Change, path) pairs) seen at monotonic time `at` (default: now)."""
+        kept = [(c, p) for c, p in changes if not is_ignored(self.root, p)]
+        if not kept:
+            return
+        with self._cond:
+            for change, path in kept:
+                self._changes[path] = change
+            self._last_change = max(self._last_change, time.monotonic() if at is None else at)
+            self._cond.notify_all()
+
+    # ------------------------------------------------------------------------------------ threads
+
+    def _set_state(self, state: str) -> None:
+        with self._state_lock:
+            if state == self._state:
+                return
+            self._state = state
+        self.bus.emit(WatchState(state))
+
+    def _watch_loop(self, stop: threading.Event, ready: threading.Event) -> None:
+        import watchfiles
+
+        while not stop.is_set():
+            try:
+                for changes in watchfiles.watch(
+                    self.root, watch_filter=self.filter, step=self.step_ms, debounce=max(200, 4 * self.step_ms),
+                    stop_event=stop, rust_timeout=100, yield_on_timeout=True, raise_interrupt=False,
+                ):
+                    ready.set()  # the first (timeout) yield: the OS watch is in place
+                    if changes:
+                        # watchfiles yields after `step` ms without any event: the last one is that old
+                        self.add_changes(changes, at=time.monotonic() - self.step_ms / 1000)
+            except Exception as exc:  # the folder vanished, too many watches, ...: say so, try again
+                ready.set()
+                self.bus.emit(WatchFailed(f"watching {self.root} failed: {type(exc).__name__}: {exc}",
+                                          traceback.format_exc()))
+                stop.wait(1.0)
+
+    def _work_loop(self, stop: threading.Event) -> None:
+        while True:
+            with self._cond:
+                while not stop.is_set():
+                    if self._changes:
+                        remaining = self._last_change + self.debounce_ms / 1000 - time.monotonic()
+                        if remaining <= 0:
+                            break
+                        self._set_state("pending")
+                        self._cond.wait(remaining)
+                    else:
+                        self._set_state("watching")
+                        self._cond.wait()
+                if stop.is_set():
+                    return
+                changes, self._changes = self._changes, {}
+            try:
+                with self._plan_lock:
+                    if not stop.is_set():
+                        self._handle([(c, p) for p, c in changes.items()], stop)
+            except Exception as exc:  # never let the worker die
+                self.bus.emit(WatchFailed(f"watch plan failed: {type(exc).__name__}: {exc}", traceback.format_exc()))
+
+    # ------------------------------------------------------------------------------------ one batch
+
+    def make_plan(self, changes: Iterable[tuple[Any, str] | str | Path]) -> Plan:
+        """Reload ratui.yaml if it changed, compile, and plan (no run)."""
+        changes = list(changes)
+        reload_errors: list[RatuiError] = []
+        if any(_rel_parts(self.root, c[1] if isinstance(c, tuple) else c) == (SETTINGS_FILE,) for c in changes):
+            try:
+                self._reload()
+            except RatuiError as exc:  # keep the previous settings; the next save of ratui.yaml retries
+                reload_errors.append(exc)
+        compiled = compile_project(self.root, self.settings)
+        plan = plan_for_changes(compiled, self.root, changes)
+        plan.errors[:0] = reload_errors
+        return plan
+
+    def _reload(self) -> None:
+        new = load_settings(self.root)
+        old = self.settings
+        notes = []
+        if (new.spark_master, new.spark_config) != (old.spark_master, old.spark_config):
+            notes.append("Spark settings take effect when ratui restarts (the SparkSession is shared)")
+        self.settings = new
+        if self.engine is not None:
+            self.engine.settings = new
+        if self._fixed_debounce is None:
+            self.debounce_ms = new.watch_debounce_ms
+        self.bus.emit(WatchReloaded(self.debounce_ms, tuple(notes)))
+
+    def _handle(self, changes: list[tuple[Any, str]], stop: threading.Event) -> None:
+        plan = self.make_plan(changes)
+        if plan.errors:
+            self.bus.emit(WatchErrors(tuple(plan.errors), tuple(plan.changed), tuple(plan.blocked)))
+        if not plan.keys or stop.is_set():
+            return
+        self._set_state("running")
+        self.bus.emit(WatchPlanStarted(tuple(plan.keys), dict(plan.reasons), tuple(plan.changed)))
+        began = time.monotonic()
+        results: list[Any] = []
+        error = None
+        self._streamed = set()
+        try:
+            results = list(self._run(plan.keys, stop) or [])
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            self.bus.emit(WatchFailed(f"the run of {', '.join(plan.keys)} raised {error}", traceback.format_exc()))
+        if error is None and stop.is_set():
+            error = "stopped"
+        for result in results:
+            if id(result) not in self._streamed:
+                self.bus.emit(WatchRunResult(result))
+        self.bus.emit(WatchPlanFinished(tuple(plan.keys), tuple(results), int((time.monotonic() - began) * 1000),
+                                        error))
+
+    def _run(self, keys: list[str], stop: threading.Event) -> list:
+        if self._run_keys is not None:
+            return self._run_keys(keys)
+        streamed: list[Any] = []
+        worker = threading.current_thread()
+        self._run_ids = set()
+
+        def on_engine_event(event: Any) -> None:  # engine.run emits on this thread: these runs are ours
+            if isinstance(event, RunQueued) and threading.current_thread() is worker:
+                self._run_ids.add(event.run_id)
+
+        def on_result(result: Any) -> None:
+            streamed.append(result)
+            self._streamed.add(id(result))
+            self.bus.emit(WatchRunResult(result))
+            if stop.is_set():
+                raise _Stopping()
+
+        unsubscribe = self.engine.bus.subscribe(on_engine_event)
+        try:
+            return self.engine.run(keys, trigger="watch", on_result=on_result)
+        except _Stopping:
+            return streamed
+        finally:
+            unsubscribe()

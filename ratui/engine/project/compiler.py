@@ -1,0 +1,89 @@
+"""The pure compile step: project tree -> validated pipelines, graph and coded errors.
+
+Reads files, runs nothing, writes nothing: the CLI compiles before any branch exists (exit code 2 on error),
+and the console compiles on every reload to show errors inline while the rest of the project stays usable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ratui.engine.project.dag import Graph, build_graph, select
+from ratui.engine.errors import RatuiError, did_you_mean
+from ratui.engine.project.discovery import Pipeline, discover, landing_zone
+from ratui.engine.project.settings import Settings, load_settings
+from ratui.engine.project.sql_names import check_direct_names
+from ratui.engine.project.templating import static_calls
+
+
+@dataclass
+class CompiledProject:
+    settings: Settings
+    pipelines: dict[str, Pipeline]  # table key -> pipeline, every discovered one (broken ones carry errors)
+    graph: Graph
+    errors: list[RatuiError]  # project-level problems
+
+    @property
+    def root(self) -> Path:
+        return self.settings.root
+
+    def all_errors(self) -> list[RatuiError]:
+        out = list(self.errors)
+        for key in self.graph.nodes:
+            out.extend(self.pipelines[key].errors)
+        return out
+
+    def select(self, selectors: list[str]) -> list[str]:
+        return select(selectors, self.pipelines, self.graph, self.settings.namespace)
+
+    def resolve(self, name: str) -> Pipeline:
+        keys = self.select([name])
+        return self.pipelines[keys[0]]
+
+
+def compile_pipeline(pipeline: Pipeline, settings: Settings) -> None:
+    """Static template analysis of a discovered pipeline: its refs and landing zones."""
+    if not pipeline.ok or pipeline.kind != "sql" and pipeline.kind != "python":
+        return
+    try:
+        if pipeline.kind == "sql":
+            calls = static_calls(pipeline.text, pipeline.file, pipeline.namespace)
+            check_direct_names(pipeline.text, pipeline.file)
+        else:
+            from ratui.engine.run.python_pipeline import static_calls_python
+
+            calls = static_calls_python(pipeline.text, pipeline.file, pipeline.namespace)
+        pipeline.refs, pipeline.zones, pipeline.ref_lines = calls.refs, calls.zones, calls.lines
+        locations = settings.locations()
+        for zone in calls.zones:
+            # its files are listed too: a file linked in from outside the project is refused before any run
+            landing_zone(settings.root, pipeline.namespace, zone, file=str(pipeline.file),
+                         locations=locations).active_files()
+        pipeline.test_refs = []
+        for test in pipeline.tests:
+            if not test.error:
+                test_calls = static_calls(test.text, test.file, pipeline.namespace)
+                check_direct_names(test.text, test.file)
+                for zone in test_calls.zones:
+                    landing_zone(settings.root, pipeline.namespace, zone, file=str(test.file), locations=locations)
+                pipeline.test_refs.extend((key, test.file, test_calls.lines.get(key)) for key in test_calls.refs)
+    except RatuiError as exc:
+        pipeline.errors.append(exc)
+
+
+def compile_project(root: Path, settings: Settings | None = None) -> CompiledProject:
+    settings = settings or load_settings(root)
+    found = discover(settings.root, settings.locations())
+    for pipeline in found.pipelines:
+        compile_pipeline(pipeline, settings)
+    graph = build_graph(found.pipelines)
+    known = {p.key for p in found.pipelines}
+    for pipeline in found.pipelines:
+        for key, test_file, line in pipeline.test_refs:
+            if key not in known:
+                pipeline.errors.append(RatuiError(
+                    "RAT-DAG-002", f"quality test {test_file.name} of {pipeline.key} refs '{key}', which no pipeline "
+                    "produces", file=str(test_file), line=line,
+                    hint=did_you_mean(key, known) if known else None))
+    return CompiledProject(settings, {p.key: p for p in found.pipelines}, graph, found.errors)

@@ -1,0 +1,288 @@
+"""Discovery of the project tree: namespaces, layers, pipelines, quality tests and landing zones.
+
+    {namespace}/pipelines/{layer}/{name}/pipeline.sql | pipeline.py
+    {namespace}/pipelines/{layer}/{name}/config.yaml            (optional)
+    {namespace}/pipelines/{layer}/{name}/tests/quality/*.sql
+    {namespace}/landing/{zone}/                                  (_processed/ and _samples/ never read)
+
+Discovery reads files but runs nothing. Problems are collected, not raised: one broken pipeline must not
+hide the rest of the project from the console. A folder or file that is a symlink to a place outside the project
+(and outside every folder ratui.yaml allows) is an error (RAT-PTH-001), never followed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ratui.engine.project.config import PipelineConfig, parse_annotations, resolve_config
+from ratui.engine.errors import RatuiError, did_you_mean
+from ratui.engine.locations import ProjectLocations
+from ratui.engine.project.names import LAYERS, name_problem
+
+RESERVED_ZONE_DIRS = ("_processed", "_samples")
+LANDING_FORMATS = {".csv": "csv", ".parquet": "parquet", ".json": "json", ".jsonl": "json", ".ndjson": "json"}
+SEVERITIES = ("error", "warn")
+QUALITY_KEYS = ("severity", "description")
+
+
+@dataclass(frozen=True)
+class QualityTest:
+    name: str
+    file: Path
+    text: str
+    severity: str = "error"
+    description: str = ""
+    error: RatuiError | None = None
+
+
+@dataclass
+class Pipeline:
+    namespace: str
+    layer: str
+    name: str
+    folder: Path
+    file: Path | None = None
+    kind: str | None = None  # "sql" | "python"
+    text: str = ""
+    config: PipelineConfig | None = None
+    refs: tuple[str, ...] = ()  # table keys this pipeline reads
+    zones: tuple[str, ...] = ()  # landing zones this pipeline reads
+    tests: list[QualityTest] = field(default_factory=list)
+    errors: list[RatuiError] = field(default_factory=list)
+    ref_lines: dict[str, int] = field(default_factory=dict)  # ref key -> line of its first ref() call
+    test_refs: list[tuple[str, Path, int | None]] = field(default_factory=list)  # (key, test file, line)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}.{self.layer}.{self.name}"
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def fingerprint(self) -> str:
+        """A hash of the definition (pipeline file, config.yaml, quality tests): changes when the pipeline does."""
+        digest = hashlib.sha256(self.text.encode())
+        config = self.folder / "config.yaml"
+        if config.is_file():
+            digest.update(config.read_bytes())
+        for test in self.tests:
+            digest.update(test.name.encode() + test.text.encode())
+        return digest.hexdigest()[:16]
+
+
+_SQL_COMMENTS = re.compile(r"\{#.*?#\}|/\*.*?\*/|--[^\n]*", re.S)
+
+
+def has_statement(text: str) -> bool:
+    """False for a SQL file of nothing but blanks and comments (SQL or Jinja)."""
+    return bool(_SQL_COMMENTS.sub("", text).strip().strip(";").strip())
+
+
+def read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RatuiError("RAT-PRJ-006", f"cannot read {path.name}: {exc}", file=str(path)) from None
+
+
+def _visible_dirs(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith((".", "__")))
+
+
+def _not_a_file(path: Path) -> RatuiError | None:
+    """A pipeline file, config.yaml or quality test that is there but cannot be read as a file."""
+    if path.is_symlink() and not path.exists():
+        return RatuiError("RAT-PRJ-006", f"{path.name} is a broken symlink (to {os.readlink(path)})", file=str(path))
+    if path.exists() and not path.is_file():
+        return RatuiError("RAT-PRJ-006", f"{path.name} is a folder, not a file", file=str(path))
+    return None
+
+
+def _escape(locations: ProjectLocations | None, path: Path, what: str) -> RatuiError | None:
+    if locations is None:
+        return None
+    try:
+        locations.check(path, what)
+    except RatuiError as exc:
+        return exc
+    return None
+
+
+def discover_quality_tests(folder: Path, locations: ProjectLocations | None = None) -> list[QualityTest]:
+    tests_dir = folder / "tests" / "quality"
+    found: list[QualityTest] = []
+    if not tests_dir.is_dir():
+        return found
+    for path in sorted(tests_dir.glob("*.sql")):
+        name = path.stem
+        try:
+            escape = _escape(locations, tests_dir, "quality-test folder") or _escape(locations, path, "quality test")
+            if escape:
+                raise escape
+            text = read_text(path)
+            if not has_statement(text):
+                raise RatuiError("RAT-PRJ-007", f"quality test {path.name} holds no query", file=str(path),
+                                 hint="A quality test is a SELECT returning the violating rows (0 rows = pass).")
+            severity, description = "error", ""
+            for ann in parse_annotations(text, path):
+                if ann.key == "severity":
+                    severity = ann.value.strip().lower()
+                    if severity not in SEVERITIES:
+                        raise RatuiError("RAT-CFG-005", f"unknown severity '{ann.value}'", file=str(path),
+                                         line=ann.line, hint=did_you_mean(severity, SEVERITIES))
+                elif ann.key == "description":
+                    description = ann.value
+                else:
+                    raise RatuiError("RAT-CFG-002", f"unknown quality-test annotation '@{ann.key}'", file=str(path),
+                                     line=ann.line, hint=did_you_mean(ann.key, QUALITY_KEYS))
+            found.append(QualityTest(name, path, text, severity, description))
+        except RatuiError as exc:
+            found.append(QualityTest(name, path, "", error=exc))
+    return found
+
+
+def discover_pipeline(namespace: str, layer: str, folder: Path,
+                      locations: ProjectLocations | None = None) -> Pipeline:
+    pipeline = Pipeline(namespace, layer, folder.name, folder)
+    problem = name_problem(folder.name)
+    if problem:
+        pipeline.errors.append(RatuiError("RAT-PRJ-001", f"pipeline name '{folder.name[:40]}' {problem}",
+                                          file=str(folder)))
+        return pipeline
+    escape = _escape(locations, folder, "pipeline folder")
+    if escape:
+        pipeline.errors.append(escape)
+        return pipeline
+    sql, py = folder / "pipeline.sql", folder / "pipeline.py"
+    for path in (sql, py, folder / "config.yaml"):
+        problem = _not_a_file(path)
+        escape = problem or ((path.exists() or path.is_symlink()) and _escape(locations, path, path.name))
+        if escape:
+            pipeline.errors.append(escape)
+            return pipeline
+    if sql.is_file() and py.is_file():
+        pipeline.errors.append(RatuiError("RAT-PRJ-003", f"{pipeline.key} has both pipeline.sql and pipeline.py",
+                                          file=str(folder)))
+        return pipeline
+    if not sql.is_file() and not py.is_file():
+        pipeline.errors.append(RatuiError("RAT-PRJ-004", f"{pipeline.key} has neither pipeline.sql nor pipeline.py",
+                                          file=str(folder)))
+        return pipeline
+    pipeline.file, pipeline.kind = (sql, "sql") if sql.is_file() else (py, "python")
+    pipeline.tests = discover_quality_tests(folder, locations)
+    pipeline.errors.extend(t.error for t in pipeline.tests if t.error)
+    try:
+        pipeline.text = read_text(pipeline.file)
+        if pipeline.kind == "sql" and not has_statement(pipeline.text):
+            raise RatuiError("RAT-PRJ-007", f"{pipeline.file.name} of {pipeline.key} holds no SQL statement",
+                             file=str(pipeline.file))
+        pipeline.config = resolve_config(pipeline.file, pipeline.text, folder / "config.yaml")
+    except RatuiError as exc:
+        pipeline.errors.append(exc)
+    return pipeline
+
+
+@dataclass
+class Discovery:
+    pipelines: list[Pipeline]
+    errors: list[RatuiError]  # problems not tied to one pipeline (bad layer folder, bad namespace name)
+
+
+def discover(root: Path, locations: ProjectLocations | None = None) -> Discovery:
+    locations = locations or ProjectLocations(root)
+    pipelines: list[Pipeline] = []
+    errors: list[RatuiError] = []
+    for ns_dir in _visible_dirs(root):
+        if not (ns_dir / "pipelines").is_dir():
+            continue
+        problem = name_problem(ns_dir.name)
+        if problem:
+            errors.append(RatuiError("RAT-PRJ-001", f"namespace name '{ns_dir.name[:40]}' {problem}",
+                                     file=str(ns_dir)))
+            continue
+        escape = _escape(locations, ns_dir, "namespace folder") or _escape(locations, ns_dir / "pipelines",
+                                                                             "pipelines folder")
+        if escape:
+            errors.append(escape)
+            continue
+        for layer_dir in _visible_dirs(ns_dir / "pipelines"):
+            if layer_dir.name not in LAYERS:
+                errors.append(RatuiError("RAT-PRJ-002", f"'{layer_dir.name}' is not a layer",
+                                         file=str(layer_dir), hint=did_you_mean(layer_dir.name, LAYERS)))
+                continue
+            escape = _escape(locations, layer_dir, "layer folder")
+            if escape:
+                errors.append(escape)
+                continue
+            for folder in _visible_dirs(layer_dir):
+                pipelines.append(discover_pipeline(ns_dir.name, layer_dir.name, folder, locations))
+    return Discovery(pipelines, errors)
+
+
+# ---------------------------------------------------------------------------------------------- landing
+
+
+@dataclass(frozen=True)
+class LandingZone:
+    namespace: str
+    name: str
+    folder: Path
+    locations: ProjectLocations | None = field(default=None, compare=False)
+
+    def active_files(self) -> list[Path]:
+        """Files at the zone's root: never _processed/, _samples/, hidden files or editor droppings.
+
+        A file that is a symlink out of the project is refused (RAT-PTH-001); a broken symlink is not readable
+        (RAT-LND-008): neither is silently left out.
+        """
+        if not self.folder.is_dir():
+            return []
+        found = []
+        for p in self.folder.iterdir():
+            if p.name.startswith((".", "_", "~")) or p.name.endswith(("~", ".swp", ".tmp")):
+                continue
+            if p.is_symlink() and not p.exists():
+                raise RatuiError("RAT-LND-008", f"landing file '{p.name}' in zone '{self.name}' is a broken symlink "
+                                 f"(to {os.readlink(p)})", file=str(p))
+            if not p.is_file():
+                continue
+            if self.locations is not None:
+                self.locations.check(p, "landing file")
+            found.append(p)
+        return sorted(found)
+
+    def file_format(self, files: list[Path]) -> str:
+        formats = set()
+        for path in files:
+            fmt = LANDING_FORMATS.get(path.suffix.lower())
+            if fmt is None:
+                raise RatuiError("RAT-LND-004", f"landing file '{path.name}' in zone '{self.name}' has an unsupported "
+                                 "format", file=str(path))
+            formats.add(fmt)
+        if len(formats) > 1:
+            raise RatuiError("RAT-LND-003", f"landing zone '{self.name}' mixes {', '.join(sorted(formats))} files",
+                             file=str(self.folder))
+        return formats.pop()
+
+
+def landing_zone(root: Path, namespace: str, zone: str, file: str | None = None,
+                 locations: ProjectLocations | None = None) -> LandingZone:
+    problem = name_problem(zone)
+    if problem:
+        raise RatuiError("RAT-PRJ-001", f"landing zone name '{zone[:40]}' {problem}", file=file)
+    folder = root / namespace / "landing" / zone
+    if not folder.is_dir():
+        known = [p.name for p in _visible_dirs(root / namespace / "landing")]
+        raise RatuiError("RAT-LND-001", f"landing zone '{zone}' does not exist in namespace '{namespace}'", file=file,
+                         hint=did_you_mean(zone, known) if known else None)
+    locations = locations or ProjectLocations(root)
+    locations.check(root / namespace / "landing", "landing folder")
+    locations.check(folder, f"landing zone '{zone}'")
+    return LandingZone(namespace, zone, folder, locations)

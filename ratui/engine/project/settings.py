@@ -1,0 +1,212 @@
+"""Project settings from `ratui.yaml` at the project root, validated and typed."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ratui.engine.errors import RatuiError, did_you_mean
+from ratui.engine.project.names import check_name
+
+SETTINGS_FILE = "ratui.yaml"
+STATE_DIR = ".ratui"
+DB_FILE = "ratui.db"
+
+# Spark settings ratui applies unless ratui.yaml overrides them. Small data wants few shuffle
+# partitions; timestamps must be written as INT64 micros for Iceberg; field ids make schema evolution read right.
+DEFAULT_SPARK_CONFIG: dict[str, str] = {
+    "spark.sql.shuffle.partitions": "4",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.driver.memory": "2g",
+}
+
+TOP_KEYS = {"namespace", "spark", "quality", "merge", "watch", "landing", "reaper", "paths"}
+SPARK_KEYS = {"master", "config"}
+QUALITY_KEYS = {"sample_rows"}
+MERGE_KEYS = {"retries", "backoff_ms"}
+LANDING_KEYS = {"max_attempts", "bad_rows", "columns"}
+# landing.bad_rows: a malformed CSV row or JSON line fails the run (naming file and line), or is left out and
+# counted; landing.columns: files of a zone must have the same columns (any order), or are united by name.
+BAD_ROWS = ("fail", "skip")
+COLUMN_MODES = ("strict", "union")
+PATHS_KEYS = {"allow_outside"}
+WATCH_KEYS = {"debounce_ms"}
+# reaper setting -> (default, minimum). A swept file must be older than an hour at least: younger files may
+# belong to a write that has not committed yet.
+REAPER_KEYS: dict[str, tuple[int, int]] = {
+    "stuck_run_timeout_minutes": (30, 1),
+    "orphan_branch_max_age_hours": (6, 0),
+    "processed_max_age_days": (7, 0),
+    "snapshot_max_age_days": (7, 0),
+    "orphan_file_max_age_hours": (24, 1),
+    "run_history_keep_per_pipeline": (1000, 0),
+    "run_history_max_age_days": (90, 0),
+    "interval_minutes": (60, 1),
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    root: Path
+    namespace: str
+    spark_master: str = "local[*]"
+    spark_config: dict[str, str] = field(default_factory=dict)
+    quality_sample_rows: int = 5
+    merge_retries: int = 3
+    merge_backoff_ms: int = 200
+    landing_max_attempts: int = 3
+    landing_bad_rows: str = "fail"
+    landing_columns: str = "strict"
+    # real folders outside the root that ratui may read (landing zones, pipelines linked in from elsewhere)
+    allow_outside: tuple[Path, ...] = ()
+    watch_debounce_ms: int = 300
+    reaper_stuck_run_timeout_minutes: int = 30
+    reaper_orphan_branch_max_age_hours: int = 6
+    reaper_processed_max_age_days: int = 7
+    reaper_snapshot_max_age_days: int = 7
+    reaper_orphan_file_max_age_hours: int = 24
+    reaper_run_history_keep_per_pipeline: int = 1000
+    reaper_run_history_max_age_days: int = 90
+    reaper_interval_minutes: int = 60
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / STATE_DIR
+
+    @property
+    def db_path(self) -> Path:
+        return self.state_dir / DB_FILE
+
+    @property
+    def log_dir(self) -> Path:
+        return self.state_dir / "logs"
+
+    def locations(self):
+        """The project's path rules (root, allowed folders outside it): see locations.py."""
+        from ratui.engine.locations import ProjectLocations
+
+        return ProjectLocations(self.root, (), self.allow_outside)
+
+
+def _mapping(value: Any, where: str, path: Path) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise RatuiError("RAT-CFG-007", f"'{where}' must be a mapping, got {type(value).__name__}", file=str(path))
+    return value
+
+
+def _check_keys(section: dict[str, Any], allowed: set[str], where: str, path: Path) -> None:
+    for key in section:
+        if key not in allowed:
+            raise RatuiError(
+                "RAT-CFG-007",
+                f"unknown setting '{where}{key}'",
+                file=str(path),
+                hint=did_you_mean(str(key), allowed),
+            )
+
+
+def _int(value: Any, name: str, path: Path, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise RatuiError("RAT-CFG-007", f"'{name}' must be an integer >= {minimum}, got {value!r}", file=str(path))
+    return value
+
+
+def _choice(value: Any, name: str, choices: tuple[str, ...], path: Path) -> str:
+    text = str(value).strip().lower()
+    if text not in choices:
+        raise RatuiError("RAT-CFG-007", f"'{name}' must be one of {', '.join(choices)}, got {value!r}", file=str(path),
+                         hint=did_you_mean(text, choices))
+    return text
+
+
+def _folders(value: Any, name: str, root: Path, path: Path) -> tuple[Path, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise RatuiError("RAT-CFG-007", f"'{name}' must be a list of folder paths", file=str(path))
+    # relative entries are relative to the project root; realpath so a symlinked entry means its target
+    return tuple(Path(os.path.realpath(root / os.path.expanduser(v.strip()))) for v in value)
+
+
+def find_project_root(start: Path) -> Path:
+    """The folder holding ratui.yaml: `start` itself or one of its parents."""
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        if (folder / SETTINGS_FILE).is_file():
+            return folder
+    raise RatuiError("RAT-PRJ-005", f"no {SETTINGS_FILE} in {start} or any parent folder", file=str(start))
+
+
+def load_settings(root: Path) -> Settings:
+    root = root.resolve()
+    path = root / SETTINGS_FILE
+    if not path.is_file():
+        raise RatuiError("RAT-PRJ-005", f"no {SETTINGS_FILE} in {root}", file=str(root))
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        line = getattr(getattr(exc, "problem_mark", None), "line", None)
+        raise RatuiError("RAT-CFG-007", f"YAML syntax error: {getattr(exc, 'problem', exc)}", file=str(path),
+                         line=line + 1 if line is not None else None) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RatuiError("RAT-PRJ-006", f"cannot read {SETTINGS_FILE}: {exc}", file=str(path)) from None
+    data = _mapping(raw, "ratui.yaml", path)
+    _check_keys(data, TOP_KEYS, "", path)
+
+    namespace = data.get("namespace")
+    if namespace is None:
+        # A project with exactly one namespace folder needs no setting.
+        candidates = sorted(p.name for p in root.iterdir() if (p / "pipelines").is_dir())
+        if len(candidates) != 1:
+            raise RatuiError("RAT-CFG-007", "'namespace' is not set and the project has "
+                             f"{len(candidates)} namespace folders", file=str(path),
+                             hint="Add `namespace: NAME` to ratui.yaml: the namespace ref('layer.name') means.")
+        namespace = candidates[0]
+    check_name(str(namespace), "namespace", str(path))
+
+    spark = _mapping(data.get("spark"), "spark", path)
+    _check_keys(spark, SPARK_KEYS, "spark.", path)
+    spark_conf_raw = _mapping(spark.get("config"), "spark.config", path)
+    spark_config = dict(DEFAULT_SPARK_CONFIG)
+    for key, value in spark_conf_raw.items():
+        if not str(key).startswith("spark."):
+            raise RatuiError("RAT-CFG-007", f"Spark setting '{key}' must start with 'spark.'", file=str(path))
+        spark_config[str(key)] = str(value).lower() if isinstance(value, bool) else str(value)
+
+    quality = _mapping(data.get("quality"), "quality", path)
+    _check_keys(quality, QUALITY_KEYS, "quality.", path)
+    merge = _mapping(data.get("merge"), "merge", path)
+    _check_keys(merge, MERGE_KEYS, "merge.", path)
+    landing = _mapping(data.get("landing"), "landing", path)
+    _check_keys(landing, LANDING_KEYS, "landing.", path)
+    watch = _mapping(data.get("watch"), "watch", path)
+    _check_keys(watch, WATCH_KEYS, "watch.", path)
+    reaper = _mapping(data.get("reaper"), "reaper", path)
+    _check_keys(reaper, set(REAPER_KEYS), "reaper.", path)
+    paths = _mapping(data.get("paths"), "paths", path)
+    _check_keys(paths, PATHS_KEYS, "paths.", path)
+
+    return Settings(
+        root=root,
+        namespace=str(namespace),
+        spark_master=str(spark.get("master", "local[*]")),
+        spark_config=spark_config,
+        quality_sample_rows=_int(quality.get("sample_rows", 5), "quality.sample_rows", path),
+        merge_retries=_int(merge.get("retries", 3), "merge.retries", path, minimum=1),
+        merge_backoff_ms=_int(merge.get("backoff_ms", 200), "merge.backoff_ms", path),
+        landing_max_attempts=_int(landing.get("max_attempts", 3), "landing.max_attempts", path, minimum=1),
+        landing_bad_rows=_choice(landing.get("bad_rows", "fail"), "landing.bad_rows", BAD_ROWS, path),
+        landing_columns=_choice(landing.get("columns", "strict"), "landing.columns", COLUMN_MODES, path),
+        allow_outside=_folders(paths.get("allow_outside"), "paths.allow_outside", root, path),
+        watch_debounce_ms=_int(watch.get("debounce_ms", 300), "watch.debounce_ms", path),
+        **{f"reaper_{key}": _int(reaper.get(key, default), f"reaper.{key}", path, minimum=minimum)
+           for key, (default, minimum) in REAPER_KEYS.items()},
+    )

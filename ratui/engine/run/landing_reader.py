@@ -1,0 +1,406 @@
+"""Reading landing files into Spark: columns by name, every file looked at first, bad rows never silent.
+
+Before Spark reads anything, each file gets a cheap look at its bytes (never its rows):
+
+    empty (0 bytes)                        left out, with a warning naming it (RAT-LND-009)
+    CSV / JSON with NUL bytes or not UTF-8 RAT-LND-008, with the line of the first bad byte
+    Parquet without its magic bytes, or    RAT-LND-008
+      whose footer cannot be read
+    CSV header: an empty or repeated name  RAT-LND-006, line 1
+
+Columns map by name in every file. Spark applies one schema to a folder of CSV files by position, so files are
+grouped by header; each group is read with the zone's schema in that group's own column order, and the groups
+are united by name. Files whose columns differ from the zone's (the first file read) are an error naming the
+file (RAT-LND-006), or, with `landing.columns: union`, read with the missing columns as NULL. Parquet files are
+compared the same way from their footers, and a column whose type differs between files is an error.
+
+Malformed CSV rows (a wrong number of fields, a broken quote) and JSON lines that do not parse are found by
+Spark's own parser (PERMISSIVE mode with a corrupt-record column, column pruning off so that every field is
+checked whatever the query selects). By default the run fails naming the file and the line of the first bad row
+(RAT-LND-007); with `landing.bad_rows: skip` the rows are left out and their count and first lines are kept with
+the run.
+
+File names Hadoop would misread (`:`, glob characters `[]{}*?`, `%`, ...) are hard-linked under safe names into
+the run's staging folder first; errors still name the original file.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+from urllib.parse import unquote, urlparse
+
+from ratui.engine.errors import RatuiError
+
+CORRUPT = "__ratui_bad_row"
+FILE = "__ratui_file"  # each row's file, kept until the bad-row check (a union has no _metadata)
+SAMPLE_BAD_ROWS = 5
+PREFIX_BYTES = 1 << 20  # how much of a text file is checked for binary data and UTF-8
+_SAFE_PATH = re.compile(r"^[A-Za-z0-9._/ +=@-]+$")
+
+
+@dataclass(frozen=True)
+class ZoneFile:
+    """One file to read: where it is now, and its name in the ledger (relative to the zone folder)."""
+
+    path: Path
+    name: str
+
+
+@dataclass
+class BadRow:
+    file: str  # ledger name
+    line: int | None
+    text: str
+
+
+@dataclass
+class ReadReport:
+    notes: list[str] = field(default_factory=list)  # warnings, each starting with its code
+    bad_rows: int = 0
+    samples: list[BadRow] = field(default_factory=list)
+    files_read: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"notes": self.notes, "bad_rows": self.bad_rows, "files_read": self.files_read,
+                "samples": [s.__dict__ for s in self.samples]}
+
+
+# ------------------------------------------------------------------------------------------ looking at bytes
+
+
+def _first_bad_byte_line(data: bytes) -> tuple[str, int] | None:
+    """('binary data' | 'not UTF-8', line) for the first problem in `data`, or None."""
+    nul = data.find(b"\x00")
+    try:
+        text_end = len(data)
+        data.decode("utf-8")
+        bad = None
+    except UnicodeDecodeError as exc:
+        # a character cut by the prefix's end is not an error
+        bad = None if exc.start >= len(data) - 3 and exc.reason == "unexpected end of data" else exc.start
+        text_end = exc.start
+    if nul != -1 and (bad is None or nul <= bad):
+        return "binary data (NUL bytes)", data.count(b"\n", 0, nul) + 1
+    if bad is not None:
+        return "not UTF-8 text", data.count(b"\n", 0, text_end) + 1
+    return None
+
+
+def _check_text(zf: ZoneFile, kind: str) -> bytes:
+    with open(zf.path, "rb") as fh:
+        data = fh.read(PREFIX_BYTES)
+    problem = _first_bad_byte_line(data)
+    if problem:
+        what, line = problem
+        raise RatuiError("RAT-LND-008", f"landing file '{zf.name}' is not a {kind} file: {what} at line {line}",
+                         file=str(zf.path), line=line)
+    return data
+
+
+def csv_header(zf: ZoneFile) -> list[str]:
+    """The header row of a CSV file (BOM stripped), checked for empty and repeated names."""
+    data = _check_text(zf, "CSV")
+    text = data.decode("utf-8", errors="ignore").lstrip("\ufeff")
+    first = next(csv.reader(io.StringIO(text)), [])
+    names = [name.strip() for name in first]
+    if not names or all(not n for n in names):
+        raise RatuiError("RAT-LND-006", f"landing file '{zf.name}' has no header row", file=str(zf.path), line=1,
+                         hint="The first line of a CSV landing file names its columns.")
+    seen: dict[str, str] = {}
+    for i, name in enumerate(names, start=1):
+        if not name:
+            raise RatuiError("RAT-LND-006", f"landing file '{zf.name}' has an empty column name (column {i})",
+                             file=str(zf.path), line=1, hint="Give every column of the header a name.")
+        if "`" in name or any(ord(c) < 32 for c in name):
+            raise RatuiError("RAT-LND-006", f"landing file '{zf.name}' has a column name ratui cannot store: {name!r}",
+                             file=str(zf.path), line=1, hint="Rename the column in the file: no backticks or "
+                             "control characters in column names.")
+        if name.lower() in seen:
+            raise RatuiError("RAT-LND-006", f"landing file '{zf.name}' names column '{name}' twice",
+                             file=str(zf.path), line=1,
+                             hint="Column names must be distinct (case does not count).")
+        seen[name.lower()] = name
+    return names
+
+
+def parquet_schema(zf: ZoneFile):
+    import pyarrow.parquet as pq
+
+    size = zf.path.stat().st_size
+    with open(zf.path, "rb") as fh:
+        head = fh.read(4)
+        fh.seek(max(0, size - 4))
+        tail = fh.read(4)
+    if size < 12 or head != b"PAR1" or tail != b"PAR1":
+        raise RatuiError("RAT-LND-008", f"landing file '{zf.name}' is not a Parquet file (no Parquet magic bytes)",
+                         file=str(zf.path))
+    try:
+        return pq.read_schema(zf.path)
+    except Exception as exc:  # a damaged footer
+        raise RatuiError("RAT-LND-008", f"landing file '{zf.name}' is a damaged Parquet file: "
+                         f"{str(exc).splitlines()[0][:200]}", file=str(zf.path)) from None
+
+
+def _compare_columns(zone: str, reference: ZoneFile, ref_cols: list[str], zf: ZoneFile, cols: list[str],
+                     mode: str) -> None:
+    if mode == "union":
+        return
+    want, have = {c.lower() for c in ref_cols}, {c.lower() for c in cols}
+    if want == have:
+        return
+    missing = [c for c in ref_cols if c.lower() not in have]
+    extra = [c for c in cols if c.lower() not in want]
+    parts = ([f"missing {', '.join(missing)}"] if missing else []) + ([f"extra {', '.join(extra)}"] if extra else [])
+    raise RatuiError("RAT-LND-006", f"landing file '{zf.name}' in zone '{zone}' has other columns than "
+                     f"'{reference.name}': {'; '.join(parts)}", file=str(zf.path), line=1)
+
+
+# ------------------------------------------------------------------------------------------- Spark types
+
+
+def _wider(a, b):
+    """The type both Spark-inferred CSV column types fit in (Spark's own widening, strings last)."""
+    from pyspark.sql import types as st
+
+    if a == b:
+        return a
+    ints = (st.IntegerType, st.LongType)
+    nums = (st.IntegerType, st.LongType, st.DoubleType, st.FloatType, st.DecimalType)
+    if isinstance(a, ints) and isinstance(b, ints):
+        return st.LongType()
+    if isinstance(a, nums) and isinstance(b, nums):
+        return st.DoubleType()
+    temporal = (st.DateType, st.TimestampType, st.TimestampNTZType)
+    if isinstance(a, temporal) and isinstance(b, temporal):
+        return st.TimestampType()
+    return st.StringType()
+
+
+def _with_file(df):
+    from pyspark.sql import functions as F
+
+    return df.withColumn(FILE, F.col("_metadata.file_path"))
+
+
+def _q(column: str) -> str:
+    return "`" + column.replace("`", "``") + "`"
+
+
+def _uri_path(uri: str) -> str:
+    return os.path.normpath(unquote(urlparse(uri).path) if uri.startswith("file:") else uri)
+
+
+# -------------------------------------------------------------------------------------------------- reader
+
+
+class ZoneReader:
+    """Reads one zone's files for one run. `staging`: a folder of the run (safe-named links go there)."""
+
+    def __init__(self, session, zone: str, fmt: str, *, bad_rows: str = "fail", columns: str = "strict",
+                 staging: Path, check_rows: bool = True):
+        """`check_rows=False`: the DataFrame is only wanted for its columns (no job looks for bad rows)."""
+        self.session = session
+        self.check_rows = check_rows
+        self.zone = zone
+        self.fmt = fmt
+        self.bad_rows = bad_rows
+        self.columns = columns
+        self.staging = staging
+        self.report = ReadReport()
+        self._by_spark_path: dict[str, ZoneFile] = {}
+
+    # -------------------------------------------------------------------------------------------- paths
+
+    def _spark_path(self, zf: ZoneFile) -> str:
+        """A path Spark reads as exactly this file: the file itself, or a safe-named hard link to it."""
+        path = str(zf.path)
+        if not _SAFE_PATH.match(path):
+            folder = self.staging / "landing" / self.zone
+            folder.mkdir(parents=True, exist_ok=True)
+            safe = folder / f"f{len(self._by_spark_path):05d}{zf.path.suffix.lower()}"
+            try:
+                os.link(zf.path, safe)
+            except OSError:  # another file system
+                shutil.copy2(zf.path, safe)
+            path = str(safe)
+        self._by_spark_path[os.path.normpath(path)] = zf
+        return path
+
+    def _origin(self, uri: str) -> ZoneFile | None:
+        return self._by_spark_path.get(_uri_path(uri))
+
+    # --------------------------------------------------------------------------------------------- read
+
+    def read(self, files: list[ZoneFile]):
+        """A DataFrame over the files (None when every one of them is empty), after the checks above."""
+        present = []
+        for zf in files:
+            if zf.path.stat().st_size == 0:
+                self.report.notes.append(f"RAT-LND-009 {zf.name}: empty landing file in zone '{self.zone}', "
+                                         "loaded as zero rows")
+                continue
+            present.append(zf)
+        self.report.files_read = len(present)
+        if not present:
+            return None
+        if self.fmt == "csv":
+            df = self._csv(present)
+        elif self.fmt == "json":
+            df = self._json(present)
+        else:
+            df = self._parquet(present)
+        return df
+
+    def _csv(self, files: list[ZoneFile]):
+        from pyspark.sql import types as st
+
+        groups: dict[tuple[str, ...], list[ZoneFile]] = {}
+        reference, ref_cols = None, None
+        for zf in files:
+            cols = csv_header(zf)
+            if reference is None:
+                reference, ref_cols = zf, cols
+            _compare_columns(self.zone, reference, ref_cols, zf, cols, self.columns)
+            groups.setdefault(tuple(cols), []).append(zf)
+        reader = self.session.read.options(header=True, mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT)
+        # infer each group's types (one pass), then widen across groups so every file reads one schema
+        inferred: dict[tuple[str, ...], dict[str, Any]] = {}
+        merged: dict[str, Any] = {}
+        canonical: list[str] = []
+        paths = {header: [self._spark_path(zf) for zf in group] for header, group in groups.items()}
+        for header, group_paths in paths.items():
+            schema = self.session.read.options(header=True, inferSchema=True).csv(group_paths).schema
+            types = {name.lower(): f.dataType for name, f in zip(header, schema.fields)}  # by position
+            inferred[header] = types
+            for name in header:
+                low = name.lower()
+                if low not in merged:
+                    canonical.append(name)
+                merged[low] = _wider(merged[low], types[low]) if low in merged else types[low]
+        frames = []
+        for header, group_paths in paths.items():
+            schema = st.StructType([st.StructField(name, merged[name.lower()]) for name in header]
+                                   + [st.StructField(CORRUPT, st.StringType())])
+            frames.append(_with_file(reader.schema(schema).csv(group_paths)))
+        df = frames[0]
+        for frame in frames[1:]:
+            df = df.unionByName(frame, allowMissingColumns=True)
+        df = df.select(*[_q(c) for c in canonical if c in df.columns], CORRUPT, FILE)
+        return self._bad_rows(df)
+
+    def _json(self, files: list[ZoneFile]):
+        for zf in files:
+            _check_text(zf, "JSON")
+        paths = [self._spark_path(zf) for zf in files]
+        df = self.session.read.options(mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT).json(paths)
+        if CORRUPT not in df.columns:
+            return df  # Spark's schema inference saw every line parse: nothing to check
+        df = _with_file(df)
+        if len(df.columns) == 1:
+            # not one line parsed, so the file has no columns at all: the lines themselves are the report
+            from pyspark.sql import functions as F
+
+            lines = self.session.read.text(paths).where(F.trim("value") != "")
+            df = lines.select(F.col("value").alias(CORRUPT), F.lit(1).alias("__ratui_line"),
+                              F.col("_metadata.file_path").alias(FILE))
+            return self._bad_rows(df, only_bad=True)
+        return self._bad_rows(df)
+
+    def _parquet(self, files: list[ZoneFile]):
+        reference, ref_schema = None, None
+        types: dict[str, tuple[Any, ZoneFile]] = {}
+        for zf in files:
+            schema = parquet_schema(zf)
+            if reference is None:
+                reference, ref_schema = zf, schema
+            _compare_columns(self.zone, reference, ref_schema.names, zf, schema.names, self.columns)
+            for f in schema:
+                seen = types.get(f.name.lower())
+                if seen is None:
+                    types[f.name.lower()] = (f.type, zf)
+                elif seen[0] != f.type:
+                    raise RatuiError("RAT-LND-006", f"landing file '{zf.name}' in zone '{self.zone}' has column "
+                                     f"'{f.name}' as {f.type}, but '{seen[1].name}' has it as {seen[0]}",
+                                     file=str(zf.path),
+                                     hint="Write every file of a zone with the same column types.")
+        return self.session.read.option("mergeSchema", self.columns == "union").parquet(
+            *[self._spark_path(zf) for zf in files])
+
+    # ----------------------------------------------------------------------------------------- bad rows
+
+    def _bad_rows(self, df, only_bad: bool = False):
+        """Count the rows Spark could not parse (one job); fail on them, or leave them out and report them."""
+        from pyspark.sql import functions as F
+
+        if not self.check_rows:
+            return df.drop(CORRUPT, FILE)
+        data_cols = [c for c in df.columns if c not in (CORRUPT, FILE)]
+        bad = df.where(F.col(CORRUPT).isNotNull())
+        # Spark refuses a query over the corrupt column alone: count a data column along with it
+        rows = (bad.groupBy(F.col(FILE).alias("path"))
+                .agg(F.count(F.lit(1)).alias("n"),
+                     F.slice(F.collect_list(CORRUPT), 1, SAMPLE_BAD_ROWS).alias("first"),
+                     F.count(F.col(_q(data_cols[0]))).alias("_"))
+                .collect())
+        if not rows:
+            return df.drop(CORRUPT, FILE)
+        total = sum(r.n for r in rows)
+        samples: list[BadRow] = []
+        first_file: ZoneFile | None = None
+        for r in sorted(rows, key=lambda r: (self._origin(r.path).name if self._origin(r.path) else r.path)):
+            zf = self._origin(r.path)
+            if zf is None:
+                continue
+            first_file = first_file or zf
+            lines = _find_lines(zf.path, list(r.first))
+            samples.extend(BadRow(zf.name, line, text[:200]) for text, line in zip(r.first, lines))
+        samples = sorted(samples, key=lambda b: (b.file, b.line or 0))[:SAMPLE_BAD_ROWS]
+        what = "line" if self.fmt == "json" else "row"
+        if self.bad_rows != "skip" or only_bad:
+            first = samples[0] if samples else None
+            files = sorted({s.file for s in samples})
+            raise RatuiError(
+                "RAT-LND-007",
+                f"{total} malformed {what}(s) in landing zone '{self.zone}' ({', '.join(files)})"
+                + (f"; first at line {first.line}: {first.text[:120]!r}" if first and first.line else
+                   f"; first: {first.text[:120]!r}" if first else ""),
+                file=str(first_file.path) if first_file else None, line=first.line if first else None,
+                details={"bad_rows": total, "samples": [s.__dict__ for s in samples]},
+                hint=None if self.bad_rows == "skip" else (
+                    "Fix the rows shown, or set `landing: {bad_rows: skip}` in ratui.yaml to leave them out (their "
+                    "count and first lines are kept with the run)." + (
+                        " A quoted CSV field that spans lines is not supported." if self.fmt == "csv" else "")),
+            )
+        self.report.bad_rows += total
+        self.report.samples.extend(samples)
+        where = ", ".join(f"{s.file}:{s.line}" if s.line else s.file for s in samples)
+        self.report.notes.append(f"RAT-LND-007 {total} malformed {what}(s) in zone '{self.zone}' left out "
+                                 f"(landing.bad_rows: skip); first at {where}")
+        return df.where(F.col(CORRUPT).isNull()).drop(CORRUPT, FILE)
+
+
+def _find_lines(path: Path, records: Iterable[str]) -> list[int | None]:
+    """The 1-based line number of each bad record's text in the file (the first unclaimed match)."""
+    wanted = [r.rstrip("\r\n") for r in records]
+    found: list[int | None] = [None] * len(wanted)
+    pending = {i for i in range(len(wanted))}
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            if not pending:
+                break
+            text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            if number == 1:
+                text = text.lstrip("\ufeff")
+            for i in sorted(pending):
+                if wanted[i] == text:
+                    found[i] = number
+                    pending.discard(i)
+                    break
+    return found

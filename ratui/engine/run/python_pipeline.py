@@ -1,0 +1,179 @@
+"""Python pipelines: `pipeline.py` defines `run(ctx)` returning a Spark DataFrame.
+
+    # @merge_strategy: incremental
+    # @unique_key: id
+    def run(ctx):
+        orders = ctx.ref("silver.clean_orders")       # a DataFrame read on the run's branch
+        return orders.groupBy("customer_id").count()
+
+`ctx` offers ref(), landing_zone(), sql(), spark, this, run_started_at, watermark_value, is_incremental()
+and is_scd2(). The code runs in-process with the user's own privileges (it is the user's own project, as
+with dbt Python models); it is not sandboxed. Dependencies are read statically from ref()/landing_zone()
+calls with literal arguments, exactly as for SQL.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import sys
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from ratui.engine.errors import RatuiError
+from ratui.engine.project.templating import StaticCalls, parse_ref
+
+
+def static_calls_python(text: str, file: Path, default_namespace: str) -> StaticCalls:
+    try:
+        tree = ast.parse(text, filename=str(file))
+    except SyntaxError as exc:
+        raise RatuiError("RAT-PY-002", f"Python syntax error: {exc.msg}", file=str(file), line=exc.lineno) from None
+    has_run = any(isinstance(n, ast.FunctionDef) and n.name == "run" for n in tree.body)
+    if not has_run:
+        raise RatuiError("RAT-PY-003", "pipeline.py defines no run(ctx) function", file=str(file))
+    refs: list[str] = []
+    zones: list[str] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+        if name not in ("ref", "landing_zone"):
+            continue
+        if len(node.args) != 1 or not isinstance(node.args[0], ast.Constant) or not isinstance(node.args[0].value, str):
+            raise RatuiError("RAT-TPL-003" if name == "ref" else "RAT-TPL-004",
+                             f"{name}() needs one literal string argument", file=str(file), line=node.lineno)
+        value = node.args[0].value
+        if name == "ref":
+            key = parse_ref(value, default_namespace, str(file), node.lineno)
+            if key not in refs:
+                refs.append(key)
+        elif value not in zones:
+            zones.append(value)
+    return StaticCalls(tuple(refs), tuple(zones))
+
+
+@dataclass
+class PythonContext:
+    spark: Any
+    _ref: Callable[[str], str]
+    _zone: Callable[[str], str]
+    this_view: str | None
+    run_started_at: str
+    watermark_value: Any
+    _incremental: bool
+    _scd2: bool
+
+    def ref(self, name: str):
+        return self.spark.table(self._ref(name))
+
+    def landing_zone(self, zone: str):
+        return self.spark.table(self._zone(zone))
+
+    def sql(self, query: str):
+        return self.spark.sql(query)
+
+    @property
+    def this(self):
+        return self.spark.table(self.this_view) if self.this_view else None
+
+    def is_incremental(self) -> bool:
+        return self._incremental
+
+    def is_scd2(self) -> bool:
+        return self._scd2
+
+
+def run_python_pipeline(text: str, file: Path, ctx: PythonContext, on_print: Callable[[str], None] | None = None):
+    """Run the user's `run(ctx)`. Whatever it raises (a SystemExit included) becomes RAT-PY-001 at the line of
+    the user's own frame; what it prints goes to `on_print` (the run log), never to the terminal."""
+    namespace: dict[str, Any] = {"__name__": "ratui_pipeline", "__file__": str(file)}
+    try:
+        code = compile(text, str(file), "exec")
+    except SyntaxError as exc:
+        raise RatuiError("RAT-PY-002", f"Python syntax error: {exc.msg}", file=str(file), line=exc.lineno) from None
+    try:
+        with captured_prints(on_print):
+            exec(code, namespace)  # noqa: S102 - the user's own pipeline code, see the module docstring
+            run = namespace.get("run")
+            if not callable(run):
+                raise RatuiError("RAT-PY-003", "pipeline.py defines no run(ctx) function", file=str(file))
+            result = run(ctx)
+    except (RatuiError, KeyboardInterrupt):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - user code may raise anything, SystemExit included
+        from ratui.engine.spark.session import error_message, is_cancellation
+
+        if is_cancellation(exc):
+            raise  # a cancel, not the pipeline's fault
+        line = None
+        tb = exc.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == str(file):
+                line = tb.tb_lineno
+            tb = tb.tb_next
+        if isinstance(exc, SystemExit):
+            message = f"run(ctx) called sys.exit({exc.code!r})"
+        elif type(exc).__module__.startswith(("pyspark", "py4j")):
+            message = f"{type(exc).__name__}: {error_message(exc)}"
+        else:
+            message = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
+        raise RatuiError("RAT-PY-001", message[:500], file=str(file), line=line) from None
+    from pyspark.sql import DataFrame
+
+    if not isinstance(result, DataFrame):
+        raise RatuiError("RAT-PY-003", f"run(ctx) returned {type(result).__name__}, not a Spark DataFrame",
+                         file=str(file))
+    return result
+
+
+class _PrintRouter(io.TextIOBase):
+    """sys.stdout while Python pipelines run: a pipeline thread's prints go to its sink, other threads' writes
+    to the stream that was there before."""
+
+    def __init__(self, original):
+        self.original = original
+        self.sinks: dict[int, Callable[[str], None]] = {}
+
+    def write(self, text: str) -> int:
+        sink = self.sinks.get(threading.get_ident())
+        if sink is None:
+            return self.original.write(text)
+        for line in text.splitlines():
+            if line.strip():
+                sink(line)
+        return len(text)
+
+    def flush(self) -> None:
+        if threading.get_ident() not in self.sinks:
+            self.original.flush()
+
+
+_router_lock = threading.Lock()
+
+
+@contextmanager
+def captured_prints(sink: Callable[[str], None] | None) -> Iterator[None]:
+    """Route this thread's writes to sys.stdout and sys.stderr into `sink` (dropped when None)."""
+    me = threading.get_ident()
+    with _router_lock:
+        routers = []
+        for name in ("stdout", "stderr"):
+            current = getattr(sys, name)
+            if not isinstance(current, _PrintRouter):
+                current = _PrintRouter(current)
+                setattr(sys, name, current)
+            current.sinks[me] = sink or (lambda line: None)
+            routers.append((name, current))
+    try:
+        yield
+    finally:
+        with _router_lock:
+            for name, router in routers:
+                router.sinks.pop(me, None)
+                if not router.sinks and getattr(sys, name) is router:
+                    setattr(sys, name, router.original)

@@ -1,0 +1,197 @@
+"""The branch catalog interface: Nessie's model (refs, commits, per-ref table pointers), backend-neutral.
+
+Backends:
+- `SqliteBranchCatalog` (catalog/sqlite.py) embeds the model in the project's SQLite database, with PyIceberg's
+  SqlCatalog doing the table commits, one `catalog_name` per ref.
+- A Nessie REST backend can implement the same interface against a real Nessie server: refs, commits, diff and
+  merge through Nessie's API v2 (`/api/v2/trees`, `/trees/{ref}/history`, `/trees/{ref}/diff/{from}`,
+  `/trees/{into}/history/merge`), and `iceberg(ref)` as a PyIceberg REST catalog at `{server}/iceberg/{ref}`.
+
+Table keys are strings "namespace.layer.name" (e.g. "ecommerce.silver.clean_orders"). The PyIceberg identifier
+is the namespace tuple ("ecommerce", "silver") plus the table name "clean_orders"; see `split_key`.
+
+Nessie's merge rule: a table the branch changed since its fork point that the target ALSO changed since that
+fork point is a conflict; tables only the branch changed are applied to the target, all or nothing.
+Deleting a branch removes its pointers only: data and metadata files are shared between refs and are never
+deleted by the catalog.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    import pyarrow as pa
+    from pyiceberg.catalog import Catalog
+    from pyiceberg.partitioning import PartitionSpec
+    from pyiceberg.schema import Schema
+    from pyiceberg.table import Table
+
+MAIN = "main"
+
+ChangeKind = Literal["added", "modified", "dropped"]
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A branch. `head` is its newest commit; `fork_hash` the source ref's head when it was created (None for main)."""
+
+    name: str
+    head: str
+    created_at: str  # ISO-8601, UTC
+    fork_hash: str | None
+    run_id: str | None
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One recorded state of a ref: `pointers` maps every table key to its Iceberg metadata location."""
+
+    hash: str
+    parent: str | None
+    ref: str
+    message: str
+    created_at: str  # ISO-8601, UTC
+    pointers: dict[str, str]
+
+
+@dataclass(frozen=True)
+class TableChange:
+    """A table the branch changed since its fork point. `conflict`: the target changed it too."""
+
+    table: str
+    change: ChangeKind
+    branch_location: str | None  # None when dropped on the branch
+    main_location: str | None  # the target ref's current pointer (None when absent there)
+    fork_location: str | None  # the pointer at the fork point (None when added on the branch)
+    conflict: bool
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    """`tables`: keys applied (or, for a dry run, that would be). `commit`: the new commit on `into`, None when
+    nothing changed or for a dry run. `conflicts`: keys in conflict (only ever non-empty for a dry run; a real
+    merge raises RAT-CAT-003 instead)."""
+
+    ref: str
+    into: str
+    tables: list[str]
+    commit: Commit | None
+    dry_run: bool
+    conflicts: list[str]
+
+
+def split_key(key: str) -> tuple[tuple[str, ...], str]:
+    """"ecommerce.silver.clean_orders" -> (("ecommerce", "silver"), "clean_orders")."""
+    parts = key.split(".")
+    if len(parts) < 2 or not all(parts):
+        raise ValueError(f"table key must be 'namespace.layer.name', got {key!r}")
+    return tuple(parts[:-1]), parts[-1]
+
+
+class BranchCatalog(ABC):
+    """Refs, commits and per-ref table pointers, Nessie-style. Every method is safe to call from worker threads."""
+
+    @abstractmethod
+    def create_branch(self, name: str, *, from_ref: str = MAIN, run_id: str | None = None) -> Ref:
+        """A new ref pointing at `from_ref`'s current tables (no data copied). RAT-CAT-001 if it exists."""
+
+    @abstractmethod
+    def list_refs(self) -> list[Ref]:
+        """Every live ref, main first."""
+
+    @abstractmethod
+    def get_ref(self, name: str) -> Ref:
+        """The ref; RAT-CAT-002 if there is none of that name."""
+
+    @abstractmethod
+    def log(self, ref: str, limit: int = 50) -> list[Commit]:
+        """Commits reachable from the ref's head through parents, newest first. Works for deleted branches too:
+        their commits are kept for audit."""
+
+    @abstractmethod
+    def diff(self, ref: str, against: str = MAIN) -> list[TableChange]:
+        """The tables `ref` changed since its fork point, with the locations on both sides and conflict flags."""
+
+    @abstractmethod
+    def merge(
+        self, ref: str, into: str = MAIN, *, message: str | None = None, dry_run: bool = False
+    ) -> MergeResult:
+        """Apply every table `ref` changed since its fork point to `into`, atomically.
+
+        Raises RatuiError RAT-CAT-003 with details={"tables": [...]} on conflict, leaving `into` unchanged.
+        `dry_run` computes the result (conflicts included) and changes nothing. A branch without changes
+        merges successfully and records nothing (commit None).
+        """
+
+    @abstractmethod
+    def delete_branch(self, name: str) -> None:
+        """Drop the ref's pointers; keep its commits; delete no files. RAT-CAT-004 for main, RAT-CAT-002 if absent."""
+
+    @abstractmethod
+    def iceberg(self, ref: str) -> Catalog:
+        """A PyIceberg catalog that loads and commits tables on `ref` (cached per ref)."""
+
+    @abstractmethod
+    def table_pointers(self, ref: str) -> dict[str, str]:
+        """The ref's current table key -> metadata location map."""
+
+    @abstractmethod
+    def record_commit(self, ref: str, message: str) -> Commit:
+        """Record the ref's current pointers as a new commit on top of its head, and move the head there.
+        The run engine calls it after each table write on a branch."""
+
+    # Conveniences with a default implementation on top of `iceberg()`.
+
+    def load_table(self, ref: str, key: str) -> Table:
+        """The table as it is now on `ref` (always freshly loaded). RAT-CAT-005 if absent."""
+        from pyiceberg.exceptions import NoSuchTableError
+
+        from ratui.engine.errors import RatuiError
+
+        catalog = self.iceberg(ref)
+        namespace, name = split_key(key)
+        try:
+            return catalog.load_table(namespace + (name,))
+        except NoSuchTableError:
+            raise RatuiError("RAT-CAT-005", f"table '{key}' does not exist on '{ref}'") from None
+
+    def table_exists(self, ref: str, key: str) -> bool:
+        return key in self.table_pointers(ref)
+
+    def create_table(
+        self,
+        ref: str,
+        key: str,
+        schema: Schema | pa.Schema,
+        location: str | Path,
+        partition_spec: PartitionSpec | None = None,
+        properties: dict[str, str] | None = None,
+    ) -> Table:
+        """Create table `key` on `ref` at an explicit `location` (e.g. {project}/{namespace}/warehouse/{layer}/{name}),
+        creating its namespace on that ref first if needed (namespaces are per ref)."""
+        from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
+
+        catalog = self.iceberg(ref)
+        namespace, name = split_key(key)
+        self._ensure_namespace(catalog, namespace)
+        return catalog.create_table(
+            namespace + (name,),
+            schema,
+            location=str(location),
+            partition_spec=partition_spec or UNPARTITIONED_PARTITION_SPEC,
+            properties=properties or {},
+        )
+
+    def _ensure_namespace(self, catalog: Catalog, namespace: tuple[str, ...]) -> None:
+        from pyiceberg.exceptions import NamespaceAlreadyExistsError
+
+        if not catalog.namespace_exists(namespace):
+            try:
+                catalog.create_namespace(namespace)
+            except NamespaceAlreadyExistsError:
+                pass  # created concurrently

@@ -1,0 +1,237 @@
+"""Run history in the project's SQLite database (sqlite-utils): runs, quality results and run logs.
+
+Writes are short; reads page with keyset-friendly ORDER BY on indexed columns so a history of 100,000
+runs lists as fast as one of ten.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from ratui.engine.state.db import open_db
+from ratui.engine.run.processes import started_at
+
+RUN_STATUSES = ("pending", "running", "success", "failed", "cancelled", "skipped")
+FINAL = ("success", "failed", "cancelled", "skipped")
+
+RUN_COLUMNS = {
+    "id": str, "pipeline": str, "status": str, "trigger": str, "strategy": str, "run_type": str,
+    "reason": str, "queued_at": str, "started_at": str, "finished_at": str, "duration_ms": int,
+    "rows_written": int, "warnings": int, "error_code": str, "error_message": str, "error_hint": str,
+    "error_file": str, "error_line": int, "branch": str, "phases": str, "write": str, "notes": str,
+    "pid": int, "host": str, "invocation": str,
+    # the start time of process `pid` (processes.py): a reused pid is not the run's process
+    "pid_started": float,
+    # change detection: the definition's file hashes and the inputs the run read (JSON)
+    "fingerprint": str, "inputs": str,
+    # set in the merge's own transaction: a run killed after this point did land on main
+    "merged_at": str,
+    # each phase's final state (done | failed | cancelled), beside its duration in `phases`
+    "phase_status": str,
+}
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class History:
+    def __init__(self, db_path: Path):
+        self._conn = open_db(db_path)
+        self._lock = threading.RLock()
+        self.db = sqlite_utils.Database(self._conn)
+        self._ensure_schema()
+
+    def _ensure_schema(self) -> None:
+        with self._lock:
+            if "runs" not in self.db.table_names():
+                self.db["runs"].create(RUN_COLUMNS, pk="id", if_not_exists=True)
+                self.db["runs"].create_index(["started_at"], if_not_exists=True)
+                self.db["runs"].create_index(["pipeline", "started_at"], if_not_exists=True)
+                self.db["runs"].create_index(["status"], if_not_exists=True)
+            else:  # a database from an older ratui: add the columns it lacks
+                existing = set(self.db["runs"].columns_dict)
+                for column, kind in RUN_COLUMNS.items():
+                    if column not in existing:
+                        self.db["runs"].add_column(column, kind)
+            # newest-first paging (the runs list) without sorting the whole history
+            self.db.execute("create index if not exists runs_newest on runs(coalesce(started_at, queued_at) desc, "
+                            "id desc)")
+            if "cancel_requests" not in self.db.table_names():
+                # another process (`ratui cancel`, a second console) asks; the running process honours it
+                self.db["cancel_requests"].create({"run_id": str, "requested_at": str, "pid": int, "host": str},
+                                                  pk="run_id", if_not_exists=True)
+            if "quality_results" not in self.db.table_names():
+                self.db["quality_results"].create({
+                    "id": int, "run_id": str, "test": str, "severity": str, "status": str, "violations": int,
+                    "duration_ms": int, "sample": str, "columns": str, "sql": str, "error": str, "file": str,
+                    "finished_at": str, "line": int,
+                }, pk="id", if_not_exists=True)
+                self.db["quality_results"].create_index(["run_id"], if_not_exists=True)
+            elif "line" not in self.db["quality_results"].columns_dict:  # from an older ratui
+                self.db["quality_results"].add_column("line", int)
+            if "run_logs" not in self.db.table_names():
+                self.db["run_logs"].create({"id": int, "run_id": str, "at": str, "level": str, "message": str},
+                                           pk="id", if_not_exists=True)
+                self.db["run_logs"].create_index(["run_id"], if_not_exists=True)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    # ------------------------------------------------------------------------------------------- writes
+
+    def create_run(self, run_id: str, pipeline: str, trigger: str, strategy: str | None, invocation: str | None,
+                   run_type: str | None = None, reason: str | None = None) -> None:
+        with self._lock:
+            self.db["runs"].insert({
+                "id": run_id, "pipeline": pipeline, "status": "pending", "trigger": trigger, "strategy": strategy,
+                "queued_at": now_iso(), "rows_written": 0, "warnings": 0, "invocation": invocation,
+                "pid": os.getpid(), "host": socket.gethostname(), "pid_started": started_at(),
+                "run_type": run_type, "reason": reason,
+            })
+
+    def update_run(self, run_id: str, **values: Any) -> None:
+        for key in ("phases", "write", "notes", "fingerprint", "inputs", "phase_status"):
+            if key in values and not isinstance(values[key], (str, type(None))):
+                values[key] = json.dumps(values[key], sort_keys=True)
+        with self._lock:
+            self.db["runs"].update(run_id, values, alter=True)
+
+    def request_cancel(self, run_id: str, pid: int, host: str) -> None:
+        with self._lock:
+            self.db["cancel_requests"].insert({"run_id": run_id, "requested_at": now_iso(), "pid": pid, "host": host},
+                                              replace=True)
+
+    def cancel_requested(self, run_ids: list[str]) -> list[str]:
+        if not run_ids:
+            return []
+        marks = ",".join("?" * len(run_ids))
+        with self._lock:
+            return [r["run_id"] for r in self.db.query(
+                f"select run_id from cancel_requests where run_id in ({marks})", run_ids)]
+
+    def unfinished_runs(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self.db.query(
+                "select id, pipeline, status, pid, pid_started, host, branch, started_at, queued_at, merged_at from runs "
+                "where status in ('pending', 'running')"))
+
+    def claim_unfinished(self, run_id: str, **values: Any) -> bool:
+        """Finish a run only if it is still pending or running (two processes may notice one dead run at once:
+        only one of them records it). Returns whether this call did."""
+        columns = ", ".join(f"{key} = ?" for key in values)
+        with self._lock:
+            cur = self._conn.execute(
+                f"UPDATE runs SET {columns} WHERE id = ? AND status IN ('pending', 'running')",
+                [*values.values(), run_id])
+            return cur.rowcount == 1
+
+    def add_log(self, run_id: str, level: str, message: str) -> None:
+        with self._lock:
+            self.db["run_logs"].insert({"run_id": run_id, "at": now_iso(), "level": level, "message": message})
+
+    def add_quality(self, run_id: str, result: dict[str, Any]) -> None:
+        row = dict(result)
+        row["run_id"] = run_id
+        row["sample"] = json.dumps(row.get("sample") or [], default=str)
+        row["columns"] = json.dumps(row.get("columns") or [])
+        row.setdefault("finished_at", now_iso())
+        with self._lock:
+            self.db["quality_results"].insert(row, alter=False)
+
+    # -------------------------------------------------------------------------------------------- reads
+
+    @staticmethod
+    def _decode(row: dict[str, Any]) -> dict[str, Any]:
+        for key in ("phases", "write", "notes", "phase_status"):
+            if row.get(key):
+                row[key] = json.loads(row[key])
+        return row
+
+    def get_run(self, run_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            rows = list(self.db.query("select * from runs where id = ?", [run_id]))
+            if not rows:
+                # let people type a unique prefix of a run id
+                rows = list(self.db.query("select * from runs where id like ? limit 2", [run_id + "%"]))
+                if len(rows) != 1:
+                    return None
+            run = self._decode(rows[0])
+            run["quality"] = [self._decode_quality(q) for q in self.db.query(
+                "select * from quality_results where run_id = ? order by id", [run["id"]])]
+            run["logs"] = list(self.db.query("select at, level, message from run_logs where run_id = ? order by id",
+                                             [run["id"]]))
+        return run
+
+    @staticmethod
+    def _decode_quality(row: dict[str, Any]) -> dict[str, Any]:
+        row["sample"] = json.loads(row["sample"] or "[]")
+        row["columns"] = json.loads(row["columns"] or "[]")
+        return row
+
+    def last_success(self, pipeline: str) -> dict[str, Any] | None:
+        """The newest successful run of a pipeline (its fingerprint and inputs drive change detection)."""
+        with self._lock:
+            rows = list(self.db.query(
+                "select id, fingerprint, inputs, finished_at from runs where pipeline = ? and status = 'success' "
+                "order by started_at desc limit 1", [pipeline]))
+        return rows[0] if rows else None
+
+    def _where(self, pipeline: str | None, status: str | None, text: str | None) -> tuple[str, list[Any]]:
+        clauses, params = [], []
+        if pipeline:
+            clauses.append("pipeline like ?")
+            params.append(f"%{pipeline}%")
+        if status:
+            clauses.append("status = ?")
+            params.append(status)
+        if text:
+            clauses.append("(pipeline like ? or id like ? or coalesce(error_message, '') like ? "
+                           "or coalesce(error_code, '') like ?)")
+            params.extend([f"%{text}%"] * 4)
+        return (" where " + " and ".join(clauses)) if clauses else "", params
+
+    def list_runs(self, limit: int = 50, offset: int = 0, *, pipeline: str | None = None, status: str | None = None,
+                  text: str | None = None) -> list[dict[str, Any]]:
+        where, params = self._where(pipeline, status, text)
+        sql = f"select * from runs{where} order by coalesce(started_at, queued_at) desc, id desc limit ? offset ?"
+        with self._lock:
+            return [self._decode(r) for r in self.db.query(sql, [*params, limit, offset])]
+
+    def count_runs(self, *, pipeline: str | None = None, status: str | None = None, text: str | None = None) -> int:
+        where, params = self._where(pipeline, status, text)
+        with self._lock:
+            return next(self.db.query(f"select count(*) as n from runs{where}", params))["n"]
+
+    def recent_by_pipeline(self, per_pipeline: int = 10,
+                           pipelines: list[str] | None = None) -> dict[str, list[dict[str, Any]]]:
+        """The last few finished runs of each pipeline, newest first (status, duration: sparklines).
+
+        One indexed query per pipeline (the (pipeline, started_at) index): fast however long the history is.
+        """
+        out: dict[str, list[dict[str, Any]]] = {}
+        with self._lock:
+            if pipelines is None:
+                pipelines = [r["pipeline"] for r in self.db.query("select distinct pipeline from runs")]
+            for pipeline in pipelines:
+                rows = list(self.db.query(
+                    "select pipeline, id, status, duration_ms, started_at, rows_written, warnings from runs "
+                    "where pipeline = ? and status in ('success', 'failed', 'cancelled') "
+                    "order by started_at desc limit ?", [pipeline, per_pipeline]))
+                if rows:
+                    out[pipeline] = rows
+        return out
+
+    def quality_results(self, limit: int = 200) -> list[dict[str, Any]]:
+        sql = """select q.*, r.pipeline from quality_results q join runs r on r.id = q.run_id
+                 order by q.id desc limit ?"""
+        with self._lock:
+            return [self._decode_quality(r) for r in self.db.query(sql, [limit])]

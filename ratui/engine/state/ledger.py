@@ -1,0 +1,310 @@
+"""The landing-file ledger: every landing file, per zone and consuming pipeline, with its state.
+
+States follow SingleStore's pipeline file states:
+    unloaded   seen, not yet loaded by this pipeline (or made loadable again by a reset)
+    loaded     loaded by a run whose branch merged into main (set in the merge's own SQLite transaction)
+    skipped    failed `max_attempts` runs in a row: left out so the other files can load
+
+A file whose size or modification time changes is a new version and becomes `unloaded` again.
+Attempts count only failures that concern the data (build, write, quality), never a cancelled run or a
+template/config error.
+
+`file` is the path relative to the zone folder: `orders_1.csv` while the file is in the zone, then
+`_processed/{run_id}/orders_1.csv` once a run archived it. An archived file keeps its row (for every pipeline
+reading the zone), so a full refresh can rebuild from it and a new file of the same name is a new row. In
+`landing_mode: all` the zone folder is the truth: a file the user removed from it is forgotten; archived files
+are not (archiving is bookkeeping, and a table never shrinks because of bookkeeping).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from ratui.engine.state.db import open_db, write_tx
+from ratui.engine.errors import RatuiError
+from ratui.engine.state.history import now_iso
+
+MAX_ATTEMPTS = 3
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS landing_files (
+    namespace TEXT NOT NULL,
+    zone TEXT NOT NULL,
+    pipeline TEXT NOT NULL,
+    file TEXT NOT NULL,            -- name at the zone's root
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    etag TEXT,                     -- for object stores (S3): kept empty for local files
+    version TEXT,
+    state TEXT NOT NULL DEFAULT 'unloaded',
+    run_id TEXT,                   -- the run that loaded it
+    attempts INTEGER NOT NULL DEFAULT 0,
+    last_error TEXT,
+    archived_to TEXT,
+    purged_at TEXT,                -- when the reaper removed the archived file (it cannot be read again)
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (namespace, zone, pipeline, file)
+);
+CREATE INDEX IF NOT EXISTS landing_files_state ON landing_files (namespace, zone, state);
+"""
+
+
+@dataclass(frozen=True)
+class LandingFile:
+    namespace: str
+    zone: str
+    pipeline: str
+    file: str
+    size: int
+    mtime_ns: int
+    state: str
+    run_id: str | None
+    attempts: int
+    last_error: str | None
+    archived_to: str | None
+    updated_at: str
+    purged_at: str | None = None
+
+    @property
+    def archived(self) -> bool:
+        return is_archived_name(self.file)
+
+    @property
+    def name(self) -> str:
+        """The file's own name, wherever it is now."""
+        return self.file.rsplit("/", 1)[-1]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+PROCESSED = "_processed"
+
+
+def is_archived_name(file: str) -> bool:
+    return file.startswith(PROCESSED + "/")
+
+
+def _like_archived(name: str) -> str:
+    """A LIKE pattern (ESCAPE '\\') for every archived version of a file name."""
+    escaped = name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"\\_processed/%/{escaped}"
+
+
+class Ledger:
+    def __init__(self, db_path: Path, max_attempts: int = MAX_ATTEMPTS):
+        self.db_path = db_path
+        self.max_attempts = max_attempts
+        with self._conn() as conn:
+            conn.executescript(SCHEMA)
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(landing_files)")}
+            if "purged_at" not in columns:  # a ledger from an older ratui
+                with write_tx(conn):
+                    conn.execute("ALTER TABLE landing_files ADD COLUMN purged_at TEXT")
+                    # it kept archived files under their plain name with archived_to set: give them their path
+                    conn.execute(
+                        "UPDATE OR IGNORE landing_files SET file = substr(archived_to, instr(archived_to, "
+                        "'/_processed/') + 1) || '/' || file WHERE archived_to IS NOT NULL AND instr(archived_to, "
+                        "'/_processed/') > 0 AND file NOT LIKE '\\_processed/%' ESCAPE '\\'")
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = open_db(self.db_path)
+        conn.row_factory = sqlite3.Row
+        return _Closing(conn)
+
+    def sync(self, namespace: str, zone: str, pipeline: str, files: Iterable[Path], *,
+             forget_missing: bool = False) -> list[LandingFile]:
+        """Record the zone's active files for a pipeline; a changed file (size or mtime) becomes unloaded again.
+
+        `forget_missing` (landing_mode all): rows of files no longer in the zone folder are dropped; rows of
+        archived files stay. Returns every row of the pipeline for the zone, archived ones included.
+        """
+        now = now_iso()
+        names = []
+        with self._conn() as conn, write_tx(conn):
+            for path in files:
+                stat = path.stat()
+                names.append(path.name)
+                conn.execute(
+                    """INSERT INTO landing_files (namespace, zone, pipeline, file, size, mtime_ns, updated_at)
+                       VALUES (?, ?, ?, ?, ?, ?, ?)
+                       ON CONFLICT (namespace, zone, pipeline, file) DO UPDATE SET
+                         state = CASE WHEN size <> excluded.size OR mtime_ns <> excluded.mtime_ns
+                                      THEN 'unloaded' ELSE state END,
+                         attempts = CASE WHEN size <> excluded.size OR mtime_ns <> excluded.mtime_ns
+                                         THEN 0 ELSE attempts END,
+                         size = excluded.size, mtime_ns = excluded.mtime_ns,
+                         updated_at = CASE WHEN size <> excluded.size OR mtime_ns <> excluded.mtime_ns
+                                           THEN excluded.updated_at ELSE updated_at END""",
+                    (namespace, zone, pipeline, path.name, stat.st_size, stat.st_mtime_ns, now),
+                )
+            if forget_missing:
+                marks = ",".join("?" * len(names))
+                conn.execute(
+                    f"""DELETE FROM landing_files WHERE namespace = ? AND zone = ? AND pipeline = ?
+                        AND file NOT LIKE '\\_processed/%' ESCAPE '\\' AND file NOT IN ({marks or "''"})""",
+                    (namespace, zone, pipeline, *names))
+        return self.files(namespace, zone, pipeline)
+
+    def unloaded(self, namespace: str, zones: Iterable[str], pipeline: str) -> list[LandingFile]:
+        """The files a pipeline still has to load (new, failed before, or reset), in every zone it reads."""
+        zones = list(zones)
+        if not zones:
+            return []
+        marks = ",".join("?" * len(zones))
+        with self._conn() as conn:
+            rows = conn.execute(
+                f"SELECT * FROM landing_files WHERE namespace = ? AND pipeline = ? AND zone IN ({marks}) "
+                "AND state = 'unloaded' ORDER BY zone, file", (namespace, pipeline, *zones)).fetchall()
+        return [_row(r) for r in rows]
+
+    def files(self, namespace: str | None = None, zone: str | None = None, pipeline: str | None = None,
+              state: str | None = None) -> list[LandingFile]:
+        clauses, params = [], []
+        for column, value in (("namespace", namespace), ("zone", zone), ("pipeline", pipeline), ("state", state)):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
+        with self._conn() as conn:
+            rows = conn.execute(f"SELECT * FROM landing_files{where} ORDER BY namespace, zone, file, pipeline",
+                                params).fetchall()
+        return [_row(r) for r in rows]
+
+    def mark_loaded(self, conn: sqlite3.Connection, run_id: str, entries: Iterable[tuple[str, str, str, str]]) -> None:
+        """Inside the merge's transaction: these (namespace, zone, pipeline, file) are now loaded.
+
+        A file another pipeline's run archived while this run was reading it is matched under its archived name.
+        """
+        now = now_iso()
+        for namespace, zone, pipeline, file in entries:
+            cur = conn.execute(
+                """UPDATE landing_files SET state = 'loaded', run_id = ?, attempts = 0, last_error = NULL,
+                   updated_at = ? WHERE namespace = ? AND zone = ? AND pipeline = ? AND file = ?""",
+                (run_id, now, namespace, zone, pipeline, file))
+            if cur.rowcount == 0 and not is_archived_name(file):
+                conn.execute(
+                    """UPDATE landing_files SET state = 'loaded', run_id = ?, attempts = 0, last_error = NULL,
+                       updated_at = ? WHERE namespace = ? AND zone = ? AND pipeline = ? AND state = 'unloaded'
+                       AND file LIKE ? ESCAPE '\\'""",
+                    (run_id, now, namespace, zone, pipeline, _like_archived(file)))
+
+    def record_failure(self, entries: Iterable[tuple[str, str, str, str]], error: str) -> list[str]:
+        """Count a failed attempt; files at max_attempts become skipped. Returns the names newly skipped."""
+        skipped: list[str] = []
+        now = now_iso()
+        with self._conn() as conn, write_tx(conn):
+            for entry in entries:
+                conn.execute(
+                    """UPDATE landing_files SET attempts = attempts + 1, last_error = ?, updated_at = ?,
+                         state = CASE WHEN attempts + 1 >= ? THEN 'skipped' ELSE state END
+                       WHERE namespace = ? AND zone = ? AND pipeline = ? AND file = ? AND state = 'unloaded'""",
+                    (error[:500], now, self.max_attempts, *entry),
+                )
+                row = conn.execute(
+                    "SELECT state FROM landing_files WHERE namespace = ? AND zone = ? AND pipeline = ? AND file = ?",
+                    entry).fetchone()
+                if row and row["state"] == "skipped":
+                    skipped.append(entry[3])
+        return skipped
+
+    def mark_archived(self, namespace: str, zone: str, run_id: str, moved: dict[str, Path],
+                      consumers: Iterable[str], archived_to: str) -> None:
+        """Files of a zone moved to `_processed/{run_id}/` (name -> new path): every pipeline reading the zone
+        keeps its row under the archived name, and one that never saw the file gets an unloaded row for it."""
+        now = now_iso()
+        with self._conn() as conn, write_tx(conn):
+            for name, path in moved.items():
+                stat = path.stat()
+                target = f"{PROCESSED}/{run_id}/{name}"
+                for pipeline in consumers:
+                    conn.execute(
+                        """INSERT OR IGNORE INTO landing_files (namespace, zone, pipeline, file, size, mtime_ns,
+                           updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)""",
+                        (namespace, zone, pipeline, name, stat.st_size, stat.st_mtime_ns, now))
+                conn.execute(
+                    """UPDATE OR REPLACE landing_files SET file = ?, archived_to = ?, updated_at = ?
+                       WHERE namespace = ? AND zone = ? AND file = ?""",
+                    (target, archived_to, now, namespace, zone, name))
+
+    def mark_purged(self, namespace: str, zone: str, file: str) -> None:
+        """The reaper removed an archived file: its rows stay (a rebuild must know it is gone, and why)."""
+        with self._conn() as conn, write_tx(conn):
+            conn.execute("UPDATE landing_files SET purged_at = ? WHERE namespace = ? AND zone = ? AND file = ?",
+                         (now_iso(), namespace, zone, file))
+
+    def forget(self, namespace: str, zone: str, file: str, pipeline: str | None = None) -> int:
+        """Drop a file's rows on purpose (e.g. one that is gone for good, so a rebuild goes on without it)."""
+        clauses, params = ["namespace = ?", "zone = ?", "(file = ? OR file LIKE ? ESCAPE '\\')"], \
+            [namespace, zone, file, _like_archived(file)]
+        if pipeline:
+            clauses.append("pipeline = ?")
+            params.append(pipeline)
+        with self._conn() as conn, write_tx(conn):
+            return conn.execute(f"DELETE FROM landing_files WHERE {' AND '.join(clauses)}", params).rowcount
+
+    def reset(self, namespace: str, zone: str, file: str | None = None, pipeline: str | None = None) -> int:
+        """Make files loadable again (state unloaded, attempts 0). Returns how many rows changed."""
+        clauses, params = ["namespace = ?", "zone = ?"], [namespace, zone]
+        if file:  # the file in the zone, or any archived version of it
+            clauses.append("(file = ? OR file LIKE ? ESCAPE '\\')")
+            params.extend([file, _like_archived(file)])
+        if pipeline:
+            clauses.append("pipeline = ?")
+            params.append(pipeline)
+        with self._conn() as conn, write_tx(conn):
+            cur = conn.execute(
+                f"""UPDATE landing_files SET state = 'unloaded', attempts = 0, last_error = NULL, run_id = NULL,
+                    updated_at = ? WHERE {' AND '.join(clauses)}""", [now_iso(), *params])
+            return cur.rowcount
+
+
+def _row(r: sqlite3.Row) -> LandingFile:
+    return LandingFile(**{k: r[k] for k in LandingFile.__dataclass_fields__ if k in r.keys()})
+
+
+class _Closing:
+    """A connection that closes when its `with` block ends (sqlite3's own context manager only commits)."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+
+    def __enter__(self) -> sqlite3.Connection:
+        return self.conn
+
+    def __exit__(self, *exc: Any) -> None:
+        self.conn.close()
+
+
+def archive(zone_folder: Path, run_id: str, names: Iterable[str]) -> dict[str, Path]:
+    """Move consumed files to `_processed/{run_id}/` (after a successful merge); returns name -> new path."""
+    target = zone_folder / PROCESSED / run_id
+    target.mkdir(parents=True, exist_ok=True)
+    moved = {}
+    for name in names:
+        source = zone_folder / name
+        if source.exists():
+            shutil.move(str(source), str(target / name))
+            moved[name] = target / name
+    return moved
+
+
+def zone_digest(files: Iterable[Path]) -> list[list[Any]]:
+    """What change detection compares: the active files with their size and modification time."""
+    out = []
+    for path in files:
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            continue
+        out.append([path.name, stat.st_size, stat.st_mtime_ns])
+    return sorted(out)
+
+
+def check_zone_name(zone: str) -> None:
+    if "/" in zone or zone.startswith((".", "_")):
+        raise RatuiError("RAT-LND-001", f"'{zone}' is not a landing zone name")

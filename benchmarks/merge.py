@@ -88,7 +88,7 @@ class Bench:
     def __init__(self, work: Path):
         from ratui.engine.spark import session as spark_mod
         from ratui.engine.state.catalog.sqlite import SqliteBranchCatalog
-        from ratui.engine.project.settings import load_settings
+        from ratui.engine.settings import load_settings
 
         self.root = work
         (work / "ratui.yaml").write_text(SETTINGS)

@@ -1,10 +1,11 @@
 """The ratui console: a Textual App over the engine.
 
-The App owns all UI state. Engine events arrive on the engine's threads; the controller queues them and posts one
-`EngineEvents` message per burst, and the App applies the whole burst to its `RunStore` and publishes one
-`runs_changed` signal (coalesced progress). Everything that touches SQLite, files, the catalog or Spark runs in a
-thread worker or a daemon thread, never on the event loop. Spark starts on first need (or is pre-warmed after
-the first paint) and the status line says so while it starts.
+The App owns all UI state. Whatever happens on other threads (engine events, watch events, Spark's state, a batch
+ending) reaches it through one channel: the controller queues it and posts one `ControllerEvents` message per
+burst; the App applies the whole burst (runs to its `RunStore`, then one `runs_changed` signal: coalesced progress).
+Everything that touches SQLite, files, the catalog or Spark runs in a thread worker, never on the event loop; each
+worker posts one typed message (messages.py) handled with `@on`. Spark starts on first need (or is pre-warmed
+after the first paint) and the status line says so while it starts.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import logging
 import time
 import traceback
-import weakref
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -21,18 +21,22 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rich.text import Text
+from textual import on
 from textual.app import App
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.message import Message
 from textual.reactive import reactive
 from textual.signal import Signal
-from textual.worker import Worker, WorkerState
 
-from ratui.console.controller import Batch, Controller, utc_now
+from ratui.console.controller import BatchItem, Controller, EngineItem, SparkItem, WatchItem, utc_now
 from ratui.console.format import fmt_ms, short_key
 from ratui.console.live import LiveRun, RunStore
 from ratui.engine.errors import RatuiError
+from ratui.messages import (
+    CancelOutcomes, ControllerEvents, EngineOpened, Failed, ProjectCompiled, QuitReady, ReaperPassDone, RunLaunched,
+    WatchToggled,
+)
 from ratui.screens.branches import BranchesScreen
 from ratui.screens.dialogs import ConfirmScreen, ErrorScreen, HelpScreen, JumpScreen
 from ratui.screens.landing import LandingScreen
@@ -64,61 +68,11 @@ def key_text(binding: Binding) -> str:
     return " / ".join(KEY_NAMES.get(k, k) for k in keys)
 
 
-# ----------------------------------------------------------------------------------------------- messages
-
-
-class EngineEvents(Message):
-    """Engine events are waiting in the controller's queue (posted once per burst)."""
-
-
-class SparkStateChanged(Message):
-    def __init__(self, state: str) -> None:
-        super().__init__()
-        self.state = state
-
-
-class WatchMessage(Message):
-    """An event of the watch toggle's Watcher (posted from its threads)."""
-
-    def __init__(self, event) -> None:
-        super().__init__()
-        self.event = event
-
-
-class BatchDone(Message):
-    def __init__(self, batch: Batch) -> None:
-        super().__init__()
-        self.batch = batch
-
-
 @dataclass
 class RunsChange:
     changed: set[str]
     ended: list[LiveRun] = field(default_factory=list)
     started: list[LiveRun] = field(default_factory=list)
-
-
-# ------------------------------------------------------------------------------- Spark state, process-wide
-
-_apps: "weakref.WeakSet[RatuiApp]" = weakref.WeakSet()
-_spark_hooked = False
-
-
-def _spark_listener(state: str) -> None:
-    for app in list(_apps):
-        try:
-            app.post_message(SparkStateChanged(state))
-        except Exception:  # an app that has closed its loop
-            pass
-
-
-def _hook_spark() -> None:
-    global _spark_hooked
-    if not _spark_hooked:
-        from ratui.engine.spark import session as spark_mod
-
-        spark_mod.on_state(_spark_listener)
-        _spark_hooked = True
 
 
 # ------------------------------------------------------------------------------------------ command palette
@@ -243,32 +197,38 @@ class RatuiApp(App[None]):
         self.mark("mounted")
         if self.fixed_spark_state is not None:
             self.spark_state = self.fixed_spark_state
-        else:
-            from ratui.engine.spark import session as spark_mod
+        elif self.controller.spark_started():
+            self.spark_state = "ready"
+        self._boot()
 
-            self.spark_state = "ready" if spark_mod.is_started() else "idle"
-            _apps.add(self)
-            _hook_spark()
-        self.run_worker(self._boot, name="boot", group="boot", thread=True, exit_on_error=False)
+    def background(self, work: Callable[[], Any], done: Callable[[Any], Message], context: str, *,
+                   group: str, exclusive: bool = False) -> None:
+        """Run `work` in a thread worker; post `done(its result)`, or `Failed` saying what it was doing."""
 
-    def _boot(self):
-        return self.controller.boot(self._engine_notify, self._batch_done)
+        def task() -> None:
+            try:
+                value = work()
+            except Exception as error:  # noqa: BLE001 - the error screen or a toast says what happened
+                self._post(Failed(error, context, done if isinstance(done, type) else None))
+                return
+            self._post(done(value))
 
-    def _engine_notify(self) -> None:
-        """On an engine thread: wake the App (once per burst)."""
-        if self._closing:
-            return
-        try:
-            self.post_message(EngineEvents())
-        except Exception:  # the loop has closed: nothing to tell
-            pass
+        self.run_worker(task, name=group, group=group, thread=True, exclusive=exclusive, exit_on_error=False)
 
-    def _batch_done(self, batch: Batch) -> None:
+    def _post(self, message: Message) -> None:
         if not self._closing:
             try:
-                self.post_message(BatchDone(batch))
-            except Exception:
+                self.post_message(message)
+            except Exception:  # the loop has closed: nothing to tell
                 pass
+
+    def _boot(self) -> None:
+        self.background(partial(self.controller.boot, self._controller_notify), ProjectCompiled,
+                        f"opening the project {self.root.name}", group="boot")
+
+    def _controller_notify(self) -> None:
+        """On any thread: items are waiting in the controller's queue (called once per burst)."""
+        self._post(ControllerEvents())
 
     def on_ready(self) -> None:
         self.mark("first_paint")
@@ -279,9 +239,7 @@ class RatuiApp(App[None]):
         """Start Spark in the background after the first paint, so the first run does not wait ~10 s."""
         import threading
 
-        from ratui.engine.spark import session as spark_mod
-
-        if spark_mod.is_started() or self.compiled is None:
+        if self.controller.spark_started() or self.compiled is None:
             if self.compiled is None and self.boot_error is None:
                 self.set_timer(0.5, self._prewarm)
             return
@@ -291,7 +249,6 @@ class RatuiApp(App[None]):
                 self.controller.prewarm_spark()
             except Exception as exc:  # shown in the status line; the next run reports the error with its code
                 log.warning("Spark pre-warm failed: %s", exc)
-                _spark_listener("failed")
 
         threading.Thread(target=warm, name="ratui-spark-prewarm", daemon=True).start()
 
@@ -304,74 +261,72 @@ class RatuiApp(App[None]):
     def _open_engine(self) -> None:
         if not self._engine_opening and self.compiled is not None:
             self._engine_opening = True
-            self.run_worker(self.controller.open_engine, name="engine", group="engine", thread=True,
-                            exit_on_error=False)
+            self.background(self.controller.open_engine, EngineOpened, "opening the engine (catalog)", group="engine")
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        worker = event.worker
-        if worker.name == "boot":
-            if event.state == WorkerState.SUCCESS:
-                self._project_compiled(worker.result)
-                # the heavy imports wait until the first screen has its data (or a second has passed)
-                self.set_timer(1.0, self._open_engine)
-            elif event.state == WorkerState.ERROR:
-                self.boot_error = worker.error
-                self.project_failed.publish(worker.error)
-                self.show_error(worker.error, f"opening the project {self.root.name}")
-        elif worker.name == "engine":
-            if event.state == WorkerState.SUCCESS:
-                self.mark("engine_open")
-            elif event.state == WorkerState.ERROR:
-                self.show_error(worker.error, "opening the engine (catalog)")
-        elif worker.name == "compile":
-            if event.state == WorkerState.SUCCESS:
-                self._project_compiled(worker.result)
-                self.notify("Project reloaded.", timeout=2)
-            elif event.state == WorkerState.ERROR:
-                self.show_error(worker.error, "reloading the project")
-        elif worker.name == "launch":
-            if event.state == WorkerState.SUCCESS:
-                run_id, key, full_refresh = worker.result
-                live = self.store.get(run_id)
-                if live is not None:
-                    live.strategy = self._strategy(key, full_refresh)
-                elif full_refresh:  # its events have not arrived yet
-                    self._forced_full_refresh.add(run_id)
-                self.open_run(run_id)
-            elif event.state == WorkerState.ERROR:
-                self.show_error(worker.error, "starting the run")
-        elif worker.name == "cancel":
-            if event.state == WorkerState.SUCCESS:
-                for run_id, outcome in worker.result:
-                    if outcome == "requested":
-                        self.notify(f"Cancelling run {run_id}: it stops at its next checkpoint; main is unchanged.",
-                                    title="Cancel", timeout=4, markup=False)
-                    elif outcome == "finished":
-                        self.notify(f"Run {run_id} had already finished.", severity="warning", markup=False)
-                    else:
-                        self.notify(f"Run {run_id} is not running in this console.", severity="warning",
-                                    markup=False)
-            elif event.state == WorkerState.ERROR:
-                self.show_error(worker.error, "cancelling")
-        elif worker.name in ("watch-start", "watch-stop"):
-            if event.state == WorkerState.SUCCESS:
-                self.watch_mode = self._watch_mode(worker.result)
-            elif event.state == WorkerState.ERROR:
-                self.watch_mode = "off"
-                self.show_error(worker.error, "starting watch mode" if worker.name == "watch-start"
-                                else "stopping watch mode")
-        elif worker.name == "reap-scheduled":
-            if event.state == WorkerState.SUCCESS:
-                self.reaper_finished(worker.result, scheduled=True)
-            elif event.state == WorkerState.ERROR:
-                error = worker.error
-                code = f"{error.code} " if isinstance(error, RatuiError) else ""
-                self.notify(f"{code}{error}", title="Scheduled reaper failed", severity="error", timeout=10,
-                            markup=False)
-        elif worker.name == "quit":
+    # ------------------------------------------------------------------------------- background results
+
+    @on(ProjectCompiled)
+    def _compiled(self, message: ProjectCompiled) -> None:
+        self._project_compiled(message.value)
+        if message.reloaded:
+            self.notify("Project reloaded.", timeout=2)
+        else:  # the heavy imports wait until the first screen has its data (or a second has passed)
+            self.set_timer(1.0, self._open_engine)
+
+    @on(EngineOpened)
+    def _engine_opened(self, _message: EngineOpened) -> None:
+        self.mark("engine_open")
+
+    @on(RunLaunched)
+    def _run_launched(self, message: RunLaunched) -> None:
+        run_id, key, full_refresh = message.value
+        live = self.store.get(run_id)
+        if live is not None:
+            live.strategy = self._strategy(key, full_refresh)
+        elif full_refresh:  # its events have not arrived yet
+            self._forced_full_refresh.add(run_id)
+        self.open_run(run_id)
+
+    @on(CancelOutcomes)
+    def _cancelled(self, message: CancelOutcomes) -> None:
+        for run_id, outcome in message.value:
+            if outcome == "requested":
+                self.notify(f"Cancelling run {run_id}: it stops at its next checkpoint; main is unchanged.",
+                            title="Cancel", timeout=4, markup=False)
+            elif outcome == "finished":
+                self.notify(f"Run {run_id} had already finished.", severity="warning", markup=False)
+            else:
+                self.notify(f"Run {run_id} is not running in this console.", severity="warning", markup=False)
+
+    @on(WatchToggled)
+    def _watch_toggled(self, message: WatchToggled) -> None:
+        self.watch_mode = self._watch_mode(message.value)
+
+    @on(ReaperPassDone)
+    def _scheduled_reap_done(self, message: ReaperPassDone) -> None:
+        self.reaper_finished(message.value, scheduled=True)
+
+    @on(QuitReady)
+    def _quit_ready(self, _message: QuitReady) -> None:
+        self.exit()
+
+    @on(Failed)
+    def _failed(self, message: Failed) -> None:
+        error, kind = message.error, message.kind
+        if kind is ProjectCompiled and self.compiled is None:
+            self.boot_error = error
+            self.project_failed.publish(error)
+        elif kind is WatchToggled:
+            self.watch_mode = "off"
+        elif kind is QuitReady:  # quitting anyway: the runs end with the process, their branches are reaped
             self.exit()
-        elif event.state == WorkerState.ERROR and not worker.exit_on_error:
-            self.show_error(worker.error, f"in background task {worker.name}")
+            return
+        elif kind is ReaperPassDone:
+            code = f"{error.code} " if isinstance(error, RatuiError) else ""
+            self.notify(f"{code}{error}", title="Scheduled reaper failed", severity="error", timeout=10,
+                        markup=False)
+            return
+        self.show_error(error, message.context)
 
     def _project_compiled(self, compiled) -> None:
         self.compiled = compiled
@@ -381,27 +336,39 @@ class RatuiApp(App[None]):
 
     def retry_boot(self) -> None:
         self.boot_error = None
-        self.run_worker(self._boot, name="boot", group="boot", thread=True, exit_on_error=False)
+        self._boot()
 
     def reload_project(self) -> None:
         if self.compiled is None:
             return
-        self.run_worker(self.controller.compile, name="compile", group="compile", thread=True, exclusive=True,
-                        exit_on_error=False)
+        self.background(self.controller.compile, partial(ProjectCompiled, reloaded=True), "reloading the project",
+                        group="compile", exclusive=True)
 
     def on_unmount(self) -> None:
         self._closing = True
         if self._reaper_timer is not None:
             self._reaper_timer.stop()
-        _apps.discard(self)
         self.controller.close()
 
     # ----------------------------------------------------------------------------------------- events
 
-    def on_engine_events(self, message: EngineEvents) -> None:
+    @on(ControllerEvents)
+    def _controller_events(self, _message: ControllerEvents) -> None:
+        """Everything that arrived in the controller's queue since the last time, in order of arrival."""
         items = self.controller.drain()
-        if not items:
-            return
+        runs = [item for item in items if isinstance(item, EngineItem)]
+        if runs:
+            self._apply_runs(runs)
+        for item in items:
+            if isinstance(item, WatchItem):
+                self._on_watch_event(item.event)
+            elif isinstance(item, SparkItem):
+                if self.fixed_spark_state is None:
+                    self.spark_state = item.state
+            elif isinstance(item, BatchItem):
+                self._batch_done(item.batch)
+
+    def _apply_runs(self, items: list[EngineItem]) -> None:
         known = set(self.store.runs)
         changed, ended = self.store.apply(items)
         started = [self.store.runs[r] for r in changed if r not in known]
@@ -412,9 +379,7 @@ class RatuiApp(App[None]):
                 run.strategy = self._strategy(run.pipeline, forced)
         self.active_runs = len(self.store.active())
         if ended and self.spark_state == "starting" and self.fixed_spark_state is None:
-            from ratui.engine.spark import session as spark_mod
-
-            if not spark_mod.is_started():  # the run gave up on a Spark that never came up
+            if not self.controller.spark_started():  # the run gave up on a Spark that never came up
                 self.spark_state = "failed"
         self.runs_changed.publish(RunsChange(changed, ended, started))
         for run in ended:
@@ -451,15 +416,6 @@ class RatuiApp(App[None]):
     def _watch_mode(state: str) -> str:
         return "off" if state in ("stopped", "off") else state
 
-    def _on_watch_event(self, event) -> None:
-        """On the watcher's threads: hand the event to the event loop."""
-        if self._closing:
-            return
-        try:
-            self.post_message(WatchMessage(event))
-        except Exception:  # the loop has closed
-            pass
-
     def action_toggle_watch(self) -> None:
         if self.watch_mode in ("starting", "stopping"):
             return
@@ -468,17 +424,14 @@ class RatuiApp(App[None]):
                 self.notify("The project is still opening.", severity="warning")
                 return
             self.watch_mode = "starting"
-            self.run_worker(partial(self.controller.start_watch, self._on_watch_event), name="watch-start",
-                            group="watch", thread=True, exit_on_error=False)
+            self.background(self.controller.start_watch, WatchToggled, "starting watch mode", group="watch")
         else:
             self.watch_mode = "stopping"
-            self.run_worker(self.controller.stop_watch, name="watch-stop", group="watch", thread=True,
-                            exit_on_error=False)
+            self.background(self.controller.stop_watch, WatchToggled, "stopping watch mode", group="watch")
 
-    def on_watch_message(self, message: WatchMessage) -> None:
+    def _on_watch_event(self, event) -> None:
         from ratui.engine.ops import watch as w
 
-        event = message.event
         if isinstance(event, w.WatchState):
             # while stopping, a late "watching"/"running" from the threads must not undo the toggle
             if not (self.watch_mode == "stopping" and event.state != "stopped"):
@@ -528,12 +481,13 @@ class RatuiApp(App[None]):
     def _scheduled_reap(self) -> None:
         if self._closing or any(w.name == "reap-scheduled" and not w.is_finished for w in self.workers):
             return
-        self.run_worker(partial(self.controller.reaper_run, False), name="reap-scheduled", group="reaper",
-                        thread=True, exit_on_error=False)
+        self.background(partial(self.controller.reaper_run, False), ReaperPassDone, "the scheduled reaper pass",
+                        group="reap-scheduled")
 
     def reaper_finished(self, report, scheduled: bool = False) -> None:
         """A real pass ended (scheduled or run now): say what it did and refresh the Reaper screen."""
-        from ratui.screens.reaper import TASK_TITLES, format_bytes
+        from ratui.engine.vocabulary import format_bytes
+        from ratui.screens.reaper import TASK_TITLES
 
         if not scheduled or report.removed or report.errors:
             text = f"{report.removed} removed of {report.found} found, {format_bytes(report.bytes_freed)} freed."
@@ -544,20 +498,15 @@ class RatuiApp(App[None]):
                         severity="warning" if report.errors else "information", timeout=6, markup=False)
         self.reaper_changed.publish(report)
 
-    def on_spark_state_changed(self, message: SparkStateChanged) -> None:
-        if self.fixed_spark_state is None:
-            self.spark_state = message.state
-
-    def on_batch_done(self, message: BatchDone) -> None:
-        batch = message.batch
-        results = [r for r in batch.results if not isinstance(r, BaseException)]
-        errors = [r for r in batch.results if isinstance(r, BaseException)]
+    def _batch_done(self, batch) -> None:
+        results = list(batch.results)
+        errors = [batch.error] if batch.error is not None and not isinstance(batch.error, RatuiError) else []
         ok = sum(1 for r in results if r.status == "success")
         not_run = len(batch.keys) - len(results)
         text = f"{ok} of {len(batch.keys)} succeeded"
         if len(results) - ok:
             text += f", {len(results) - ok} did not"
-        if not_run and batch.cancelled.is_set():
+        if not_run and batch.cancelled:
             text += f", {not_run} not started (cancelled)"
         self.notify(text + ".", title="Batch finished", severity="information" if ok == len(batch.keys) else "warning",
                     markup=False)
@@ -581,7 +530,7 @@ class RatuiApp(App[None]):
         def launch() -> tuple[str, str, bool]:
             return self.controller.start(key, full_refresh=full_refresh), key, full_refresh
 
-        self.run_worker(launch, name="launch", group="launch", thread=True, exit_on_error=False)
+        self.background(launch, RunLaunched, "starting the run", group="launch")
 
     def run_batch(self, keys: list[str], label: str, full_refresh: bool = False, *, whole_project: bool = False) -> None:
         """Run several pipelines one after another (dependency order) and follow them in the run detail.
@@ -615,8 +564,7 @@ class RatuiApp(App[None]):
 
         def done(ok: bool | None) -> None:
             if ok:
-                self.run_worker(partial(self._cancel, run_ids), name="cancel", group="cancel", thread=True,
-                                exit_on_error=False)
+                self.background(partial(self._cancel, run_ids), CancelOutcomes, "cancelling", group="cancel")
 
         self.push_screen(ConfirmScreen("Cancel run?", body, "Cancel run"), done)
 
@@ -696,8 +644,7 @@ class RatuiApp(App[None]):
         def done(ok: bool | None) -> None:
             if ok:
                 self.notify("Cancelling runs in flight…", timeout=3)
-                self.run_worker(self.controller.cancel_all, name="quit", group="quit", thread=True,
-                                exit_on_error=False)
+                self.background(self.controller.cancel_all, QuitReady, "cancelling runs to quit", group="quit")
 
         self.push_screen(ConfirmScreen("Quit ratui?", body, "Cancel runs and quit"), done)
 

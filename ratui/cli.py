@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ratui.engine.errors import ProjectErrors, RatuiError
+from ratui.engine.errors import ProjectErrors, RatuiError, is_usage_error
+from ratui.engine.vocabulary import ACTIVE, format_bytes, format_duration
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a reader that went away
@@ -123,17 +124,15 @@ def _err(error: RatuiError, as_json: bool = False) -> None:
         print(error.render(), file=sys.stderr)
 
 
-def _engine(project: str):
+def _engine(project: str, *, recover: bool = False):
+    """The project's engine. `recover`: first record runs whose process died (commands that run or reap)."""
     from ratui.engine.run.engine import Engine
-    from ratui.engine.project.settings import find_project_root
+    from ratui.engine.settings import find_project_root
 
-    return Engine(find_project_root(Path(project)))
-
-
-def _fmt_ms(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    return f"{ms / 1000:.2f}s" if ms < 60_000 else f"{ms // 60000}m{(ms % 60000) / 1000:04.1f}s"
+    engine = Engine.open(find_project_root(Path(project)))
+    if recover:
+        engine.recover()
+    return engine
 
 
 STATUS_TAG = {"success": "OK", "failed": "FAIL", "cancelled": "CANCEL", "skipped": "SKIP", "running": "RUN",
@@ -147,7 +146,7 @@ def _result_line(r: Any) -> str:
     if r.status == "skipped":
         return f"[{tag:<6}] {r.pipeline:<40} {r.strategy or '-':<13} {'':>14} {'':>8}  skip: {r.reason}"
     rows = f"{r.rows_written:,} rows"
-    line = f"[{tag:<6}] {r.pipeline:<40} {r.strategy or '-':<13} {rows:>14} {_fmt_ms(r.duration_ms):>8}"
+    line = f"[{tag:<6}] {r.pipeline:<40} {r.strategy or '-':<13} {rows:>14} {format_duration(r.duration_ms):>8}"
     if r.run_type:
         line += f"  {r.run_type}: {r.reason}"
     if r.warnings:
@@ -165,7 +164,7 @@ def _result_line(r: Any) -> str:
 def cmd_run(args) -> int:
     """No selector means the whole project: any compile error stops everything before a branch exists. With
     selectors, a broken pipeline outside the selection is only a warning."""
-    engine = _engine(args.project)
+    engine = _engine(args.project, recover=True)
     compiled = engine.compile()
     try:
         keys = compiled.select(args.selectors)
@@ -201,15 +200,13 @@ def cmd_run(args) -> int:
         warned = sum(1 for r in results if r.status == "success" and r.warnings)
         total_ms = sum(r.duration_ms for r in results)
         print(f"\n{ok} succeeded ({warned} with warnings), {unchanged} unchanged (skipped), "
-              f"{len(results) - ok - unchanged} not succeeded, in {_fmt_ms(total_ms)}")
+              f"{len(results) - ok - unchanged} not succeeded, in {format_duration(total_ms)}")
     return EXIT_OK if ok + unchanged == len(results) else EXIT_FAILED
 
 
 def cmd_query(args) -> int:
-    from ratui.engine.run.query import run_query
-
     engine = _engine(args.project)
-    columns, rows, truncated = run_query(engine, args.sql, ref=args.ref, limit=args.limit)
+    columns, rows, truncated = engine.query(args.sql, ref=args.ref, limit=args.limit)
     if args.format == "json":
         for row in rows:
             print(json.dumps(dict(zip(columns, row)), default=str))
@@ -239,13 +236,13 @@ def _table(columns: list[str], rows: list[list[str]]) -> str:
 
 def cmd_runs(args) -> int:
     engine = _engine(args.project)
-    runs = engine.history.list_runs(args.limit, pipeline=args.pipeline, status=args.status)
+    runs = engine.runs(args.limit, pipeline=args.pipeline, status=args.status)
     if args.json:
         for run in runs:
             print(json.dumps(run, default=str))
         return EXIT_OK
     rows = [[r["id"], r["pipeline"], r["status"] + (" (warn)" if r.get("warnings") else ""), r.get("strategy") or "-",
-             r.get("run_type") or "-", f"{r.get('rows_written') or 0:,}", _fmt_ms(r.get("duration_ms")),
+             r.get("run_type") or "-", f"{r.get('rows_written') or 0:,}", format_duration(r.get("duration_ms")),
              (r.get("started_at") or "")[:19], r.get("error_code") or (r.get("reason") or "")[:40]] for r in runs]
     print(_table(["RUN", "PIPELINE", "STATUS", "STRATEGY", "TYPE", "ROWS", "TIME", "STARTED", "ERROR / REASON"],
                  rows))
@@ -254,7 +251,7 @@ def cmd_runs(args) -> int:
 
 def cmd_show(args) -> int:
     engine = _engine(args.project)
-    run = engine.history.get_run(args.run_id)
+    run = engine.get_run(args.run_id)
     if run is None:
         _err(RatuiError("RAT-RUN-004", f"no run '{args.run_id}'"), args.json)
         return EXIT_USAGE
@@ -265,7 +262,7 @@ def cmd_show(args) -> int:
     print(f"  strategy {run.get('strategy') or '-'}, trigger {run['trigger']}, branch {run.get('branch') or '-'}")
     if run.get("run_type"):
         print(f"  run type {run['run_type']}: {run.get('reason')}")
-    print(f"  started {run.get('started_at')}, finished {run.get('finished_at')}, took {_fmt_ms(run.get('duration_ms'))}")
+    print(f"  started {run.get('started_at')}, finished {run.get('finished_at')}, took {format_duration(run.get('duration_ms'))}")
     print(f"  rows written {run.get('rows_written') or 0:,}")
     if run.get("error_code"):
         where = f" ({run['error_file']}{':' + str(run['error_line']) if run.get('error_line') else ''})" \
@@ -279,7 +276,7 @@ def cmd_show(args) -> int:
         print("phases:")
         for name, ms in phases.items():
             bar = "#" * max(1, round(30 * ms / total))
-            print(f"  {name:<8} {_fmt_ms(ms):>8}  {bar}")
+            print(f"  {name:<8} {format_duration(ms):>8}  {bar}")
     if run["quality"]:
         print("quality:")
         for q in run["quality"]:
@@ -297,12 +294,12 @@ def cmd_show(args) -> int:
 
 def cmd_branches(args) -> int:
     engine = _engine(args.project)
-    refs = engine.catalog.list_refs()
+    refs = engine.refs()
     if args.json:
         for ref in refs:
             print(json.dumps(ref.__dict__, default=str))
         return EXIT_OK
-    rows = [[r.name, r.head[:12], r.created_at[:19], r.run_id or "", str(len(engine.catalog.table_pointers(r.name)))]
+    rows = [[r.name, r.head[:12], r.created_at[:19], r.run_id or "", str(len(engine.table_pointers(r.name)))]
             for r in refs]
     print(_table(["REF", "HEAD", "CREATED", "RUN", "TABLES"], rows))
     return EXIT_OK
@@ -310,7 +307,7 @@ def cmd_branches(args) -> int:
 
 def cmd_check(args) -> int:
     from ratui.engine.project.compiler import compile_project
-    from ratui.engine.project.settings import find_project_root
+    from ratui.engine.settings import find_project_root
 
     compiled = compile_project(find_project_root(Path(args.project)))
     errors = compiled.all_errors()
@@ -328,22 +325,16 @@ def cmd_check(args) -> int:
 
 
 def cmd_landing(args) -> int:
-    from ratui.engine.state.ledger import Ledger
-    from ratui.engine.project.settings import find_project_root, load_settings
-
-    settings = load_settings(find_project_root(Path(args.project)))
-    ledger = Ledger(settings.db_path)
+    engine = _engine(args.project)
     words = list(args.args)
     pipeline = args.pipeline
     if pipeline and pipeline.count(".") < 2:
-        from ratui.engine.project.compiler import compile_project
-
-        pipeline = compile_project(settings.root, settings).resolve(pipeline).key
+        pipeline = engine.compile().resolve(pipeline).key
     if words and words[0] == "forget":
         if len(words) != 3:
             raise RatuiError("RAT-CLI-001", "usage: ratui landing forget ZONE FILE",
                              hint="Name the zone and the file whose ledger rows to drop.")
-        changed = ledger.forget(settings.namespace, words[1], words[2], pipeline)
+        changed = engine.landing_forget(words[1], words[2], pipeline)
         if changed == 0:
             raise RatuiError("RAT-LND-001", f"no ledger entry for zone '{words[1]}' file '{words[2]}'",
                              hint="`ratui landing` lists the files the ledger knows.")
@@ -354,7 +345,7 @@ def cmd_landing(args) -> int:
         if len(words) not in (2, 3):
             raise RatuiError("RAT-CLI-001", "usage: ratui landing reset ZONE [FILE]", hint="Name the zone to reset.")
         zone, file = words[1], words[2] if len(words) == 3 else None
-        changed = ledger.reset(settings.namespace, zone, file, pipeline)
+        changed = engine.landing_reset(zone, file, pipeline)
         if changed == 0:
             raise RatuiError("RAT-LND-001", f"no ledger entry for zone '{zone}'" + (f" file '{file}'" if file else ""),
                              hint="`ratui landing` lists the files the ledger knows.")
@@ -362,7 +353,7 @@ def cmd_landing(args) -> int:
               "made loadable again")
         return EXIT_OK
     zone = words[0] if words else None
-    files = ledger.files(settings.namespace if zone else None, zone, pipeline)
+    files = engine.landing_files(zone, pipeline)
     if args.json:
         for f in files:
             print(json.dumps(f.to_dict()))
@@ -375,26 +366,21 @@ def cmd_landing(args) -> int:
 
 def cmd_cancel(args) -> int:
     """Writes the request to the database (the running process honours it); no Spark or catalog is loaded."""
-    import os
-    import socket
     import time
 
-    from ratui.engine.state.history import History
-    from ratui.engine.project.settings import find_project_root, load_settings
-
-    history = History(load_settings(find_project_root(Path(args.project))).db_path)
-    run = history.get_run(args.run_id)
+    engine = _engine(args.project)
+    run = engine.get_run(args.run_id)
     if run is None:
         raise RatuiError("RAT-RUN-004", f"no run '{args.run_id}'")
-    if run["status"] not in ("pending", "running") or run.get("merged_at"):
+    if engine.cancel(run["id"]) == "finished":
+        run = engine.get_run(run["id"])
         print(f"run {run['id']} had already finished: {run['status']}")
         return EXIT_FAILED
-    history.request_cancel(run["id"], os.getpid(), socket.gethostname())
     print(f"cancel requested for run {run['id']} ({run['pipeline']})", flush=True)
     deadline = time.monotonic() + args.wait
     while time.monotonic() < deadline:
-        run = history.get_run(run["id"])
-        if run["status"] not in ("pending", "running"):
+        run = engine.get_run(run["id"])
+        if run["status"] not in ACTIVE:
             print(f"run {run['id']} ended: {run['status']}")
             return EXIT_OK if run["status"] == "cancelled" else EXIT_FAILED
         time.sleep(0.2)
@@ -404,11 +390,8 @@ def cmd_cancel(args) -> int:
 
 
 def cmd_reap(args) -> int:
-    from ratui.engine.vocabulary import format_bytes
-    from ratui.engine.ops.reaper import Reaper
-
-    engine = _engine(args.project)
-    report = Reaper(engine).run(dry_run=args.dry_run)
+    engine = _engine(args.project, recover=True)
+    report = engine.reap(dry_run=args.dry_run)
     if args.json:
         print(json.dumps(report.to_dict(), default=str))
         return EXIT_OK if report.ok else EXIT_FAILED
@@ -438,7 +421,7 @@ def cmd_reap(args) -> int:
             line += f", {format_bytes(size)}"
         if task.kept:
             line += f" ({len(task.kept)} kept)"
-        print(line + f"  [{_fmt_ms(task.duration_ms)}]")
+        print(line + f"  [{format_duration(task.duration_ms)}]")
         for item in task.found[:shown]:
             print(f"      {item['name']}  {detail(name, item)}")
         if len(task.found) > shown:
@@ -465,7 +448,7 @@ def cmd_init(args) -> int:
 
 
 def cmd_tui(args) -> int:
-    from ratui.engine.project.settings import find_project_root
+    from ratui.engine.settings import find_project_root
 
     root = find_project_root(Path(args.project))
     try:
@@ -483,7 +466,7 @@ def cmd_watch(args) -> int:
 
     from ratui.engine.ops import watch as w
 
-    engine = _engine(args.project)
+    engine = _engine(args.project, recover=True)
     lock = threading.Lock()  # events come from two threads: keep lines whole
 
     def show(ev) -> None:
@@ -511,7 +494,7 @@ def cmd_watch(args) -> int:
                 print(_result_line(ev.result), flush=True)
             elif isinstance(ev, w.WatchPlanFinished):
                 ok = sum(1 for r in ev.results if getattr(r, "status", None) == "success")
-                print(f"{stamp} {ok} succeeded, {len(ev.results) - ok} not succeeded, in {_fmt_ms(ev.duration_ms)}"
+                print(f"{stamp} {ok} succeeded, {len(ev.results) - ok} not succeeded, in {format_duration(ev.duration_ms)}"
                       + ("" if ev.error else "; watching"), flush=True)
             elif isinstance(ev, w.WatchFailed):
                 print(f"{stamp} error: {ev.message}", file=sys.stderr, flush=True)
@@ -550,9 +533,7 @@ def main(argv: list[str] | None = None) -> int:
         return COMMANDS[args.command](args)
     except RatuiError as exc:
         _err(exc, as_json)
-        return EXIT_USAGE if exc.code.startswith(("RAT-PRJ", "RAT-CFG", "RAT-TPL", "RAT-DAG", "RAT-LND", "RAT-RUN-004",
-                                                  "RAT-CLI", "RAT-PTH", "RAT-PY")) \
-            else EXIT_FAILED
+        return EXIT_USAGE if is_usage_error(exc.code) else EXIT_FAILED
     except ProjectErrors as exc:
         for e in exc.errors:
             _err(e, as_json)
@@ -602,7 +583,7 @@ def _is_database_error(exc: BaseException) -> bool:
 
 def _state_db(project: str | None) -> str | None:
     try:
-        from ratui.engine.project.settings import DB_FILE, STATE_DIR, find_project_root
+        from ratui.engine.settings import DB_FILE, STATE_DIR, find_project_root
 
         return str(find_project_root(Path(project or ".")) / STATE_DIR / DB_FILE)
     except Exception:
@@ -617,7 +598,7 @@ def _crash_log(project: str | None) -> str:
     folder = None
     if project:
         try:
-            from ratui.engine.project.settings import find_project_root
+            from ratui.engine.settings import find_project_root
 
             folder = find_project_root(Path(project)) / ".ratui" / "logs"
             folder.mkdir(parents=True, exist_ok=True)

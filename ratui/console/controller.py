@@ -1,9 +1,10 @@
-"""The console's view of the engine: every call that touches SQLite, files, the catalog or Spark.
+"""The console's one door to the engine: every call that touches SQLite, files, the catalog or Spark.
 
-Every method here may block, so the App calls them from thread workers (or they start their own daemon thread),
-never from the event loop. Engine events are queued here on the emitting thread and handed to the App in
-batches: `drain()` returns everything that arrived since the last call, so a burst of progress becomes one
-message and one repaint (coalescing).
+Every method here may block, so the App calls them from thread workers, never from the event loop. Everything
+that happens on other threads (engine events, watch events, Spark's state, a batch ending) is queued here as a
+typed item on the thread where it happens; the App is told once per burst and `drain()` hands over everything
+that arrived since the last call, so a burst of progress becomes one message and one repaint (coalescing). This
+module imports no Textual.
 """
 
 from __future__ import annotations
@@ -19,14 +20,13 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ratui.engine.errors import RatuiError
 from ratui.engine.events import Event, RunQueued
+from ratui.engine.vocabulary import MAIN, RUN_STATUSES
 
 if TYPE_CHECKING:
     from ratui.engine.project.compiler import CompiledProject
+    from ratui.engine.run.engine import Engine
+    from ratui.engine.run.invocation import Invocation
 
-# The console imports no heavy engine module (PyIceberg, SQLAlchemy, PySpark) before its first paint: those load
-# in the boot worker. Hence these two copies: importing ratui.engine.catalog loads PyIceberg.
-MAIN = "main"  # ratui.engine.catalog.base.MAIN
-RUN_STATUSES = ("pending", "running", "success", "failed", "cancelled", "skipped")  # ratui.engine.history
 
 Clock = Callable[[], float]
 Now = Callable[[], datetime]
@@ -123,20 +123,65 @@ class DiffRow:
 
 @dataclass
 class Batch:
-    """Several runs started together (`x+`, run all): one after another, in dependency order."""
+    """Several runs started together (`x+`, run all): one engine invocation, one after another in dependency
+    order. Its state is the invocation's."""
 
     id: str
     keys: list[str]
     full_refresh: bool
-    cancelled: threading.Event = field(default_factory=threading.Event)
-    current: str | None = None  # run id in flight
-    run_ids: list[str] = field(default_factory=list)  # every run it queued, in order
-    results: list[Any] = field(default_factory=list)
-    done: bool = False
+    invocation: "Invocation | None" = None
+    results: list[Any] = field(default_factory=list)  # RunResults as each run ends
+
+    @property
+    def run_ids(self) -> list[str]:
+        return self.invocation.run_ids if self.invocation else []
+
+    @property
+    def current(self) -> str | None:
+        return self.invocation.current if self.invocation else None
+
+    @property
+    def cancelled(self) -> bool:
+        return bool(self.invocation and self.invocation.cancelled)
+
+    @property
+    def done(self) -> bool:
+        return bool(self.invocation and self.invocation.done)
+
+    @property
+    def error(self) -> BaseException | None:
+        return self.invocation.error if self.invocation else None
 
 
-class _StopBatch(Exception):
-    pass
+# ------------------------------------------------------------------------------ what the queue carries
+
+
+@dataclass(frozen=True)
+class EngineItem:
+    """An engine event, with the batch its run belongs to and when it arrived (monotonic and wall clock)."""
+
+    event: Event
+    batch: str | None
+    at: float
+    clock_text: str
+
+
+@dataclass(frozen=True)
+class WatchItem:
+    event: Any  # a WatchEvent of the watch toggle's Watcher
+
+
+@dataclass(frozen=True)
+class SparkItem:
+    state: str  # starting | ready | failed
+
+
+@dataclass(frozen=True)
+class BatchItem:
+    batch: Batch  # it ended (all its runs did, or it was cancelled)
+
+
+Item = EngineItem | WatchItem | SparkItem | BatchItem
 
 
 class Controller:
@@ -145,55 +190,53 @@ class Controller:
         self.clock = clock
         self.now = now
         self.settings = None  # set by boot()
-        self.history = None  # set by boot(): the run history, readable before the engine is open
-        self.engine = None  # set by open_engine()
+        self.engine: "Engine | None" = None  # set by boot() (light: the catalog opens on first use)
         self._engine_ready = threading.Event()
         self._engine_error: BaseException | None = None
-        self._queue: deque[tuple[Event, str | None, float, str]] = deque()
+        self._queue: deque[Item] = deque()
         self._lock = threading.Lock()
         self._pending = False
         self._notify: Callable[[], None] = lambda: None
-        self._on_batch_done: Callable[[Batch], None] = lambda batch: None
-        self._unsubscribe: Callable[[], None] | None = None
-        self._local = threading.local()
+        self._unsubscribe: list[Callable[[], None]] = []
+        self._batch_of_run: dict[str, str] = {}
         self.batches: dict[str, Batch] = {}
         self.watcher = None  # the watch toggle's Watcher, made on first use
 
     # ------------------------------------------------------------------------------------------- life
 
-    def boot(self, notify: Callable[[], None], on_batch_done: Callable[[Batch], None]) -> "CompiledProject":
-        """The light half of opening a project: settings, run history and the compiled project (what the
-        Pipelines screen needs). Blocking; `open_engine()` does the rest."""
-        from ratui.engine.project.compiler import compile_project
-        from ratui.engine.state.history import History
-        from ratui.engine.project.settings import load_settings
+    def boot(self, notify: Callable[[], None]) -> "CompiledProject":
+        """Open the project: settings, the engine (its history, ledger and event bus; the catalog waits for its
+        first use) and the compiled project, which is what the Pipelines screen needs. Blocking."""
+        from ratui.engine.run.engine import Engine
+        from ratui.engine.settings import load_settings
+        from ratui.engine.spark import session as spark_mod
 
         self._notify = notify
-        self._on_batch_done = on_batch_done
-        if self.settings is None:
-            self.settings = load_settings(self.root)
-        if self.history is None:
-            self.history = History(self.settings.db_path)
-        return compile_project(self.root, self.settings)
-
-    def open_engine(self) -> None:
-        """The heavy half: the engine with its branch catalog (PyIceberg, SQLAlchemy) and event bus. Blocking."""
         try:
+            if self.settings is None:
+                self.settings = load_settings(self.root)
             if self.engine is None:
-                from ratui.engine.run.engine import Engine
-
-                engine = Engine(self.root, settings=self.settings)
-                self._unsubscribe = engine.bus.subscribe(self._on_event)
-                engine.start_monitor()  # a run whose process died shows as failed within seconds
+                engine = Engine.open(self.root, self.settings)
+                self._unsubscribe.append(engine.subscribe(self._on_event))
+                self._unsubscribe.append(spark_mod.on_state(lambda state: self._post(SparkItem(state))))
                 self.engine = engine
         except BaseException as exc:
             self._engine_error = exc
             raise
         finally:
             self._engine_ready.set()
+        return self.engine.compile()
 
-    def require_engine(self, timeout: float = 120.0):
-        """The engine, waiting for open_engine() if it is still opening (call from a worker thread)."""
+    def open_engine(self) -> None:
+        """The heavy half, after the first screen has its data: the catalog (PyIceberg, SQLAlchemy), crash
+        recovery, and the monitor that notices a dead run of any process within seconds. Blocking."""
+        engine = self.require_engine()
+        engine.recover()
+        engine.start_monitor()
+        engine.refs()  # opens the catalog now rather than on the first click
+
+    def require_engine(self, timeout: float = 120.0) -> "Engine":
+        """The engine, waiting for boot() if it is still opening (call from a worker thread)."""
         if self.engine is None:
             self._engine_ready.wait(timeout)
             if self.engine is None:
@@ -206,19 +249,16 @@ class Controller:
                 self.watcher.stop(timeout=0)
             except Exception:
                 pass
-        if self._unsubscribe:
-            self._unsubscribe()
-            self._unsubscribe = None
+        for unsubscribe in self._unsubscribe:
+            unsubscribe()
+        self._unsubscribe.clear()
+        if self.engine is not None:
+            self.engine.stop_monitor()
 
-    # ----------------------------------------------------------------------------------------- events
+    # ------------------------------------------------------------------------------------------ inbound
 
-    def _on_event(self, event: Event) -> None:
-        """Called on the engine's threads: queue and, if the App has not been told yet, tell it once."""
-        batch = getattr(self._local, "batch", None)
-        if batch is not None and isinstance(event, RunQueued) and batch in self.batches:
-            self.batches[batch].current = event.run_id
-            self.batches[batch].run_ids.append(event.run_id)
-        item = (event, batch, self.clock(), self.now().strftime("%H:%M:%S"))
+    def _post(self, item: Item) -> None:
+        """On any thread: queue the item and, if the App has not been told yet, tell it once."""
         with self._lock:
             self._queue.append(item)
             if self._pending:
@@ -226,7 +266,13 @@ class Controller:
             self._pending = True
         self._notify()
 
-    def drain(self) -> list[tuple[Event, str | None, float, str]]:
+    def _on_event(self, event: Event) -> None:
+        if isinstance(event, RunQueued) and event.invocation in self.batches:
+            self._batch_of_run[event.run_id] = event.invocation
+        batch = self._batch_of_run.get(event.run_id)
+        self._post(EngineItem(event, batch, self.clock(), self.now().strftime("%H:%M:%S")))
+
+    def drain(self) -> list[Item]:
         with self._lock:
             items = list(self._queue)
             self._queue.clear()
@@ -236,113 +282,93 @@ class Controller:
     # ------------------------------------------------------------------------------------------- runs
 
     def compile(self) -> "CompiledProject":
-        from ratui.engine.project.compiler import compile_project
-
-        return compile_project(self.root, self.settings)
+        return self.require_engine().compile()
 
     def start(self, key: str, *, full_refresh: bool = False) -> str:
-        return self.require_engine().start(key, trigger="console", full_refresh=full_refresh)
+        """Run one pipeline in the background; returns its run id at once."""
+        return self.require_engine().start([key], trigger="console", full_refresh=full_refresh).run_ids[0]
 
     def start_batch(self, keys: list[str], *, full_refresh: bool = False) -> Batch:
-        """Run `keys` in order in a daemon thread (a pipeline whose upstream failed is skipped). Returns at once."""
-        batch = Batch(uuid.uuid4().hex[:8], list(keys), full_refresh)
+        """Run `keys` in order in the background (a pipeline whose upstream failed is skipped). Returns at once."""
+        batch = Batch(uuid.uuid4().hex[:12], list(keys), full_refresh)
         self.batches[batch.id] = batch
-        thread = threading.Thread(target=self._run_batch, args=(batch,), name=f"ratui-batch-{batch.id}",
-                                  daemon=True)
-        thread.start()
+        batch.invocation = self.require_engine().start(
+            batch.keys, trigger="console", full_refresh=full_refresh, invocation_id=batch.id,
+            on_result=batch.results.append, on_done=lambda _inv: self._post(BatchItem(batch)))
         return batch
-
-    def _run_batch(self, batch: Batch) -> None:
-        self._local.batch = batch.id
-
-        def on_result(result) -> None:
-            batch.results.append(result)
-            batch.current = None
-            if batch.cancelled.is_set():
-                raise _StopBatch()
-
-        try:
-            self.require_engine().run(batch.keys, trigger="console", full_refresh=batch.full_refresh, on_result=on_result)
-        except _StopBatch:
-            pass
-        except Exception as exc:  # recorded for the App; never raised on a daemon thread
-            batch.results.append(exc)
-        finally:
-            batch.current = None
-            batch.done = True
-            self._local.batch = None
-            self._on_batch_done(batch)
 
     def batch_of(self, run_id: str) -> Batch | None:
         """The unfinished batch this run belongs to."""
-        for batch in self.batches.values():
-            if not batch.done and run_id in batch.run_ids:
-                return batch
-        return None
+        batch = self.batches.get(self._batch_of_run.get(run_id, ""))
+        return batch if batch is not None and not batch.done else None
 
     def cancel(self, run_id: str, *, whole_batch: bool = True) -> str:
         """Cancel the run; a run of a batch stops the batch too (its run in flight now, and the rest unstarted)."""
         batch = self.batch_of(run_id) if whole_batch else None
         outcome = self.require_engine().cancel(run_id)
-        if batch is not None:
-            batch.cancelled.set()
+        if batch is not None and batch.invocation is not None:
             current = batch.current
+            batch.invocation.cancel()
             if current and current != run_id:
-                self.engine.cancel(current)
                 outcome = "requested"
         return outcome
 
     def cancel_all(self, timeout: float = 10.0) -> None:
+        engine = self.engine
         for batch in self.batches.values():
-            batch.cancelled.set()
-        active = self.engine.active_runs() if self.engine else []
+            if batch.invocation is not None and not batch.done:
+                batch.invocation.cancel()
+        active = engine.active_runs() if engine else []
         for run_id in active:
-            self.engine.cancel(run_id)
+            engine.cancel(run_id)
         deadline = time.monotonic() + timeout
         for run_id in active:
-            self.engine.wait(run_id, max(0.0, deadline - time.monotonic()))
+            engine.wait(run_id, max(0.0, deadline - time.monotonic()))
 
-    def prewarm_spark(self) -> None:
+    def spark_started(self) -> bool:
         from ratui.engine.spark import session as spark_mod
 
-        self.require_engine()
-        spark_mod.get_spark(self.settings)
+        return spark_mod.is_started()
+
+    def prewarm_spark(self) -> None:
+        self.require_engine().start_spark()
 
     # ---------------------------------------------------------------------------------------- history
 
     def recent(self, per_pipeline: int = 12) -> dict[str, list[dict[str, Any]]]:
-        return self.history.recent_by_pipeline(per_pipeline)
+        return self.require_engine().recent_runs(per_pipeline)
 
     def runs_page(self, page: int, size: int, flt: RunFilter) -> RunsPage:
-        history = self.history
-        total = history.count_runs(pipeline=flt.pipeline, status=flt.status, text=flt.text)
+        engine = self.require_engine()
+        total = engine.count_runs(pipeline=flt.pipeline, status=flt.status, text=flt.text)
         pages = max(1, -(-total // size))
         page = max(0, min(page, pages - 1))
-        rows = history.list_runs(size, page * size, pipeline=flt.pipeline, status=flt.status, text=flt.text)
+        rows = engine.runs(size, page * size, pipeline=flt.pipeline, status=flt.status, text=flt.text)
         return RunsPage(rows, total, page, size)
 
     def get_run(self, run_id: str) -> dict[str, Any] | None:
-        return self.history.get_run(run_id)
+        return self.require_engine().get_run(run_id)
 
     def quality(self, run_id: str | None = None, limit: int = 500) -> list[dict[str, Any]]:
         """Quality results of one run, or across recent runs; each with its pipeline."""
+        engine = self.require_engine()
         if run_id:
-            run = self.history.get_run(run_id)
+            run = engine.get_run(run_id)
             if not run:
                 raise RatuiError("RAT-RUN-004", f"no run '{run_id}'")
             return [dict(q, pipeline=run["pipeline"]) for q in run["quality"]]
-        return self.history.quality_results(limit)
+        return engine.quality_results(limit)
 
     # --------------------------------------------------------------------------------------- branches
 
     def branches(self) -> list[BranchRow]:
-        catalog = self.require_engine().catalog
-        return [BranchRow(r.name, r.head, r.created_at, r.run_id, len(catalog.table_pointers(r.name)))
-                for r in catalog.list_refs()]
+        engine = self.require_engine()
+        return [BranchRow(r.name, r.head, r.created_at, r.run_id, len(engine.table_pointers(r.name)))
+                for r in engine.refs()]
 
     def _table_state(self, ref: str, key: str) -> TableState:
         try:
-            table = self.require_engine().catalog.load_table(ref, key)
+            table = self.require_engine().load_table(ref, key)
         except RatuiError:
             return TableState(None, None, None)
         snap = table.current_snapshot()
@@ -364,62 +390,47 @@ class Controller:
     def diff(self, ref: str) -> list[DiffRow]:
         """What `ref` changed since it forked from main, with snapshot and rows on each side. For main itself:
         its tables."""
-        catalog = self.require_engine().catalog
+        engine = self.require_engine()
         if ref == MAIN:
             return [DiffRow(key, "table", False, None, self._table_state(MAIN, key))
-                    for key in sorted(catalog.table_pointers(MAIN))]
+                    for key in sorted(engine.table_pointers(MAIN))]
         rows = []
-        for change in catalog.diff(ref):
+        for change in engine.diff(ref):
             branch = self._table_state(ref, change.table) if change.branch_location else None
             main = self._table_state(MAIN, change.table) if change.main_location else None
             rows.append(DiffRow(change.table, change.change, change.conflict, branch, main))
         return rows
 
     def merge_preview(self, ref: str):
-        return self.require_engine().catalog.merge(ref, dry_run=True)
+        return self.require_engine().merge(ref, dry_run=True)
 
     def merge(self, ref: str):
-        return self.require_engine().catalog.merge(ref, message=f"console: merge {ref} into main")
+        return self.require_engine().merge(ref, message=f"console: merge {ref} into main")
 
     def delete_branch(self, ref: str) -> None:
-        self.require_engine().catalog.delete_branch(ref)
+        self.require_engine().delete_branch(ref)
 
     # ---------------------------------------------------------------------------------------- landing
 
-    def _ledger(self):
-        if self.engine is not None:
-            return self.engine.ledger
-        from ratui.engine.state.ledger import Ledger
-
-        ledger = getattr(self, "_own_ledger", None)
-        if ledger is None:  # the ledger is plain SQLite: no need to wait for the engine (catalog) to open
-            ledger = self._own_ledger = Ledger(self.settings.db_path, self.settings.landing_max_attempts)
-        return ledger
-
     def landing_files(self) -> list:
         """Every landing file of the project's namespace, per zone and consuming pipeline (LandingFile)."""
-        return self._ledger().files(self.settings.namespace)
+        return self.require_engine().landing_files()
 
     def landing_reset(self, zone: str, file: str | None = None, pipeline: str | None = None) -> int:
-        return self._ledger().reset(self.settings.namespace, zone, file=file, pipeline=pipeline)
+        return self.require_engine().landing_reset(zone, file=file, pipeline=pipeline)
 
     # ----------------------------------------------------------------------------------------- reaper
 
     def reaper_settings(self) -> dict[str, int]:
-        from ratui.engine.project.settings import REAPER_KEYS
+        from ratui.engine.settings import REAPER_KEYS
 
         return {key: getattr(self.settings, f"reaper_{key}") for key in REAPER_KEYS}
 
-    def _reaper(self):
-        from ratui.engine.ops.reaper import Reaper
-
-        return Reaper(self.require_engine())
-
     def reaper_reports(self, limit: int = 20) -> list:
-        return self._reaper().reports(limit)
+        return self.require_engine().reaper().reports(limit)
 
     def reaper_run(self, dry_run: bool) -> Any:
-        return self._reaper().run(dry_run=dry_run)
+        return self.require_engine().reap(dry_run=dry_run)
 
     # ------------------------------------------------------------------------------------------ watch
 
@@ -429,9 +440,10 @@ class Controller:
 
         return Watcher(engine=self.require_engine(), on_event=on_event)
 
-    def start_watch(self, on_event: Callable[[Any], None], timeout: float = 10.0) -> str:
+    def start_watch(self, timeout: float = 10.0) -> str:
+        """Watch mode on: its events reach the App through this controller's queue."""
         if self.watcher is None:
-            self.watcher = self.make_watcher(on_event)
+            self.watcher = self.make_watcher(lambda event: self._post(WatchItem(event)))
         self.watcher.start(timeout=timeout)
         return self.watcher.state
 

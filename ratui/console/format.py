@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime
+
+from ratui.engine.vocabulary import format_duration as fmt_ms  # noqa: F401 - the console's name for it
+from ratui.engine.vocabulary import parse_time
 
 SPARK_BLOCKS = "▁▂▃▄▅▆▇█"
 
@@ -36,47 +39,19 @@ def glyph(status: str | None) -> tuple[str, str]:
     return STATUS.get(status or "never", ("?", ""))
 
 
-def fmt_ms(ms: int | float | None) -> str:
-    """1234 -> '1.23s'; 75_000 -> '1m15s'; None -> '-'."""
-    if ms is None:
-        return "-"
-    ms = int(ms)
-    if ms < 10_000:
-        return f"{ms / 1000:.2f}s"
-    if ms < 60_000:
-        return f"{ms / 1000:.1f}s"
-    minutes, rest = divmod(ms // 1000, 60)
-    if minutes < 60:
-        return f"{minutes}m{rest:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"
-
-
 def fmt_count(n: int | None) -> str:
     return "-" if n is None else f"{n:,}"
 
 
-def parse_iso(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    try:
-        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
-    return value
-
-
 def fmt_time(text: str | None) -> str:
     """An ISO timestamp as 'YYYY-MM-DD HH:MM:SS' (UTC, as stored)."""
-    value = parse_iso(text)
+    value = parse_time(text)
     return value.strftime("%Y-%m-%d %H:%M:%S") if value else "-"
 
 
 def fmt_age(text: str | None, now: datetime) -> str:
     """How long ago: '45s', '12m', '3h', '5d'."""
-    value = parse_iso(text)
+    value = parse_time(text)
     if value is None:
         return "-"
     seconds = max(0, int((now - value).total_seconds()))

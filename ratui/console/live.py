@@ -8,13 +8,16 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from ratui.engine.events import (
-    PHASES, Event, LogLine, PhaseFinished, PhaseStarted, QualityResultEvent, RunFinished, RunQueued, RunStarted,
+    Event, LogLine, PhaseFinished, PhaseStarted, QualityResultEvent, RunFinished, RunQueued, RunStarted,
 )
+from ratui.engine.vocabulary import FINAL, PHASES
 
-FINAL = ("success", "failed", "cancelled", "skipped")
+if TYPE_CHECKING:
+    from ratui.console.controller import EngineItem
+
 LOG_LIMIT = 2000
 
 
@@ -173,11 +176,13 @@ class RunStore:
     def in_batch(self, batch: str) -> list[LiveRun]:
         return [r for r in self.runs.values() if r.batch == batch]
 
-    def apply(self, items: Iterable[tuple[Event, str | None, float, str]]) -> tuple[set[str], list[LiveRun]]:
-        """Apply (event, batch, monotonic time, wall clock text) items; return changed ids and runs that ended."""
+    def apply(self, items: Iterable["EngineItem"]) -> tuple[set[str], list[LiveRun]]:
+        """Apply engine items (event, batch, monotonic time, wall clock text); return changed ids and runs that
+        ended."""
         changed: set[str] = set()
         ended: list[LiveRun] = []
-        for event, batch, now, clock_text in items:
+        for item in items:
+            event, batch, now, clock_text = item.event, item.batch, item.at, item.clock_text
             run = self.runs.get(event.run_id)
             if run is None:
                 pipeline = getattr(event, "pipeline", None) or "?"

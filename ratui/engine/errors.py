@@ -196,6 +196,24 @@ class ProjectErrors(Exception):
         super().__init__("; ".join(str(e) for e in self.errors))
 
 
+# The families, classified once. A definition error means the pipeline's own files are at fault (not its data):
+# a run failing with one does not count as an attempt against its landing files. A usage error is reported by a
+# command before it runs anything (exit code 2).
+DEFINITION_FAMILIES = ("RAT-TPL", "RAT-CFG", "RAT-PRJ", "RAT-DAG")
+USAGE_FAMILIES = ("RAT-PRJ", "RAT-CFG", "RAT-TPL", "RAT-DAG", "RAT-LND", "RAT-CLI", "RAT-PTH", "RAT-PY")
+USAGE_CODES = ("RAT-RUN-004",)
+# a failure of what the pipeline produced or read: its file is named when the error has no other place
+PIPELINE_FAULT_FAMILIES = ("RAT-WRT", "RAT-SQL", "RAT-PY", "RAT-CFG", "RAT-TPL")
+
+
+def is_definition_error(code: str) -> bool:
+    return code.startswith(DEFINITION_FAMILIES)
+
+
+def is_usage_error(code: str) -> bool:
+    return code.startswith(USAGE_FAMILIES) or code in USAGE_CODES
+
+
 def suggest(word: str, choices: Iterable[str]) -> str | None:
     """The nearest valid word, for 'did you mean' hints."""
     match = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.5)

@@ -14,15 +14,6 @@ from typing import Any, Callable
 
 log = logging.getLogger("ratui.events")
 
-PHASES = ("branch", "config", "build", "write", "quality", "resolve")
-PHASE_TITLES = {
-    "branch": "0 branch",
-    "config": "1 config",
-    "build": "2 build",
-    "write": "3 write",
-    "quality": "4 quality",
-    "resolve": "5 resolve",
-}
 
 
 @dataclass(frozen=True)
@@ -37,6 +28,7 @@ class Event:
 class RunQueued(Event):
     pipeline: str
     trigger: str
+    invocation: str | None = None  # the invocation (CLI run, console batch, watch plan) that queued it
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,84 @@
-"""Small text formatting shared by the CLI and the console (no heavy imports: the console loads it at start)."""
+"""The words every part of ratui shares: run statuses, phases, the main ref, triggers, time and size formatting.
+
+Defined once, here. Light on purpose (standard library only): the console imports it before its first paint,
+and the CLI's quick commands import it without loading Spark, PyIceberg or SQLAlchemy.
+"""
 
 from __future__ import annotations
+
+from datetime import datetime, timezone
+
+# --------------------------------------------------------------------------------------------------- refs
+
+MAIN = "main"  # the production ref; runs branch from it and merge into it
+
+# --------------------------------------------------------------------------------------------------- runs
+
+RUN_STATUSES = ("pending", "running", "success", "failed", "cancelled", "skipped")
+ACTIVE = ("pending", "running")  # a run not finished yet
+FINAL = ("success", "failed", "cancelled", "skipped")  # a run that ended, one way or another
+OUTCOMES = ("success", "warned", "failed", "cancelled", "skipped")  # what a person is told: warned = success + warnings
+
+RUN_TYPES = ("skip", "backfill", "incremental", "full")  # change detection's decision (ops/changes.py)
+TRIGGERS = ("cli", "console", "watch", "reaper")
+
+PHASES = ("branch", "config", "build", "write", "quality", "resolve")
+PHASE_TITLES = {
+    "branch": "0 branch",
+    "config": "1 config",
+    "build": "2 build",
+    "write": "3 write",
+    "quality": "4 quality",
+    "resolve": "5 resolve",
+}
+PHASE_STATES = ("waiting", "running", "done", "failed", "cancelled", "skipped")
+
+
+def outcome(status: str | None, warnings: int | None = 0) -> str | None:
+    """The status a person reads: a success with quality warnings is 'warned'."""
+    return "warned" if status == "success" and warnings else status
+
+
+# --------------------------------------------------------------------------------------------------- time
+
+
+def now_iso() -> str:
+    """Now, UTC, as stored everywhere: '2026-03-01T09:00:00.123Z'."""
+    return iso(datetime.now(timezone.utc))
+
+
+def iso(dt: datetime) -> str:
+    return dt.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_time(text: str | None) -> datetime | None:
+    """ISO-8601 with 'Z' or an offset (naive means UTC) -> aware datetime; None when absent or unreadable."""
+    if not text:
+        return None
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+
+def format_duration(ms: int | float | None) -> str:
+    """1234 -> '1.23s'; 15_000 -> '15.0s'; 75_000 -> '1m15s'; 4_000_000 -> '1h06m'; None -> '-'."""
+    if ms is None:
+        return "-"
+    ms = int(ms)
+    if ms < 10_000:
+        return f"{ms / 1000:.2f}s"
+    if ms < 60_000:
+        return f"{ms / 1000:.1f}s"
+    minutes, rest = divmod(ms // 1000, 60)
+    if minutes < 60:
+        return f"{minutes}m{rest:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
+# --------------------------------------------------------------------------------------------------- sizes
 
 
 def format_bytes(n: int) -> str:

@@ -1,20 +1,22 @@
 """What every console screen shares: the frame (tabs, status line, footer) and background loading.
 
-`self.load("name", fn, *args)` runs `fn` in a thread worker (SQLite, files, catalog: never on the event loop);
-its result arrives on the event loop in `loaded_name(result)`. A newer load of the same name supersedes an older
-one, and a result for a screen that has gone away is dropped with it. A coded RatuiError becomes a toast; anything
-else opens the error screen.
+`self.load(DiffLoaded, fn, *args)` runs `fn` in a thread worker (SQLite, files, catalog: never on the event loop);
+its result arrives on the event loop as the typed message `DiffLoaded(result)`, handled with `@on(DiffLoaded)`. A
+newer load of the same kind supersedes an older one, and a result for a screen that has gone away is dropped with
+it. A failure posts `LoadFailed`: the screen's `load_failed(kind, error)` may handle it (return True); otherwise a
+coded RatuiError becomes a toast and anything else opens the error screen.
 """
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any, Callable
 
+from textual.message import Message
 from textual.screen import Screen
-from textual.worker import Worker, WorkerState
+from textual.worker import Worker
 
 from ratui.engine.errors import RatuiError
+from ratui.messages import Loaded
 
 
 class Guarded:
@@ -32,28 +34,40 @@ class Guarded:
             app.show_error(error, f"handling {type(message).__name__}")
 
 
+class LoadFailed(Message):
+    def __init__(self, kind: type[Loaded], error: BaseException) -> None:
+        super().__init__()
+        self.kind = kind
+        self.error = error
+
+
 class Loader:
-    def load(self, name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Worker:
-        return self.run_worker(partial(fn, *args, **kwargs), name=name, group=name, thread=True, exclusive=True,
+    def load(self, kind: type[Loaded], fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Worker:
+        def task() -> None:
+            try:
+                value = fn(*args, **kwargs)
+            except Exception as error:  # noqa: BLE001 - reported by LoadFailed
+                self.post_message(LoadFailed(kind, error))
+                return
+            self.post_message(kind(value))
+
+        return self.run_worker(task, name=kind.__name__, group=kind.__name__, thread=True, exclusive=True,
                                exit_on_error=False)
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        worker = event.worker
-        handler = getattr(self, f"loaded_{worker.name.replace('-', '_')}", None)
-        if handler is None and event.state != WorkerState.ERROR:
+    def load_failed(self, kind: type[Loaded], error: BaseException) -> bool:
+        """A load failed: return True when the screen has dealt with it."""
+        return False
+
+    def on_load_failed(self, message: LoadFailed) -> None:  # a mixin: @on registers on widget classes only
+        message.stop()
+        if self.load_failed(message.kind, message.error):
             return
-        event.stop()
-        if event.state == WorkerState.SUCCESS and handler is not None:
-            handler(worker.result)
-        elif event.state == WorkerState.ERROR:
-            failed = getattr(self, f"failed_{worker.name.replace('-', '_')}", None)
-            if failed is not None and failed(worker.error):
-                return
-            if isinstance(worker.error, RatuiError):
-                self.app.notify(f"{worker.error.code} {worker.error.message}", title=worker.error.title,
-                                severity="error", timeout=8, markup=False)
-            else:
-                self.app.show_error(worker.error, f"while loading {worker.name}")
+        error = message.error
+        if isinstance(error, RatuiError):
+            self.app.notify(f"{error.code} {error.message}", title=error.title, severity="error", timeout=8,
+                            markup=False)
+        else:
+            self.app.show_error(error, f"while loading ({message.kind.__doc__ or message.kind.__name__})")
 
 
 class ConsoleScreen(Guarded, Loader, Screen):

@@ -3,23 +3,28 @@
 from __future__ import annotations
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.widgets import DataTable, Footer, Label, Static
+from textual.widgets import DataTable, Footer, Label
 
-from ratui.console.controller import MAIN, BranchRow, DiffRow
+from ratui.console.controller import BranchRow, DiffRow
+from ratui.engine.vocabulary import MAIN
 from ratui.console.format import fmt_age, fmt_time
 from ratui.engine.errors import RatuiError
 from ratui.widgets.chrome import NavBar, StatusLine
-from ratui.screens.base import ConsoleScreen
+from ratui.messages import BranchDeleted, BranchMerged, BranchesLoaded, DiffLoaded, MergePreviewed
+from ratui.screens.table_screen import TableScreen
 from ratui.screens.dialogs import ConfirmScreen, MergeScreen
 
 CHANGE_STYLE = {"added": "green", "modified": "yellow", "dropped": "red", "table": ""}
 
 
-class BranchesScreen(ConsoleScreen):
+class BranchesScreen(TableScreen):
     MODE = "branches"
+    COLUMNS = (("ref", "REF"), ("head", "HEAD"), ("created", "CREATED (UTC)"), ("age", "AGE"), ("run", "RUN"),
+               ("tables", "TABLES"))
     AUTO_FOCUS = "#branches-table"
     BINDINGS = [
         Binding("m", "merge", "Merge into main", id="branches.merge"),
@@ -31,21 +36,12 @@ class BranchesScreen(ConsoleScreen):
     def __init__(self) -> None:
         super().__init__()
         self.refs: dict[str, BranchRow] = {}
-        self._refresh_timer = None
-        self._stale = False
 
     def compose(self) -> ComposeResult:
         yield NavBar("branches")
         with Vertical(id="branches-main"):
-            yield Static(Text("loading…", style="dim"), id="branches-info")
-            table: DataTable = DataTable(id="branches-table", cursor_type="row", zebra_stripes=True)
-            table.add_column("REF", key="ref")
-            table.add_column("HEAD", key="head")
-            table.add_column("CREATED (UTC)", key="created")
-            table.add_column("AGE", key="age")
-            table.add_column("RUN", key="run")
-            table.add_column("TABLES", key="tables")
-            yield table
+            yield self.info_widget()
+            yield self.table_widget()
             with Vertical(id="branches-detail"):
                 yield Label("", id="diff-title", classes="section")
                 yield DataTable(id="diff-table", cursor_type="row", zebra_stripes=True)
@@ -54,53 +50,28 @@ class BranchesScreen(ConsoleScreen):
 
     # ------------------------------------------------------------------------------------------ data
 
-    def project_ready(self, compiled) -> None:
-        self.reload()
-
     def reload(self) -> None:
-        self.load("refs", self.app.controller.branches)
+        self.load(BranchesLoaded, self.app.controller.branches)
 
     def runs_changed(self, change) -> None:
         # a run creates its branch, then merges and deletes it: refresh (at most once a second) while in view
-        if self.is_current and self._refresh_timer is None:
-            self._refresh_timer = self.set_timer(1.0, self._timed_reload)
-        elif not self.is_current:
-            self._stale = True
+        self.reload_soon(1.0)
 
-    def _timed_reload(self) -> None:
-        self._refresh_timer = None
-        self.reload()
-
-    def on_screen_resume(self) -> None:
-        if self._stale:
-            self._stale = False
-            self.reload()
-
-    def loaded_refs(self, refs: list[BranchRow]) -> None:
-        table = self.query_one("#branches-table", DataTable)
-        keep = self.cursor_ref()
+    @on(BranchesLoaded)
+    def _refs_loaded(self, message: BranchesLoaded) -> None:
+        refs = message.value
         self.refs = {r.name: r for r in refs}
-        table.clear()
         now = self.app.now()
-        for ref in refs:
-            name = Text(ref.name, style="bold" if ref.name == MAIN else "")
-            table.add_row(name, ref.head[:12], fmt_time(ref.created_at), fmt_age(ref.created_at, now),
-                          ref.run_id or "-", Text(str(ref.tables), justify="right"), key=ref.name)
-        if keep in self.refs:
-            table.move_cursor(row=table.get_row_index(keep), animate=False)
+        self.refill((ref.name, [Text(ref.name, style="bold" if ref.name == MAIN else ""), ref.head[:12],
+                                fmt_time(ref.created_at), fmt_age(ref.created_at, now), ref.run_id or "-",
+                                Text(str(ref.tables), justify="right")]) for ref in refs)
         others = len(refs) - 1
         info = Text()
         info.append(f"{len(refs)} ref(s)", style="bold")
         info.append(f"   main + {others} branch(es)" if others else "   only main: every run merges and deletes its "
                     "branch, so a branch left here is a run in flight or one that died", style="dim")
-        self.query_one("#branches-info", Static).update(info)
+        self.set_info(info)
         self.show_diff()
-
-    def cursor_ref(self) -> str | None:
-        table = self.query_one("#branches-table", DataTable)
-        if not table.row_count:
-            return None
-        return table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id == "branches-table":
@@ -108,20 +79,22 @@ class BranchesScreen(ConsoleScreen):
             self.show_diff()
 
     def show_diff(self) -> None:
-        ref = self.cursor_ref()
+        ref = self.cursor_key()
         title = self.query_one("#diff-title", Label)
         if ref is None:
             title.update("")
             return
         title.update("Tables on main" if ref == MAIN else f"Diff of {ref} against main (loading…)")
-        self.load("diff", self._diff, ref)
+        self.load(DiffLoaded, self._diff, ref)
 
     def _diff(self, ref: str) -> tuple[str, list[DiffRow]]:
         return ref, self.app.controller.diff(ref)
 
-    def loaded_diff(self, result: tuple[str, list[DiffRow]]) -> None:
+    @on(DiffLoaded)
+    def _diff_loaded(self, message: DiffLoaded) -> None:
+        result = message.value
         ref, rows = result
-        if ref != self.cursor_ref():
+        if ref != self.cursor_key():
             return
         diff = self.query_one("#diff-table", DataTable)
         diff.clear(columns=True)
@@ -147,19 +120,16 @@ class BranchesScreen(ConsoleScreen):
                          + (f", {conflicts} in conflict" if conflicts else ""))
         self.app.mark("branches_ready")
 
-    def failed_diff(self, error: BaseException) -> bool:
-        if isinstance(error, RatuiError) and error.code == "RAT-CAT-002":  # deleted meanwhile
+    def load_failed(self, kind, error: BaseException) -> bool:
+        if kind is DiffLoaded and isinstance(error, RatuiError) and error.code == "RAT-CAT-002":  # deleted meanwhile
             self.reload()
             return True
         return False
 
     # --------------------------------------------------------------------------------------- actions
 
-    def action_refresh(self) -> None:
-        self.reload()
-
     def action_delete(self) -> None:
-        ref = self.cursor_ref()
+        ref = self.cursor_key()
         if ref is None:
             return
         if ref == MAIN:
@@ -175,7 +145,7 @@ class BranchesScreen(ConsoleScreen):
 
         def done(ok: bool | None) -> None:
             if ok:
-                self.load("deleted", self._delete, ref)
+                self.load(BranchDeleted, self._delete, ref)
 
         self.app.push_screen(ConfirmScreen(f"Delete branch {ref}?", body, "Delete"), done)
 
@@ -183,42 +153,48 @@ class BranchesScreen(ConsoleScreen):
         self.app.controller.delete_branch(ref)
         return ref
 
-    def loaded_deleted(self, ref: str) -> None:
+    @on(BranchDeleted)
+    def _deleted_loaded(self, message: BranchDeleted) -> None:
+        ref = message.value
         self.notify(f"Deleted branch {ref}.", title="Branches")
         self.reload()
 
     def action_merge(self) -> None:
-        ref = self.cursor_ref()
+        ref = self.cursor_key()
         if ref is None:
             return
         if ref == MAIN:
             self.notify("Pick a branch to merge into main.", severity="warning")
             return
-        self.load("preview", self._preview, ref)
+        self.load(MergePreviewed, self._preview, ref)
 
     def _preview(self, ref: str):
         return ref, self.app.controller.merge_preview(ref)
 
-    def loaded_preview(self, result) -> None:
+    @on(MergePreviewed)
+    def _preview_loaded(self, message: MergePreviewed) -> None:
+        result = message.value
         ref, preview = result
 
         def done(ok: bool | None) -> None:
             if ok:
-                self.load("merged", self._merge, ref)
+                self.load(BranchMerged, self._merge, ref)
 
         self.app.push_screen(MergeScreen(ref, preview), done)
 
     def _merge(self, ref: str):
         return ref, self.app.controller.merge(ref)
 
-    def loaded_merged(self, result) -> None:
+    @on(BranchMerged)
+    def _merged_loaded(self, message: BranchMerged) -> None:
+        result = message.value
         ref, merged = result
         tables = ", ".join(merged.tables) or "no table changes"
         self.notify(f"Merged {ref} into main: {tables}.", title="Branches")
         self.reload()
 
     def action_open_run(self) -> None:
-        ref = self.cursor_ref()
+        ref = self.cursor_key()
         row = self.refs.get(ref or "")
         if row and row.run_id:
             self.app.open_run(row.run_id)

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import Footer
 
 from ratui.console.format import fmt_count, short_key
 from ratui.widgets.chrome import NavBar, StatusLine
-from ratui.screens.base import ConsoleScreen
+from ratui.messages import LandingLoaded, LandingReset
+from ratui.screens.table_screen import TableScreen
 from ratui.screens.dialogs import ConfirmScreen
 
 COLUMNS = (("zone", "ZONE"), ("file", "FILE"), ("pipeline", "PIPELINE"), ("state", "STATE"), ("bytes", "BYTES"),
@@ -28,8 +30,9 @@ def row_key(f) -> str:
     return "\x1f".join((f.zone, f.pipeline, f.file))
 
 
-class LandingScreen(ConsoleScreen):
+class LandingScreen(TableScreen):
     MODE = "landing"
+    COLUMNS = COLUMNS
     AUTO_FOCUS = "#landing-table"
     BINDINGS = [
         Binding("r", "reset_file", "Reset file", id="landing.reset_file"),
@@ -40,45 +43,29 @@ class LandingScreen(ConsoleScreen):
     def __init__(self) -> None:
         super().__init__()
         self.files: dict[str, object] = {}
-        self.namespace: str | None = None
-        self._stale = False
 
     def compose(self) -> ComposeResult:
         yield NavBar("landing")
         with Vertical(id="landing-main"):
-            yield Static(Text("loading…", style="dim"), id="landing-info")
-            table: DataTable = DataTable(id="landing-table", cursor_type="row", zebra_stripes=True)
-            for key, label in COLUMNS:
-                table.add_column(label, key=key)
-            yield table
+            yield self.info_widget()
+            yield self.table_widget()
         yield StatusLine()
         yield Footer()
 
     # ------------------------------------------------------------------------------------------ data
 
-    def project_ready(self, compiled) -> None:
-        self.namespace = compiled.settings.namespace
-        self.reload()
-
     def reload(self) -> None:
-        self.load("files", self.app.controller.landing_files)
+        self.load(LandingLoaded, self.app.controller.landing_files)
 
-    def loaded_files(self, files: list) -> None:
-        table = self.query_one("#landing-table", DataTable)
-        selected = self.selected_key()
-        table.clear()
-        self.files = {}
-        for f in files:
-            key = row_key(f)
-            self.files[key] = f
-            table.add_row(
-                f.zone, f.file, short_key(f.pipeline, self.namespace), state_cell(f.state),
-                Text(fmt_count(f.size), justify="right"), Text(str(f.attempts), justify="right"),
-                f.run_id or "-", Text((f.last_error or "").splitlines()[0][:80] if f.last_error else "", style="red"),
-                key=key,
-            )
-        if selected is not None and selected in table.rows:
-            table.move_cursor(row=table.get_row_index(selected), animate=False)
+    @on(LandingLoaded)
+    def _files_loaded(self, message: LandingLoaded) -> None:
+        files = message.value
+        self.files = {row_key(f): f for f in files}
+        self.refill((row_key(f), [
+            f.zone, f.file, short_key(f.pipeline, self.namespace), state_cell(f.state),
+            Text(fmt_count(f.size), justify="right"), Text(str(f.attempts), justify="right"),
+            f.run_id or "-", Text((f.last_error or "").splitlines()[0][:80] if f.last_error else "", style="red"),
+        ]) for f in files)
         info = Text()
         if not files:
             info.append("no landing files recorded yet — a run of a pipeline that reads a landing zone records them",
@@ -92,35 +79,18 @@ class LandingScreen(ConsoleScreen):
             for state in ("loaded", "unloaded", "skipped"):
                 if counts.get(state):
                     info.append(f"   {counts[state]} {state}", style=STATE_STYLE[state][1])
-        self.query_one("#landing-info", Static).update(info)
+        self.set_info(info)
         self.app.mark("landing_ready")
 
-    def selected_key(self) -> str | None:
-        table = self.query_one("#landing-table", DataTable)
-        if not table.row_count or table.cursor_row is None or table.cursor_row >= table.row_count:
-            return None
-        return table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
-
     def selected(self):
-        key = self.selected_key()
+        key = self.cursor_key()
         return self.files.get(key) if key is not None else None
 
     def runs_changed(self, change) -> None:
         if change.ended:  # a finished run may have loaded (or failed on) landing files
-            if self.is_current:
-                self.reload()
-            else:
-                self._stale = True
-
-    def on_screen_resume(self) -> None:
-        if self._stale:
-            self._stale = False
-            self.reload()
+            self.reload_now_or_later()
 
     # --------------------------------------------------------------------------------------- actions
-
-    def action_refresh(self) -> None:
-        self.reload()
 
     def action_reset_file(self) -> None:
         f = self.selected()
@@ -142,8 +112,10 @@ class LandingScreen(ConsoleScreen):
                              lambda ok: ok and self._reset(f.zone, None, None))
 
     def _reset(self, zone: str, file: str | None, pipeline: str | None) -> None:
-        self.load("reset", self.app.controller.landing_reset, zone, file, pipeline)
+        self.load(LandingReset, self.app.controller.landing_reset, zone, file, pipeline)
 
-    def loaded_reset(self, count: int) -> None:
+    @on(LandingReset)
+    def _reset_loaded(self, message: LandingReset) -> None:
+        count = message.value
         self.app.notify(f"{count} landing file row(s) reset to unloaded.", title="Landing", timeout=3, markup=False)
         self.reload()

@@ -8,6 +8,7 @@ from rich.console import Group, RenderableType
 from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
@@ -17,6 +18,7 @@ from textual.widgets.tree import TreeNode
 from ratui.console.format import fmt_count, fmt_ms, fmt_time, glyph, short_key, sparkline
 from ratui.engine.errors import RatuiError
 from ratui.engine.project.names import LAYERS
+from ratui.messages import RecentRunsLoaded
 from ratui.screens.base import ConsoleScreen
 from ratui.widgets.chrome import NavBar, StatusLine
 
@@ -84,7 +86,7 @@ class PipelinesScreen(ConsoleScreen):
     def project_ready(self, compiled) -> None:
         self.compiled = compiled
         self.build_tree()
-        self.load("recent", self.app.controller.recent)
+        self.load(RecentRunsLoaded, self.app.controller.recent)
 
     def project_error(self, error: BaseException) -> None:
         super().project_error(error)
@@ -97,7 +99,9 @@ class PipelinesScreen(ConsoleScreen):
         text.append("\nFix it, then press ctrl+r to reload.", style="dim")
         head.update(text)
 
-    def loaded_recent(self, recent: dict[str, list[dict[str, Any]]]) -> None:
+    @on(RecentRunsLoaded)
+    def _recent_loaded(self, message: RecentRunsLoaded) -> None:
+        recent = message.value
         self.recent = recent
         self.refresh_labels()
         self.show_detail()
@@ -110,7 +114,7 @@ class PipelinesScreen(ConsoleScreen):
             return
         self.refresh_labels()
         if change.ended:
-            self.load("recent", self.app.controller.recent)
+            self.load(RecentRunsLoaded, self.app.controller.recent)
         elif self.selected and self.selected[0] == "pipeline":
             self.show_detail()
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.syntax import Syntax
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -14,7 +15,8 @@ from textual.widgets import DataTable, Footer, Label, Static
 
 from ratui.console.format import fmt_ms, fmt_time, glyph, short_key
 from ratui.widgets.chrome import NavBar, StatusLine
-from ratui.screens.base import ConsoleScreen
+from ratui.messages import QualityLoaded
+from ratui.screens.table_screen import TableScreen
 
 ORDER = {"failed": 0, "error": 0, "warned": 1, "passed": 2}
 RECENT_LIMIT = 500
@@ -25,8 +27,20 @@ def sort_results(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(results, key=lambda q: (ORDER.get(q.get("status"), 3), -(q.get("id") or 0)))
 
 
-class QualityScreen(ConsoleScreen):
+def result_cells(q: dict[str, Any]) -> list[Any]:
+    icon, style = glyph(q.get("status"))
+    violations = q.get("violations") or 0
+    return [Text(f"{icon} {q.get('status')}", style=style), q.get("test"),
+            short_key(q.get("pipeline") or "", (q.get("pipeline") or "").split(".")[0]),
+            Text(q.get("severity") or "", style="red" if q.get("severity") == "error" else "yellow"),
+            Text(f"{violations:,}", justify="right", style="bold" if violations else "dim"),
+            Text(fmt_ms(q.get("duration_ms")), justify="right"), q.get("run_id"), fmt_time(q.get("finished_at"))]
+
+
+class QualityScreen(TableScreen):
     MODE = "quality"
+    COLUMNS = (("status", "RESULT"), ("test", "TEST"), ("pipeline", "PIPELINE"), ("severity", "SEVERITY"),
+               ("violations", "VIOLATIONS"), ("time", "TIME"), ("run", "RUN"), ("finished", "FINISHED"))
     AUTO_FOCUS = "#quality-table"
     BINDINGS = [
         Binding("s", "toggle_sql", "SQL", id="quality.sql"),
@@ -48,17 +62,8 @@ class QualityScreen(ConsoleScreen):
     def compose(self) -> ComposeResult:
         yield NavBar(self.origin if self.run_id else "quality")
         with Vertical(id="quality-main"):
-            yield Static(Text("loading…", style="dim"), id="quality-info")
-            table: DataTable = DataTable(id="quality-table", cursor_type="row", zebra_stripes=True)
-            table.add_column("RESULT", key="status")
-            table.add_column("TEST", key="test")
-            table.add_column("PIPELINE", key="pipeline")
-            table.add_column("SEVERITY", key="severity")
-            table.add_column("VIOLATIONS", key="violations")
-            table.add_column("TIME", key="time")
-            table.add_column("RUN", key="run")
-            table.add_column("FINISHED", key="finished")
-            yield table
+            yield self.info_widget()
+            yield self.table_widget()
             with Vertical(id="quality-detail"):
                 yield Static(id="quality-head")
                 yield Label("Sample violating rows", classes="section", id="sample-label")
@@ -69,38 +74,23 @@ class QualityScreen(ConsoleScreen):
 
     # ------------------------------------------------------------------------------------------ data
 
-    def project_ready(self, compiled) -> None:
-        self.reload()
-
     def reload(self) -> None:
-        self.load("results", self.app.controller.quality, self.run_id, RECENT_LIMIT)
+        self.load(QualityLoaded, self.app.controller.quality, self.run_id, RECENT_LIMIT)
 
     def runs_changed(self, change) -> None:
         if change.ended and (self.run_id is None or self.run_id in change.changed):
             self.reload()
 
-    def loaded_results(self, results: list[dict[str, Any]]) -> None:
+    @on(QualityLoaded)
+    def _results_loaded(self, message: QualityLoaded) -> None:
+        results = message.value
         self.results = sort_results(results)
         self.by_id = {str(q["id"]): q for q in self.results}
         self.fill()
 
     def fill(self) -> None:
-        table = self.query_one("#quality-table", DataTable)
-        keep = self.cursor_key()
-        table.clear()
         shown = [q for q in self.results if not (self.hide_passed and q.get("status") == "passed")]
-        for q in shown:
-            icon, style = glyph(q.get("status"))
-            violations = q.get("violations") or 0
-            table.add_row(
-                Text(f"{icon} {q.get('status')}", style=style), q.get("test"),
-                short_key(q.get("pipeline") or "", (q.get("pipeline") or "").split(".")[0]),
-                Text(q.get("severity") or "", style="red" if q.get("severity") == "error" else "yellow"),
-                Text(f"{violations:,}", justify="right", style="bold" if violations else "dim"),
-                Text(fmt_ms(q.get("duration_ms")), justify="right"), q.get("run_id"),
-                fmt_time(q.get("finished_at")), key=str(q["id"]))
-        if keep is not None and keep in table.rows:
-            table.move_cursor(row=table.get_row_index(keep), animate=False)
+        self.refill((str(q["id"]), result_cells(q)) for q in shown)
         failed = sum(1 for q in self.results if ORDER.get(q.get("status")) == 0)
         warned = sum(1 for q in self.results if q.get("status") == "warned")
         passed = sum(1 for q in self.results if q.get("status") == "passed")
@@ -115,18 +105,12 @@ class QualityScreen(ConsoleScreen):
         info.append(f"▲ {warned} warned", style="yellow" if warned else "dim")
         info.append("  ")
         info.append(f"✔ {passed} passed" + (" (hidden)" if self.hide_passed else ""), style="green" if passed else "dim")
-        self.query_one("#quality-info", Static).update(info)
+        self.set_info(info)
         if not shown:
             self.show_result(None)
         else:
             self.show_result(self.by_id.get(self.cursor_key() or ""))
         self.app.mark("quality_ready")
-
-    def cursor_key(self) -> str | None:
-        table = self.query_one("#quality-table", DataTable)
-        if not table.row_count:
-            return None
-        return table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id == "quality-table":
@@ -189,9 +173,6 @@ class QualityScreen(ConsoleScreen):
         q = self.by_id.get(self.cursor_key() or "")
         if q:
             self.app.open_run(q["run_id"])
-
-    def action_refresh(self) -> None:
-        self.reload()
 
     def action_back(self) -> None:
         if self.run_id is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -10,6 +11,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from ratui.console.format import fmt_time
 from ratui.widgets.chrome import NavBar, StatusLine
+from ratui.messages import ReaperPreviewed, ReaperRan, ReaperReportsLoaded, ReaperSettingsLoaded
 from ratui.screens.base import ConsoleScreen
 from ratui.screens.dialogs import ConfirmScreen
 from ratui.engine.vocabulary import format_bytes
@@ -88,13 +90,15 @@ class ReaperScreen(ConsoleScreen):
     # ------------------------------------------------------------------------------------------ data
 
     def project_ready(self, compiled) -> None:
-        self.load("settings", self.app.controller.reaper_settings)
+        self.load(ReaperSettingsLoaded, self.app.controller.reaper_settings)
         self.reload()
 
     def reload(self) -> None:
-        self.load("reports", self.app.controller.reaper_reports, 20)
+        self.load(ReaperReportsLoaded, self.app.controller.reaper_reports, 20)
 
-    def loaded_settings(self, settings: dict[str, int]) -> None:
+    @on(ReaperSettingsLoaded)
+    def _settings_loaded(self, message: ReaperSettingsLoaded) -> None:
+        settings = message.value
         text = Text("Settings (ratui.yaml reaper:)\n", style="bold")
         items = list(settings.items())
         for index, (key, value) in enumerate(items):
@@ -106,7 +110,9 @@ class ReaperScreen(ConsoleScreen):
         text.append(f"\n  schedule: {schedule}", style="dim")
         self.query_one("#reaper-settings", Static).update(text)
 
-    def loaded_reports(self, reports: list) -> None:
+    @on(ReaperReportsLoaded)
+    def _reports_loaded(self, message: ReaperReportsLoaded) -> None:
+        reports = message.value
         self.reports = reports
         table = self.query_one("#reaper-reports", DataTable)
         table.clear()
@@ -124,14 +130,16 @@ class ReaperScreen(ConsoleScreen):
     # --------------------------------------------------------------------------------------- actions
 
     def action_refresh(self) -> None:
-        self.load("settings", self.app.controller.reaper_settings)
+        self.load(ReaperSettingsLoaded, self.app.controller.reaper_settings)
         self.reload()
 
     def action_preview(self) -> None:
         self.query_one("#reaper-preview-info", Static).update(Text("Preview: running a dry run…", style="yellow"))
-        self.load("preview", self.app.controller.reaper_run, True)
+        self.load(ReaperPreviewed, self.app.controller.reaper_run, True)
 
-    def loaded_preview(self, report) -> None:
+    @on(ReaperPreviewed)
+    def _preview_loaded(self, message: ReaperPreviewed) -> None:
+        report = message.value
         self.preview = report
         table = self.query_one("#reaper-preview", DataTable)
         table.clear()
@@ -165,11 +173,13 @@ class ReaperScreen(ConsoleScreen):
         def done(ok: bool | None) -> None:
             if ok:
                 self.query_one("#reaper-preview-info", Static).update(Text("Reaper running…", style="yellow"))
-                self.load("run", self.app.controller.reaper_run, False)
+                self.load(ReaperRan, self.app.controller.reaper_run, False)
 
         self.app.push_screen(ConfirmScreen("Run the reaper?", body, "Run now"), done)
 
-    def loaded_run(self, report) -> None:
+    @on(ReaperRan)
+    def _run_loaded(self, message: ReaperRan) -> None:
+        report = message.value
         self.preview = None
         self.query_one("#reaper-preview", DataTable).clear()
         self.app.reaper_finished(report)

@@ -8,6 +8,7 @@ second while another process is still running it.
 from __future__ import annotations
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -17,6 +18,7 @@ from ratui.console.format import fmt_count, fmt_ms, fmt_time, glyph
 from ratui.console.live import LiveRun
 from ratui.widgets.chrome import NavBar, StatusLine
 from ratui.widgets.run_view import PhaseTable, QualitySummary
+from ratui.messages import RunRecordLoaded
 from ratui.screens.base import ConsoleScreen
 
 LEVEL_STYLE = {"error": "red", "warning": "yellow", "debug": "dim", "info": ""}
@@ -86,7 +88,7 @@ class RunScreen(ConsoleScreen):
             self.run = live
             self.render_run()
         else:
-            self.load("history", self.app.controller.get_run, self.run_id)
+            self.load(RunRecordLoaded, self.app.controller.get_run, self.run_id)
 
     def switch_to(self, run_id: str) -> None:
         self.run_id = run_id
@@ -95,7 +97,9 @@ class RunScreen(ConsoleScreen):
         self.query_one("#run-log", RichLog).clear()
         self.resolve()
 
-    def loaded_history(self, record) -> None:
+    @on(RunRecordLoaded)
+    def _history_loaded(self, message: RunRecordLoaded) -> None:
+        record = message.value
         if record is None:
             self.query_one("#run-head", Static).update(Text(f"no run '{self.run_id}' in the history", style="red"))
             return
@@ -110,7 +114,7 @@ class RunScreen(ConsoleScreen):
                 self.logged = 0
                 self.query_one("#run-log", RichLog).clear()
             if not self.run.finished and self._poller is None:  # another process is running it: poll
-                self._poller = self.set_interval(1.0, lambda: self.load("history", self.app.controller.get_run,
+                self._poller = self.set_interval(1.0, lambda: self.load(RunRecordLoaded, self.app.controller.get_run,
                                                                         self.run_id))
             elif self.run.finished and self._poller is not None:
                 self._poller.stop()

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Footer, Input
 
 from ratui.console.controller import RunFilter, RunsPage
 from ratui.console.format import fmt_count, fmt_ms, fmt_time, glyph, short_key
 from ratui.widgets.chrome import NavBar, StatusLine
-from ratui.screens.base import ConsoleScreen
+from ratui.messages import RunsPageLoaded
+from ratui.screens.table_screen import TableScreen
 
 PAGE_SIZE = 100
 COLUMNS = (("run", "RUN"), ("pipeline", "PIPELINE"), ("status", "STATUS"), ("strategy", "STRATEGY"),
@@ -28,8 +30,9 @@ def status_cell(row: dict) -> Text:
     return Text(f"{icon} {status}", style=style)
 
 
-class RunsScreen(ConsoleScreen):
+class RunsScreen(TableScreen):
     MODE = "runs"
+    COLUMNS = COLUMNS
     AUTO_FOCUS = "#runs-table"
     BINDINGS = [
         Binding("slash", "filter", "Filter", id="runs.filter", key_display="/"),
@@ -45,9 +48,6 @@ class RunsScreen(ConsoleScreen):
         self.page = 0
         self.filter = RunFilter()
         self.data: RunsPage | None = None
-        self.namespace: str | None = None
-        self._refresh_timer = None
-        self._stale = False
 
     def compose(self) -> ComposeResult:
         yield NavBar("runs")
@@ -55,11 +55,8 @@ class RunsScreen(ConsoleScreen):
             field = Input(placeholder="filter: text · status:failed · pipeline:orders   (enter applies, esc clears)",
                           id="runs-filter", classes="hidden")
             yield field
-            yield Static(Text("loading…", style="dim"), id="runs-info")
-            table: DataTable = DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
-            for key, label in COLUMNS:
-                table.add_column(label, key=key)
-            yield table
+            yield self.info_widget()
+            yield self.table_widget()
         yield StatusLine()
         yield Footer()
 
@@ -69,32 +66,20 @@ class RunsScreen(ConsoleScreen):
 
     # ------------------------------------------------------------------------------------------ data
 
-    def project_ready(self, compiled) -> None:
-        self.namespace = compiled.settings.namespace
-        self.reload()
-
     def reload(self) -> None:
-        self.load("page", self.app.controller.runs_page, self.page, PAGE_SIZE, self.filter)
+        self.load(RunsPageLoaded, self.app.controller.runs_page, self.page, PAGE_SIZE, self.filter)
 
-    def loaded_page(self, data: RunsPage) -> None:
+    @on(RunsPageLoaded)
+    def _page_loaded(self, message: RunsPageLoaded) -> None:
+        data = message.value
         self.data = data
         self.page = data.page
-        table = self.query_one("#runs-table", DataTable)
-        selected = None
-        if table.row_count and table.cursor_row is not None and table.cursor_row < table.row_count:
-            selected = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
-        table.clear()
-        for row in data.rows:
-            table.add_row(
-                row["id"], short_key(row["pipeline"], self.namespace), status_cell(row), row.get("strategy") or "-", row.get("trigger") or "-",
-                Text(fmt_count(row.get("rows_written")), justify="right"),
-                Text(fmt_ms(row.get("duration_ms")), justify="right"),
-                fmt_time(row.get("started_at") or row.get("queued_at")),
-                Text(row.get("error_code") or "", style="red"),
-                key=row["id"],
-            )
-        if selected is not None and selected in table.rows:
-            table.move_cursor(row=table.get_row_index(selected), animate=False)
+        self.refill((row["id"], [
+            row["id"], short_key(row["pipeline"], self.namespace), status_cell(row), row.get("strategy") or "-",
+            row.get("trigger") or "-", Text(fmt_count(row.get("rows_written")), justify="right"),
+            Text(fmt_ms(row.get("duration_ms")), justify="right"),
+            fmt_time(row.get("started_at") or row.get("queued_at")), Text(row.get("error_code") or "", style="red"),
+        ]) for row in data.rows)
         self.show_info()
         self.app.mark("runs_ready")
 
@@ -115,26 +100,12 @@ class RunsScreen(ConsoleScreen):
             info.append("   filter: ", style="dim")
             info.append(self.filter.describe(), style="bold yellow")
             info.append("  (esc clears)", style="dim")
-        self.query_one("#runs-info", Static).update(info)
+        self.set_info(info)
 
     def runs_changed(self, change) -> None:
         # new or finished runs show up on the first page; coalesce bursts into one query, only while in view
-        if self.page != 0:
-            return
-        if not self.is_current:
-            self._stale = True
-        elif self._refresh_timer is None:
-            self._refresh_timer = self.set_timer(0.5 if (change.started or change.ended) else 1.0,
-                                                 self._timed_reload)
-
-    def on_screen_resume(self) -> None:
-        if self._stale:
-            self._stale = False
-            self.reload()
-
-    def _timed_reload(self) -> None:
-        self._refresh_timer = None
-        self.reload()
+        if self.page == 0:
+            self.reload_soon(0.5 if (change.started or change.ended) else 1.0)
 
     # --------------------------------------------------------------------------------------- actions
 
@@ -171,20 +142,12 @@ class RunsScreen(ConsoleScreen):
             self.page = target
             self.reload()
 
-    def action_refresh(self) -> None:
-        self.reload()
-
-    def _cursor_run(self) -> str | None:
-        table = self.query_one("#runs-table", DataTable)
-        if not table.row_count:
-            return None
-        return table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
         self.app.open_run(event.row_key.value)
 
     def action_quality(self) -> None:
-        run_id = self._cursor_run()
+        run_id = self.cursor_key()
         if run_id:
             self.app.open_quality(run_id)

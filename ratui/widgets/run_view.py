@@ -8,7 +8,7 @@ from textual.widgets import Static
 
 from ratui.console.format import PHASE_STATE, SPINNER, bar, fmt_ms, glyph
 from ratui.console.live import LiveRun
-from ratui.engine.events import PHASE_TITLES
+from ratui.engine.vocabulary import PHASE_TITLES
 
 BAR_WIDTH = 24
 QUALITY_ORDER = {"failed": 0, "error": 0, "warned": 1, "passed": 2}

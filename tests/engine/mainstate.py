@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from ratui.engine.run.engine import Engine, RunResult
+from ratui.engine.run.engine import Engine
+from ratui.engine.run.results import RunResult
 
 
 def run_one(engine: Engine, key: str, **kwargs) -> RunResult:

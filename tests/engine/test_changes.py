@@ -8,7 +8,6 @@ import time
 import pytest
 
 from ratui.cli import main as cli_main
-from ratui.engine.run.query import run_query
 from ratui.engine.run.engine import Engine
 
 EVENTS_1 = '{"id": 1, "kind": "view"}\n{"id": 2, "kind": "cart"}\n'
@@ -16,7 +15,7 @@ EVENTS_2 = '{"id": 3, "kind": "view"}\n'
 
 
 def q(engine, sql):
-    columns, rows, _ = run_query(engine, sql)
+    columns, rows, _ = engine.query(sql)
     return [dict(zip(columns, r)) for r in rows]
 
 
@@ -25,7 +24,7 @@ def run(engine, *selectors, **kw):
 
 
 def commits_on_main(engine):
-    return len(engine.catalog.log("main", limit=1000))
+    return len(engine.state.catalog.log("main", limit=1000))
 
 
 @pytest.fixture
@@ -42,7 +41,7 @@ def project(make_project, spark):
 
 
 def test_run_types_and_reasons(project):
-    engine = Engine(project)
+    engine = Engine.open(project)
     first = run(engine)
     assert {k: (r.run_type, r.reason) for k, r in first.items()} == {
         "demo.bronze.events": ("backfill", "first run"),
@@ -68,26 +67,26 @@ def test_run_types_and_reasons(project):
     assert fourth["demo.silver.kinds"].reason == "definition changed: config.yaml"
     assert fourth["demo.bronze.events"].run_type == "skip"
 
-    record = engine.history.get_run(fourth["demo.silver.kinds"].run_id)
+    record = engine.state.history.get_run(fourth["demo.silver.kinds"].run_id)
     assert (record["run_type"], record["reason"]) == ("backfill", "definition changed: config.yaml")
 
 
 def test_skip_creates_no_branch_and_no_snapshot(project):
-    engine = Engine(project)
+    engine = Engine.open(project)
     run(engine)
-    pointers, commits = engine.catalog.table_pointers("main"), commits_on_main(engine)
+    pointers, commits = engine.state.catalog.table_pointers("main"), commits_on_main(engine)
     created = []
-    engine.bus.subscribe(lambda e: created.append(e) if type(e).__name__ == "RunStarted" else None)
+    engine.subscribe(lambda e: created.append(e) if type(e).__name__ == "RunStarted" else None)
     results = run(engine)
     assert all(r.status == "skipped" for r in results.values())
     assert created == []  # no run started: no branch was ever created
-    assert engine.catalog.table_pointers("main") == pointers and commits_on_main(engine) == commits
-    stored = engine.history.get_run(results["demo.bronze.other"].run_id)
+    assert engine.state.catalog.table_pointers("main") == pointers and commits_on_main(engine) == commits
+    stored = engine.state.history.get_run(results["demo.bronze.other"].run_id)
     assert stored["status"] == "skipped" and stored["branch"] is None
 
 
 def test_force_runs_regardless(project):
-    engine = Engine(project)
+    engine = Engine.open(project)
     run(engine)
     forced = run(engine, "other", force=True)["demo.bronze.other"]
     assert forced.status == "success" and forced.run_type == "full"
@@ -106,7 +105,7 @@ def test_cli_shows_run_type_and_exits_0_when_unchanged(project, capsys):
 
 
 def test_new_files_mode_loads_each_file_exactly_once(project):
-    engine = Engine(project)
+    engine = Engine.open(project)
     run(engine, "events")
     for _ in range(2):
         assert run(engine, "events", force=True)["demo.bronze.events"].status == "success"
@@ -115,12 +114,12 @@ def test_new_files_mode_loads_each_file_exactly_once(project):
     run(engine, "events")
     run(engine, "events", force=True)
     assert q(engine, "SELECT id FROM bronze.events ORDER BY id") == [{"id": 1}, {"id": 2}, {"id": 3}]
-    states = {(f.file, f.state) for f in engine.ledger.files("demo", "events")}
+    states = {(f.file, f.state) for f in engine.state.ledger.files("demo", "events")}
     assert states == {("events_1.jsonl", "loaded"), ("events_2.jsonl", "loaded")}
 
 
 def test_failed_run_leaves_files_unloaded_then_skips_after_max_attempts(project):
-    engine = Engine(project)
+    engine = Engine.open(project)
     run(engine, "events")
     tests_dir = project / "demo/pipelines/bronze/events/tests/quality"
     tests_dir.mkdir(parents=True)
@@ -129,7 +128,7 @@ def test_failed_run_leaves_files_unloaded_then_skips_after_max_attempts(project)
     for attempt in (1, 2, 3):
         result = run(engine, "events", force=True)["demo.bronze.events"]
         assert result.status == "failed"
-        (bad,) = [f for f in engine.ledger.files("demo", "events") if f.file == "events_bad.jsonl"]
+        (bad,) = [f for f in engine.state.ledger.files("demo", "events") if f.file == "events_bad.jsonl"]
         assert bad.attempts == attempt and "RAT-RUN-003" in bad.last_error
         assert bad.state == ("unloaded" if attempt < 3 else "skipped")
     # the bad file is left out; a good file arriving later loads
@@ -137,27 +136,27 @@ def test_failed_run_leaves_files_unloaded_then_skips_after_max_attempts(project)
     result = run(engine, "events")["demo.bronze.events"]
     assert result.status == "success"
     assert q(engine, "SELECT id FROM bronze.events ORDER BY id") == [{"id": 1}, {"id": 2}, {"id": 3}]
-    logs = " ".join(line["message"] for line in engine.history.get_run(result.run_id)["logs"])
+    logs = " ".join(line["message"] for line in engine.state.history.get_run(result.run_id)["logs"])
     assert "1 skipped file(s) left out" in logs
 
     # reset makes it loadable again (the test still rejects it: one more failed attempt, not skipped yet)
-    assert engine.ledger.reset("demo", "events", "events_bad.jsonl") == 1
+    assert engine.state.ledger.reset("demo", "events", "events_bad.jsonl") == 1
     assert run(engine, "events", force=True)["demo.bronze.events"].status == "failed"
-    (bad,) = [f for f in engine.ledger.files("demo", "events") if f.file == "events_bad.jsonl"]
+    (bad,) = [f for f in engine.state.ledger.files("demo", "events") if f.file == "events_bad.jsonl"]
     assert (bad.state, bad.attempts) == ("unloaded", 1)
 
 
 def test_cancelled_or_template_failure_does_not_count_an_attempt(project):
-    engine = Engine(project)
+    engine = Engine.open(project)
     (project / "demo/pipelines/bronze/events/pipeline.sql").write_text(
         "-- @merge_strategy: append_only\n-- @landing_mode: new_files\n"
         "SELECT id FROM {{ landing_zone('events') }} {{ oops }}\n")
     assert run(engine, "events")["demo.bronze.events"].status == "failed"
-    assert {f.attempts for f in engine.ledger.files("demo", "events")} <= {0}
+    assert {f.attempts for f in engine.state.ledger.files("demo", "events")} <= {0}
 
 
 def test_changed_file_becomes_unloaded_again(project):
-    engine = Engine(project)
+    engine = Engine.open(project)
     run(engine, "events")
     path = project / "demo/landing/events/events_1.jsonl"
     time.sleep(0.01)
@@ -174,7 +173,7 @@ def test_archive_moves_consumed_files_after_merge(make_project, spark):
             "-- @merge_strategy: append_only\n-- @archive_landing_zones: true\n-- @landing_mode: new_files\n"
             "SELECT id FROM {{ landing_zone('orders') }}\n"),
     })
-    engine = Engine(root)
+    engine = Engine.open(root)
     result = run(engine)["demo.bronze.orders"]
     assert result.status == "success"
     assert not (root / "demo/landing/orders/a.csv").exists()
@@ -183,7 +182,7 @@ def test_archive_moves_consumed_files_after_merge(make_project, spark):
     assert run(engine)["demo.bronze.orders"].run_type == "skip"
     assert run(engine, force=True)["demo.bronze.orders"].status == "success"
     assert q(engine, "SELECT count(*) AS n FROM bronze.orders") == [{"n": 1}]
-    (row,) = engine.ledger.files("demo", "orders")
+    (row,) = engine.state.ledger.files("demo", "orders")
     assert row.state == "loaded" and row.archived_to.endswith(f"_processed/{result.run_id}")
 
 
@@ -194,14 +193,14 @@ def test_failed_run_does_not_archive(make_project, spark):
             "-- @archive_landing_zones: true\nSELECT id FROM {{ landing_zone('orders') }}\n"),
         "demo/pipelines/bronze/orders/tests/quality/never.sql": "SELECT * FROM {{ this }}\n",
     })
-    engine = Engine(root)
+    engine = Engine.open(root)
     assert run(engine)["demo.bronze.orders"].status == "failed"
     assert (root / "demo/landing/orders/a.csv").exists()
-    assert [f.state for f in engine.ledger.files("demo", "orders")] == ["unloaded"]
+    assert [f.state for f in engine.state.ledger.files("demo", "orders")] == ["unloaded"]
 
 
 def test_landing_cli_lists_and_resets(project, capsys):
-    engine = Engine(project)
+    engine = Engine.open(project)
     run(engine, "events")
     capsys.readouterr()
     assert cli_main(["landing", "events", "--project", str(project), "--json"]) == 0
@@ -209,5 +208,5 @@ def test_landing_cli_lists_and_resets(project, capsys):
     assert [(r["file"], r["state"]) for r in rows] == [("events_1.jsonl", "loaded")]
     assert cli_main(["landing", "reset", "events", "events_1.jsonl", "--project", str(project)]) == 0
     assert "1 ledger entry made loadable again" in capsys.readouterr().out
-    assert [f.state for f in engine.ledger.files("demo", "events")] == ["unloaded"]
+    assert [f.state for f in engine.state.ledger.files("demo", "events")] == ["unloaded"]
     assert cli_main(["landing", "reset", "nozone", "--project", str(project)]) == 2

@@ -58,9 +58,9 @@ def test_compile_error_exits_2_before_any_branch(project, capsys):
     code, out, err = cli(capsys, "run", "--project", str(project))
     assert code == 2
     assert "RAT-CFG-001" in err and "pipeline.sql" in err and "hint:" in err
-    engine = Engine(project)
-    assert engine.history.count_runs() == 0
-    assert [r.name for r in engine.catalog.list_refs()] == ["main"]
+    engine = Engine.open(project)
+    assert engine.state.history.count_runs() == 0
+    assert [r.name for r in engine.state.catalog.list_refs()] == ["main"]
 
 
 def test_compile_error_json(project, capsys):

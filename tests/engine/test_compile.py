@@ -6,7 +6,7 @@ import pytest
 
 from ratui.engine.project.compiler import compile_project
 from ratui.engine.errors import RatuiError
-from ratui.engine.project.settings import load_settings
+from ratui.engine.settings import load_settings
 
 SELECT = "SELECT 1 AS id\n"
 

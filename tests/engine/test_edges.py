@@ -39,14 +39,14 @@ def test_a_copied_project_works_on_its_own_files(make_project, spark, tmp_path):
         "demo/pipelines/bronze/items/pipeline.sql": INCREMENTAL,
         "demo/landing/items/a.csv": "id,name\n1,a\n2,b\n",
     })
-    assert run_one(Engine(root), "demo.bronze.items").status == "success"
+    assert run_one(Engine.open(root), "demo.bronze.items").status == "success"
     copy = tmp_path / "copy"
     shutil.copytree(root, copy)
     original = tree_state(root / "demo" / "warehouse")
     before = main_fingerprint(copy)
 
     (copy / "demo/landing/items/b.csv").write_text("id,name\n2,B\n3,c\n")
-    result = run_one(Engine(copy), "demo.bronze.items")
+    result = run_one(Engine.open(copy), "demo.bronze.items")
     assert result.status == "success", result.error
     assert tree_state(root / "demo" / "warehouse") == original  # the original was not read into or written
     after = main_fingerprint(copy)
@@ -57,24 +57,24 @@ def test_a_copied_project_works_on_its_own_files(make_project, spark, tmp_path):
     shutil.rmtree(root)
     assert main_fingerprint(copy) == after
     (copy / "demo/landing/items/c.csv").write_text("id,name\n4,d\n")
-    assert run_one(Engine(copy), "demo.bronze.items").status == "success"
+    assert run_one(Engine.open(copy), "demo.bronze.items").status == "success"
     assert main_fingerprint(copy)["demo.bronze.items"][0] == 4
 
 
 def test_a_table_whose_files_lie_outside_the_project_is_refused(make_project, spark, tmp_path):
     root = make_project({"demo/pipelines/bronze/items/pipeline.sql": "SELECT 1 AS id\n"})
-    engine = Engine(root)
+    engine = Engine.open(root)
     assert run_one(engine, "demo.bronze.items").status == "success"
     # another project's table registered on main by hand (another engine, or a hand-edited catalog)
     other = make_project({"demo/pipelines/bronze/items/pipeline.sql": "SELECT 2 AS id\n"}, name="other")
-    assert run_one(Engine(other), "demo.bronze.items").status == "success"
-    foreign = Engine(other).catalog.table_pointers("main")["demo.bronze.items"]
+    assert run_one(Engine.open(other), "demo.bronze.items").status == "success"
+    foreign = Engine.open(other).state.catalog.table_pointers("main")["demo.bronze.items"]
     import sqlite3
 
     with sqlite3.connect(root / ".ratui" / "ratui.db") as conn:
         conn.execute("UPDATE iceberg_tables SET metadata_location = ? WHERE catalog_name = 'main'", (foreign,))
     with pytest.raises(RatuiError) as caught:
-        Engine(root).catalog.load_table("main", "demo.bronze.items")
+        Engine.open(root).state.catalog.load_table("main", "demo.bronze.items")
     assert caught.value.code == "RAT-PTH-002"
 
 
@@ -84,7 +84,7 @@ ALL = "-- @merge_strategy: full_refresh\nSELECT * FROM {{ landing_zone('people')
 
 
 def rows_on_main(engine: Engine, key: str) -> list[dict]:
-    table = engine.catalog.load_table("main", key).scan().to_arrow()
+    table = engine.state.catalog.load_table("main", key).scan().to_arrow()
     return sorted(table.to_pylist(), key=lambda r: str(sorted(r.items())))
 
 
@@ -94,7 +94,7 @@ def test_csv_columns_map_by_name_whatever_their_order(make_project, spark):
         "demo/landing/people/a.csv": "id,email,plan\n1,a@x,free\n",
         "demo/landing/people/b.csv": "plan,id,email\npro,2,b@x\n",
     })
-    engine = Engine(root)
+    engine = Engine.open(root)
     result = run_one(engine, "demo.bronze.people")
     assert result.status == "success", result.error
     assert rows_on_main(engine, "demo.bronze.people") == [
@@ -108,14 +108,14 @@ def test_a_csv_with_other_columns_is_refused_or_united_by_name(make_project, spa
         "demo/landing/people/b.csv": "id,plan\n2,pro\n",
     }
     root = make_project(files)
-    result = run_one(Engine(root), "demo.bronze.people")
+    result = run_one(Engine.open(root), "demo.bronze.people")
     assert result.status == "failed"
     assert result.error["code"] == "RAT-LND-006" and result.error["file"].endswith("people/b.csv")
     assert result.error["line"] == 1 and "missing email" in result.error["message"]
     assert main_fingerprint(root) == {}
 
     (root / "ratui.yaml").write_text((root / "ratui.yaml").read_text() + "landing:\n  columns: union\n")
-    engine = Engine(root)
+    engine = Engine.open(root)
     assert run_one(engine, "demo.bronze.people").status == "success"
     assert rows_on_main(engine, "demo.bronze.people") == [
         {"id": 1, "email": "a@x", "plan": None}, {"id": 2, "email": None, "plan": "pro"}]
@@ -126,7 +126,7 @@ def test_malformed_csv_rows_fail_the_run_at_their_line_or_are_skipped_and_counte
         "demo/pipelines/bronze/people/pipeline.sql": ALL,
         "demo/landing/people/a.csv": "id,email,plan\n1,a@x,free\n2,b@x\n3,c@x,pro\n4,d@x,pro,extra\n",
     })
-    result = run_one(Engine(root), "demo.bronze.people")
+    result = run_one(Engine.open(root), "demo.bronze.people")
     assert result.status == "failed"
     error = result.error
     assert error["code"] == "RAT-LND-007" and error["file"].endswith("people/a.csv") and error["line"] == 3
@@ -134,13 +134,13 @@ def test_malformed_csv_rows_fail_the_run_at_their_line_or_are_skipped_and_counte
     assert main_fingerprint(root) == {}
 
     (root / "ratui.yaml").write_text((root / "ratui.yaml").read_text() + "landing:\n  bad_rows: skip\n")
-    engine = Engine(root)
+    engine = Engine.open(root)
     result = run_one(engine, "demo.bronze.people")
     assert result.status == "success" and result.rows_written == 2
     note = next(n for n in result.notes if n.startswith("RAT-LND-007"))
     assert "2 malformed" in note and "a.csv:3" in note and "a.csv:5" in note
     assert [r["id"] for r in rows_on_main(engine, "demo.bronze.people")] == [1, 3]
-    shown = engine.history.get_run(result.run_id)
+    shown = engine.state.history.get_run(result.run_id)
     assert any("RAT-LND-007" in n for n in shown["notes"])
 
 
@@ -149,7 +149,7 @@ def test_invalid_json_lines_fail_at_their_line(make_project, spark):
         "demo/pipelines/bronze/people/pipeline.sql": ALL,
         "demo/landing/people/a.jsonl": '{"id": 1}\n{"id": 2}\n{"id": 3,\n{"id": 4}\n',
     })
-    result = run_one(Engine(root), "demo.bronze.people")
+    result = run_one(Engine.open(root), "demo.bronze.people")
     assert result.status == "failed"
     assert result.error["code"] == "RAT-LND-007" and result.error["file"].endswith("a.jsonl")
     assert result.error["line"] == 3
@@ -167,7 +167,7 @@ def test_empty_files_are_warnings_and_garbage_is_refused(make_project, spark):
         "demo/landing/things/empty.parquet": b"",
     })
     pq.write_table(pa.table({"id": [1, 2]}), root / "demo/landing/things/a.parquet")
-    engine = Engine(root)
+    engine = Engine.open(root)
     results = engine.run(["demo.bronze.people", "demo.bronze.things"])
     for result, name in zip(results, ("empty.csv", "empty.parquet")):
         assert result.status == "success", result.error
@@ -175,13 +175,13 @@ def test_empty_files_are_warnings_and_garbage_is_refused(make_project, spark):
 
     before = main_fingerprint(root)
     (root / "demo/landing/people/b.csv").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe")
-    result = run_one(Engine(root), "demo.bronze.people")
+    result = run_one(Engine.open(root), "demo.bronze.people")
     assert result.status == "failed"
     assert result.error["code"] == "RAT-LND-008" and result.error["file"].endswith("b.csv")
     assert "\\x" not in result.error["message"] and "\x00" not in result.error["message"]
     (root / "demo/landing/people/b.csv").unlink()
     (root / "demo/landing/things/b.parquet").write_bytes(b"PAR1 this is not parquet")
-    result = run_one(Engine(root), "demo.bronze.things")
+    result = run_one(Engine.open(root), "demo.bronze.things")
     assert result.error["code"] == "RAT-LND-008" and result.error["file"].endswith("b.parquet")
     assert main_fingerprint(root) == before
 
@@ -193,7 +193,7 @@ def test_hostile_file_names_load(make_project, spark):
         "demo/landing/people/[1] *copy* {x}.csv": "id,email\n2,b@x\n",
         "demo/landing/people/naïve 100%.csv": "id,email\n3,c@x\n",
     })
-    engine = Engine(root)
+    engine = Engine.open(root)
     result = run_one(engine, "demo.bronze.people")
     assert result.status == "success", result.error
     assert [r["id"] for r in rows_on_main(engine, "demo.bronze.people")] == [1, 2, 3]
@@ -212,7 +212,7 @@ def test_full_refresh_rebuilds_from_every_file_the_ledger_knows(make_project, sp
         "demo/pipelines/bronze/events/pipeline.sql": NEW_FILES,
         "demo/landing/events/a.jsonl": '{"id": 1}\n{"id": 2}\n',
     })
-    engine = Engine(root)
+    engine = Engine.open(root)
     assert run_one(engine, "demo.bronze.events").status == "success"
     (root / "demo/landing/events/b.jsonl").write_text('{"id": 3}\n')
     assert run_one(engine, "demo.bronze.events").status == "success"
@@ -236,10 +236,10 @@ def test_a_reset_file_is_loaded_again_not_skipped_as_unchanged(make_project, spa
         "demo/pipelines/bronze/events/pipeline.sql": NEW_FILES.replace("-- @archive_landing_zones: true\n", ""),
         "demo/landing/events/a.jsonl": '{"id": 1}\n',
     })
-    engine = Engine(root)
+    engine = Engine.open(root)
     assert run_one(engine, "demo.bronze.events").status == "success"
     assert run_one(engine, "demo.bronze.events").status == "skipped"
-    assert engine.ledger.reset("demo", "events", "a.jsonl") == 1
+    assert engine.state.ledger.reset("demo", "events", "a.jsonl") == 1
     result = run_one(engine, "demo.bronze.events")
     assert result.status == "success" and result.rows_written == 1
     assert "landing files to load: a.jsonl" in result.reason
@@ -266,7 +266,7 @@ def test_symlinks_out_of_the_project_are_refused_unless_allowed(make_project, sp
 
     (root / "ratui.yaml").write_text((root / "ratui.yaml").read_text() + f"paths:\n  allow_outside: [{outside}]\n")
     assert compile_project(root).all_errors() == []
-    engine = Engine(root)
+    engine = Engine.open(root)
     assert run_one(engine, "demo.bronze.people").status == "success"
     assert [r["id"] for r in rows_on_main(engine, "demo.bronze.people")] == [1, 2]
 
@@ -281,7 +281,7 @@ def test_symlinks_out_of_the_project_are_refused_unless_allowed(make_project, sp
 ])
 def test_spark_sql_errors_point_at_the_template_line(make_project, spark, sql, line):
     root = make_project({"demo/pipelines/bronze/items/pipeline.sql": sql})
-    result = run_one(Engine(root), "demo.bronze.items")
+    result = run_one(Engine.open(root), "demo.bronze.items")
     assert result.status == "failed"
     assert result.error["code"] == "RAT-SQL-001"
     assert result.error["file"].endswith("items/pipeline.sql") and result.error["line"] == line
@@ -294,7 +294,7 @@ def test_a_quality_test_error_points_at_the_test_line(make_project, spark):
         "demo/pipelines/bronze/items/tests/quality/ids.sql": "-- @severity: error\nSELECT *\nFROM {{ this }}\n"
                                                              "WHERE no_such_column > 1\n",
     })
-    result = run_one(Engine(root), "demo.bronze.items")
+    result = run_one(Engine.open(root), "demo.bronze.items")
     assert result.status == "failed" and result.error["code"] == "RAT-RUN-003"
     assert result.error["file"].endswith("tests/quality/ids.sql") and result.error["line"] == 4
     assert result.quality[0]["line"] == 4 and result.quality[0]["error"].startswith("RAT-SQL-002")
@@ -322,7 +322,7 @@ def run(ctx):
 ])
 def test_python_pipeline_failures_name_the_users_line(make_project, spark, capfd, text, code, line):
     root = make_project({"demo/pipelines/bronze/items/pipeline.py": text})
-    engine = Engine(root)
+    engine = Engine.open(root)
     result = run_one(engine, "demo.bronze.items")
     assert result.status == "failed"
     assert result.error["code"] == code and result.error["line"] == line
@@ -330,17 +330,19 @@ def test_python_pipeline_failures_name_the_users_line(make_project, spark, capfd
     out, err = capfd.readouterr()
     assert "starting" not in out + err  # prints go to the run log, never the terminal
     if text is PY_RAISES:
-        logs = [entry["message"] for entry in engine.history.get_run(result.run_id)["logs"]]
+        logs = [entry["message"] for entry in engine.state.history.get_run(result.run_id)["logs"]]
         assert "print: starting" in logs
 
 
 # ------------------------------------------------------------------------------------------- dead processes
 
 def _stale_run(engine: Engine, pid: int, pid_started: float | None) -> str:
-    run_id = engine.queue("demo.bronze.items")
-    engine.history.update_run(run_id, status="running", pid=pid, pid_started=pid_started)
-    with engine._lock:  # the run's control belongs to a process that is not this one
-        engine._controls.pop(run_id, None)
+    """A run record as another process would have left it."""
+    from ratui.engine.run.results import new_run_id
+
+    run_id = new_run_id()
+    engine.state.history.create_run(run_id, "demo.bronze.items", "cli", None, None)
+    engine.state.history.update_run(run_id, status="running", pid=pid, pid_started=pid_started)
     return run_id
 
 
@@ -348,18 +350,18 @@ def test_a_reused_pid_is_not_taken_for_the_runs_process(make_project, spark):
     import subprocess
     import time
 
-    from ratui.engine.run import processes
+    from ratui.engine.state import processes
 
     root = make_project({"demo/pipelines/bronze/items/pipeline.sql": "SELECT 1 AS id\n"})
-    engine = Engine(root)
+    engine = Engine.open(root)
     other = subprocess.Popen(["sleep", "60"])
     try:
         started = processes.started_at(other.pid)
         same = _stale_run(engine, other.pid, started)
         reused = _stale_run(engine, other.pid, started - 3600)  # that pid, but a process started an hour before
         assert engine.recover() == [reused]
-        assert engine.history.get_run(same)["status"] == "running"
-        record = engine.history.get_run(reused)
+        assert engine.state.history.get_run(same)["status"] == "running"
+        record = engine.state.history.get_run(reused)
         assert record["status"] == "failed" and record["error_code"] == "RAT-RUN-006"
     finally:
         other.kill()
@@ -373,16 +375,16 @@ def test_a_live_process_notices_a_dead_run_within_seconds(make_project, spark):
     import time
 
     root = make_project({"demo/pipelines/bronze/items/pipeline.sql": "SELECT 1 AS id\n"})
-    console = Engine(root)  # a long-lived process, e.g. the console
+    console = Engine.open(root)  # a long-lived process, e.g. the console
     console.start_monitor(interval=0.2)
     try:
         gone = subprocess.Popen(["true"])
         gone.wait()
-        run_id = _stale_run(Engine(root), gone.pid, None)
+        run_id = _stale_run(Engine.open(root), gone.pid, None)
         deadline = time.monotonic() + 5
-        while console.history.get_run(run_id)["status"] == "running" and time.monotonic() < deadline:
+        while console.state.history.get_run(run_id)["status"] == "running" and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert console.history.get_run(run_id)["status"] == "failed"
+        assert console.state.history.get_run(run_id)["status"] == "failed"
     finally:
         console.stop_monitor()
 
@@ -396,9 +398,9 @@ def test_a_table_with_delete_files_is_refused_not_read_with_its_deleted_rows(mak
 
     root = make_project({"demo/pipelines/bronze/items/pipeline.sql": "SELECT * FROM VALUES (1), (2) AS t(id)\n",
                          "demo/pipelines/silver/reader/pipeline.sql": "SELECT * FROM {{ ref('bronze.items') }}\n"})
-    engine = Engine(root)
+    engine = Engine.open(root)
     assert run_one(engine, "demo.bronze.items").status == "success"
-    table = engine.catalog.load_table("main", "demo.bronze.items")
+    table = engine.state.catalog.load_table("main", "demo.bronze.items")
     target = table.scan().plan_files()[0].file.file_path
     deletes = root / "demo/warehouse/bronze/items/data/other-engine-deletes.parquet"
     schema = pa.schema([pa.field("file_path", pa.string(), False, {b"PARQUET:field_id": b"2147483546"}),
@@ -410,12 +412,12 @@ def test_a_table_with_delete_files_is_refused_not_read_with_its_deleted_rows(mak
     entry.spec_id = 0
     with table.transaction() as tx, tx.update_snapshot().fast_append() as snap:
         snap.append_data_file(entry)
-    before = engine.catalog.table_pointers("main")
+    before = engine.state.catalog.table_pointers("main")
 
     result = run_one(engine, "demo.silver.reader")
     assert result.status == "failed"
     assert result.error["code"] == "RAT-CAT-008" and "delete files" in result.error["message"]
-    assert engine.catalog.table_pointers("main") == before
+    assert engine.state.catalog.table_pointers("main") == before
 
 
 def _age(folder: Path, days: int = 30) -> None:
@@ -432,7 +434,7 @@ def test_the_reaper_of_a_copied_project_keeps_every_file_its_main_reads(make_pro
 
     root = make_project({"demo/pipelines/bronze/items/pipeline.sql": INCREMENTAL,
                          "demo/landing/items/a.csv": "id,name\n1,a\n"})
-    engine = Engine(root)
+    engine = Engine.open(root)
     assert run_one(engine, "demo.bronze.items").status == "success"
     (root / "demo/landing/items/b.csv").write_text("id,name\n1,A\n2,b\n")
     assert run_one(engine, "demo.bronze.items").status == "success"
@@ -445,7 +447,7 @@ def test_the_reaper_of_a_copied_project_keeps_every_file_its_main_reads(make_pro
     shutil.rmtree(root)
     _age(copy)
     before = main_fingerprint(copy)
-    report = Reaper(Engine(copy)).run(tasks=["orphan_files"])
+    report = Engine.open(copy).reaper().run(tasks=["orphan_files"])
     task = report.tasks["orphan_files"]
     assert task.error is None
     assert [item["name"] for item in task.removed] == ["demo/warehouse/bronze/items/data/run-killed-0000/part-0.parquet"]
@@ -457,7 +459,7 @@ def test_the_reaper_never_deletes_outside_the_project(make_project, spark, tmp_p
 
     root = make_project({"demo/pipelines/bronze/items/pipeline.sql": "SELECT 1 AS id\n",
                          "demo/landing/zone/keep.txt": "x"})
-    engine = Engine(root)
+    engine = Engine.open(root)
     assert run_one(engine, "demo.bronze.items").status == "success"
     outside = tmp_path / "outside"
     (outside / "files").mkdir(parents=True)
@@ -472,5 +474,5 @@ def test_the_reaper_never_deletes_outside_the_project(make_project, spark, tmp_p
     (processed / "run-old").symlink_to(outside / "files")
     _age(outside)
     _age(root)
-    Reaper(engine).run(tasks=["orphan_files", "processed_files"])
+    engine.reaper().run(tasks=["orphan_files", "processed_files"])
     assert sorted(p.name for p in outside.rglob("*") if p.is_file()) == ["a.parquet", "b.csv", "single.parquet"]

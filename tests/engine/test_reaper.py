@@ -25,7 +25,7 @@ from ratui.engine.state.catalog.base import MAIN
 from ratui.engine.errors import RatuiError
 from ratui.engine.ops.reaper import Reaper
 from ratui.engine.run.engine import Engine
-from ratui.engine.project.settings import load_settings
+from ratui.engine.settings import load_settings
 from ratui.engine.iceberg.tables import table_location
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("v", pa.string())])
@@ -62,13 +62,13 @@ def project(root: Path, reaper: str = "") -> Engine:
     (root / "demo/pipelines/bronze/items").mkdir(parents=True, exist_ok=True)
     (root / "demo/pipelines/bronze/items/pipeline.sql").write_text("SELECT 1 AS id\n")
     (root / "ratui.yaml").write_text("namespace: demo\n" + (f"reaper:\n{reaper}" if reaper else ""))
-    return Engine(root)
+    return Engine.open(root)
 
 
 def add_run(engine: Engine, run_id: str, pipeline: str, status: str, *, started: str | None = None,
             finished: str | None = None, pid: int | None = 1, host: str | None = "elsewhere") -> None:
-    engine.history.create_run(run_id, pipeline, "test", "full_refresh", None)
-    engine.history.update_run(run_id, status=status, started_at=started, finished_at=finished,
+    engine.state.history.create_run(run_id, pipeline, "test", "full_refresh", None)
+    engine.state.history.update_run(run_id, status=status, started_at=started, finished_at=finished,
                               branch=f"run-{run_id}", pid=pid, host=host)
 
 
@@ -83,15 +83,15 @@ def rows(n: int, start: int = 0) -> pa.Table:
 
 
 def create_table(engine: Engine, key: str, ref: str = MAIN):
-    return engine.catalog.create_table(ref, key, SCHEMA, table_location(engine.root, key))
+    return engine.state.catalog.create_table(ref, key, SCHEMA, table_location(engine.root, key))
 
 
 def reachable_oracle(engine: Engine) -> set[str]:
     """Every file a live ref reaches, computed through PyIceberg's inspect tables (not the reaper's marker)."""
     out: set[str] = set()
-    for ref in engine.catalog.list_refs():
-        for key in engine.catalog.table_pointers(ref.name):
-            table = engine.catalog.load_table(ref.name, key)
+    for ref in engine.state.catalog.list_refs():
+        for key in engine.state.catalog.table_pointers(ref.name):
+            table = engine.state.catalog.load_table(ref.name, key)
             out.add(table.metadata_location)
             out.update(e.metadata_file for e in table.metadata.metadata_log)
             out.update(s.manifest_list for s in table.metadata.snapshots)
@@ -140,31 +140,31 @@ def test_stuck_runs_are_failed_and_ours_are_cancelled(tmp_path):
     cancelled, real_cancel = [], engine.cancel
 
     def spy(run_id, error=None):
-        cancelled.append((run_id, engine.history.get_run(run_id)["status"]))
+        cancelled.append((run_id, engine.state.history.get_run(run_id)["status"]))
         assert error is not None and error.code == "RAT-RUN-007"  # the run keeps the timeout's code
         return real_cancel(run_id, error=error)
 
     engine.cancel = spy
 
-    dry = Reaper(engine).run(dry_run=True, tasks=["stuck_runs"])
+    dry = engine.reaper().run(dry_run=True, tasks=["stuck_runs"])
     found = dry.tasks["stuck_runs"].found
     assert names(found) == ["stuckmine", "stuckother"]
     assert {i["name"]: i["this_process"] for i in found} == {"stuckmine": True, "stuckother": False}
     assert dry.tasks["stuck_runs"].removed == [] and cancelled == []
-    assert engine.history.get_run("stuckother")["status"] == "running"
+    assert engine.state.history.get_run("stuckother")["status"] == "running"
 
-    real = Reaper(engine).run(tasks=["stuck_runs"])
+    real = engine.reaper().run(tasks=["stuck_runs"])
     assert names(real.tasks["stuck_runs"].removed) == names(found)
     assert cancelled == [("stuckmine", "running")]  # interrupted while still running, then failed
     assert {i["name"]: i.get("cancel") for i in real.tasks["stuck_runs"].removed} == {
         "stuckmine": "requested", "stuckother": None}
-    assert engine.history.cancel_requested(["stuckmine", "stuckother"]) == ["stuckmine"]
+    assert engine.state.history.cancel_requested(["stuckmine", "stuckother"]) == ["stuckmine"]
     for run_id in ("stuckother", "stuckmine"):
-        run = engine.history.get_run(run_id)
+        run = engine.state.history.get_run(run_id)
         assert run["status"] == "failed" and run["error_code"] == "RAT-RUN-007" and run["finished_at"]
         assert any("RAT-RUN-007" in line["message"] for line in run["logs"])
-    assert engine.history.get_run("fresh")["status"] == "running"
-    assert engine.history.get_run("oldpending")["status"] == "pending"
+    assert engine.state.history.get_run("fresh")["status"] == "running"
+    assert engine.state.history.get_run("oldpending")["status"] == "pending"
 
 
 # ----------------------------------------------------------------------------------------- orphan branches
@@ -179,22 +179,22 @@ def test_orphan_branches_never_the_branch_of_a_running_run(tmp_path):
     add_run(engine, "hung", key, "running", started=ago(hours=9))         # stuck: timed out in the same pass
     add_run(engine, "waiting", key, "pending")
     for run_id in ("done", "going", "young", "hung", "waiting", "norecord"):
-        engine.catalog.create_branch(f"run-{run_id}", run_id=run_id)
-    engine.catalog.create_branch("feature")
+        engine.state.catalog.create_branch(f"run-{run_id}", run_id=run_id)
+    engine.state.catalog.create_branch("feature")
     for ref, hours in [("run-done", 10), ("run-going", 10), ("run-young", 1), ("run-hung", 9), ("run-waiting", 8),
                        ("run-norecord", 7), ("feature", 100)]:
         set_ref_created(engine, ref, ago(hours=hours))
 
-    dry = Reaper(engine).run(dry_run=True, tasks=["stuck_runs", "orphan_branches"])
+    dry = engine.reaper().run(dry_run=True, tasks=["stuck_runs", "orphan_branches"])
     task = dry.tasks["orphan_branches"]
     assert names(task.found) == ["run-done", "run-hung", "run-norecord"]
     assert {i["name"]: i["reason"] for i in task.kept} == {"run-going": "its run is still running",
                                                            "run-waiting": "its run is still pending"}
-    assert len(engine.catalog.list_refs()) == 8  # nothing removed
+    assert len(engine.state.catalog.list_refs()) == 8  # nothing removed
 
-    real = Reaper(engine).run(tasks=["stuck_runs", "orphan_branches"])
+    real = engine.reaper().run(tasks=["stuck_runs", "orphan_branches"])
     assert names(real.tasks["orphan_branches"].removed) == names(task.found)
-    assert sorted(r.name for r in engine.catalog.list_refs()) == ["feature", "main", "run-going", "run-waiting",
+    assert sorted(r.name for r in engine.state.catalog.list_refs()) == ["feature", "main", "run-going", "run-waiting",
                                                                   "run-young"]
 
 
@@ -219,25 +219,25 @@ def test_run_history_retention(tmp_path):
     for i in range(3):
         add_run(engine, f"p4r{i}", "demo.bronze.p4", "failed", started=old(i + 1), finished=old(i + 1))
     for run_id in ("p1r0", "p1r1", "p3r4"):
-        engine.history.add_log(run_id, "info", "hello")
-        engine.history.add_quality(run_id, {"test": "t", "severity": "error", "status": "passed", "violations": 0})
+        engine.state.history.add_log(run_id, "info", "hello")
+        engine.state.history.add_quality(run_id, {"test": "t", "severity": "error", "status": "passed", "violations": 0})
 
-    dry = Reaper(engine).run(dry_run=True, tasks=["run_history"])
+    dry = engine.reaper().run(dry_run=True, tasks=["run_history"])
     task = dry.tasks["run_history"]
     assert names(task.found) == ["p1r0", "p1r1", "p1r2", "p2f1", "p4r0"]
     assert names(task.kept) == ["p2ok"]
-    assert engine.history.count_runs() == 18
+    assert engine.state.history.count_runs() == 18
 
-    real = Reaper(engine).run(tasks=["run_history"])
+    real = engine.reaper().run(tasks=["run_history"])
     assert names(real.tasks["run_history"].removed) == names(task.found)
-    left = {r["id"] for r in engine.history.list_runs(100)}
+    left = {r["id"] for r in engine.state.history.list_runs(100)}
     assert left.isdisjoint(names(task.found)) and len(left) == 13
     assert {"p2ok", "p4old", "p3r4"} <= left
     with closing(sqlite3.connect(engine.settings.db_path)) as conn:
         assert conn.execute("SELECT count(*) FROM run_logs WHERE run_id IN ('p1r0', 'p1r1')").fetchone()[0] == 0
         assert conn.execute("SELECT count(*) FROM quality_results WHERE run_id IN ('p1r0', 'p1r1')").fetchone()[0] == 0
         assert conn.execute("SELECT count(*) FROM run_logs WHERE run_id = 'p3r4'").fetchone()[0] == 1
-    assert engine.history.last_success("demo.bronze.p2")["id"] == "p2ok"
+    assert engine.state.history.last_success("demo.bronze.p2")["id"] == "p2ok"
 
 
 # ---------------------------------------------------------------------------------------- processed files
@@ -259,7 +259,7 @@ def test_processed_landing_files(tmp_path):
         age(path, days * 24)
     add_run(engine, "r3", "demo.bronze.items", "success", started=ago(days=1, minutes=1), finished=ago(days=1))
 
-    dry = Reaper(engine).run(dry_run=True, tasks=["processed_files"])
+    dry = engine.reaper().run(dry_run=True, tasks=["processed_files"])
     task = dry.tasks["processed_files"]
     expected = ["demo/landing/customers/_processed/r4/x.csv", "demo/landing/orders/_processed/r1/a.csv",
                 "demo/landing/orders/_processed/r1/b.csv"]
@@ -267,7 +267,7 @@ def test_processed_landing_files(tmp_path):
     assert names(task.kept) == ["demo/landing/customers/_processed/r5/y.csv"]
     assert all(p.exists() for p in layout)
 
-    real = Reaper(engine).run(tasks=["processed_files"])
+    real = engine.reaper().run(tasks=["processed_files"])
     assert names(real.tasks["processed_files"].removed) == expected
     assert real.tasks["processed_files"].bytes_freed == 15
     assert sorted(str(p.relative_to(tmp_path)) for p in layout if p.exists()) == [
@@ -284,11 +284,11 @@ def test_orphan_sweep_spares_every_file_a_live_branch_reaches(tmp_path):
     engine = project(tmp_path, "  orphan_file_max_age_hours: 24\n")
     key = "demo.bronze.items"
     create_table(engine, key).append(rows(3))
-    engine.catalog.load_table(MAIN, key).append(rows(2, 10))
-    engine.catalog.create_branch("feature")
+    engine.state.catalog.load_table(MAIN, key).append(rows(2, 10))
+    engine.state.catalog.create_branch("feature")
     for i in range(2):
-        engine.catalog.load_table("feature", key).append(rows(1, 100 + i))
-    engine.catalog.load_table(MAIN, key).overwrite(rows(4, 50))  # main replaces everything
+        engine.state.catalog.load_table("feature", key).append(rows(1, 100 + i))
+    engine.state.catalog.load_table(MAIN, key).overwrite(rows(4, 50))  # main replaces everything
     feature_files = reachable_oracle(engine)
     table_dir = tmp_path / "demo/warehouse/bronze/items"
     junk = [table_dir / "data/junk-1.parquet", table_dir / "metadata/99999-junk.metadata.json",
@@ -314,34 +314,34 @@ def test_orphan_sweep_spares_every_file_a_live_branch_reaches(tmp_path):
     age_tree(tmp_path / "demo/warehouse", 48)
     age(young, 1)
 
-    dry = Reaper(engine).run(dry_run=True, tasks=["orphan_files"])
+    dry = engine.reaper().run(dry_run=True, tasks=["orphan_files"])
     task = dry.tasks["orphan_files"]
     assert names(task.found) == sorted(str(p.relative_to(tmp_path)) for p in junk)
     assert task.stats["young_unreachable"] == 1 and task.stats["protected_live_run"] == 2
     assert all(p.exists() for p in junk)
 
-    real = Reaper(engine).run(tasks=["orphan_files"])
+    real = engine.reaper().run(tasks=["orphan_files"])
     assert names(real.tasks["orphan_files"].removed) == names(task.found)
     assert real.tasks["orphan_files"].bytes_freed == 35
     assert not any(p.exists() for p in junk) and young.exists() and in_flight.exists() and live_staging.exists()
     assert not (tmp_path / ".ratui/staging/deadrun").exists() and (tmp_path / ".ratui/staging").is_dir()
     assert all(os.path.exists(p) for p in feature_files)
-    assert engine.catalog.load_table("feature", key).scan().to_arrow().num_rows == 7
-    assert engine.catalog.load_table(MAIN, key).scan().to_arrow().num_rows == 4
+    assert engine.state.catalog.load_table("feature", key).scan().to_arrow().num_rows == 7
+    assert engine.state.catalog.load_table(MAIN, key).scan().to_arrow().num_rows == 4
 
     # the branch goes: what only it reached goes too, main stays whole; the finished run's write is swept
-    engine.history.update_run("livewrite", status="failed", finished_at=ago(minutes=1))
+    engine.state.history.update_run("livewrite", status="failed", finished_at=ago(minutes=1))
     only_feature = feature_files - reachable_oracle_after_delete(engine, "feature")
     assert only_feature
-    after = Reaper(engine).run(tasks=["orphan_files"])
+    after = engine.reaper().run(tasks=["orphan_files"])
     removed = {os.path.realpath(tmp_path / i["path"]) for i in after.tasks["orphan_files"].removed}
     assert removed == only_feature | {os.path.realpath(in_flight), os.path.realpath(live_staging)}
-    assert engine.catalog.load_table(MAIN, key).scan().to_arrow().num_rows == 4
+    assert engine.state.catalog.load_table(MAIN, key).scan().to_arrow().num_rows == 4
     assert all(os.path.exists(p) for p in reachable_oracle(engine))
 
 
 def reachable_oracle_after_delete(engine: Engine, branch: str) -> set[str]:
-    engine.catalog.delete_branch(branch)
+    engine.state.catalog.delete_branch(branch)
     return reachable_oracle(engine)
 
 
@@ -352,16 +352,16 @@ def test_dry_run_removes_nothing_and_lists_what_the_real_run_removes(tmp_path):
     engine = project(tmp_path, "  snapshot_max_age_days: 0\n  run_history_keep_per_pipeline: 0\n")
     key, other = "demo.bronze.items", "demo.bronze.other"
     create_table(engine, key).append(rows(2))
-    engine.catalog.load_table(MAIN, key).overwrite(rows(3, 10))
+    engine.state.catalog.load_table(MAIN, key).overwrite(rows(3, 10))
     create_table(engine, other).append(rows(1))
     # an old run branch that wrote its own snapshot, then its run failed: branch and its files go
     add_run(engine, "gone", key, "failed", started=ago(days=100), finished=ago(days=100))
-    engine.catalog.create_branch("run-gone", run_id="gone")
-    engine.catalog.load_table("run-gone", key).append(rows(5, 100))
+    engine.state.catalog.create_branch("run-gone", run_id="gone")
+    engine.state.catalog.load_table("run-gone", key).append(rows(5, 100))
     set_ref_created(engine, "run-gone", ago(days=100))
     # a run of `other` in progress: its table's snapshots wait for the next pass
     add_run(engine, "busy", other, "running", started=ago(minutes=1))
-    engine.catalog.load_table(MAIN, other).append(rows(1, 7))
+    engine.state.catalog.load_table(MAIN, other).append(rows(1, 7))
     stray = tmp_path / "demo/landing/z/_processed/gone/f.csv"
     stray.parent.mkdir(parents=True)
     stray.write_text("a\n")
@@ -378,7 +378,7 @@ def test_dry_run_removes_nothing_and_lists_what_the_real_run_removes(tmp_path):
         return files_under(tmp_path / "demo"), db
 
     before = state()
-    dry = Reaper(engine).run(dry_run=True)
+    dry = engine.reaper().run(dry_run=True)
     assert state() == before
     assert dry.ok and dry.removed == 0 and dry.bytes_freed == 0 and dry.found > 0
     found = {name: names(t.found) for name, t in dry.tasks.items()}
@@ -388,16 +388,16 @@ def test_dry_run_removes_nothing_and_lists_what_the_real_run_removes(tmp_path):
     assert {i["table"] for i in dry.tasks["snapshots"].kept} == {other}
     assert found["orphan_files"]  # the branch's files and the expired snapshot's files
 
-    real = Reaper(engine).run()
+    real = engine.reaper().run()
     assert real.ok
     assert {name: names(t.removed) for name, t in real.tasks.items()} == found
     assert real.bytes_freed == dry.bytes_found
     assert all(os.path.exists(p) for p in reachable_oracle(engine))
-    assert engine.catalog.load_table(MAIN, key).scan().to_arrow().num_rows == 3
-    assert len(engine.catalog.load_table(MAIN, key).metadata.snapshots) == 1
-    assert engine.catalog.log(MAIN, 5)[0].message.startswith("reaper: expired")
+    assert engine.state.catalog.load_table(MAIN, key).scan().to_arrow().num_rows == 3
+    assert len(engine.state.catalog.load_table(MAIN, key).metadata.snapshots) == 1
+    assert engine.state.catalog.log(MAIN, 5)[0].message.startswith("reaper: expired")
     # and a second pass finds nothing more to do
-    again = Reaper(engine).run(dry_run=True)
+    again = engine.reaper().run(dry_run=True)
     assert {n: t.found for n, t in again.tasks.items() if n != "snapshots"} == {
         n: [] for n in again.tasks if n != "snapshots"}
 
@@ -406,7 +406,7 @@ def test_one_failing_task_does_not_stop_the_others_and_reports_are_stored(tmp_pa
     engine = project(tmp_path)
     key = "demo.bronze.items"
     create_table(engine, key).append(rows(2))
-    engine.catalog.create_branch("broken")
+    engine.state.catalog.create_branch("broken")
     with closing(sqlite3.connect(engine.settings.db_path)) as conn, conn:
         conn.execute("UPDATE iceberg_tables SET metadata_location = ? WHERE catalog_name = 'broken'",
                      (str(tmp_path / "demo/warehouse/bronze/items/metadata/missing.metadata.json"),))
@@ -415,19 +415,19 @@ def test_one_failing_task_does_not_stop_the_others_and_reports_are_stored(tmp_pa
     age_tree(tmp_path / "demo/warehouse", 100)
     add_run(engine, "stuck", key, "running", started=ago(hours=3))
 
-    report = Reaper(engine).run()
+    report = engine.reaper().run()
     assert not report.ok
     assert report.tasks["orphan_files"].error["code"] == "RAT-RPR-002"
     assert report.tasks["orphan_files"].removed == [] and junk.exists()  # unknown reachability: nothing deleted
     assert names(report.tasks["stuck_runs"].removed) == ["stuck"]  # the others still ran
     assert [n for n, t in report.tasks.items() if t.error] == ["orphan_files"]
 
-    dry = Reaper(engine).run(dry_run=True)
-    stored = Reaper(engine).reports(5)
+    dry = engine.reaper().run(dry_run=True)
+    stored = engine.reaper().reports(5)
     assert [r.id for r in stored] == [dry.id, report.id] and [r.dry_run for r in stored] == [True, False]
     assert stored[1].to_dict() == report.to_dict()
     assert stored[1].tasks["orphan_files"].error["code"] == "RAT-RPR-002"
-    assert Reaper(engine).report(report.id).tasks["stuck_runs"].removed[0]["run_id"] == "stuck"
+    assert engine.reaper().report(report.id).tasks["stuck_runs"].removed[0]["run_id"] == "stuck"
 
 
 def test_cli_reap(tmp_path, capsys):
@@ -459,23 +459,23 @@ def test_real_runs_then_expiry_and_sweep_keep_main_whole(make_project, spark):
     })
     with open(root / "ratui.yaml", "a") as f:
         f.write("reaper:\n  snapshot_max_age_days: 0\n")
-    engine = Engine(root)
+    engine = Engine.open(root)
     keys = engine.compile().select(["items"])
     for _ in range(3):
         assert [r.status for r in engine.run(keys, force=True)] == ["success"]
     key = keys[0]
-    before = engine.catalog.load_table(MAIN, key)
+    before = engine.state.catalog.load_table(MAIN, key)
     assert len(before.metadata.snapshots) > 1
     age_tree(root / "demo/warehouse", 48)
 
-    dry = Reaper(engine).run(dry_run=True, tasks=["snapshots", "orphan_files"])
+    dry = engine.reaper().run(dry_run=True, tasks=["snapshots", "orphan_files"])
     assert dry.ok and len(dry.tasks["snapshots"].found) == len(before.metadata.snapshots) - 1
     orphan_names = names(dry.tasks["orphan_files"].found)
     assert orphan_names and any(n.endswith(".parquet") for n in orphan_names)
 
-    real = Reaper(engine).run(tasks=["snapshots", "orphan_files"])
+    real = engine.reaper().run(tasks=["snapshots", "orphan_files"])
     assert real.ok and names(real.tasks["orphan_files"].removed) == orphan_names
-    after = engine.catalog.load_table(MAIN, key)
+    after = engine.state.catalog.load_table(MAIN, key)
     assert [s.snapshot_id for s in after.metadata.snapshots] == [before.metadata.current_snapshot_id]
     assert after.scan().to_arrow().sort_by("id").column("id").to_pylist() == list(range(5))
     assert all(os.path.exists(p) for p in reachable_oracle(engine))
@@ -513,27 +513,27 @@ def test_property_sweep_never_deletes_a_reachable_file(ops, rnd):
         # a live branch with its own commits on the table main also uses, then the random operations
         for op, arg in [("branch", 0), ("append_branch", 0), ("append_main", 1), *ops]:
             branch = f"b{arg}"
-            exists = branch in {r.name for r in engine.catalog.list_refs()}
+            exists = branch in {r.name for r in engine.state.catalog.list_refs()}
             if op == "append_main":
-                engine.catalog.load_table(MAIN, key).append(rows(arg, next(counter) * 10))
+                engine.state.catalog.load_table(MAIN, key).append(rows(arg, next(counter) * 10))
             elif op == "overwrite_main":
-                engine.catalog.load_table(MAIN, key).overwrite(rows(arg, next(counter) * 10))
+                engine.state.catalog.load_table(MAIN, key).overwrite(rows(arg, next(counter) * 10))
             elif op == "branch" and not exists:
-                engine.catalog.create_branch(branch)
+                engine.state.catalog.create_branch(branch)
             elif op == "append_branch" and exists:
-                engine.catalog.load_table(branch, key).append(rows(1, next(counter) * 10))
+                engine.state.catalog.load_table(branch, key).append(rows(1, next(counter) * 10))
             elif op == "overwrite_branch" and exists:
-                engine.catalog.load_table(branch, key).overwrite(rows(2, next(counter) * 10))
+                engine.state.catalog.load_table(branch, key).overwrite(rows(2, next(counter) * 10))
             elif op == "new_table_on_branch" and exists:
                 other = f"demo.silver.t{next(counter)}"
                 create_table(engine, other, ref=branch).append(rows(2))
             elif op == "merge" and exists:
                 try:
-                    engine.catalog.merge(branch)
+                    engine.state.catalog.merge(branch)
                 except RatuiError as exc:
                     assert exc.code == "RAT-CAT-003"
             elif op == "delete_branch" and exists:
-                engine.catalog.delete_branch(branch)
+                engine.state.catalog.delete_branch(branch)
             elif op == "orphan":
                 path = root / "demo/warehouse/bronze/items/data" / f"orphan-{next(counter)}.parquet"
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -544,10 +544,10 @@ def test_property_sweep_never_deletes_a_reachable_file(ops, rnd):
         for p, hours in file_age.items():
             age(Path(p), hours)
         reachable = reachable_oracle(engine)
-        counts = {r.name: {k: engine.catalog.load_table(r.name, k).scan().to_arrow().num_rows
-                           for k in engine.catalog.table_pointers(r.name)} for r in engine.catalog.list_refs()}
+        counts = {r.name: {k: engine.state.catalog.load_table(r.name, k).scan().to_arrow().num_rows
+                           for k in engine.state.catalog.table_pointers(r.name)} for r in engine.state.catalog.list_refs()}
 
-        report = Reaper(engine).run(tasks=["orphan_files"])
+        report = engine.reaper().run(tasks=["orphan_files"])
         assert report.ok, report.errors
         for p in all_files:
             real = os.path.realpath(p)
@@ -557,7 +557,7 @@ def test_property_sweep_never_deletes_a_reachable_file(ops, rnd):
                 assert not os.path.exists(p), f"unreachable old file kept: {p}"
             else:
                 assert os.path.exists(p), f"young file deleted: {p}"
-        assert {r.name: {k: engine.catalog.load_table(r.name, k).scan().to_arrow().num_rows
-                         for k in engine.catalog.table_pointers(r.name)}
-                for r in engine.catalog.list_refs()} == counts
+        assert {r.name: {k: engine.state.catalog.load_table(r.name, k).scan().to_arrow().num_rows
+                         for k in engine.state.catalog.table_pointers(r.name)}
+                for r in engine.state.catalog.list_refs()} == counts
         engine.close()

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from ratui.engine.events import PHASES, PhaseStarted
-from ratui.engine.run.query import run_query
+from ratui.engine.events import PhaseStarted
+from ratui.engine.vocabulary import PHASES
 from ratui.engine.run.engine import Engine
 
 PIPELINES = {
@@ -27,12 +27,12 @@ for _name in ("full", "inc", "app"):
 
 
 def q(engine, sql):
-    columns, rows, _ = run_query(engine, sql)
+    columns, rows, _ = engine.query(sql)
     return [dict(zip(columns, r)) for r in rows]
 
 
 def refs(engine):
-    return [r.name for r in engine.catalog.list_refs()]
+    return [r.name for r in engine.state.catalog.list_refs()]
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,7 @@ def killed_project(tmp_path_factory, spark):
     root.mkdir()
     (root / "ratui.yaml").write_text(TEST_SETTINGS.format(ns="demo"))
     write_files(root, PIPELINES)
-    engine = Engine(root)
+    engine = Engine.open(root)
     assert all(r.status == "success" for r in engine.run(engine.compile().select([])))
     return root
 
@@ -51,22 +51,22 @@ def killed_project(tmp_path_factory, spark):
 @pytest.mark.parametrize("phase", PHASES)
 @pytest.mark.parametrize("pipeline", ["full", "inc", "app"])
 def test_sigkill_at_each_phase_leaves_main_byte_for_byte(killed_project, pipeline, phase):
-    engine = Engine(killed_project)
-    before = engine.catalog.table_pointers("main")
+    engine = Engine.open(killed_project)
+    before = engine.state.catalog.table_pointers("main")
     env = dict(os.environ, RATUI_FAILPOINT=f"kill:{phase}")
     proc = subprocess.run([sys.executable, "-m", "ratui", "run", f"bronze.{pipeline}", "--force", "--project",
                            str(killed_project)], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == -9, proc.stdout + proc.stderr
-    assert engine.catalog.table_pointers("main") == before  # same metadata location for every table
-    (stale,) = [r for r in engine.history.list_runs(5) if r["status"] == "running"]
+    assert engine.state.catalog.table_pointers("main") == before  # same metadata location for every table
+    (stale,) = [r for r in engine.state.history.list_runs(5) if r["status"] == "running"]
     assert stale["pipeline"] == f"demo.bronze.{pipeline}"
     # the next ratui start notices the dead process: the run fails and its branch goes
-    again = Engine(killed_project)
-    assert again.recovered == [stale["id"]]
-    record = again.history.get_run(stale["id"])
+    again = Engine.open(killed_project)
+    assert again.recover() == [stale["id"]]
+    record = again.state.history.get_run(stale["id"])
     assert record["status"] == "failed" and record["error_code"] == "RAT-RUN-006"
     assert refs(again) == ["main"]
-    assert again.catalog.table_pointers("main") == before
+    assert again.state.catalog.table_pointers("main") == before
 
 
 def test_reaper_sweeps_what_the_killed_runs_left_and_nothing_else(killed_project):
@@ -78,7 +78,7 @@ def test_reaper_sweeps_what_the_killed_runs_left_and_nothing_else(killed_project
     proc = subprocess.run([sys.executable, "-m", "ratui", "run", "bronze.inc", "--force", "--project",
                            str(killed_project)], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == -9
-    engine = Engine(killed_project)
+    engine = Engine.open(killed_project)
     counts = {t: q(engine, f"SELECT count(*) AS n, sum(v) AS s FROM bronze.{t}") if t != "app" else
               q(engine, "SELECT count(*) AS n FROM bronze.app") for t in ("full", "inc", "app")}
     warehouse = killed_project / "demo" / "warehouse"
@@ -87,13 +87,13 @@ def test_reaper_sweeps_what_the_killed_runs_left_and_nothing_else(killed_project
         if path.is_file():
             os.utime(path, (old, old))
     before = {p for p in warehouse.rglob("*") if p.is_file()}
-    report = Reaper(engine).run(dry_run=False, tasks=["orphan_files"])
+    report = engine.reaper().run(dry_run=False, tasks=["orphan_files"])
     task = report.tasks["orphan_files"]
     assert task.error is None and task.removed, "the killed runs left orphan files to sweep"
     after = {p for p in warehouse.rglob("*") if p.is_file()}
     assert len(before - after) == len(task.removed)
-    for key in engine.catalog.table_pointers("main"):
-        table = engine.catalog.load_table("main", key)
+    for key in engine.state.catalog.table_pointers("main"):
+        table = engine.state.catalog.load_table("main", key)
         for entry in table.metadata.metadata_log:
             assert os.path.exists(entry.metadata_file)
         for f in table.scan().plan_files():
@@ -107,35 +107,35 @@ def test_reaper_sweeps_what_the_killed_runs_left_and_nothing_else(killed_project
 def test_kill_after_the_merge_committed_counts_as_success(make_project, spark):
     """The merge is one SQLite transaction that also stamps the run: recovery then knows it landed."""
     root = make_project({"demo/pipelines/bronze/t/pipeline.sql": "SELECT 1 AS id\n"})
-    engine = Engine(root)
+    engine = Engine.open(root)
     keys = engine.compile().select([])
-    run_id = engine.queue(keys[0])
-    engine.execute(run_id, keys[0])
+    [result] = engine.run([keys[0]])
+    run_id = result.run_id
     # simulate a process that died right after its merge: the stamp is there, the status is not final
-    engine.history.update_run(run_id, status="running", pid=2 ** 22 + 12345)
-    again = Engine(root)
-    assert run_id in again.recovered
-    assert again.history.get_run(run_id)["status"] == "success"
+    engine.state.history.update_run(run_id, status="running", pid=2 ** 22 + 12345)
+    again = Engine.open(root)
+    assert run_id in again.recover()
+    assert again.state.history.get_run(run_id)["status"] == "success"
 
 
 @pytest.mark.parametrize("phase", PHASES)
 def test_cancel_at_each_phase(make_project, spark, phase):
     root = make_project(PIPELINES)
-    engine = Engine(root)
+    engine = Engine.open(root)
     engine.run(engine.compile().select(["bronze.inc"]))
-    before = engine.catalog.table_pointers("main")
+    before = engine.state.catalog.table_pointers("main")
 
     def on_event(event):
         if isinstance(event, PhaseStarted) and event.phase == phase:
             assert engine.cancel(event.run_id) == "requested"
 
-    engine.bus.subscribe(on_event)
+    engine.subscribe(on_event)
     (result,) = engine.run(engine.compile().select(["bronze.inc"]), force=True)
     assert result.status == "cancelled" and result.error["code"] == "RAT-RUN-001"
-    assert engine.catalog.table_pointers("main") == before
+    assert engine.state.catalog.table_pointers("main") == before
     assert refs(engine) == ["main"]
     assert list(result.phases)[-1] == phase
-    assert engine.history.get_run(result.run_id)["phase_status"][phase] == "cancelled"
+    assert engine.state.history.get_run(result.run_id)["phase_status"][phase] == "cancelled"
 
 
 def test_cancel_during_a_quality_test(make_project, spark):
@@ -143,20 +143,21 @@ def test_cancel_during_a_quality_test(make_project, spark):
     files["demo/pipelines/bronze/inc/tests/quality/slow.sql"] = (
         "SELECT a.id FROM range(0, 40000000) a CROSS JOIN range(0, 30) b WHERE a.id * b.id = -1\n")
     root = make_project(files)
-    engine = Engine(root)
+    engine = Engine.open(root)
     started = threading.Event()
-    engine.bus.subscribe(lambda e: started.set() if isinstance(e, PhaseStarted) and e.phase == "quality" else None)
+    engine.subscribe(lambda e: started.set() if isinstance(e, PhaseStarted) and e.phase == "quality" else None)
     keys = engine.compile().select(["bronze.inc"])
-    run_id = engine.queue(keys[0])
+    invocation = engine.start([keys[0]], trigger="cli")
+    run_id = invocation.run_ids[0]
     box = {}
-    worker = threading.Thread(target=lambda: box.update(r=engine.execute(run_id, keys[0])))
+    worker = threading.Thread(target=lambda: invocation.wait() and box.update(r=invocation.results[0]))
     worker.start()
     assert started.wait(120)
     time.sleep(1.0)
     assert engine.cancel(run_id) == "requested"
     worker.join(60)
     assert box["r"].status == "cancelled"
-    assert engine.catalog.table_pointers("main") == {} and refs(engine) == ["main"]
+    assert engine.state.catalog.table_pointers("main") == {} and refs(engine) == ["main"]
 
 
 def test_cancel_from_another_process(make_project, spark):
@@ -165,14 +166,14 @@ def test_cancel_from_another_process(make_project, spark):
     proc = subprocess.Popen([sys.executable, "-m", "ratui", "run", "--project", str(root)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        engine = Engine(root)
+        engine = Engine.open(root)
         deadline = time.monotonic() + 180
         run = None
         while time.monotonic() < deadline:
-            runs = engine.history.list_runs(1)
+            runs = engine.state.history.list_runs(1)
             if runs and runs[0]["status"] == "running" and "build" in (runs[0].get("phases") or {"build": 0}) \
                     and any("landing" in m or "result" in m for m in []) is False:
-                logs = engine.history.get_run(runs[0]["id"])["logs"]
+                logs = engine.state.history.get_run(runs[0]["id"])["logs"]
                 if any("created from main" in line["message"] for line in logs):
                     run = runs[0]
                     break
@@ -184,9 +185,9 @@ def test_cancel_from_another_process(make_project, spark):
         assert cli_main(["cancel", run["id"], "--project", str(root), "--wait", "60"]) == 0
         out, err = proc.communicate(timeout=60)
         assert proc.returncode == 1, out + err
-        record = engine.history.get_run(run["id"])
+        record = engine.state.history.get_run(run["id"])
         assert record["status"] == "cancelled"
-        assert engine.catalog.table_pointers("main") == {} and refs(engine) == ["main"]
+        assert engine.state.catalog.table_pointers("main") == {} and refs(engine) == ["main"]
         assert cli_main(["cancel", run["id"], "--project", str(root)]) == 1  # already finished
     finally:
         if proc.poll() is None:
@@ -205,17 +206,17 @@ def _concurrent_project(make_project, name):
 
 def test_eight_concurrent_runs_over_four_tables_match_serial(make_project, spark):
     serial_root = _concurrent_project(make_project, "serial")
-    serial = Engine(serial_root)
+    serial = Engine.open(serial_root)
     keys = serial.compile().select([])
     for _ in range(2):
         assert all(r.status == "success" for r in serial.run(keys, force=True))
 
     root = _concurrent_project(make_project, "concurrent")
-    engine = Engine(root)
-    run_ids = [engine.start(key, force=True) for key in keys for _ in range(2)]
+    engine = Engine.open(root)
+    run_ids = [engine.start([key], force=True).run_ids[0] for key in keys for _ in range(2)]
     for run_id in run_ids:
         assert engine.wait(run_id, 300)
-    statuses = [engine.history.get_run(r)["status"] for r in run_ids]
+    statuses = [engine.state.history.get_run(r)["status"] for r in run_ids]
     assert statuses == ["success"] * 8
     for key in keys:
         table = key.split(".", 1)[1]

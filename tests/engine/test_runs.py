@@ -8,7 +8,6 @@ import socket
 import pytest
 
 from ratui.engine.events import PhaseStarted, RunFinished
-from ratui.engine.run.query import run_query
 from ratui.engine.run.engine import Engine
 
 ORDERS_1 = "order_id,status,amount,updated_at\n1,placed,10.50,2026-01-01 10:00:00\n2,placed,20.00,2026-01-01 11:00:00\n"
@@ -27,16 +26,16 @@ FROM {{ ref('bronze.raw_orders') }}
 
 
 def q(engine, sql, ref="main"):
-    columns, rows, _ = run_query(engine, sql, ref=ref)
+    columns, rows, _ = engine.query(sql, ref=ref)
     return [dict(zip(columns, r)) for r in rows]
 
 
 def main_state(engine):
-    return engine.catalog.table_pointers("main")
+    return engine.state.catalog.table_pointers("main")
 
 
 def branches(engine):
-    return [r.name for r in engine.catalog.list_refs()]
+    return [r.name for r in engine.state.catalog.list_refs()]
 
 
 @pytest.fixture
@@ -54,9 +53,9 @@ def run(engine, *selectors, **kw):
 
 
 def test_run_records_phases_history_and_merges(orders_project):
-    engine = Engine(orders_project)
+    engine = Engine.open(orders_project)
     events = []
-    engine.bus.subscribe(events.append)
+    engine.subscribe(events.append)
     results = run(engine)
     assert [r.status for r in results] == ["success", "success"]
     assert results[1].rows_written == 2
@@ -64,7 +63,7 @@ def test_run_records_phases_history_and_merges(orders_project):
     rows = q(engine, "SELECT order_id, status FROM silver.clean_orders ORDER BY order_id")
     assert rows == [{"order_id": 1, "status": "placed"}, {"order_id": 2, "status": "placed"}]
     assert branches(engine) == ["main"]  # every run branch deleted
-    record = engine.history.get_run(results[1].run_id)
+    record = engine.state.history.get_run(results[1].run_id)
     assert record["status"] == "success" and record["pid"] == os.getpid() and record["host"] == socket.gethostname()
     assert record["branch"] == f"run-{results[1].run_id}" and record["strategy"] == "incremental"
     assert set(record["phases"]) == set(results[1].phases)
@@ -77,11 +76,11 @@ def test_run_records_phases_history_and_merges(orders_project):
 
 
 def test_incremental_uses_watermark_and_upserts(orders_project):
-    engine = Engine(orders_project)
+    engine = Engine.open(orders_project)
     run(engine)
     (orders_project / "demo/landing/orders/orders_2.csv").write_text(ORDERS_2)
     logs = []
-    engine.bus.subscribe(lambda e: logs.append(e.message) if type(e).__name__ == "LogLine" else None)
+    engine.subscribe(lambda e: logs.append(e.message) if type(e).__name__ == "LogLine" else None)
     results = run(engine)
     assert [r.status for r in results] == ["success", "success"]
     # bronze holds 4 rows; the watermark filter passes only the 2 rows after 2026-01-01 11:00
@@ -102,7 +101,7 @@ def test_incremental_dedupes_within_first_batch_by_latest_watermark(make_project
             "SELECT order_id, status, CAST(updated_at AS TIMESTAMP) AS updated_at "
             "FROM {{ landing_zone('orders') }}\n"),
     })
-    engine = Engine(root)
+    engine = Engine.open(root)
     (result,) = run(engine)
     assert result.status == "success" and result.rows_written == 2
     assert q(engine, "SELECT order_id, status FROM silver.o ORDER BY order_id") == [
@@ -116,7 +115,7 @@ def test_incremental_without_watermark_keeps_last_in_batch_and_null_keys_group(m
             "SELECT * FROM VALUES (1, 'a'), (1, 'b'), (CAST(NULL AS INT), 'n1'), (CAST(NULL AS INT), 'n2') "
             "AS t(k, v)\n"),
     })
-    engine = Engine(root)
+    engine = Engine.open(root)
     assert run(engine)[0].status == "success"
     rows = q(engine, "SELECT k, v FROM silver.o ORDER BY k NULLS FIRST")
     assert rows == [{"k": None, "v": "n2"}, {"k": 1, "v": "b"}]
@@ -125,7 +124,7 @@ def test_incremental_without_watermark_keeps_last_in_batch_and_null_keys_group(m
 
 
 def test_error_quality_failure_leaves_main_untouched_and_no_branch(orders_project):
-    engine = Engine(orders_project)
+    engine = Engine.open(orders_project)
     run(engine)
     # a test that fails only on the new data: order 3 arrives in the next file
     tests_dir = orders_project / "demo/pipelines/silver/clean_orders/tests/quality"
@@ -134,17 +133,17 @@ def test_error_quality_failure_leaves_main_untouched_and_no_branch(orders_projec
     (orders_project / "demo/landing/orders/orders_2.csv").write_text(ORDERS_2)
     assert run(engine, "raw_orders")[0].status == "success"
     before = main_state(engine)
-    snapshot = engine.catalog.load_table("main", "demo.silver.clean_orders").current_snapshot().snapshot_id
+    snapshot = engine.state.catalog.load_table("main", "demo.silver.clean_orders").current_snapshot().snapshot_id
     results = run(engine, "silver.clean_orders")
     (result,) = results
     assert result.status == "failed" and result.error["code"] == "RAT-RUN-003"
     assert result.quality[0]["status"] == "failed" and result.quality[0]["violations"] == 1
     assert result.quality[0]["sample"] == [[3]]
     assert main_state(engine) == before
-    after = engine.catalog.load_table("main", "demo.silver.clean_orders").current_snapshot().snapshot_id
+    after = engine.state.catalog.load_table("main", "demo.silver.clean_orders").current_snapshot().snapshot_id
     assert after == snapshot
     assert branches(engine) == ["main"]
-    stored = engine.history.get_run(result.run_id)["quality"][0]
+    stored = engine.state.history.get_run(result.run_id)["quality"][0]
     assert stored["status"] == "failed" and stored["violations"] == 1 and stored["sample"] == [[3]]
 
 
@@ -154,7 +153,7 @@ def test_warn_failure_merges_and_run_succeeds_with_warnings(orders_project):
     (tests_dir / "cheap_orders.sql").write_text(
         "-- @severity: warn\nSELECT order_id, amount FROM {{ this }} WHERE amount < 15\n")
     (tests_dir / "ids_present.sql").write_text("SELECT * FROM {{ this }} WHERE order_id IS NULL\n")
-    engine = Engine(orders_project)
+    engine = Engine.open(orders_project)
     results = run(engine)
     assert results[1].status == "success" and results[1].warnings == 1
     statuses = {r["test"]: (r["status"], r["violations"]) for r in results[1].quality}
@@ -166,7 +165,7 @@ def test_quality_test_with_broken_sql_is_error_and_blocks(orders_project):
     tests_dir = orders_project / "demo/pipelines/bronze/raw_orders/tests/quality"
     tests_dir.mkdir(parents=True)
     (tests_dir / "broken.sql").write_text("SELECT no_such_column FROM {{ this }}\n")
-    engine = Engine(orders_project)
+    engine = Engine.open(orders_project)
     (result,) = run(engine, "raw_orders")
     assert result.status == "failed" and result.quality[0]["status"] == "error"
     assert "RAT-SQL-002" in result.quality[0]["error"]
@@ -181,14 +180,14 @@ def test_landing_zone_never_reads_processed_or_samples(make_project, spark):
         "demo/landing/orders/.hidden.csv": "id\n555\n",
         "demo/pipelines/bronze/raw/pipeline.sql": "SELECT * FROM {{ landing_zone('orders') }}\n",
     })
-    engine = Engine(root)
+    engine = Engine.open(root)
     assert run(engine)[0].status == "success"
     assert q(engine, "SELECT id FROM bronze.raw ORDER BY id") == [{"id": 1}, {"id": 2}]
 
 
 def test_full_refresh_with_empty_result_empties_the_table_and_says_so(make_project, spark):
     root = make_project({"demo/pipelines/bronze/t/pipeline.sql": "SELECT * FROM VALUES (1), (2) AS t(id)\n"})
-    engine = Engine(root)
+    engine = Engine.open(root)
     run(engine)
     (root / "demo/pipelines/bronze/t/pipeline.sql").write_text("SELECT * FROM VALUES (1) AS t(id) WHERE id > 5\n")
     (result,) = run(engine)
@@ -200,7 +199,7 @@ def test_full_refresh_with_empty_result_empties_the_table_and_says_so(make_proje
 def test_append_only_appends_each_run(make_project, spark):
     root = make_project({"demo/pipelines/bronze/t/pipeline.sql": (
         "-- @merge_strategy: append_only\nSELECT 1 AS id, TIMESTAMP '{{ run_started_at }}' AS loaded_at\n")})
-    engine = Engine(root)
+    engine = Engine.open(root)
     run(engine)
     run(engine, force=True)
     rows = q(engine, "SELECT count(*) AS n, count(DISTINCT loaded_at) AS runs FROM bronze.t")
@@ -213,12 +212,12 @@ def test_run_started_at_is_shared_by_pipeline_and_its_tests(make_project, spark)
         "demo/pipelines/bronze/t/tests/quality/same_time.sql": (
             "SELECT * FROM {{ this }} WHERE at <> TIMESTAMP '{{ run_started_at }}'\n"),
     })
-    (result,) = run(Engine(root))
+    (result,) = run(Engine.open(root))
     assert result.status == "success" and result.quality[0]["status"] == "passed"
 
 
 def test_full_refresh_flag_rebuilds_incremental_table(orders_project):
-    engine = Engine(orders_project)
+    engine = Engine.open(orders_project)
     run(engine)
     (result,) = run(engine, "clean_orders", full_refresh=True)
     assert result.status == "success" and result.strategy == "full_refresh" and result.rows_written == 2
@@ -226,7 +225,7 @@ def test_full_refresh_flag_rebuilds_incremental_table(orders_project):
 
 def test_template_error_at_runtime_fails_with_file_and_line(make_project, spark):
     root = make_project({"demo/pipelines/bronze/t/pipeline.sql": "SELECT 1 AS id\n-- {{ no_such_thing }}\n"})
-    engine = Engine(root)
+    engine = Engine.open(root)
     (result,) = run(engine)
     assert result.status == "failed"
     assert result.error["code"] == "RAT-TPL-002" and result.error["line"] == 2
@@ -236,7 +235,7 @@ def test_template_error_at_runtime_fails_with_file_and_line(make_project, spark)
 
 def test_spark_sql_error_is_coded(make_project, spark):
     root = make_project({"demo/pipelines/bronze/t/pipeline.sql": "SELECT nope FROM VALUES (1) AS t(id)\n"})
-    engine = Engine(root)
+    engine = Engine.open(root)
     (result,) = run(engine)
     assert result.status == "failed" and result.error["code"] == "RAT-SQL-001"
     assert "nope" in result.error["message"]
@@ -248,7 +247,7 @@ def test_missing_upstream_table_is_coded(make_project, spark):
         "demo/pipelines/bronze/a/pipeline.sql": "SELECT 1 AS id\n",
         "demo/pipelines/silver/b/pipeline.sql": "SELECT * FROM {{ ref('bronze.a') }}\n",
     })
-    engine = Engine(root)
+    engine = Engine.open(root)
     (result,) = run(engine, "silver.b")
     assert result.error["code"] == "RAT-CAT-005" and "+b" in result.error["hint"]
 
@@ -259,17 +258,17 @@ def test_upstream_failure_skips_descendants_but_not_independent(make_project, sp
         "demo/pipelines/silver/b/pipeline.sql": "SELECT * FROM {{ ref('bronze.a') }}\n",
         "demo/pipelines/bronze/c/pipeline.sql": "SELECT 1 AS id\n",
     })
-    engine = Engine(root)
+    engine = Engine.open(root)
     results = {r.pipeline: r for r in run(engine)}
     assert results["demo.bronze.a"].status == "failed"
     assert results["demo.silver.b"].status == "skipped"
     assert results["demo.silver.b"].error["code"] == "RAT-RUN-005"
     assert results["demo.bronze.c"].status == "success"
-    assert engine.history.get_run(results["demo.silver.b"].run_id)["reason"].startswith("upstream failed")
+    assert engine.state.history.get_run(results["demo.silver.b"].run_id)["reason"].startswith("upstream failed")
 
 
 def test_cancel_at_a_phase_boundary_leaves_main_unchanged(orders_project):
-    engine = Engine(orders_project)
+    engine = Engine.open(orders_project)
     run(engine)
     before = main_state(engine)
     (orders_project / "demo/landing/orders/orders_2.csv").write_text(ORDERS_2)
@@ -278,11 +277,11 @@ def test_cancel_at_a_phase_boundary_leaves_main_unchanged(orders_project):
         if isinstance(event, PhaseStarted) and event.phase == "quality":
             engine.cancel(event.run_id)
 
-    engine.bus.subscribe(cancel_on_write)
+    engine.subscribe(cancel_on_write)
     (result,) = run(engine, "raw_orders")
     assert result.status == "cancelled" and result.error["code"] == "RAT-RUN-001"
     assert main_state(engine) == before and branches(engine) == ["main"]
-    assert engine.history.get_run(result.run_id)["status"] == "cancelled"
+    assert engine.state.history.get_run(result.run_id)["status"] == "cancelled"
 
 
 def test_cancel_during_a_running_spark_job(make_project, spark):
@@ -290,15 +289,16 @@ def test_cancel_during_a_running_spark_job(make_project, spark):
     root = make_project({"demo/pipelines/bronze/slow/pipeline.sql": (
         "SELECT a.id, count(*) AS n FROM range(0, 30000000) a CROSS JOIN range(0, 30) b "
         "GROUP BY a.id % 1000, a.id\n")})
-    engine = Engine(root)
+    engine = Engine.open(root)
     import threading
 
     started = threading.Event()
-    engine.bus.subscribe(lambda e: started.set() if isinstance(e, PhaseStarted) and e.phase == "build" else None)
+    engine.subscribe(lambda e: started.set() if isinstance(e, PhaseStarted) and e.phase == "build" else None)
     keys = engine.compile().select([])
-    run_id = engine.queue(keys[0])
+    invocation = engine.start([keys[0]], trigger="cli")
+    run_id = invocation.run_ids[0]
     holder = {}
-    worker = threading.Thread(target=lambda: holder.update(r=engine.execute(run_id, keys[0])))
+    worker = threading.Thread(target=lambda: invocation.wait() and holder.update(r=invocation.results[0]))
     worker.start()
     assert started.wait(60)
     import time
@@ -314,7 +314,7 @@ def test_cancel_during_a_running_spark_job(make_project, spark):
 
 def test_merge_conflict_retries_the_run(orders_project):
     """Main changes the same table while the run is in flight: the merge conflicts, the run re-runs and lands."""
-    engine = Engine(orders_project)
+    engine = Engine.open(orders_project)
     run(engine)
     interfered = []
 
@@ -322,14 +322,14 @@ def test_merge_conflict_retries_the_run(orders_project):
         if isinstance(event, PhaseStarted) and event.phase == "resolve" and not interfered:
             interfered.append(event.run_id)
             # another writer lands a change to the same table on main first
-            other = Engine(orders_project)
+            other = Engine.open(orders_project)
             other_keys = other.compile().select(["raw_orders"])
             assert other.run(other_keys, force=True)[0].status == "success"
 
-    engine.bus.subscribe(interfere)
+    engine.subscribe(interfere)
     (result,) = run(engine, "raw_orders", force=True)
     assert interfered and result.status == "success", result.error
-    logs = [line["message"] for line in engine.history.get_run(result.run_id)["logs"]]
+    logs = [line["message"] for line in engine.state.history.get_run(result.run_id)["logs"]]
     assert any("merge conflict" in m for m in logs)
     assert branches(engine) == ["main"]
 
@@ -342,7 +342,7 @@ def test_python_pipeline(make_project, spark):
             "def run(ctx):\n"
             "    return ctx.ref('bronze.a').groupBy('g').count()\n"),
     })
-    engine = Engine(root)
+    engine = Engine.open(root)
     assert engine.compile().pipelines["demo.silver.counts"].refs == ("demo.bronze.a",)
     results = run(engine)
     assert [r.status for r in results] == ["success", "success"]
@@ -352,7 +352,7 @@ def test_python_pipeline(make_project, spark):
 def test_schema_added_column_evolves_table(make_project, spark):
     root = make_project({"demo/pipelines/bronze/t/pipeline.sql": (
         "-- @merge_strategy: append_only\nSELECT 1 AS id\n")})
-    engine = Engine(root)
+    engine = Engine.open(root)
     run(engine)
     (root / "demo/pipelines/bronze/t/pipeline.sql").write_text(
         "-- @merge_strategy: append_only\nSELECT 2 AS id, 'new' AS extra\n")
@@ -363,7 +363,7 @@ def test_schema_added_column_evolves_table(make_project, spark):
 
 def test_incompatible_type_change_is_coded_and_main_untouched(make_project, spark):
     root = make_project({"demo/pipelines/bronze/t/pipeline.sql": "-- @merge_strategy: append_only\nSELECT 1 AS id\n"})
-    engine = Engine(root)
+    engine = Engine.open(root)
     run(engine)
     before = main_state(engine)
     (root / "demo/pipelines/bronze/t/pipeline.sql").write_text("-- @merge_strategy: append_only\nSELECT 'x' AS id\n")
@@ -377,7 +377,7 @@ def test_sample_project_end_to_end_and_new_orders_file(sample_copy, spark):
     import subprocess
     import sys
 
-    engine = Engine(sample_copy)
+    engine = Engine.open(sample_copy)
     results = run(engine)
     assert all(r.status == "success" for r in results), [(r.pipeline, r.error) for r in results if r.error]
     warned = [r.pipeline for r in results if r.warnings]

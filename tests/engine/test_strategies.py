@@ -49,7 +49,7 @@ class Project:
     @property
     def engine(self) -> Engine:
         if self._engine is None:
-            self._engine = Engine(self.root)
+            self._engine = Engine.open(self.root)
         return self._engine
 
     def key(self, name: str) -> str:
@@ -81,7 +81,7 @@ class Project:
         return result
 
     def table(self, name: str, ref: str = "main"):
-        return self.engine.catalog.load_table(ref, self.key(name))
+        return self.engine.state.catalog.load_table(ref, self.key(name))
 
     def rows(self, name: str, ref: str = "main") -> list[dict]:
         return self.table(name, ref).scan().to_arrow().to_pylist()
@@ -105,7 +105,7 @@ def direct(spark, project: Project, name: str, strategy: str, rows: list[dict], 
     for key in ("unique_key",):
         if isinstance(config.get(key), str):
             config[key] = (config[key],)
-    req = WriteRequest(spark, project.engine.catalog, "main", project.key(name), project.root, "t" + name,
+    req = WriteRequest(spark, project.engine.state.catalog, "main", project.key(name), project.root, "t" + name,
                        spark.createDataFrame(rows, schema).coalesce(1), len(rows), PipelineConfig(**config), strategy,
                        run_started_at=run_started_at)
     return write(req)

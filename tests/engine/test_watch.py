@@ -20,7 +20,7 @@ import pytest
 
 from ratui.engine.project.compiler import compile_project
 from ratui.engine.errors import RatuiError
-from ratui.engine.project.settings import load_settings
+from ratui.engine.settings import load_settings
 from ratui.engine.ops.watch import (
     Watcher, WatchErrors, WatchFailed, WatchPlanFinished, WatchPlanStarted, WatchReloaded, WatchRunResult,
     WatchStarted, WatchState, WatchStopped, is_ignored, plan_for_changes,
@@ -449,9 +449,9 @@ def test_saving_a_pipeline_triggers_a_real_run(make_project, spark):
     from ratui.engine.run.engine import Engine
 
     root = make_project({"demo/pipelines/bronze/nums/pipeline.sql": "SELECT 1 AS id\n"}).resolve()
-    engine = Engine(root)
+    engine = Engine.open(root)
     started = []
-    engine.bus.subscribe(lambda e: started.append(e) if isinstance(e, RunStarted) else None)
+    engine.subscribe(lambda e: started.append(e) if isinstance(e, RunStarted) else None)
     events = Events()
     watcher = Watcher(engine=engine, debounce_ms=100, on_event=events).start()
     try:
@@ -463,7 +463,7 @@ def test_saving_a_pipeline_triggers_a_real_run(make_project, spark):
     assert result.status == "success", result.error
     assert result.pipeline == "demo.bronze.nums" and result.rows_written == 3
     assert [e.pipeline for e in started] == ["demo.bronze.nums"]
-    run = engine.history.get_run(result.run_id)
+    run = engine.state.history.get_run(result.run_id)
     assert run["trigger"] == "watch" and run["status"] == "success"
     # the run's own writes (.ratui/, warehouse/) did not trigger another plan
     assert len(events.of(WatchPlanStarted)) == 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from ratui.console.controller import Controller, RunFilter
+from ratui.console.controller import Controller, EngineItem, RunFilter
 from ratui.console.format import bar, fmt_age, fmt_ms, sparkline
 from ratui.console.live import LiveRun, RunStore
 from ratui.engine.events import (
@@ -42,7 +42,7 @@ def test_a_burst_of_events_is_coalesced_and_the_run_drawn_live(seeded):
                 return items
 
             controller.drain = counting
-            bus = controller.engine.bus
+            bus = controller.engine._bus
             burst = [RunQueued(RID, KEY, "console"), RunStarted(RID, KEY, f"run-{RID}"),
                      PhaseStarted(RID, "branch"), PhaseFinished(RID, "branch", "done", 30),
                      PhaseStarted(RID, "config"), PhaseFinished(RID, "config", "done", 20),
@@ -132,11 +132,12 @@ def test_controller_tells_the_app_once_per_burst(tmp_path):
 
 def test_run_state_from_events_and_from_history():
     store = RunStore()
-    store.apply([(RunQueued("a", "n.l.p", "console"), None, 0.0, "t"), (RunStarted("a", "n.l.p", "run-a"), None, 0.0, "t"),
-                 (PhaseStarted("a", "branch"), None, 1.0, "t")])
+    store.apply([EngineItem(RunQueued("a", "n.l.p", "console"), None, 0.0, "t"),
+                 EngineItem(RunStarted("a", "n.l.p", "run-a"), None, 0.0, "t"),
+                 EngineItem(PhaseStarted("a", "branch"), None, 1.0, "t")])
     run_a = store.get("a")
     assert run_a.phases["branch"].state == "running"
-    _, ended = store.apply([(RunFinished("a", "n.l.p", "cancelled", 0, 5, None), None, 2.0, "t")])
+    _, ended = store.apply([EngineItem(RunFinished("a", "n.l.p", "cancelled", 0, 5, None), None, 2.0, "t")])
     assert ended == [run_a]
     assert run_a.phases["branch"].state == "cancelled" and run_a.phases["build"].state == "skipped"
 

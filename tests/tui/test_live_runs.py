@@ -51,7 +51,7 @@ def test_run_and_cancel_from_the_console(spark, tmp_path):
             assert "2 build" in text and "✔ done" in text
             assert "unique_customer_id" in text  # its quality test, live
             assert f"merged run-{live.run_id} into main" in flat(text)
-            catalog = app.controller.engine.catalog
+            catalog = app.controller.engine.state.catalog
             assert "ecommerce.bronze.raw_customers" in catalog.table_pointers("main")
 
             # ---- back on Pipelines the tree shows the result; the history has the run
@@ -94,7 +94,7 @@ def test_run_and_cancel_from_the_console(spark, tmp_path):
                         and holding.get("run") == event.run_id):
                     release.wait(120)  # cannot finish before the test has seen both runs in flight
 
-            unsubscribe = app.controller.engine.bus.subscribe(hold)
+            unsubscribe = app.controller.engine.subscribe(hold)
             select("ecommerce.silver.clean_customers")  # incremental: f forces a full refresh
             await settle(pilot)
             refreshed = await launch("f")
@@ -110,7 +110,7 @@ def test_run_and_cancel_from_the_console(spark, tmp_path):
             await settle(pilot)
             assert (refreshed.status, other.status) == ("success", "success")
             assert refreshed.branch != other.branch
-            assert app.controller.engine.history.get_run(refreshed.run_id)["strategy"] == "full_refresh"
+            assert app.controller.engine.state.history.get_run(refreshed.run_id)["strategy"] == "full_refresh"
             await wait_for(pilot, lambda: any("clean_customers succeeded" in n for n in app.notices)
                            and any("raw_products succeeded" in n for n in app.notices), 10)
 
@@ -132,7 +132,7 @@ def test_run_and_cancel_from_the_console(spark, tmp_path):
             assert (doomed.error or {}).get("code") == "RAT-RUN-001"
             assert catalog.table_pointers("main") == main_before
             assert f"run-{doomed.run_id}" not in [r.name for r in catalog.list_refs()]
-            record = app.controller.engine.history.get_run(doomed.run_id)
+            record = app.controller.engine.state.history.get_run(doomed.run_id)
             assert record["status"] == "cancelled"
 
             # ---- run all, then cancel: the batch stops, the rest is never started

@@ -255,8 +255,8 @@ def test_branches_diff_merge_and_delete(tmp_path):
     from ratui.engine.run.engine import Engine
 
     root = copy_sample(tmp_path)
-    engine = Engine(root)
-    catalog = engine.catalog
+    engine = Engine.open(root)
+    catalog = engine.state.catalog
     _table(catalog, root, "main", "ecommerce.bronze.base", 5)
     catalog.create_branch("dev")
     _table(catalog, root, "dev", "ecommerce.bronze.fresh", 3)
@@ -291,11 +291,11 @@ def test_branches_diff_merge_and_delete(tmp_path):
             await pilot.press("y")
             await settle(pilot)
             assert any("Merged dev into main" in n for n in app.notices)
-            assert "ecommerce.bronze.fresh" in app.controller.engine.catalog.table_pointers("main")
+            assert "ecommerce.bronze.fresh" in app.controller.engine.state.catalog.table_pointers("main")
 
             await pilot.press("down")  # hot: in conflict
             await settle(pilot)
-            assert screen.cursor_ref() == "hot"
+            assert screen.cursor_key() == "hot"
             assert "1 in conflict" in screen_text(app) and "main changed too" in screen_text(app)
             await pilot.press("m")
             await wait_for(pilot, lambda: isinstance(app.screen, MergeScreen), 10)
@@ -306,19 +306,19 @@ def test_branches_diff_merge_and_delete(tmp_path):
             assert isinstance(app.screen, MergeScreen)
             await pilot.press("escape")
             await settle(pilot)
-            assert app.controller.engine.catalog.table_pointers("main")["ecommerce.bronze.clash"].find("-main") > 0
+            assert app.controller.engine.state.catalog.table_pointers("main")["ecommerce.bronze.clash"].find("-main") > 0
 
             await pilot.press("down", "d")  # stale: delete with confirmation
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
             assert "Delete branch stale?" in screen_text(app)
             await pilot.press("n")  # no: nothing happens
             await settle(pilot)
-            assert "stale" in [r.name for r in app.controller.engine.catalog.list_refs()]
+            assert "stale" in [r.name for r in app.controller.engine.state.catalog.list_refs()]
             await pilot.press("d")
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
             await pilot.press("y")
             await settle(pilot)
-            assert "stale" not in [r.name for r in app.controller.engine.catalog.list_refs()]
+            assert "stale" not in [r.name for r in app.controller.engine.state.catalog.list_refs()]
             assert table.row_count == 3
 
             await pilot.press("home", "d")  # main cannot be deleted
@@ -449,17 +449,17 @@ def test_a_broken_settings_file_shows_its_code(tmp_path):
 
 
 def test_status_line_follows_spark(seeded):
-    from ratui.app import SparkStateChanged
+    from ratui.console.controller import SparkItem
 
     app = make_app(seeded, spark_state=None)
 
     async def go():
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
-            app.post_message(SparkStateChanged("starting"))
+            app.controller._post(SparkItem("starting"))
             await settle(pilot)
             assert "◌ Spark starting…" in screen_text(app)
-            app.post_message(SparkStateChanged("ready"))
+            app.controller._post(SparkItem("ready"))
             await settle(pilot)
             assert "● Spark ready" in screen_text(app)
             assert "no runs in flight" in screen_text(app)

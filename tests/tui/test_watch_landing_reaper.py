@@ -12,7 +12,7 @@ import threading
 from ratui.console.controller import Controller
 from ratui.engine.state.db import open_db, write_tx
 from ratui.engine.state.ledger import Ledger
-from ratui.engine.project.settings import load_settings
+from ratui.engine.settings import load_settings
 from ratui.screens.dialogs import ConfirmScreen
 from ratui.screens.landing import LandingScreen
 from ratui.screens.reaper import ReaperScreen
@@ -155,9 +155,9 @@ def test_reaper_settings_preview_and_run_now_removes_an_orphan_branch(tmp_path):
 
     root = copy_sample(tmp_path)
     seed_history(root)
-    engine = Engine(root)
+    engine = Engine.open(root)
     branch = f"run-{SUCCESS_RUN}"
-    engine.catalog.create_branch(branch, run_id=SUCCESS_RUN)
+    engine.state.catalog.create_branch(branch, run_id=SUCCESS_RUN)
     with sqlite3.connect(engine.settings.db_path) as conn:
         conn.execute("UPDATE catalog_refs SET created_at = ? WHERE name = ?", ("2026-01-01T00:00:00.000000+00:00",
                                                                               branch))
@@ -179,14 +179,14 @@ def test_reaper_settings_preview_and_run_now_removes_an_orphan_branch(tmp_path):
             assert "orphan branches" in text and branch in text
             assert f"run {SUCCESS_RUN}, created 2026-01-01 00:00:00" in text
             assert "dry run" in text  # the preview is a stored report too
-            assert branch in [r.name for r in engine.catalog.list_refs()]  # a preview removes nothing
+            assert branch in [r.name for r in engine.state.catalog.list_refs()]  # a preview removes nothing
 
             await pilot.press("x")
             await settle(pilot)
             assert isinstance(app.screen, ConfirmScreen)
             await pilot.press("y")
             await settle(pilot)
-            assert branch not in [r.name for r in engine.catalog.list_refs()]
+            assert branch not in [r.name for r in engine.state.catalog.list_refs()]
             assert any(n.startswith("Reaper: ") and "removed" in n for n in app.notices)
             reports = app.screen.reports
             assert [r.dry_run for r in reports][:2] == [False, True]

@@ -17,10 +17,14 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ratui.engine.state.ledger import zone_digest
 from ratui.engine.project.discovery import Pipeline, landing_zone
+from ratui.engine.vocabulary import MAIN
+
+if TYPE_CHECKING:
+    from ratui.engine.state.project_state import ProjectState
 
 
 @dataclass(frozen=True)
@@ -62,38 +66,38 @@ def _changed_files(old: dict[str, str], new: dict[str, str]) -> list[str]:
     return sorted(name for name in set(old) | set(new) if old.get(name) != new.get(name))
 
 
-def decide(engine, pipeline: Pipeline, *, force: bool = False) -> Decision:
+def decide(state: ProjectState, pipeline: Pipeline, *, force: bool = False) -> Decision:
     key = pipeline.key
     strategy = pipeline.config.merge_strategy if pipeline.config else "full_refresh"
     on_change = "full" if strategy == "full_refresh" else "incremental"
-    decision = _natural(engine, pipeline, on_change)
+    decision = _natural(state, pipeline, on_change)
     if force and not decision.runs:
         return Decision(key, on_change, f"forced ({decision.reason})")
     return decision
 
 
-def _natural(engine, pipeline: Pipeline, on_change: str) -> Decision:
+def _natural(state: ProjectState, pipeline: Pipeline, on_change: str) -> Decision:
     key = pipeline.key
-    last = engine.history.last_success(key)
+    last = state.history.last_success(key)
     if last is None or not last.get("fingerprint"):
         return Decision(key, "backfill", "first run")
-    if not engine.catalog.table_exists("main", key):
+    if not state.catalog.table_exists(MAIN, key):
         return Decision(key, "backfill", "its table is missing on main")
     changed = _changed_files(json.loads(last["fingerprint"]), definition_hashes(pipeline))
     if changed:
         return Decision(key, "backfill", f"definition changed: {', '.join(changed)}")
     inputs = json.loads(last.get("inputs") or "{}")
-    pointers = engine.catalog.table_pointers("main")
+    pointers = state.catalog.table_pointers(MAIN)
     moved = [ref for ref in pipeline.refs if inputs.get("tables", {}).get(ref) != pointers.get(ref)]
     if moved:
         names = ", ".join(m.split(".", 1)[1] for m in moved)
         return Decision(key, on_change, f"upstream changed: {names}")
-    pending = engine.ledger.unloaded(pipeline.namespace, pipeline.zones, key) if pipeline.zones else []
+    pending = state.ledger.unloaded(pipeline.namespace, pipeline.zones, key) if pipeline.zones else []
     if pending:
         names = ", ".join(f.name for f in pending[:3]) + (f" and {len(pending) - 3} more" if len(pending) > 3 else "")
         return Decision(key, on_change, f"landing files to load: {names}")
     zones_then = inputs.get("zones", {})
-    zones_now = zone_state(engine.root, pipeline)
+    zones_now = zone_state(state.root, pipeline)
     new_files = [z for z in pipeline.zones if zones_then.get(z) != zones_now.get(z)]
     if new_files:
         return Decision(key, on_change, f"landing files changed: {', '.join(new_files)}")

@@ -42,13 +42,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ratui.engine.ops import orphans
-from ratui.engine.state.catalog.base import MAIN
+from ratui.engine.events import EventBus, RunFinished
+from ratui.engine.vocabulary import ACTIVE, FINAL, MAIN, iso as _iso, parse_time
 from ratui.engine.state.db import open_db, write_tx
 from ratui.engine.errors import RatuiError
 
-
 if TYPE_CHECKING:
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.state.project_state import ProjectState
 
 TASKS = ("stuck_runs", "orphan_branches", "run_history", "processed_files", "snapshots", "orphan_files")
 TASK_TITLES = {
@@ -63,7 +63,6 @@ TASK_TITLES = {
 TASK_VERBS = {"stuck_runs": "failed", "snapshots": "expired"}
 
 LIVE = ("pending", "running")
-FINAL = ("success", "failed", "cancelled", "skipped")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS reaper_reports (
@@ -82,21 +81,6 @@ CREATE INDEX IF NOT EXISTS reaper_reports_started ON reaper_reports (started_at)
 
 _pass_locks: dict[Path, threading.Lock] = {}
 _pass_locks_guard = threading.Lock()
-
-
-def _iso(dt: datetime) -> str:
-    return dt.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def parse_time(text: str | None) -> datetime | None:
-    """ISO-8601 with 'Z' or an offset (naive means UTC) -> aware datetime; None when absent or unreadable."""
-    if not text:
-        return None
-    try:
-        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
 
 
 @dataclass
@@ -203,12 +187,18 @@ class _Pass:
 
 
 class Reaper:
-    """`Reaper(engine).run(dry_run=...)` runs one pass and returns (and stores) its report."""
+    """`Reaper(state).run(dry_run=...)` runs one pass and returns (and stores) its report (`Engine.reaper()` makes
+    one that can interrupt this process's stuck runs)."""
 
-    def __init__(self, engine: "Engine", *, clock: Callable[[], datetime] | None = None):
-        self.engine = engine
-        self.settings = engine.settings
-        self.catalog = engine.catalog
+    def __init__(self, state: ProjectState, *, cancel: Callable[..., str] | None = None,
+                 clock: Callable[[], datetime] | None = None, bus: EventBus | None = None):
+        """`cancel(run_id, error=...)`: how a stuck run of this very process is interrupted (the engine's)."""
+        self.state = state
+        self.settings = state.settings
+        self.catalog = state.catalog
+        self.history = state.history
+        self._cancel = cancel
+        self._bus = bus
         self.db_path = Path(self.settings.db_path)
         self._clock = clock or (lambda: datetime.now(timezone.utc))
         with self._connect() as conn, write_tx(conn):
@@ -221,12 +211,8 @@ class Reaper:
         conn.row_factory = sqlite3.Row
         return closing(conn)
 
-    def _has_table(self, conn: sqlite3.Connection, name: str) -> bool:
-        return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() \
-            is not None
-
     def config(self) -> dict[str, int]:
-        from ratui.engine.project.settings import REAPER_KEYS
+        from ratui.engine.settings import REAPER_KEYS
 
         return {key: getattr(self.settings, f"reaper_{key}") for key in REAPER_KEYS}
 
@@ -284,13 +270,9 @@ class Reaper:
 
     # ------------------------------------------------------------------------------------------- helpers
 
-    def _runs(self, where: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
-        with self._connect() as conn:
-            return conn.execute(f"SELECT * FROM runs WHERE {where}", list(params)).fetchall()
-
-    def _live_runs(self, ctx: _Pass) -> dict[str, sqlite3.Row]:
+    def _live_runs(self, ctx: _Pass) -> dict[str, dict[str, Any]]:
         """Runs still going (pending or running), less those this pass timed out."""
-        return {r["id"]: r for r in self._runs("status IN ('pending', 'running')") if r["id"] not in ctx.timed_out}
+        return {r["id"]: r for r in self.history.runs_in(ACTIVE) if r["id"] not in ctx.timed_out}
 
     def _rel(self, path: str | Path) -> str:
         try:
@@ -303,7 +285,7 @@ class Reaper:
     def _task_stuck_runs(self, ctx: _Pass, task: TaskReport) -> None:
         timeout = timedelta(minutes=self.settings.reaper_stuck_run_timeout_minutes)
         me, here = os.getpid(), socket.gethostname()
-        for run in self._runs("status = 'running' ORDER BY coalesce(started_at, queued_at), id"):
+        for run in self.history.runs_in(("running",), oldest_first=True):
             started = parse_time(run["started_at"] or run["queued_at"])
             if started is None or ctx.now - started <= timeout:
                 continue
@@ -315,10 +297,10 @@ class Reaper:
             if ctx.dry_run:
                 ctx.timed_out.add(run["id"])
                 continue
-            if ours:
+            if ours and self._cancel is not None:
                 # interrupt it first: Engine.cancel only accepts a run that is still pending or running
                 try:
-                    item["cancel"] = self.engine.cancel(run["id"], error=RatuiError(
+                    item["cancel"] = self._cancel(run["id"], error=RatuiError(
                         "RAT-RUN-007", f"run {run['id']} of {run['pipeline']} timed out after {item['minutes']:.0f} "
                         "minutes and was interrupted by the reaper"))
                 except Exception as exc:  # the run is failed in the history either way
@@ -329,30 +311,19 @@ class Reaper:
             else:
                 task.kept.append({**item, "reason": "finished while the reaper looked"})
 
-    def _fail_timed_out(self, run: sqlite3.Row, item: dict[str, Any], now: datetime) -> bool:
+    def _fail_timed_out(self, run: dict[str, Any], item: dict[str, Any], now: datetime) -> bool:
         error = RatuiError("RAT-RUN-007", f"run {run['id']} of {run['pipeline']} was still running after "
                            f"{item['minutes']:.0f} minutes (reaper.stuck_run_timeout_minutes is "
                            f"{self.settings.reaper_stuck_run_timeout_minutes})")
         started = parse_time(run["started_at"] or run["queued_at"])
         duration = int((now - started).total_seconds() * 1000) if started else None
-        with self._connect() as conn, write_tx(conn):
-            cur = conn.execute(
-                "UPDATE runs SET status = 'failed', finished_at = ?, duration_ms = ?, error_code = ?,"
-                " error_message = ?, error_hint = ? WHERE id = ? AND status = 'running'",
-                (_iso(now), duration, error.code, error.message, error.hint, run["id"]),
-            )
-            if cur.rowcount != 1:
-                return False
-            if self._has_table(conn, "run_logs"):
-                conn.execute("INSERT INTO run_logs (run_id, at, level, message) VALUES (?, ?, 'error', ?)",
-                             (run["id"], _iso(now), f"reaper: {error}"))
-        try:
-            from ratui.engine.events import RunFinished
-
-            self.engine.bus.emit(RunFinished(run["id"], run["pipeline"], "failed", 0, duration or 0,
-                                             error.to_dict()))
-        except Exception:
-            pass
+        if not self.history.fail_if_running(run["id"], error, _iso(now), duration, f"reaper: {error}"):
+            return False
+        if self._bus is not None:
+            try:
+                self._bus.emit(RunFinished(run["id"], run["pipeline"], "failed", 0, duration or 0, error.to_dict()))
+            except Exception:  # an observer's failure is not the reaper's
+                pass
         return True
 
     # ------------------------------------------------------------------------------- orphan branches
@@ -397,17 +368,7 @@ class Reaper:
     def _task_run_history(self, ctx: _Pass, task: TaskReport) -> None:
         keep = self.settings.reaper_run_history_keep_per_pipeline
         cutoff = ctx.now - timedelta(days=self.settings.reaper_run_history_max_age_days)
-        with self._connect() as conn:
-            rows = conn.execute(
-                """SELECT id, pipeline, status, started_at, queued_at, finished_at FROM (
-                       SELECT *, row_number() OVER (PARTITION BY pipeline
-                                                    ORDER BY coalesce(started_at, queued_at) DESC, id DESC) AS rn
-                       FROM runs)
-                   WHERE rn > ? ORDER BY pipeline, coalesce(started_at, queued_at), id""", (keep,)).fetchall()
-            # change detection compares against the newest successful run (History.last_success): keep it
-            last_success = {r["id"] for r in conn.execute(
-                """SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY pipeline ORDER BY started_at DESC)
-                                   AS rn FROM runs WHERE status = 'success') WHERE rn = 1""")}
+        rows, last_success = self.history.beyond_newest(keep)
         for row in rows:
             if row["status"] not in FINAL:
                 continue  # never a run that is still going
@@ -422,25 +383,7 @@ class Reaper:
             task.found.append(item)
         if ctx.dry_run or not task.found:
             return
-        ids = [i["run_id"] for i in task.found]
-        deleted: set[str] = set()
-        with self._connect() as conn:
-            children = [t for t in ("quality_results", "run_logs", "cancel_requests") if self._has_table(conn, t)]
-            for start in range(0, len(ids), 500):
-                chunk = ids[start:start + 500]
-                marks = ",".join("?" * len(chunk))
-                with write_tx(conn):
-                    # only runs still finished: the delete re-checks the status inside the transaction
-                    gone = [r[0] for r in conn.execute(
-                        f"SELECT id FROM runs WHERE id IN ({marks}) AND status IN ({','.join('?' * len(FINAL))})",
-                        [*chunk, *FINAL])]
-                    if not gone:
-                        continue
-                    gmarks = ",".join("?" * len(gone))
-                    for child in children:
-                        conn.execute(f"DELETE FROM {child} WHERE run_id IN ({gmarks})", gone)
-                    conn.execute(f"DELETE FROM runs WHERE id IN ({gmarks})", gone)
-                    deleted.update(gone)
+        deleted = self.history.delete_finished([i["run_id"] for i in task.found])
         task.removed = [i for i in task.found if i["run_id"] in deleted]
 
     # ------------------------------------------------------------------------------- processed files
@@ -467,7 +410,7 @@ class Reaper:
             readable = [(p, st) for p, st in files
                         if p.parent.parent == processed and not p.name.startswith(".")]
             newest = max(readable, key=lambda f: f[1].st_mtime_ns)[0] if readable else None
-            ended = self._run_end_times({p.relative_to(processed).parts[0] for p, _ in files})
+            ended = self.history.end_times({p.relative_to(processed).parts[0] for p, _ in files})
             for path, st in sorted(files):
                 run_id = path.relative_to(processed).parts[0]
                 archived = max(st.st_mtime, ended.get(run_id, 0.0))
@@ -491,7 +434,7 @@ class Reaper:
                     task.removed.append(item)
                     task.bytes_freed += freed
                     zone = processed.parent
-                    self.engine.ledger.mark_purged(zone.parent.parent.name, zone.name,
+                    self.state.ledger.mark_purged(zone.parent.parent.name, zone.name,
                                                    path.relative_to(zone).as_posix())
 
     def _processed_folders(self, root: Path) -> list[Path]:
@@ -504,22 +447,6 @@ class Reaper:
                 processed = zone / "_processed"
                 if zone.is_dir() and processed.is_dir() and not processed.is_symlink():
                     out.append(processed)
-        return out
-
-    def _run_end_times(self, run_ids: set[str]) -> dict[str, float]:
-        if not run_ids:
-            return {}
-        ids = sorted(run_ids)
-        out: dict[str, float] = {}
-        with self._connect() as conn:
-            for start in range(0, len(ids), 500):
-                chunk = ids[start:start + 500]
-                for row in conn.execute(
-                        f"SELECT id, finished_at, started_at FROM runs WHERE id IN ({','.join('?' * len(chunk))})",
-                        chunk):
-                    at = parse_time(row["finished_at"] or row["started_at"])
-                    if at is not None:
-                        out[row["id"]] = at.timestamp()
         return out
 
     # ------------------------------------------------------------------------------------- snapshots

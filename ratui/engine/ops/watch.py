@@ -32,8 +32,8 @@ from typing import Any, Callable, Iterable
 
 from ratui.engine.project.compiler import CompiledProject, compile_project
 from ratui.engine.errors import RatuiError
-from ratui.engine.events import EventBus, RunQueued
-from ratui.engine.project.settings import SETTINGS_FILE, STATE_DIR, Settings, load_settings
+from ratui.engine.events import EventBus
+from ratui.engine.settings import SETTINGS_FILE, STATE_DIR, Settings, load_settings
 
 log = logging.getLogger("ratui.watch")
 
@@ -344,10 +344,6 @@ class WatchStopped(WatchEvent):
 # ---------------------------------------------------------------------------------------------- the watcher
 
 
-class _Stopping(Exception):
-    """Raised from the engine's on_result callback to end a plan early when the watcher stops."""
-
-
 class Watcher:
     """Watch a project tree and run what each change affects.
 
@@ -369,7 +365,8 @@ class Watcher:
         if engine is None and run_keys is None:
             from ratui.engine.run.engine import Engine
 
-            engine = Engine(Path(root))
+            engine = Engine.open(Path(root))
+            engine.recover()
         self.engine = engine
         self.settings: Settings = engine.settings if engine is not None else load_settings(Path(root))
         self.root = self.settings.root
@@ -391,7 +388,7 @@ class Watcher:
         self._state = "stopped"
         self._state_lock = threading.Lock()
         self._streamed: set[int] = set()
-        self._run_ids: set[str] = set()  # engine runs of the plan in flight
+        self._invocation = None  # the engine invocation of the plan in flight
 
     # ------------------------------------------------------------------------------------ public
 
@@ -435,13 +432,12 @@ class Watcher:
         stop.set()
         with self._cond:
             self._cond.notify_all()
-        if cancel_runs and self.engine is not None:
-            mine = set(self._run_ids)  # only the watcher's own runs, never the console's or another's
-            for run_id in [r for r in self.engine.active_runs() if r in mine]:
-                try:
-                    self.engine.cancel(run_id)
-                except Exception:  # stopping must not fail
-                    log.exception("could not cancel run %s", run_id)
+        invocation = self._invocation
+        if cancel_runs and invocation is not None:  # only the watcher's own runs, never the console's or another's
+            try:
+                invocation.cancel()
+            except Exception:  # stopping must not fail
+                log.exception("could not cancel the watch plan's runs")
         deadline = time.monotonic() + timeout
         for t in threads:
             t.join(max(0.0, deadline - time.monotonic()))
@@ -541,7 +537,7 @@ class Watcher:
             notes.append("Spark settings take effect when ratui restarts (the SparkSession is shared)")
         self.settings = new
         if self.engine is not None:
-            self.engine.settings = new
+            self.engine.apply_settings(new)
         if self._fixed_debounce is None:
             self.debounce_ms = new.watch_debounce_ms
         self.bus.emit(WatchReloaded(self.debounce_ms, tuple(notes)))
@@ -574,25 +570,19 @@ class Watcher:
     def _run(self, keys: list[str], stop: threading.Event) -> list:
         if self._run_keys is not None:
             return self._run_keys(keys)
-        streamed: list[Any] = []
-        worker = threading.current_thread()
-        self._run_ids = set()
-
-        def on_engine_event(event: Any) -> None:  # engine.run emits on this thread: these runs are ours
-            if isinstance(event, RunQueued) and threading.current_thread() is worker:
-                self._run_ids.add(event.run_id)
 
         def on_result(result: Any) -> None:
-            streamed.append(result)
             self._streamed.add(id(result))
             self.bus.emit(WatchRunResult(result))
-            if stop.is_set():
-                raise _Stopping()
+            if stop.is_set() and self._invocation is not None:  # stopped: the plan ends after this run
+                self._invocation.cancel()
 
-        unsubscribe = self.engine.bus.subscribe(on_engine_event)
+        invocation = self.engine.start(keys, trigger="watch", on_result=on_result)
+        self._invocation = invocation
+        if stop.is_set():  # stopped while the plan was being made
+            invocation.cancel()
         try:
-            return self.engine.run(keys, trigger="watch", on_result=on_result)
-        except _Stopping:
-            return streamed
+            invocation.wait()
         finally:
-            unsubscribe()
+            self._invocation = None
+        return list(invocation.results)

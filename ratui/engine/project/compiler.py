@@ -12,7 +12,7 @@ from pathlib import Path
 from ratui.engine.project.dag import Graph, build_graph, select
 from ratui.engine.errors import RatuiError, did_you_mean
 from ratui.engine.project.discovery import Pipeline, discover, landing_zone
-from ratui.engine.project.settings import Settings, load_settings
+from ratui.engine.settings import Settings, load_settings
 from ratui.engine.project.sql_names import check_direct_names
 from ratui.engine.project.templating import static_calls
 

@@ -18,10 +18,9 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any, Callable
 
-from ratui.engine.project.settings import Settings
+from ratui.engine.settings import Settings
 
 log = logging.getLogger("ratui.spark")
 

@@ -10,17 +10,15 @@ import json
 import os
 import socket
 import threading
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import sqlite_utils
 
 from ratui.engine.state.db import open_db
-from ratui.engine.run.processes import started_at
+from ratui.engine.vocabulary import FINAL, now_iso, parse_time
+from ratui.engine.state.processes import started_at
 
-RUN_STATUSES = ("pending", "running", "success", "failed", "cancelled", "skipped")
-FINAL = ("success", "failed", "cancelled", "skipped")
 
 RUN_COLUMNS = {
     "id": str, "pipeline": str, "status": str, "trigger": str, "strategy": str, "run_type": str,
@@ -37,10 +35,6 @@ RUN_COLUMNS = {
     # each phase's final state (done | failed | cancelled), beside its duration in `phases`
     "phase_status": str,
 }
-
-
-def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class History:
@@ -133,6 +127,12 @@ class History:
                 f"UPDATE runs SET {columns} WHERE id = ? AND status IN ('pending', 'running')",
                 [*values.values(), run_id])
             return cur.rowcount == 1
+
+    @staticmethod
+    def mark_merged(conn: Any, run_id: str) -> None:
+        """Inside the merge's own transaction (on its connection): the run's data is on main now. A process
+        killed after this commit is still recorded as succeeded by crash recovery."""
+        conn.execute("UPDATE runs SET merged_at = ? WHERE id = ?", (now_iso(), run_id))
 
     def add_log(self, run_id: str, level: str, message: str) -> None:
         with self._lock:
@@ -235,3 +235,86 @@ class History:
                  order by q.id desc limit ?"""
         with self._lock:
             return [self._decode_quality(r) for r in self.db.query(sql, [limit])]
+
+    # ----------------------------------------------------------------------------- the reaper's needs
+
+    def runs_in(self, statuses: tuple[str, ...], *, oldest_first: bool = False) -> list[dict[str, Any]]:
+        """Every run in one of `statuses` (e.g. the ones still going)."""
+        marks = ",".join("?" * len(statuses))
+        order = " order by coalesce(started_at, queued_at), id" if oldest_first else ""
+        with self._lock:
+            return list(self.db.query(f"select * from runs where status in ({marks}){order}", list(statuses)))
+
+    def fail_if_running(self, run_id: str, error: Any, finished_at: str, duration_ms: int | None,
+                        log_message: str) -> bool:
+        """Fail a run that is still running (the reaper's timeout); False if it ended meanwhile."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                cur = self._conn.execute(
+                    "UPDATE runs SET status = 'failed', finished_at = ?, duration_ms = ?, error_code = ?,"
+                    " error_message = ?, error_hint = ? WHERE id = ? AND status = 'running'",
+                    (finished_at, duration_ms, error.code, error.message, error.hint, run_id))
+                if cur.rowcount == 1:
+                    self._conn.execute("INSERT INTO run_logs (run_id, at, level, message) VALUES (?, ?, 'error', ?)",
+                                       (run_id, finished_at, log_message))
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+        return cur.rowcount == 1
+
+    def beyond_newest(self, keep: int) -> tuple[list[dict[str, Any]], set[str]]:
+        """Runs past the newest `keep` of their pipeline (oldest last per pipeline), and the id of each pipeline's
+        newest successful run (change detection compares against it: never remove it)."""
+        with self._lock:
+            rows = list(self.db.query(
+                """SELECT id, pipeline, status, started_at, queued_at, finished_at FROM (
+                       SELECT *, row_number() OVER (PARTITION BY pipeline
+                                                    ORDER BY coalesce(started_at, queued_at) DESC, id DESC) AS rn
+                       FROM runs)
+                   WHERE rn > ? ORDER BY pipeline, coalesce(started_at, queued_at), id""", [keep]))
+            last_success = {r["id"] for r in self.db.query(
+                """SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY pipeline ORDER BY started_at DESC)
+                                   AS rn FROM runs WHERE status = 'success') WHERE rn = 1""")}
+        return rows, last_success
+
+    def delete_finished(self, run_ids: list[str]) -> set[str]:
+        """Delete these runs with their logs, quality results and cancel requests, each only if it has ended
+        (re-checked inside the transaction). Returns the ids deleted."""
+        deleted: set[str] = set()
+        final = ",".join("?" * len(FINAL))
+        with self._lock:
+            for start in range(0, len(run_ids), 500):
+                chunk = run_ids[start:start + 500]
+                marks = ",".join("?" * len(chunk))
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    gone = [r[0] for r in self._conn.execute(
+                        f"SELECT id FROM runs WHERE id IN ({marks}) AND status IN ({final})", [*chunk, *FINAL])]
+                    if gone:
+                        gmarks = ",".join("?" * len(gone))
+                        for child in ("quality_results", "run_logs", "cancel_requests"):
+                            self._conn.execute(f"DELETE FROM {child} WHERE run_id IN ({gmarks})", gone)
+                        self._conn.execute(f"DELETE FROM runs WHERE id IN ({gmarks})", gone)
+                    self._conn.execute("COMMIT")
+                except BaseException:
+                    self._conn.execute("ROLLBACK")
+                    raise
+                deleted.update(gone)
+        return deleted
+
+    def end_times(self, run_ids: set[str]) -> dict[str, float]:
+        """When each run ended (or started, if it has not): POSIX seconds."""
+        ids = sorted(run_ids)
+        out: dict[str, float] = {}
+        with self._lock:
+            for start in range(0, len(ids), 500):
+                chunk = ids[start:start + 500]
+                for row in self.db.query(
+                        f"SELECT id, finished_at, started_at FROM runs WHERE id IN ({','.join('?' * len(chunk))})",
+                        chunk):
+                    at = parse_time(row["finished_at"] or row["started_at"])
+                    if at is not None:
+                        out[row["id"]] = at.timestamp()
+        return out

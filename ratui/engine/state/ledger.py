@@ -26,7 +26,7 @@ from typing import Any, Iterable
 
 from ratui.engine.state.db import open_db, write_tx
 from ratui.engine.errors import RatuiError
-from ratui.engine.state.history import now_iso
+from ratui.engine.vocabulary import now_iso
 
 MAX_ATTEMPTS = 3
 

@@ -22,6 +22,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from ratui.engine.vocabulary import MAIN
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -31,7 +33,6 @@ if TYPE_CHECKING:
     from pyiceberg.schema import Schema
     from pyiceberg.table import Table
 
-MAIN = "main"
 
 ChangeKind = Literal["added", "modified", "dropped"]
 

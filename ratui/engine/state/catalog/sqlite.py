@@ -141,8 +141,14 @@ class SqliteBranchCatalog(BranchCatalog):
         self._engine = sqlalchemy_engine(self.db_path)
         self._catalogs: dict[str, _RefCatalog] = {}
         self._lock = threading.Lock()
-        earlier = self._init_schema()
-        self.locations = ProjectLocations(self.warehouse, earlier, allow_outside)
+        self._earlier_roots = self._init_schema()
+        self.locations = ProjectLocations(self.warehouse, self._earlier_roots, allow_outside)
+
+    def allow_outside(self, folders: tuple[Path, ...]) -> None:
+        """New allowed folders (ratui.yaml reloaded): tables loaded from now on use them."""
+        self.locations = ProjectLocations(self.warehouse, self._earlier_roots, folders)
+        with self._lock:
+            self._catalogs.clear()
 
     # ---------------------------------------------------------------- plumbing
 

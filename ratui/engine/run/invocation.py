@@ -1,0 +1,179 @@
+"""An invocation: pipelines started together and run one after another in dependency order.
+
+A `ratui run`, a console batch (run all, x+), a watch plan and a single console run are each one invocation. The
+handle its caller keeps:
+
+    run_ids      the runs so far, in run order: each is queued when its turn comes (the first at once by start())
+    results      each run's RunResult as it ends
+    current      the run in flight
+    cancel()     stop: the run in flight is interrupted and the pipelines not reached are never started
+    wait()       until the invocation has ended
+
+Before a pipeline runs, change detection decides whether it must (an unchanged one is recorded as skipped, without a
+branch), and a pipeline whose upstream failed in this invocation is skipped ("upstream failed"); independent
+pipelines still run. `force` and `full_refresh` run regardless. Nothing stops an invocation from the side but
+`cancel()`: callers never raise through its callbacks.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from typing import TYPE_CHECKING, Callable
+
+from ratui.engine.errors import RatuiError
+from ratui.engine.ops.changes import Decision
+from ratui.engine.project.compiler import CompiledProject
+from ratui.engine.run.results import RunResult
+
+if TYPE_CHECKING:
+    from ratui.engine.run.engine import Engine
+
+OnResult = Callable[[RunResult], None]
+
+
+class Invocation:
+    def __init__(self, engine: "Engine", compiled: CompiledProject, keys: list[str], *, trigger: str,
+                 full_refresh: bool = False, force: bool = False, on_result: OnResult | None = None,
+                 on_done: Callable[["Invocation"], None] | None = None, invocation_id: str | None = None):
+        self.id = invocation_id or uuid.uuid4().hex[:12]
+        self.keys = list(keys)
+        self.trigger = trigger
+        self.full_refresh = full_refresh
+        self.force = force
+        self.run_ids: list[str] = []
+        self.results: list[RunResult] = []
+        self.current: str | None = None
+        self.error: BaseException | None = None  # the invocation's own failure (never a run's: see results)
+        self._engine = engine
+        self._compiled = compiled
+        self._on_result = on_result
+        self._on_done = on_done
+        self._cancelled = threading.Event()
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+        self._queued: dict[str, str] = {}  # key -> run id queued ahead of its turn (the first, by start())
+
+    # ------------------------------------------------------------------------------------------ handle
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    def cancel(self) -> str:
+        """Stop the invocation: interrupt the run in flight; the runs not started end as cancelled."""
+        self._cancelled.set()
+        with self._lock:
+            current = self.current
+        return self._engine.cancel(current) if current else ("finished" if self.done else "requested")
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._done.wait(timeout)
+
+    # ------------------------------------------------------------------------------------------ running
+
+    def run(self) -> list[RunResult]:
+        """Run every pipeline in the calling thread; returns the results (an exception of `on_result` or of
+        the invocation itself propagates after the unstarted runs were closed)."""
+        try:
+            self._loop()
+        finally:
+            self._finish()
+        if self.error is not None:
+            raise self.error
+        return self.results
+
+    def start(self) -> "Invocation":
+        """Run in a daemon thread; returns at once, with the first run queued (its id is `run_ids[0]`)."""
+        if self.keys:
+            self._queued[self.keys[0]] = self._queue(self.keys[0])
+
+        def work() -> None:
+            try:
+                self._loop()
+            except BaseException:  # kept in self.error; a daemon thread must not die loudly
+                pass
+            finally:
+                self._finish()
+
+        threading.Thread(target=work, name=f"ratui-invocation-{self.id}", daemon=True).start()
+        return self
+
+    def _queue(self, key: str) -> str:
+        run_id = self._engine._queue(key, trigger=self.trigger, invocation=self.id, compiled=self._compiled)
+        with self._lock:
+            self.run_ids.append(run_id)
+        return run_id
+
+    def _loop(self) -> None:
+        compiled = self._compiled
+        failed: set[str] = set()
+        try:
+            for key in self.keys:
+                if self._cancelled.is_set():
+                    break
+                upstream_failed = sorted(u for u in compiled.graph.ancestors(key) if u in failed)
+                if upstream_failed:
+                    names = ", ".join(upstream_failed)
+                    result = self._skip(key, f"upstream failed: {names}",
+                                        RatuiError("RAT-RUN-005", f"{key} was not run because {names} failed"))
+                    failed.add(key)
+                else:
+                    result = self._one(key)
+                    if result.status != "success" and not (result.status == "skipped" and result.run_type == "skip"):
+                        failed.add(key)
+                with self._lock:
+                    self.current = None
+                self.results.append(result)
+                if self._on_result is not None:
+                    self._on_result(result)
+        except BaseException as exc:
+            self.error = exc
+            raise
+
+    def _skip(self, key: str, reason: str, error: RatuiError | None) -> RunResult:
+        """A pipeline that does not run gets a run record saying why (a queued one is updated)."""
+        run_id = self._queued.pop(key, None) or self._engine._new_skipped(key, trigger=self.trigger,
+                                                                          invocation=self.id, compiled=self._compiled)
+        if run_id not in self.run_ids:
+            with self._lock:
+                self.run_ids.append(run_id)
+        return self._engine._record_skip(run_id, key, self._compiled, reason, error)
+
+    def _one(self, key: str) -> RunResult:
+        engine = self._engine
+        pipeline = self._compiled.pipelines[key]
+        try:
+            decision = engine._decide(pipeline, force=self.force, full_refresh=self.full_refresh)
+        except Exception as exc:  # deciding reads files and SQLite: never lose the run over it
+            decision = Decision(key, "backfill", f"change detection failed ({exc}); running")
+        if not decision.runs:
+            return self._skip(key, decision.reason, None)
+        run_id = self._queued.pop(key, None) or self._queue(key)
+        with self._lock:
+            self.current = run_id
+        engine._note_decision(run_id, decision)
+        if self._cancelled.is_set():
+            engine._cancel_local(run_id)  # cancelled between its queueing and its start: it stops at once
+        result = engine._execute(run_id, key, full_refresh=self.full_refresh)
+        result.run_type, result.reason = decision.run_type, decision.reason
+        return result
+
+    def _finish(self) -> None:
+        """A run queued ahead of its turn that never started (the invocation stopped first) ends as cancelled."""
+        try:
+            for run_id in self._queued.values():
+                self._engine._record_not_started(run_id, "cancelled before it started" if self.cancelled else
+                                                 "the invocation stopped before it started")
+            self._queued.clear()
+        finally:
+            self._done.set()
+            if self._on_done is not None:
+                try:
+                    self._on_done(self)
+                except Exception:  # an observer's failure is not the invocation's
+                    pass

@@ -1,0 +1,401 @@
+"""One run of one pipeline: one branch, six timed phases, events out, cancellation in.
+
+    0 branch   create run-{run_id} from main's head
+    1 config   re-read the pipeline from disk and validate it
+    2 build    render the template, execute on Spark reading every source on the branch, stage the result
+    3 write    apply the merge strategy to the table on the branch
+    4 quality  run the quality tests against the branch
+    5 resolve  merge the branch into main (a conflict re-runs the whole run, up to merge.retries attempts)
+
+The branch is deleted whatever happens, so a run that fails or is cancelled leaves main exactly as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import time
+import traceback
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Iterator
+
+from ratui.engine.errors import PIPELINE_FAULT_FAMILIES, RatuiError, is_definition_error
+from ratui.engine.events import (
+    EventBus, LogLine, PhaseFinished, PhaseStarted, QualityResultEvent, RunFinished, RunStarted,
+)
+from ratui.engine.iceberg.tables import check_columns
+from ratui.engine.ops.changes import definition_hashes
+from ratui.engine.project.compiler import CompiledProject, compile_pipeline
+from ratui.engine.project.discovery import Pipeline, discover_pipeline
+from ratui.engine.project.templating import line_mapper, render
+from ratui.engine.run.control import Cancelled, RunControl
+from ratui.engine.run.python_pipeline import PythonContext, run_python_pipeline
+from ratui.engine.run.quality import QualityOutcome, run_test
+from ratui.engine.run.results import RunResult
+from ratui.engine.run.sources import RunSources
+from ratui.engine.spark import session as spark_mod
+from ratui.engine.state import processes
+from ratui.engine.state.ledger import archive, is_archived_name
+from ratui.engine.state.project_state import ProjectState
+from ratui.engine.vocabulary import now_iso
+from ratui.engine.write.strategies import WriteOutcome, WriteRequest, write
+
+
+class PipelineRun:
+    """One run of one pipeline (all attempts)."""
+
+    def __init__(self, state: ProjectState, bus: EventBus, run_id: str, key: str, control: RunControl,
+                 full_refresh: bool, compile_project: Callable[[], CompiledProject]):
+        self.state = state
+        self.settings = state.settings
+        self.catalog = state.catalog
+        self.history = state.history
+        self.bus = bus
+        self.compile_project = compile_project
+        self.run_id = run_id
+        self.key = key
+        self.control = control
+        self.full_refresh = full_refresh
+        self.branch = f"run-{run_id}"
+        self.phases: dict[str, int] = {}
+        self.phase_status: dict[str, str] = {}
+        self.quality: list[QualityOutcome] = []
+        self.outcome: WriteOutcome | None = None
+        self.strategy: str | None = None
+        self.staging = self.settings.state_dir / "staging" / run_id
+        self.run_started_at = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
+        self.session = None
+        self.sources: RunSources | None = None  # what the current attempt reads
+        self.pipeline: Pipeline | None = None
+        self.fork_pointers: dict[str, str] = {}
+        self.failed_phase: str | None = None
+        self.notes: list[str] = []  # warnings worth keeping with the run (coded: "RAT-LND-009 ...")
+
+    # ---------------------------------------------------------------------------------------- helpers
+
+    def log(self, message: str, level: str = "info") -> None:
+        self.history.add_log(self.run_id, level, message)
+        self.bus.emit(LogLine(self.run_id, level, message))
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        self.control.check()
+        _failpoint(f"kill:{name}")
+        self.bus.emit(PhaseStarted(self.run_id, name))
+        began = time.monotonic()
+        status = "failed"
+        try:
+            self.control.check()  # a cancel that arrived with the phase's start stops it before any work
+            yield
+            status = "done"
+        except Cancelled:
+            status = "cancelled"
+            raise
+        except Exception as exc:
+            if self.control.cancel_requested.is_set() and spark_mod.is_cancellation(exc):
+                status = "cancelled"
+                raise Cancelled() from exc
+            self.failed_phase = name
+            raise
+        finally:
+            ms = int((time.monotonic() - began) * 1000)
+            self.phases[name] = self.phases.get(name, 0) + ms
+            self.phase_status[name] = status
+            self.history.update_run(self.run_id, phases=self.phases, phase_status=self.phase_status)
+            self.bus.emit(PhaseFinished(self.run_id, name, status, ms))
+
+    def _branch_exists(self) -> bool:
+        try:
+            self.catalog.get_ref(self.branch)
+            return True
+        except RatuiError:
+            return False
+
+    def _drop_branch(self) -> None:
+        if self._branch_exists():
+            self.catalog.delete_branch(self.branch)
+
+    # ---------------------------------------------------------------------------------------- the run
+
+    def go(self) -> RunResult:
+        began = time.monotonic()
+        self.history.update_run(self.run_id, status="running", started_at=now_iso(), branch=self.branch,
+                                pid=os.getpid(), host=socket.gethostname(), pid_started=processes.started_at())
+        self.bus.emit(RunStarted(self.run_id, self.key, self.branch))
+        status, error = "failed", None
+        try:
+            self._attempts()
+            status = "success"
+        except Cancelled:
+            status = "failed" if self.control.cancel_error else "cancelled"
+            error = self.control.cancel_error or RatuiError("RAT-RUN-001", f"run {self.run_id} of {self.key} was "
+                                                            "cancelled")
+        except RatuiError as exc:
+            error = exc
+        except Exception as exc:  # a bug or an unexpected Spark/IO failure: record it, never crash the caller
+            if self.control.cancel_requested.is_set() and spark_mod.is_cancellation(exc):
+                status = "failed" if self.control.cancel_error else "cancelled"
+                error = self.control.cancel_error or RatuiError("RAT-RUN-001", f"run {self.run_id} of {self.key} "
+                                                                "was cancelled")
+            else:
+                self.log(traceback.format_exc(), "error")
+                error = RatuiError("RAT-RUN-002", f"{type(exc).__name__}: {_first_line(exc)}")
+        finally:
+            self._cleanup()
+        if error is not None and error.file is None and self.pipeline is not None and \
+                error.code.startswith(PIPELINE_FAULT_FAMILIES):
+            error.file = str(self.pipeline.file)  # what the pipeline produced is at fault: name its file
+        if error is not None:
+            self.log(str(error), "error" if status == "failed" else "warning")
+        consumed = self.sources.consumed if self.sources else []
+        if status == "success" and self.pipeline is not None:
+            archived = {e[3] for e in consumed} if self.pipeline.config.archive_landing_zones else set()
+            zone_inputs = self.sources.zone_inputs if self.sources else {}
+            zones = {z: [f for f in digest if f[0] not in archived] for z, digest in zone_inputs.items()}
+            tables = {ref: self.fork_pointers.get(ref) for ref in self.pipeline.refs}
+            self.history.update_run(self.run_id, fingerprint=definition_hashes(self.pipeline),
+                                    inputs={"tables": tables, "zones": zones})
+        elif (status == "failed" and consumed and self.failed_phase in ("build", "write", "quality")
+              and not is_definition_error(error.code)):
+            # only failures that can be the data's fault count against the files
+            skipped = self.state.ledger.record_failure(consumed, str(error))
+            if skipped:
+                self.log(f"landing file(s) skipped after {self.state.ledger.max_attempts} failed attempts: "
+                         f"{', '.join(skipped)}", "warning")
+        warnings = sum(1 for q in self.quality if q.status == "warned")
+        duration = int((time.monotonic() - began) * 1000)
+        rows = self.outcome.rows_written if (self.outcome and status == "success") else 0
+        notes = self.notes + (list(self.outcome.notes) if self.outcome else [])
+        self.history.update_run(
+            self.run_id, status=status, finished_at=now_iso(), duration_ms=duration, rows_written=rows,
+            warnings=warnings, phases=self.phases, strategy=self.strategy,
+            write=self.outcome.to_dict() if self.outcome else None, notes=notes,
+            error_code=error.code if error else None, error_message=error.message if error else None,
+            error_hint=error.hint if error else None, error_file=error.file if error else None,
+            error_line=error.line if error else None,
+        )
+        result = RunResult(
+            self.run_id, self.key, status, self.strategy, rows, duration, dict(self.phases),
+            [q.to_dict() for q in self.quality], error.to_dict() if error else None, warnings, self.branch,
+            self.outcome.to_dict() if self.outcome else None, notes,
+        )
+        self.bus.emit(RunFinished(self.run_id, self.key, status, rows, duration, result.error, warnings,
+                                  dict(self.phases)))
+        return result
+
+    def _cleanup(self) -> None:
+        """Branch, staging and views go whatever the outcome; a failure here is logged, never raised."""
+        try:
+            self._drop_branch()
+        except Exception as exc:  # the reaper removes orphan branches later; say so
+            self.log(f"could not delete branch {self.branch}: {exc}", "warning")
+        shutil.rmtree(self.staging, ignore_errors=True)
+        if self.sources is not None:
+            self.sources.drop_views()
+
+    def _attempts(self) -> None:
+        attempts = self.settings.merge_retries
+        for attempt in range(1, attempts + 1):
+            try:
+                self._once()
+                return
+            except RatuiError as exc:
+                if exc.code != "RAT-CAT-003" or attempt == attempts:
+                    raise
+                delay = self.settings.merge_backoff_ms / 1000 * (2 ** (attempt - 1))
+                self.log(f"merge conflict on {', '.join(exc.details.get('tables', []))}: retrying the run in "
+                         f"{delay:.1f}s (attempt {attempt + 1} of {attempts})", "warning")
+                self._drop_branch()
+                self.quality.clear()
+                self.notes.clear()
+                time.sleep(delay)
+
+    def _once(self) -> None:
+        with self.phase("branch"):
+            self.catalog.create_branch(self.branch, run_id=self.run_id)
+            self.fork_pointers = self.catalog.table_pointers(self.branch)
+            self.log(f"branch {self.branch} created from main")
+        with self.phase("config"):
+            pipeline = self._load_pipeline()
+        with self.phase("build"):
+            batch, rows = self._build(pipeline)
+        with self.phase("write"):
+            self.outcome = write(WriteRequest(
+                self.session, self.catalog, self.branch, self.key, self.settings.root, self.run_id, batch, rows,
+                pipeline.config, self.strategy, run_started_at=self.run_started_at))
+            self.catalog.record_commit(self.branch, f"{self.strategy} {self.key} ({self.outcome.rows_written} rows)")
+            self.log(f"{self.strategy}: {self.outcome.rows_written} rows written, {self.outcome.files_added} files "
+                     f"added, {self.outcome.files_removed} removed" +
+                     (f"; schema: {', '.join(self.outcome.schema_changes)}" if self.outcome.schema_changes else ""))
+            for note in self.outcome.notes:
+                self.log(note, "warning")
+        with self.phase("quality"):
+            self._quality(pipeline)
+        self.control.check()
+        with self.phase("resolve"):
+            # the landing files this run read become `loaded` in the merge's own transaction
+            result = self.catalog.merge(
+                self.branch, message=f"run {self.run_id}: {self.key}",
+                in_tx=self._in_merge_tx)
+            self.control.merged.set()
+            self.log(f"merged {self.branch} into main ({', '.join(result.tables) or 'no table changes'})")
+        if pipeline.config.archive_landing_zones and self.sources.consumed:
+            self._archive()
+
+    def _in_merge_tx(self, conn, _result) -> None:
+        """Inside the merge's transaction: the landing files become loaded, the run is marked merged."""
+        self.state.ledger.mark_loaded(conn, self.run_id, self.sources.consumed)
+        self.history.mark_merged(conn, self.run_id)
+
+    def _archive(self) -> None:
+        """Move the consumed landing files to _processed/{run_id}/ (after the merge: main already has them).
+        Every pipeline reading the zone keeps the file in its ledger, under the archived name."""
+        by_zone: dict[tuple[str, str], list[str]] = {}
+        for namespace, zone, _pipeline, name in self.sources.consumed:
+            if not is_archived_name(name):
+                by_zone.setdefault((namespace, zone), []).append(name)
+        if not by_zone:
+            return
+        try:
+            compiled = self.compile_project()
+        except Exception:  # the merge is done; without the project's other readers only this one is known
+            compiled = None
+        for (namespace, zone), names in by_zone.items():
+            folder = self.settings.root / namespace / "landing" / zone
+            consumers = {self.key} | ({p.key for p in compiled.pipelines.values()
+                                       if p.namespace == namespace and zone in p.zones} if compiled else set())
+            try:
+                moved = archive(folder, self.run_id, names)
+                target = folder / "_processed" / self.run_id
+                self.state.ledger.mark_archived(namespace, zone, self.run_id, moved, sorted(consumers),
+                                                 str(target.relative_to(self.settings.root)))
+                self.log(f"archived {len(moved)} file(s) of zone {zone} to {target.relative_to(folder)}")
+            except OSError as exc:  # the data is merged; a failed move only leaves files in place
+                self.log(f"could not archive files of zone {zone}: {exc}", "warning")
+
+    def _load_pipeline(self) -> Pipeline:
+        namespace, layer, name = self.key.split(".")
+        folder = self.settings.root / namespace / "pipelines" / layer / name
+        if not folder.is_dir():
+            raise RatuiError("RAT-PRJ-004", f"pipeline folder {folder} no longer exists", file=str(folder))
+        pipeline = discover_pipeline(namespace, layer, folder, self.settings.locations())
+        compile_pipeline(pipeline, self.settings)
+        if pipeline.errors:
+            raise pipeline.errors[0]
+        self.pipeline = pipeline
+        self.strategy = "full_refresh" if self.full_refresh else pipeline.config.merge_strategy
+        self.history.update_run(self.run_id, strategy=self.strategy)
+        self.log(f"{pipeline.kind} pipeline, strategy {self.strategy}" +
+                 (" (forced by --full-refresh)" if self.full_refresh else ""))
+        return pipeline
+
+    # ------------------------------------------------------------------------------------------ build
+
+    def _build(self, pipeline: Pipeline):
+        self.session = spark_mod.new_run_session(self.settings, self.run_id)
+        # a retry starts from a fresh session and fresh sources: views of an earlier attempt are gone
+        self.sources = RunSources(self.state, self.session, key=self.key, branch=self.branch, pipeline=pipeline,
+                                  strategy=self.strategy, full_refresh=self.full_refresh,
+                                  run_started_at=self.run_started_at, staging=self.staging, log=self.log,
+                                  notes=self.notes)
+        context = self.sources.context(pipeline, pipeline.file)
+        if pipeline.kind == "sql":
+            sql = render(pipeline.text, pipeline.file, context)
+            self.history.add_log(self.run_id, "debug", "compiled SQL:\n" + sql.strip())
+            try:
+                df = self.session.sql(sql)
+            except Exception as exc:
+                raise _spark_error(exc, "RAT-SQL-001", pipeline.file, pipeline.text, sql) from None
+        else:
+            ctx = PythonContext(self.session, context.ref, context.landing_zone,
+                                context.this.strip("`") if self.catalog.table_exists(self.branch, self.key) else None,
+                                context.run_started_at, context.watermark_value, context.is_incremental,
+                                context.is_scd2)
+            df = run_python_pipeline(pipeline.text, pipeline.file, ctx,
+                                     on_print=lambda line: self.log(f"print: {line}"))
+        check_columns(df.schema)
+        out = self.staging / "result"
+        try:
+            df.write.mode("overwrite").parquet(str(out))
+        except Exception as exc:
+            if self.control.cancel_requested.is_set() and spark_mod.is_cancellation(exc):
+                raise Cancelled() from exc
+            if pipeline.kind == "sql":
+                raise _spark_error(exc, "RAT-SQL-001", pipeline.file, pipeline.text, sql) from None
+            raise _spark_error(exc, "RAT-PY-004", pipeline.file) from None
+        rows = _parquet_rows(out)
+        self.log(f"result: {rows} rows, {len(df.columns)} columns")
+        batch = self.session.read.parquet(str(out)) if rows or any(out.glob("*.parquet")) else df
+        return batch, rows
+
+    # ---------------------------------------------------------------------------------------- quality
+
+    def _quality(self, pipeline: Pipeline) -> None:
+        if not pipeline.tests:
+            self.log("no quality tests")
+            return
+        # the tests see the branch's new data: re-register this pipeline's table after the write
+        self.sources.forget(self.key)
+        context = self.sources.context(pipeline, pipeline.file)
+        context.this = self.sources.table(self.key)
+        for test in pipeline.tests:
+            self.control.check()
+            outcome = run_test(self.session, test, context, self.settings.quality_sample_rows)
+            self.quality.append(outcome)
+            self.history.add_quality(self.run_id, outcome.to_dict())
+            self.bus.emit(QualityResultEvent(self.run_id, outcome.test, outcome.severity, outcome.status,
+                                             outcome.violations, outcome.duration_ms))
+            self.log(f"quality {outcome.test} [{outcome.severity}]: {outcome.status}"
+                     + (f", {outcome.violations} violating rows" if outcome.violations else "")
+                     + (f" - {outcome.error}" if outcome.error else ""),
+                     "info" if outcome.status == "passed" else "warning")
+        blocking = [q for q in self.quality if q.blocks_merge]
+        if blocking:
+            names = ", ".join(f"{q.test} ({q.violations} rows)" if q.status == "failed" else f"{q.test} (error)"
+                              for q in blocking)
+            first = blocking[0]
+            raise RatuiError("RAT-RUN-003", f"quality gate failed for {self.key}: {names}"
+                             + (f"; {first.test}: {first.error}" if first.status == "error" and first.error else ""),
+                             file=str(first.file), line=first.line)
+
+
+FAILPOINT_ENV = "RATUI_FAILPOINT"
+
+
+def _failpoint(name: str) -> None:
+    """Fault injection for the reliability suite: RATUI_FAILPOINT=kill:write SIGKILLs this process as phase
+    `write` starts. Unset in normal use; it exists so tests can prove a killed run leaves main untouched."""
+    if os.environ.get(FAILPOINT_ENV) == name:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _parquet_rows(folder: Path) -> int:
+    import pyarrow.parquet as pq
+
+    return sum(pq.read_metadata(p).num_rows for p in folder.glob("*.parquet"))
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(getattr(exc, "desc", None) or exc).strip()
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()[:500]
+    return type(exc).__name__
+
+
+def _spark_error(exc: BaseException, code: str, file: Path, template: str | None = None,
+                 sql: str | None = None) -> RatuiError:
+    """A Spark failure as a coded error at the template line it comes from (when Spark names a line)."""
+    if isinstance(exc, RatuiError):
+        return exc
+    line = spark_mod.error_line(exc)
+    if line is not None and template is not None and sql is not None:
+        line = line_mapper(template, sql)(line)
+    elif template is None:
+        line = None  # a line of SQL built in Python code, not of the file
+    return RatuiError(code, spark_mod.error_message(exc), file=str(file), line=line)

@@ -1,0 +1,101 @@
+"""Crash recovery: runs whose process died are recorded as failed and their branches deleted; main never moved.
+
+A run records its host, pid and the start time of that process (state/processes.py). A run still `pending` or
+`running` whose process on this host is gone (a reused pid included) died: it becomes failed (RAT-RUN-006), or
+succeeded if its merge had committed (the merge stamps the run in its own transaction). Runs of other hosts are
+left to the reaper's stuck-run timeout: their process cannot be checked from here.
+
+Commands that act on runs call `recover()` when they start; long-lived processes (console, watch) also run the
+monitor, which checks every couple of seconds. Several processes may recover at once: each run is claimed by one.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import socket
+import threading
+from typing import Callable
+
+from ratui.engine.errors import RatuiError
+from ratui.engine.events import EventBus, RunFinished
+from ratui.engine.state import processes
+from ratui.engine.state.project_state import ProjectState
+from ratui.engine.vocabulary import now_iso
+
+log = logging.getLogger("ratui.run.recovery")
+
+
+class Recovery:
+    def __init__(self, state: ProjectState, bus: EventBus, is_ours: Callable[[str], bool]):
+        self._state = state
+        self._bus = bus
+        self._is_ours = is_ours  # a run this process is running (never dead)
+        self._lock = threading.Lock()
+        self._monitor: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    def recover(self) -> list[str]:
+        """Record every dead run of this host; returns their ids."""
+        history = self._state.history
+        host = socket.gethostname()
+        recovered = []
+        for run in history.unfinished_runs():
+            if run.get("host") != host or not run.get("pid") or self._is_ours(run["id"]):
+                continue
+            if processes.alive(run["pid"], run.get("pid_started")):
+                continue
+            branch = f"run-{run['id']}"
+            if run.get("merged_at"):
+                # it died after its merge committed: its data is on main, so it did succeed
+                if not history.claim_unfinished(run["id"], status="success", finished_at=now_iso()):
+                    continue
+                note = self._drop_leftovers(run["id"], branch)
+                history.add_log(run["id"], "warning", f"process {run['pid']} died after the merge committed{note}")
+                recovered.append(run["id"])
+                continue
+            error = RatuiError("RAT-RUN-006", f"process {run['pid']} running {run['pipeline']} died before the run "
+                               "finished")
+            if not history.claim_unfinished(run["id"], status="failed", finished_at=now_iso(),
+                                            error_code=error.code, error_message=error.message, error_hint=error.hint):
+                continue
+            note = self._drop_leftovers(run["id"], branch)
+            history.add_log(run["id"], "error", f"{error}{note} (found by process {os.getpid()})")
+            self._bus.emit(RunFinished(run["id"], run["pipeline"], "failed", 0, 0, error.to_dict()))
+            recovered.append(run["id"])
+        return recovered
+
+    def _drop_leftovers(self, run_id: str, branch: str) -> str:
+        shutil.rmtree(self._state.settings.state_dir / "staging" / run_id, ignore_errors=True)
+        try:
+            self._state.catalog.delete_branch(branch)
+            return f"; branch {branch} deleted"
+        except RatuiError:
+            return ""
+
+    # ------------------------------------------------------------------------------------------ monitor
+
+    def start_monitor(self, interval: float = 2.0) -> None:
+        """Notice a run whose process died within `interval` seconds, whichever ratui process started it."""
+        with self._lock:
+            if self._monitor is not None:
+                return
+            self._stop = threading.Event()
+            self._monitor = threading.Thread(target=self._watch, args=(interval, self._stop),
+                                             name="ratui-dead-run-monitor", daemon=True)
+            self._monitor.start()
+
+    def _watch(self, interval: float, stop: threading.Event) -> None:
+        while not stop.wait(interval):
+            try:
+                self.recover()
+            except Exception:  # a busy or closed database must not end the monitor; the next pass retries
+                log.debug("dead-run check failed", exc_info=True)
+
+    def stop_monitor(self) -> None:
+        with self._lock:
+            monitor, self._monitor = self._monitor, None
+        if monitor is not None:
+            self._stop.set()
+            monitor.join(timeout=5)

@@ -1,0 +1,35 @@
+"""What a run reports when it ends, and how run ids are made."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+
+def new_run_id() -> str:
+    # time-ordered prefix (sorts like the run history) + randomness (unique across processes)
+    return datetime.now(timezone.utc).strftime("%y%m%d%H%M%S") + uuid.uuid4().hex[:6]
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    pipeline: str
+    status: str
+    strategy: str | None = None
+    rows_written: int = 0
+    duration_ms: int = 0
+    phases: dict[str, int] = field(default_factory=dict)
+    quality: list[dict[str, Any]] = field(default_factory=list)
+    error: dict[str, Any] | None = None
+    warnings: int = 0
+    branch: str | None = None
+    write: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)
+    reason: str | None = None
+    run_type: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)

@@ -1,0 +1,202 @@
+"""What one attempt of a run reads: the tables on its branch and the landing zones, as temporary views.
+
+`ref('layer.name')` and `{{ this }}` become views over the table's data files on the run's branch; a landing
+zone becomes a view over the files the ledger says this run must read (landing_reader.py does the reading).
+The sources remember which landing files were read (they become loaded when the run merges) and the zone's
+files as they were (change detection compares them next time). A retry of the run starts new sources.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable
+
+from ratui.engine.errors import RatuiError
+from ratui.engine.iceberg.tables import column_max_from_stats, read_table
+from ratui.engine.project.discovery import Pipeline, landing_zone
+from ratui.engine.project.names import sql_ident
+from ratui.engine.project.templating import TemplateContext, parse_ref
+from ratui.engine.run.landing_reader import ZoneFile, ZoneReader
+from ratui.engine.state.ledger import zone_digest
+from ratui.engine.state.project_state import ProjectState
+
+Log = Callable[..., None]
+
+
+class RunSources:
+    def __init__(self, state: ProjectState, session: Any, *, key: str, branch: str, pipeline: Pipeline,
+                 strategy: str, full_refresh: bool, run_started_at: str, staging: Path, log: Log,
+                 notes: list[str]):
+        self.state = state
+        self.session = session
+        self.key = key
+        self.branch = branch
+        self.pipeline = pipeline
+        self.strategy = strategy
+        self.full_refresh = full_refresh
+        self.run_started_at = run_started_at
+        self.staging = staging
+        self.log = log
+        self.notes = notes
+        self.views: dict[str, str] = {}
+        self.consumed: list[tuple[str, str, str, str]] = []  # landing files read: (namespace, zone, pipeline, file)
+        self.zone_inputs: dict[str, list] = {}
+
+    def forget(self, key: str) -> None:
+        """Read `key` again next time (this pipeline's own table after the write, for its quality tests)."""
+        self.views.pop(key, None)
+
+    def drop_views(self) -> None:
+        for view in self.views.values():
+            try:
+                self.session.catalog.dropTempView(view.strip("`"))
+            except Exception:  # a stopped session: its views are gone anyway
+                pass
+
+    def table(self, key: str) -> str:
+        view = sql_ident(*key.split("."))
+        if key in self.views:
+            return self.views[key]
+        if not self.state.catalog.table_exists(self.branch, key):
+            name = key.split(".", 1)[1]
+            raise RatuiError("RAT-CAT-005", f"table {key} does not exist yet",
+                             hint=f"Run its pipeline first: `ratui run +{name}` runs it with its ancestors.")
+        table = self.state.catalog.load_table(self.branch, key)
+        read_table(self.session, table).createOrReplaceTempView(view.strip("`"))
+        self.views[key] = view
+        return view
+
+    def zone(self, namespace: str, zone_name: str, file: str) -> str:
+        """The zone's files for this run as a temp view. Which files comes from the ledger:
+
+            a rebuild (full_refresh)   every file the ledger knows but skipped ones, archived ones included
+            landing_mode new_files     the files this pipeline has not loaded (new, failed before, or reset)
+            landing_mode all           the files in the zone folder, and archived ones a reset made loadable
+
+        A file the ledger needs that is gone is an error naming it (RAT-LND-005): never a smaller table.
+        """
+        key = f"landing:{namespace}.{zone_name}"
+        if key in self.views:
+            return self.views[key]
+        zone = landing_zone(self.state.settings.root, namespace, zone_name, file=file, locations=self.state.settings.locations())
+        active = zone.active_files()
+        config = self.pipeline.config
+        mode = config.landing_mode if config else "all"
+        entries = self.state.ledger.sync(namespace, zone_name, self.key, active, forget_missing=mode == "all")
+        rebuild = self.strategy == "full_refresh"
+        wanted = [e for e in entries if e.state != "skipped" and (
+            rebuild or e.state == "unloaded" or (mode == "all" and not e.archived))]
+        self.zone_inputs[zone_name] = zone_digest(active)
+        missing = [e for e in wanted if not (zone.folder / e.file).is_file()]
+        if missing:
+            purged = [e for e in missing if e.purged_at]
+            names = ", ".join(e.file for e in missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10
+                                                                 else "")
+            raise RatuiError(
+                "RAT-LND-005",
+                f"{'rebuilding ' + self.key if rebuild else self.key} needs {len(missing)} landing file(s) of zone "
+                f"'{zone_name}' that are gone: {names}"
+                + (f" ({len(purged)} removed by the reaper's processed-file retention)" if purged else ""),
+                file=str(zone.folder / missing[0].file))
+        skipped = sum(1 for e in entries if e.state == "skipped")
+        if not active and not entries and mode != "new_files":
+            raise RatuiError("RAT-LND-002", f"landing zone '{zone_name}' has no active files", file=str(zone.folder))
+        files = [ZoneFile(zone.folder / e.file, e.file) for e in wanted]
+        df = self._read_zone(zone, files) if files else None
+        if df is None:
+            # nothing to read (or only empty files): an empty batch with the zone's columns, taken from the
+            # newest non-empty file the ledger knows
+            known = sorted((zone.folder / e.file for e in entries if e.state != "skipped"
+                            and (zone.folder / e.file).is_file() and (zone.folder / e.file).stat().st_size),
+                           key=lambda p: p.stat().st_mtime_ns)
+            if not known:
+                raise RatuiError("RAT-LND-002", f"landing zone '{zone_name}' has no file with data to read",
+                                 file=str(zone.folder))
+            sample = known[-1]
+            df = self._read_zone(zone, [ZoneFile(sample, sample.relative_to(zone.folder).as_posix())],
+                                 check_rows=False).limit(0)
+        view = sql_ident(namespace, "landing", zone_name)
+        df.createOrReplaceTempView(view.strip("`"))
+        self.views[key] = view
+        self.consumed.extend((namespace, zone_name, self.key, e.file) for e in wanted)
+        archived = sum(1 for e in wanted if e.archived)
+        how = (" (rebuild: every file the ledger knows)" if rebuild and (mode == "new_files" or archived)
+               else " (new files only)" if mode == "new_files" else "")
+        self.log(f"landing zone {zone_name}: {len(wanted)} file(s) read{how}"
+                 + (f", {archived} of them from _processed/" if archived else "")
+                 + (f", {skipped} skipped file(s) left out" if skipped else ""))
+        return view
+
+    def _read_zone(self, zone, files: list[ZoneFile], check_rows: bool = True):
+        """A DataFrame over landing files (see landing_reader.py); the reader's warnings become run notes."""
+        fmt = zone.file_format([f.path for f in files])
+        config = self.pipeline.config
+        bad_rows = (config.landing_bad_rows if config and config.landing_bad_rows else self.state.settings.landing_bad_rows)
+        columns = (config.landing_columns if config and config.landing_columns else self.state.settings.landing_columns)
+        reader = ZoneReader(self.session, zone.name, fmt, bad_rows=bad_rows, columns=columns, staging=self.staging,
+                            check_rows=check_rows)
+        df = reader.read(files)
+        for note in reader.report.notes:
+            self.notes.append(note)
+            self.log(note, "warning")
+        return df
+
+    def context(self, pipeline: Pipeline, file: Path) -> TemplateContext:
+        exists = self.state.catalog.table_exists(self.branch, self.key)
+        this = sql_ident(*self.key.split("."))
+        if exists:
+            this = self.table(self.key)
+        watermark = None
+        config = pipeline.config
+        if config.watermark_column and exists and not self.full_refresh:
+            watermark = self.watermark(config.watermark_column)
+        return TemplateContext(
+            ref=lambda name: self.table(parse_ref(name, pipeline.namespace, str(file))),
+            landing_zone=lambda zone: self.zone(pipeline.namespace, zone, str(file)),
+            this=this,
+            run_started_at=self.run_started_at,
+            watermark_value=watermark,
+            is_incremental=self.strategy == "incremental" and exists,
+            is_scd2=self.strategy == "scd2",
+        )
+
+    def watermark(self, column: str) -> str | None:
+        table = self.state.catalog.load_table(self.branch, self.key)
+        try:
+            field = table.schema().find_field(column, case_sensitive=False)
+        except ValueError:
+            return None
+        exact, value = column_max_from_stats(table, field.name)
+        if exact:
+            value = _bound_to_python(field.field_type, value)
+        else:
+            from pyspark.sql import functions as F
+
+            value = read_table(self.session, table).agg(F.max(F.col(f"`{field.name}`"))).first()[0]
+        if value is None:
+            return None
+        text = _timestamp_text(value)
+        self.log(f"watermark {column} = {text}" + (" (from file statistics)" if exact else " (scanned)"))
+        return text
+
+
+def _timestamp_text(value: Any) -> str:
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+    return str(value)
+
+
+def _bound_to_python(itype, value):
+    """Iceberg bounds decode to micros/days ints for temporal types: turn them into readable values."""
+    from datetime import date, timedelta
+
+    from pyiceberg import types as it
+
+    if value is None:
+        return None
+    if isinstance(itype, (it.TimestampType, it.TimestamptzType)):
+        return datetime(1970, 1, 1) + timedelta(microseconds=value)
+    if isinstance(itype, it.DateType):
+        return date(1970, 1, 1) + timedelta(days=value)
+    return value

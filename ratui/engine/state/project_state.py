@@ -1,0 +1,66 @@
+"""A project's state, opened once: its settings, the branch catalog, the run history and the landing ledger.
+
+All of it lives in the project's one SQLite database (.ratui/ratui.db); the catalog and the ledger share it so a
+merge and "these landing files are loaded" commit in one transaction. The engine is built on one ProjectState;
+the reaper, change detection and ad-hoc queries read it. Settings change in one place (`apply_settings`), so no
+part keeps using old ones.
+
+The catalog opens on first use: it loads PyIceberg and SQLAlchemy (about a second), which commands that only read
+the run history or the ledger (`ratui runs`, `ratui cancel`, `ratui landing`) never pay for.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ratui.engine.settings import Settings, load_settings
+from ratui.engine.state.history import History
+from ratui.engine.state.ledger import Ledger
+
+if TYPE_CHECKING:
+    from ratui.engine.state.catalog.sqlite import SqliteBranchCatalog
+
+
+class ProjectState:
+    def __init__(self, settings: Settings, *, catalog: "SqliteBranchCatalog | None" = None,
+                 history: History | None = None, ledger: Ledger | None = None):
+        self.settings = settings
+        self.history = history or History(settings.db_path)
+        self.ledger = ledger or Ledger(settings.db_path, settings.landing_max_attempts)
+        self._catalog = catalog
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(cls, settings: Settings) -> "ProjectState":
+        return cls(settings)
+
+    @classmethod
+    def at(cls, root: Path) -> "ProjectState":
+        return cls(load_settings(root))
+
+    @property
+    def root(self) -> Path:
+        return self.settings.root
+
+    @property
+    def catalog(self) -> "SqliteBranchCatalog":
+        if self._catalog is None:
+            with self._lock:
+                if self._catalog is None:
+                    from ratui.engine.state.catalog.sqlite import SqliteBranchCatalog
+
+                    self._catalog = SqliteBranchCatalog(self.settings.db_path, self.settings.root,
+                                                        self.settings.allow_outside)
+        return self._catalog
+
+    def apply_settings(self, settings: Settings) -> None:
+        """ratui.yaml changed (watch reloads it): every part follows."""
+        self.settings = settings
+        self.ledger.max_attempts = settings.landing_max_attempts
+        if self._catalog is not None:
+            self._catalog.allow_outside(settings.allow_outside)
+
+    def close(self) -> None:
+        self.history.close()

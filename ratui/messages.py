@@ -1,0 +1,137 @@
+"""Every Textual message of the console: one inbound channel from the controller, one typed message per result.
+
+Work that blocks (SQLite, files, the catalog, Spark) runs in thread workers; each posts exactly one message when it
+ends: its typed result, or a failure naming what failed. Handlers are declared with `@on(Message)`; nothing
+dispatches on worker names.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.message import Message
+
+
+class ControllerEvents(Message):
+    """Items (engine, watch, Spark-state and batch events) are waiting in the controller's queue: one message per
+    burst, however many items arrived."""
+
+
+# ------------------------------------------------------------------------------------------- the App's work
+
+
+class Result(Message):
+    """A background task of the App finished: `value` is what it returned."""
+
+    def __init__(self, value: Any = None) -> None:
+        super().__init__()
+        self.value = value
+
+
+class ProjectCompiled(Result):
+    """The project was opened or reloaded: `value` is the CompiledProject."""
+
+    def __init__(self, value: Any, reloaded: bool = False) -> None:
+        super().__init__(value)
+        self.reloaded = reloaded
+
+
+class EngineOpened(Result):
+    """The heavy half of the engine is open (catalog, recovery, dead-run monitor)."""
+
+
+class RunLaunched(Result):
+    """A run was queued from the console: `value` is (run_id, key, full_refresh)."""
+
+
+class CancelOutcomes(Result):
+    """`value`: [(run_id, 'requested' | 'finished' | 'unknown'), ...]."""
+
+
+class WatchToggled(Result):
+    """Watch mode was switched: `value` is the watcher's state."""
+
+
+class ReaperPassDone(Result):
+    """A scheduled reaper pass ended: `value` is its report."""
+
+
+class QuitReady(Result):
+    """The runs in flight were cancelled: the App may exit."""
+
+
+class Failed(Message):
+    """A background task failed: `error`, and `context` says what it was doing (for the error screen)."""
+
+    def __init__(self, error: BaseException, context: str, kind: type[Message] | None = None) -> None:
+        super().__init__()
+        self.error = error
+        self.context = context
+        self.kind = kind  # the result message it would have posted
+
+
+# ---------------------------------------------------------------------------------------- screens' loads
+
+
+class Loaded(Result):
+    """A screen's background load finished (screens/base.py `load`)."""
+
+
+class RecentRunsLoaded(Loaded):
+    """Pipelines: the last runs of every pipeline."""
+
+
+class RunsPageLoaded(Loaded):
+    """Runs: one page of the history."""
+
+
+class RunRecordLoaded(Loaded):
+    """Run detail: the run's record (phases, quality, log) from the history."""
+
+
+class QualityLoaded(Loaded):
+    """Quality: results of one run or of recent runs."""
+
+
+class BranchesLoaded(Loaded):
+    """Branches: the refs."""
+
+
+class DiffLoaded(Loaded):
+    """Branches: (ref, diff rows) of one ref against main."""
+
+
+class BranchDeleted(Loaded):
+    """Branches: the ref that was deleted."""
+
+
+class MergePreviewed(Loaded):
+    """Branches: a dry-run merge result."""
+
+
+class BranchMerged(Loaded):
+    """Branches: a merge result."""
+
+
+class LandingLoaded(Loaded):
+    """Landing: the ledger."""
+
+
+class LandingReset(Loaded):
+    """Landing: how many ledger entries a reset made loadable."""
+
+
+class ReaperSettingsLoaded(Loaded):
+    """Reaper: its settings."""
+
+
+class ReaperReportsLoaded(Loaded):
+    """Reaper: stored reports."""
+
+
+class ReaperPreviewed(Loaded):
+    """Reaper: a dry-run report."""
+
+
+class ReaperRan(Loaded):
+    """Reaper: a real pass's report."""

@@ -430,7 +430,6 @@ def _age(folder: Path, days: int = 30) -> None:
 
 
 def test_the_reaper_of_a_copied_project_keeps_every_file_its_main_reads(make_project, spark, tmp_path):
-    from ratui.engine.ops.reaper import Reaper
 
     root = make_project({"demo/pipelines/bronze/items/pipeline.sql": INCREMENTAL,
                          "demo/landing/items/a.csv": "id,name\n1,a\n"})
@@ -455,7 +454,6 @@ def test_the_reaper_of_a_copied_project_keeps_every_file_its_main_reads(make_pro
 
 
 def test_the_reaper_never_deletes_outside_the_project(make_project, spark, tmp_path):
-    from ratui.engine.ops.reaper import Reaper
 
     root = make_project({"demo/pipelines/bronze/items/pipeline.sql": "SELECT 1 AS id\n",
                          "demo/landing/zone/keep.txt": "x"})

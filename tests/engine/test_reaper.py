@@ -23,10 +23,9 @@ from hypothesis import HealthCheck, given, settings as hsettings, strategies as 
 from ratui.cli import main
 from ratui.engine.state.catalog.base import MAIN
 from ratui.engine.errors import RatuiError
-from ratui.engine.ops.reaper import Reaper
 from ratui.engine.run.engine import Engine
 from ratui.engine.settings import load_settings
-from ratui.engine.iceberg.tables import table_location
+from ratui.engine.write.files import table_location
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("v", pa.string())])
 

@@ -71,7 +71,6 @@ def test_sigkill_at_each_phase_leaves_main_byte_for_byte(killed_project, pipelin
 
 def test_reaper_sweeps_what_the_killed_runs_left_and_nothing_else(killed_project):
     """After the kills above, the orphan-file sweep removes the orphaned files; main reads exactly as before."""
-    from ratui.engine.ops.reaper import Reaper
 
     # one more kill after a write, so there are orphans even when this test runs alone
     env = dict(os.environ, RATUI_FAILPOINT="kill:quality")

@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from ratui.engine.events import PhaseStarted, RunFinished
+from ratui.engine.events import PhaseStarted
 from ratui.engine.run.engine import Engine
 
 ORDERS_1 = "order_id,status,amount,updated_at\n1,placed,10.50,2026-01-01 10:00:00\n2,placed,20.00,2026-01-01 11:00:00\n"

@@ -9,7 +9,7 @@ test_strategies_properties.py.
 from __future__ import annotations
 
 import textwrap
-from datetime import date, datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path
 

@@ -51,7 +51,7 @@ def compile_pipeline(pipeline: Pipeline, settings: Settings) -> None:
             calls = static_calls(pipeline.text, pipeline.file, pipeline.namespace)
             check_direct_names(pipeline.text, pipeline.file)
         else:
-            from ratui.engine.run.python_pipeline import static_calls_python
+            from ratui.engine.project.python_source import static_calls_python
 
             calls = static_calls_python(pipeline.text, pipeline.file, pipeline.namespace)
         pipeline.refs, pipeline.zones, pipeline.ref_lines = calls.refs, calls.zones, calls.lines

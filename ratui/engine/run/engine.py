@@ -175,7 +175,7 @@ class Engine:
         """Ad-hoc SQL over the tables at a ref: (columns, rows, truncated)."""
         from ratui.engine.run.query import run_query
 
-        return run_query(self._state, spark_mod.get_spark(self.settings), sql, ref=ref, limit=limit)
+        return run_query(self._state, spark_mod.new_session(self.settings), sql, ref=ref, limit=limit)
 
     # ---------------------------------------------------------------------------------------- landing
 

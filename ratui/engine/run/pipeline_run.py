@@ -26,7 +26,7 @@ from ratui.engine.errors import PIPELINE_FAULT_FAMILIES, RatuiError, is_definiti
 from ratui.engine.events import (
     EventBus, LogLine, PhaseFinished, PhaseStarted, QualityResultEvent, RunFinished, RunStarted,
 )
-from ratui.engine.iceberg.tables import check_columns
+from ratui.engine.iceberg.schema import check_columns
 from ratui.engine.ops.changes import definition_hashes
 from ratui.engine.project.compiler import CompiledProject, compile_pipeline
 from ratui.engine.project.discovery import Pipeline, discover_pipeline
@@ -36,6 +36,7 @@ from ratui.engine.run.python_pipeline import PythonContext, run_python_pipeline
 from ratui.engine.run.quality import QualityOutcome, run_test
 from ratui.engine.run.results import RunResult
 from ratui.engine.run.sources import RunSources
+from ratui.engine.spark import errors as spark_errors
 from ratui.engine.spark import session as spark_mod
 from ratui.engine.state import processes
 from ratui.engine.state.ledger import archive, is_archived_name
@@ -393,9 +394,9 @@ def _spark_error(exc: BaseException, code: str, file: Path, template: str | None
     """A Spark failure as a coded error at the template line it comes from (when Spark names a line)."""
     if isinstance(exc, RatuiError):
         return exc
-    line = spark_mod.error_line(exc)
+    line = spark_errors.error_line(exc)
     if line is not None and template is not None and sql is not None:
         line = line_mapper(template, sql)(line)
     elif template is None:
         line = None  # a line of SQL built in Python code, not of the file
-    return RatuiError(code, spark_mod.error_message(exc), file=str(file), line=line)
+    return RatuiError(code, spark_errors.error_message(exc), file=str(file), line=line)

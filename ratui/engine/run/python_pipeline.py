@@ -9,12 +9,11 @@
 `ctx` offers ref(), landing_zone(), sql(), spark, this, run_started_at, watermark_value, is_incremental()
 and is_scd2(). The code runs in-process with the user's own privileges (it is the user's own project, as
 with dbt Python models); it is not sandboxed. Dependencies are read statically from ref()/landing_zone()
-calls with literal arguments, exactly as for SQL.
+calls with literal arguments, exactly as for SQL (project/python_source.py).
 """
 
 from __future__ import annotations
 
-import ast
 import io
 import sys
 import threading
@@ -24,37 +23,6 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ratui.engine.errors import RatuiError
-from ratui.engine.project.templating import StaticCalls, parse_ref
-
-
-def static_calls_python(text: str, file: Path, default_namespace: str) -> StaticCalls:
-    try:
-        tree = ast.parse(text, filename=str(file))
-    except SyntaxError as exc:
-        raise RatuiError("RAT-PY-002", f"Python syntax error: {exc.msg}", file=str(file), line=exc.lineno) from None
-    has_run = any(isinstance(n, ast.FunctionDef) and n.name == "run" for n in tree.body)
-    if not has_run:
-        raise RatuiError("RAT-PY-003", "pipeline.py defines no run(ctx) function", file=str(file))
-    refs: list[str] = []
-    zones: list[str] = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        func = node.func
-        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
-        if name not in ("ref", "landing_zone"):
-            continue
-        if len(node.args) != 1 or not isinstance(node.args[0], ast.Constant) or not isinstance(node.args[0].value, str):
-            raise RatuiError("RAT-TPL-003" if name == "ref" else "RAT-TPL-004",
-                             f"{name}() needs one literal string argument", file=str(file), line=node.lineno)
-        value = node.args[0].value
-        if name == "ref":
-            key = parse_ref(value, default_namespace, str(file), node.lineno)
-            if key not in refs:
-                refs.append(key)
-        elif value not in zones:
-            zones.append(value)
-    return StaticCalls(tuple(refs), tuple(zones))
 
 
 @dataclass
@@ -106,7 +74,8 @@ def run_python_pipeline(text: str, file: Path, ctx: PythonContext, on_print: Cal
     except (RatuiError, KeyboardInterrupt):
         raise
     except BaseException as exc:  # noqa: BLE001 - user code may raise anything, SystemExit included
-        from ratui.engine.spark.session import error_message, is_cancellation
+        from ratui.engine.spark.errors import error_message
+        from ratui.engine.spark.session import is_cancellation
 
         if is_cancellation(exc):
             raise  # a cancel, not the pipeline's fault

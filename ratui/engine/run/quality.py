@@ -66,7 +66,8 @@ def run_test(session, test: QualityTest, context: TemplateContext, sample_rows: 
         return QualityOutcome(test.name, test.severity, "error", 0, _ms(began), sql, str(test.file),
                               error=str(exc), line=exc.line)
     except Exception as exc:
-        from ratui.engine.spark.session import error_line, error_message, is_cancellation
+        from ratui.engine.spark.errors import error_line, error_message
+        from ratui.engine.spark.session import is_cancellation
 
         if is_cancellation(exc):
             raise

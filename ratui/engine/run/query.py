@@ -13,7 +13,7 @@ from ratui.engine.errors import RatuiError
 from ratui.engine.state.project_state import ProjectState
 from ratui.engine.vocabulary import MAIN
 from ratui.engine.project.names import sql_ident
-from ratui.engine.iceberg.tables import read_table
+from ratui.engine.iceberg.read import read_table
 
 # a string literal, a back-quoted identifier, or a dotted name of two or three parts
 _TOKEN = re.compile(r"('(?:[^'\\]|\\.|'')*')|(`[^`]*`)|\b([A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*){1,2})\b")
@@ -37,15 +37,14 @@ def rewrite(sql: str, tables: dict[str, str], default_namespace: str) -> tuple[s
     return _TOKEN.sub(swap, sql), used
 
 
-def run_query(state: ProjectState, spark, sql: str, *, ref: str = MAIN,
+def run_query(state: ProjectState, session, sql: str, *, ref: str = MAIN,
               limit: int = 1000) -> tuple[list[str], list[list[Any]], bool]:
-    """Run `sql` on a new session of `spark` over the tables of `ref`: (columns, rows, truncated)."""
+    """Run `sql` on `session` (a Spark session of its own) over the tables of `ref`: (columns, rows, truncated)."""
     catalog = state.catalog
     catalog.get_ref(ref)  # RAT-CAT-002 for an unknown ref
     keys = catalog.table_pointers(ref)
     views = {key: sql_ident(*key.split(".")) for key in keys}
     text, used = rewrite(sql, views, state.settings.namespace)
-    session = spark.newSession()
     for key in used:
         read_table(session, catalog.load_table(ref, key)).createOrReplaceTempView(views[key].strip("`"))
     try:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ratui.engine.errors import RatuiError
-from ratui.engine.iceberg.tables import column_max_from_stats, read_table
+from ratui.engine.iceberg.read import column_max_from_stats, read_table
 from ratui.engine.project.discovery import Pipeline, landing_zone
 from ratui.engine.project.names import sql_ident
 from ratui.engine.project.templating import TemplateContext, parse_ref

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import subprocess
 import sys
 import threading
@@ -157,6 +156,11 @@ def _start(settings: Settings):
     return SparkSession(sc)
 
 
+def new_session(settings: Settings):
+    """A session of its own (temp views, SQL settings) on the process's Spark: an ad-hoc query's."""
+    return get_spark(settings).newSession()
+
+
 def new_run_session(settings: Settings, run_id: str):
     """A session for one run: isolated temp views, shared context. Call from the thread that runs the jobs."""
     root = get_spark(settings)
@@ -177,27 +181,6 @@ def bind_thread(session, run_id: str) -> None:
 def cancel_run(run_id: str) -> None:
     if _session is not None:
         _session.sparkContext.cancelJobGroup(run_id)
-
-
-_POSITION = re.compile(r"line (\d+),? pos(?:ition)? (\d+)")
-_POSITION_TEXT = re.compile(r"\s*\(line \d+, pos \d+\)|;? line \d+ pos \d+;?")
-
-
-def error_line(exc: BaseException) -> int | None:
-    """The line of the SQL text a Spark error points at (parse, analysis and execution errors all say it)."""
-    match = _POSITION.search(str(getattr(exc, "desc", None) or exc))
-    return int(match.group(1)) if match else None
-
-
-def error_message(exc: BaseException) -> str:
-    """The first meaningful line of a Spark/Py4J error, without the JVM stack or the position (which refers
-    to the rendered SQL; callers report the template's own line)."""
-    text = str(getattr(exc, "desc", None) or exc)
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not line.startswith(("at ", "JVM stacktrace", "Traceback", "==")):
-            return _POSITION_TEXT.sub("", line).strip()[:500]
-    return type(exc).__name__
 
 
 def is_cancellation(exc: BaseException) -> bool:

@@ -21,7 +21,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 
 from ratui.engine.errors import RatuiError
-from ratui.engine.iceberg.tables import spark_to_iceberg_type
+from ratui.engine.iceberg.schema import spark_to_iceberg_type
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ def apply_changes(table: Table, result_schema, changes: list[SchemaChange]) -> T
     # the name mapping must follow the schema, or readers of id-less files would miss new columns
     from pyiceberg.table.name_mapping import create_mapping_from_schema
 
-    from ratui.engine.iceberg.tables import NAME_MAPPING
+    from ratui.engine.iceberg.schema import NAME_MAPPING
 
     with table.transaction() as tx:
         tx.set_properties({NAME_MAPPING: create_mapping_from_schema(table.schema()).model_dump_json()})

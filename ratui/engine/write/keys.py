@@ -1,0 +1,53 @@
+"""Rows matched by key: NULL-safe key equality, distinct key tuples, one row per key, result columns by name."""
+
+from __future__ import annotations
+
+from functools import reduce
+
+from ratui.engine.errors import RatuiError
+
+ORD = "__ratui_ord"
+
+
+RN = "__ratui_rn"
+
+
+def dedupe(batch, keys: list[str], watermark: str | None):
+    """One row per key: the latest by watermark (NULL watermarks lose), ties and no watermark -> last in batch."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    ordered = batch.withColumn(ORD, F.monotonically_increasing_id())
+    order = ([F.col(f"`{watermark}`").desc_nulls_last()] if watermark else []) + [F.col(ORD).desc()]
+    window = Window.partitionBy(*[F.col(f"`{k}`") for k in keys]).orderBy(*order)
+    return ordered.withColumn(RN, F.row_number().over(window)).filter(F.col(RN) == 1).drop(RN, ORD)
+
+
+def match_keys(left, left_cols: list[str], right, right_cols: list[str]):
+    """NULL-safe equality of a tuple of columns (IS NOT DISTINCT FROM)."""
+    return reduce(lambda a, b: a & b, [left[f"`{l}`"].eqNullSafe(right[f"`{r}`"])
+                                       for l, r in zip(left_cols, right_cols)])
+
+
+def key_frame(df, cols: list[str]):
+    """The distinct key tuples of `df`, renamed __k0.. so they join with the table without ambiguity."""
+    from pyspark.sql import functions as F
+
+    return df.select(*[F.col(f"`{c}`").alias(f"__k{i}") for i, c in enumerate(cols)]).distinct()
+
+
+def col(name: str):
+    from pyspark.sql import functions as F
+
+    return F.col(f"`{name}`")
+
+
+def resolve_columns(batch, names: tuple[str, ...], code: str, what: str, key: str) -> list[str]:
+    actual = {c.lower(): c for c in batch.columns}
+    out = []
+    for name in names:
+        if name.lower() not in actual:
+            raise RatuiError(code, f"{what} '{name}' is not a column of the result of {key} "
+                             f"(columns: {', '.join(batch.columns)})")
+        out.append(actual[name.lower()])
+    return out

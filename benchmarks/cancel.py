@@ -36,7 +36,8 @@ def project(base: Path, name: str) -> Path:
 
 
 def stats(values: list[float]) -> str:
-    return f"median {statistics.median(values) * 1000:7.0f} ms  min {min(values) * 1000:6.0f}  max {max(values) * 1000:6.0f}"
+    median, low, high = statistics.median(values) * 1000, min(values) * 1000, max(values) * 1000
+    return f"median {median:7.0f} ms  min {low:6.0f}  max {high:6.0f}"
 
 
 def main() -> None:
@@ -48,15 +49,18 @@ def main() -> None:
     from ratui.engine.run.engine import Engine
 
     base = Path(tempfile.mkdtemp(prefix="ratui-cancel-"))
-    engine = Engine(project(base, "p"))
-    spark = engine.spark()
+    engine = Engine.open(project(base, "p"))
+    engine.start_spark()
+    from ratui.engine.spark import session as spark_mod
+
+    spark = spark_mod.get_spark(engine.settings)
 
     # baseline: Spark alone
     baseline = []
     for _ in range(args.repeat):
         done = threading.Event()
 
-        def job() -> None:
+        def job(done: threading.Event = done) -> None:
             spark.sparkContext.setJobGroup("bench", "bench", interruptOnCancel=True)
             try:
                 spark.sql(SLOW).count()
@@ -73,14 +77,13 @@ def main() -> None:
 
     def timed_cancel(key: str, trigger) -> float:
         finished = {}
-        engine.bus.subscribe(lambda e: finished.setdefault(e.run_id, time.monotonic())
-                             if isinstance(e, RunFinished) else None)
-        run_id = engine.queue(key)
-        worker = threading.Thread(target=engine.execute, args=(run_id, key))
-        worker.start()
+        engine.subscribe(lambda e: finished.setdefault(e.run_id, time.monotonic())
+                         if isinstance(e, RunFinished) else None)
+        invocation = engine.start([key], trigger="cli", force=True)
+        run_id = invocation.run_ids[0]
         began = trigger(run_id)
-        worker.join(120)
-        assert engine.history.get_run(run_id)["status"] == "cancelled"
+        invocation.wait(120)
+        assert engine.get_run(run_id)["status"] == "cancelled"
         return finished[run_id] - began
 
     mid_job = []
@@ -96,31 +99,30 @@ def main() -> None:
     for _ in range(args.repeat):
         stamp = {}
 
-        def on_quality(event) -> None:
+        def on_quality(event, stamp: dict = stamp) -> None:
             if isinstance(event, PhaseStarted) and event.phase == "quality" and event.run_id not in stamp:
                 stamp[event.run_id] = time.monotonic()
                 engine.cancel(event.run_id)
 
-        unsubscribe = engine.bus.subscribe(on_quality)
-        boundary.append(timed_cancel("demo.bronze.quick", lambda run_id: _wait_stamp(stamp, run_id)))
+        unsubscribe = engine.subscribe(on_quality)
+        boundary.append(timed_cancel("demo.bronze.quick", lambda run_id, stamp=stamp: _wait_stamp(stamp, run_id)))
         unsubscribe()
 
     cross, cli_total = [], []
     for _ in range(args.repeat):
         key = "demo.bronze.slow"
-        run_id = engine.queue(key)
-        worker = threading.Thread(target=engine.execute, args=(run_id, key))
-        worker.start()
+        invocation = engine.start([key], trigger="cli", force=True)
+        run_id = invocation.run_ids[0]
         time.sleep(4)
         began = time.monotonic()
         subprocess.run([sys.executable, "-m", "ratui", "cancel", run_id, "--wait", "0", "--project",
                         str(engine.root)], check=True, capture_output=True, cwd=REPO)
-        worker.join(120)
+        invocation.wait(120)
         cli_total.append(time.monotonic() - began)
-        run = engine.history.get_run(run_id)
+        run = engine.get_run(run_id)
         assert run["status"] == "cancelled"
-        requested = next(engine.history.db.query("select requested_at from cancel_requests where run_id = ?",
-                                                 [run_id]))["requested_at"]
+        requested = next(engine.state.history.db.query("select requested_at from cancel_requests where run_id = ?",
+                                                       [run_id]))["requested_at"]
         cross.append((_ts(run["finished_at"]) - _ts(requested)).total_seconds())
 
     print(f"baseline  Spark cancelJobGroup alone         : {stats(baseline)}")

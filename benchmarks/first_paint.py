@@ -78,7 +78,7 @@ def make_project(parent: Path, runs: int) -> Path:
     # open the catalog once, so every launch finds the same, complete state database
     from ratui.engine.run.engine import Engine
 
-    Engine(root).close()
+    Engine.open(root).close()
     return root
 
 

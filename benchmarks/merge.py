@@ -88,7 +88,7 @@ class Bench:
     def __init__(self, work: Path):
         from ratui.engine.spark import session as spark_mod
         from ratui.engine.state.catalog.sqlite import SqliteBranchCatalog
-        from ratui.engine.settings import load_settings
+        from ratui.engine.project.settings import load_settings
 
         self.root = work
         (work / "ratui.yaml").write_text(SETTINGS)
@@ -247,7 +247,7 @@ def report(results: list[dict]) -> None:
                       and x["approach"] == "naive rewrite"), None)
         upsert = next((x["seconds"] for x in results if x["table_rows"] == r["table_rows"]
                        and x["approach"] == "pyiceberg upsert"), None)
-        ratio = lambda base: f"{r['seconds'] / base:.2f}x" if base else "-"  # noqa: E731
+        ratio = lambda base, r=r: f"{r['seconds'] / base:.2f}x" if base else "-"  # noqa: E731
         print(f"| {r['table_rows']:,} | {r['layout']} | {r['approach']} | {r['seconds']:.2f} | {ratio(naive)} | "
               f"{ratio(upsert)} | {r['files_before']} | {r['removed']} | {r['rewritten']} | {r['added']} |")
     sizes = sorted({r["table_rows"] for r in results})

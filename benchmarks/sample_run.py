@@ -42,9 +42,9 @@ def main() -> None:
             raise SystemExit("cold run failed")
 
         warm_dir = fresh_copy(base, "warm")
-        engine = Engine(warm_dir)
+        engine = Engine.open(warm_dir)
         t = time.monotonic()
-        engine.spark().sql("SELECT 1").collect()
+        engine.start_spark()
         spark_start = time.monotonic() - t
         keys = engine.compile().select([])
         began = time.monotonic()
@@ -67,8 +67,10 @@ def main() -> None:
         print(f"sample project: {len(keys)} pipelines, 36,000 orders / 5,000 customers / 500 products / 23,400 events")
         print(f"cold  `ratui run` (new process, JVM start) : {cold:7.2f} s")
         print(f"Spark session start in-process             : {spark_start:7.2f} s")
-        print(f"warm  run, empty warehouse                 : {warm_first:7.2f} s   cold/warm = {cold / warm_first:.2f}x")
-        print(f"warm  run again, forced (--force)          : {warm_forced:7.2f} s   cold/warm = {cold / warm_forced:.2f}x")
+        print(f"warm  run, empty warehouse                 : {warm_first:7.2f} s"
+              f"   cold/warm = {cold / warm_first:.2f}x")
+        print(f"warm  run again, forced (--force)          : {warm_forced:7.2f} s"
+              f"   cold/warm = {cold / warm_forced:.2f}x")
         print(f"warm  run again, nothing changed (skips)   : {warm_unchanged:7.3f} s   "
               f"forced/unchanged = {warm_forced / max(warm_unchanged, 1e-6):.0f}x")
         print("per pipeline (warm, empty warehouse):")

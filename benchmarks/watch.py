@@ -4,7 +4,7 @@
 
 A warm engine (Spark up, the whole project run once) watches a fresh copy of sample_project/. Each save
 appends a comment to one pipeline file; the latency is measured from the moment the write returned to the
-engine's RunStarted event for that pipeline (subscribed on engine.bus), split into
+engine's RunStarted event for that pipeline (subscribed with engine.subscribe), split into
     detect+debounce+plan   save -> WatchPlanStarted (watchfiles' 50 ms step, the quiet period, compile, plan)
     engine start           WatchPlanStarted -> RunStarted (the engine's compile, run record, queue)
 The debounce is the floor: the ratio median/debounce says how much the rest costs. Asserts nothing.
@@ -55,9 +55,9 @@ def main() -> None:
     base = Path(tempfile.mkdtemp(prefix="ratui-bench-watch-"))
     try:
         root = fresh_copy(base, "sample").resolve()
-        engine = Engine(root)
+        engine = Engine.open(root)
         began = time.monotonic()
-        engine.spark().sql("SELECT 1").collect()
+        engine.start_spark()
         compiled = engine.compile()
         results = engine.run(compiled.select([]))
         setup = time.monotonic() - began
@@ -87,7 +87,7 @@ def main() -> None:
             elif isinstance(event, WatchPlanFinished):
                 plan_done.set()
 
-        engine.bus.subscribe(on_engine)
+        engine.subscribe(on_engine)
         watcher = Watcher(engine=engine, debounce_ms=args.debounce_ms, on_event=on_watch).start()
         total, detect, start = [], [], []
         try:

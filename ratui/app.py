@@ -430,7 +430,7 @@ class RatuiApp(App[None]):
             self.background(self.controller.stop_watch, WatchToggled, "stopping watch mode", group="watch")
 
     def _on_watch_event(self, event) -> None:
-        from ratui.engine.ops import watch as w
+        from ratui.engine import events as w
 
         if isinstance(event, w.WatchState):
             # while stopping, a late "watching"/"running" from the threads must not undo the toggle
@@ -532,7 +532,8 @@ class RatuiApp(App[None]):
 
         self.background(launch, RunLaunched, "starting the run", group="launch")
 
-    def run_batch(self, keys: list[str], label: str, full_refresh: bool = False, *, whole_project: bool = False) -> None:
+    def run_batch(self, keys: list[str], label: str, full_refresh: bool = False, *,
+                  whole_project: bool = False) -> None:
         """Run several pipelines one after another (dependency order) and follow them in the run detail.
 
         As on the command line, nothing runs while a compile error stands in the way: for the whole project
@@ -611,7 +612,8 @@ class RatuiApp(App[None]):
         elif word == "run" and rest.strip():
             self.open_run(rest.strip())
         else:
-            self.notify(f"No screen '{text}'. Try pipelines, runs, quality, branches, landing, reaper, run ID, help or quit.",
+            self.notify(f"No screen '{text}'. Try pipelines, runs, quality, branches, landing, reaper, run ID, help "
+                        "or quit.",
                         severity="warning", markup=False)
 
     def help_sections(self) -> list[tuple[str, list[tuple[str, str]]]]:

@@ -127,7 +127,7 @@ def _err(error: RatuiError, as_json: bool = False) -> None:
 def _engine(project: str, *, recover: bool = False):
     """The project's engine. `recover`: first record runs whose process died (commands that run or reap)."""
     from ratui.engine.run.engine import Engine
-    from ratui.engine.settings import find_project_root
+    from ratui.engine.project.settings import find_project_root
 
     engine = Engine.open(find_project_root(Path(project)))
     if recover:
@@ -262,7 +262,8 @@ def cmd_show(args) -> int:
     print(f"  strategy {run.get('strategy') or '-'}, trigger {run['trigger']}, branch {run.get('branch') or '-'}")
     if run.get("run_type"):
         print(f"  run type {run['run_type']}: {run.get('reason')}")
-    print(f"  started {run.get('started_at')}, finished {run.get('finished_at')}, took {format_duration(run.get('duration_ms'))}")
+    print(f"  started {run.get('started_at')}, finished {run.get('finished_at')}, "
+          f"took {format_duration(run.get('duration_ms'))}")
     print(f"  rows written {run.get('rows_written') or 0:,}")
     if run.get("error_code"):
         where = f" ({run['error_file']}{':' + str(run['error_line']) if run.get('error_line') else ''})" \
@@ -307,7 +308,7 @@ def cmd_branches(args) -> int:
 
 def cmd_check(args) -> int:
     from ratui.engine.project.compiler import compile_project
-    from ratui.engine.settings import find_project_root
+    from ratui.engine.project.settings import find_project_root
 
     compiled = compile_project(find_project_root(Path(args.project)))
     errors = compiled.all_errors()
@@ -448,7 +449,7 @@ def cmd_init(args) -> int:
 
 
 def cmd_tui(args) -> int:
-    from ratui.engine.settings import find_project_root
+    from ratui.engine.project.settings import find_project_root
 
     root = find_project_root(Path(args.project))
     try:
@@ -464,7 +465,8 @@ def cmd_watch(args) -> int:
     import threading
     import time
 
-    from ratui.engine.ops import watch as w
+    from ratui.engine import events as w
+    from ratui.engine.ops.watch import Watcher
 
     engine = _engine(args.project, recover=True)
     lock = threading.Lock()  # events come from two threads: keep lines whole
@@ -494,7 +496,8 @@ def cmd_watch(args) -> int:
                 print(_result_line(ev.result), flush=True)
             elif isinstance(ev, w.WatchPlanFinished):
                 ok = sum(1 for r in ev.results if getattr(r, "status", None) == "success")
-                print(f"{stamp} {ok} succeeded, {len(ev.results) - ok} not succeeded, in {format_duration(ev.duration_ms)}"
+                print(f"{stamp} {ok} succeeded, {len(ev.results) - ok} not succeeded, "
+                      f"in {format_duration(ev.duration_ms)}"
                       + ("" if ev.error else "; watching"), flush=True)
             elif isinstance(ev, w.WatchFailed):
                 print(f"{stamp} error: {ev.message}", file=sys.stderr, flush=True)
@@ -504,7 +507,7 @@ def cmd_watch(args) -> int:
 
     signal.signal(signal.SIGTERM, interrupt)  # `kill` stops as cleanly as Ctrl-C: in-flight runs are cancelled
     engine.start_monitor()  # runs of other processes that die are recorded as failed while we watch
-    watcher = w.Watcher(engine=engine, on_event=show)
+    watcher = Watcher(engine=engine, on_event=show)
     watcher.start()
     try:
         while True:
@@ -583,7 +586,7 @@ def _is_database_error(exc: BaseException) -> bool:
 
 def _state_db(project: str | None) -> str | None:
     try:
-        from ratui.engine.settings import DB_FILE, STATE_DIR, find_project_root
+        from ratui.engine.project.settings import DB_FILE, STATE_DIR, find_project_root
 
         return str(find_project_root(Path(project or ".")) / STATE_DIR / DB_FILE)
     except Exception:
@@ -598,7 +601,7 @@ def _crash_log(project: str | None) -> str:
     folder = None
     if project:
         try:
-            from ratui.engine.settings import find_project_root
+            from ratui.engine.project.settings import find_project_root
 
             folder = find_project_root(Path(project)) / ".ratui" / "logs"
             folder.mkdir(parents=True, exist_ok=True)

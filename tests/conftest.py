@@ -25,7 +25,7 @@ spark:
 def spark(tmp_path_factory):
     """The process's SparkSession, started once with small-data settings (every Engine shares it)."""
     from ratui.engine.spark import session as spark_mod
-    from ratui.engine.settings import load_settings
+    from ratui.engine.project.settings import load_settings
 
     home = tmp_path_factory.mktemp("spark-home")
     (home / "ratui.yaml").write_text(TEST_SETTINGS.format(ns="test"))

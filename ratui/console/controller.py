@@ -208,7 +208,7 @@ class Controller:
         """Open the project: settings, the engine (its history, ledger and event bus; the catalog waits for its
         first use) and the compiled project, which is what the Pipelines screen needs. Blocking."""
         from ratui.engine.run.engine import Engine
-        from ratui.engine.settings import load_settings
+        from ratui.engine.project.settings import load_settings
         from ratui.engine.spark import session as spark_mod
 
         self._notify = notify
@@ -422,7 +422,7 @@ class Controller:
     # ----------------------------------------------------------------------------------------- reaper
 
     def reaper_settings(self) -> dict[str, int]:
-        from ratui.engine.settings import REAPER_KEYS
+        from ratui.engine.project.settings import REAPER_KEYS
 
         return {key: getattr(self.settings, f"reaper_{key}") for key in REAPER_KEYS}
 

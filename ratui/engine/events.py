@@ -1,6 +1,7 @@
 """Typed engine events and the bus observers subscribe to.
 
-Events are emitted from the worker threads that run pipelines. Observers (the CLI printer, the console,
+Events are emitted from the worker threads that run pipelines (and, for watch mode, from the watcher's threads).
+Observers (the CLI printer, the console,
 tests) must be quick and thread-safe: the console turns each event into a Textual message with
 post_message and does nothing else on the emitting thread.
 """
@@ -10,7 +11,11 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from ratui.engine.errors import RatuiError
 
 log = logging.getLogger("ratui.events")
 
@@ -75,15 +80,17 @@ class RunFinished(Event):
     phases: dict[str, int] = field(default_factory=dict)
 
 
-Listener = Callable[[Event], None]
+E = TypeVar("E")
 
 
-class EventBus:
+class EventBus(Generic[E]):
+    """Listeners of one kind of event (the engine's, or a watcher's), called on the emitting thread."""
+
     def __init__(self) -> None:
-        self._listeners: list[Listener] = []
+        self._listeners: list[Callable[[E], None]] = []
         self._lock = threading.Lock()
 
-    def subscribe(self, listener: Listener) -> Callable[[], None]:
+    def subscribe(self, listener: Callable[[E], None]) -> Callable[[], None]:
         with self._lock:
             self._listeners.append(listener)
 
@@ -94,7 +101,7 @@ class EventBus:
 
         return unsubscribe
 
-    def emit(self, event: Event) -> None:
+    def emit(self, event: E) -> None:
         with self._lock:
             listeners = list(self._listeners)
         for listener in listeners:
@@ -102,3 +109,85 @@ class EventBus:
                 listener(event)
             except Exception:  # an observer's bug must never break a run
                 log.exception("event listener failed on %s", type(event).__name__)
+
+
+# ------------------------------------------------------------------------------------------ watch mode
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    def to_dict(self) -> dict[str, Any]:
+        return {"event": type(self).__name__, **{k: _jsonable(v) for k, v in self.__dict__.items()}}
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "to_dict"):  # a RatuiError, a RunResult
+        return value.to_dict()
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+@dataclass(frozen=True)
+class WatchStarted(WatchEvent):
+    root: str
+    debounce_ms: int
+
+
+@dataclass(frozen=True)
+class WatchState(WatchEvent):
+    state: str  # stopped | watching | pending (changes waiting for the quiet period) | running
+
+
+@dataclass(frozen=True)
+class WatchReloaded(WatchEvent):
+    """ratui.yaml was reloaded (settings apply from the next run)."""
+
+    debounce_ms: int
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class WatchErrors(WatchEvent):
+    """Broken files the latest changes touch; nothing of them runs until the next save fixes them."""
+
+    errors: tuple[RatuiError, ...]
+    changed: tuple[str, ...]
+    blocked: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class WatchPlanStarted(WatchEvent):
+    keys: tuple[str, ...]
+    reasons: dict[str, str]
+    changed: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class WatchRunResult(WatchEvent):
+    result: Any  # a RunResult (whatever the runner returned)
+
+
+@dataclass(frozen=True)
+class WatchPlanFinished(WatchEvent):
+    keys: tuple[str, ...]
+    results: tuple[Any, ...]
+    duration_ms: int
+    error: str | None = None  # "stopped" when the watcher stopped mid-plan; the exception when the runner raised
+
+
+@dataclass(frozen=True)
+class WatchFailed(WatchEvent):
+    """Something went wrong inside the watcher (a runner raised, the folder vanished); it keeps watching."""
+
+    message: str
+    details: str = ""
+
+
+@dataclass(frozen=True)
+class WatchStopped(WatchEvent):
+    pass

@@ -12,6 +12,10 @@ from datetime import datetime, timezone
 
 MAIN = "main"  # the production ref; runs branch from it and merge into it
 
+# ------------------------------------------------------------------------------------------------ project
+
+LAYERS = ("bronze", "silver", "gold")  # {namespace}/pipelines/{layer}/{name}/
+
 # --------------------------------------------------------------------------------------------------- runs
 
 RUN_STATUSES = ("pending", "running", "success", "failed", "cancelled", "skipped")

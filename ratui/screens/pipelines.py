@@ -17,7 +17,7 @@ from textual.widgets.tree import TreeNode
 
 from ratui.console.format import fmt_count, fmt_ms, fmt_time, glyph, short_key, sparkline
 from ratui.engine.errors import RatuiError
-from ratui.engine.project.names import LAYERS
+from ratui.engine.vocabulary import LAYERS
 from ratui.messages import RecentRunsLoaded
 from ratui.screens.base import ConsoleScreen
 from ratui.widgets.chrome import NavBar, StatusLine

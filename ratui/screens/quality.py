@@ -104,7 +104,8 @@ class QualityScreen(TableScreen):
         info.append("  ")
         info.append(f"▲ {warned} warned", style="yellow" if warned else "dim")
         info.append("  ")
-        info.append(f"✔ {passed} passed" + (" (hidden)" if self.hide_passed else ""), style="green" if passed else "dim")
+        info.append(f"✔ {passed} passed" + (" (hidden)" if self.hide_passed else ""),
+                    style="green" if passed else "dim")
         self.set_info(info)
         if not shown:
             self.show_result(None)

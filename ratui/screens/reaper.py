@@ -75,7 +75,8 @@ class ReaperScreen(ConsoleScreen):
             for key, label in REPORT_COLUMNS:
                 table.add_column(label, key=key)
             yield table
-            yield Static(Text("Preview: press p for a dry run (removes nothing)", style="dim"), id="reaper-preview-info")
+            yield Static(Text("Preview: press p for a dry run (removes nothing)", style="dim"),
+                         id="reaper-preview-info")
             preview: DataTable = DataTable(id="reaper-preview", cursor_type="row", zebra_stripes=True)
             for key, label in PREVIEW_COLUMNS:
                 preview.add_column(label, key=key)

@@ -28,7 +28,8 @@ WATCH_TEXT = {
 
 
 class NavBar(Static):
-    """`1 Pipelines  2 Runs  3 Quality  4 Branches  5 Landing  6 Reaper` with the current one lit, the project on the right."""
+    """`1 Pipelines  2 Runs  3 Quality  4 Branches  5 Landing  6 Reaper` with the current one lit, the project on
+    the right."""
 
     def __init__(self, current: str, **kwargs) -> None:
         super().__init__(**kwargs)

@@ -21,7 +21,8 @@ def tree_state(folder: Path) -> dict[str, tuple[int, str]]:
     out = {}
     for path in sorted(folder.rglob("*")):
         if path.is_file():
-            out[str(path.relative_to(folder))] = (path.stat().st_mtime_ns, hashlib.sha256(path.read_bytes()).hexdigest())
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            out[str(path.relative_to(folder))] = (path.stat().st_mtime_ns, digest)
     return out
 
 
@@ -449,7 +450,8 @@ def test_the_reaper_of_a_copied_project_keeps_every_file_its_main_reads(make_pro
     report = Engine.open(copy).reaper().run(tasks=["orphan_files"])
     task = report.tasks["orphan_files"]
     assert task.error is None
-    assert [item["name"] for item in task.removed] == ["demo/warehouse/bronze/items/data/run-killed-0000/part-0.parquet"]
+    leftover_name = "demo/warehouse/bronze/items/data/run-killed-0000/part-0.parquet"
+    assert [item["name"] for item in task.removed] == [leftover_name]
     assert main_fingerprint(copy) == before  # every file main (and its history) reads is still there
 
 

@@ -306,7 +306,8 @@ def test_branches_diff_merge_and_delete(tmp_path):
             assert isinstance(app.screen, MergeScreen)
             await pilot.press("escape")
             await settle(pilot)
-            assert app.controller.engine.state.catalog.table_pointers("main")["ecommerce.bronze.clash"].find("-main") > 0
+            pointers = app.controller.engine.state.catalog.table_pointers("main")
+            assert pointers["ecommerce.bronze.clash"].find("-main") > 0
 
             await pilot.press("down", "d")  # stale: delete with confirmation
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)

@@ -12,7 +12,7 @@ import threading
 from ratui.console.controller import Controller
 from ratui.engine.state.db import open_db, write_tx
 from ratui.engine.state.ledger import Ledger
-from ratui.engine.settings import load_settings
+from ratui.engine.project.settings import load_settings
 from ratui.screens.dialogs import ConfirmScreen
 from ratui.screens.landing import LandingScreen
 from ratui.screens.reaper import ReaperScreen
@@ -91,7 +91,8 @@ def seed_ledger(root):
     zone = root / NS / "landing" / "orders"
     files = sorted(p for p in zone.iterdir() if p.is_file())
     ledger.sync(NS, "orders", ORDERS, files)
-    ledger.sync(NS, "customers", "ecommerce.bronze.raw_customers", [root / NS / "landing" / "customers" / "customers.csv"])
+    ledger.sync(NS, "customers", "ecommerce.bronze.raw_customers",
+                [root / NS / "landing" / "customers" / "customers.csv"])
     with open_db(settings.db_path) as conn, write_tx(conn):
         ledger.mark_loaded(conn, SUCCESS_RUN, [(NS, "orders", ORDERS, "orders_2026_01.csv")])
     for _ in range(3):

@@ -113,24 +113,3 @@ def check_columns(spark_schema) -> None:
         spark_to_iceberg_type(f.dataType, f.name)
 
 
-def with_field_ids(df, schema: Schema):
-    """Cast the result to the table's types and tag each column with its Iceberg field id.
-
-    Hidden partition columns (partitioning.HIDDEN) pass through untagged: Spark writes them as directories.
-    """
-    from pyspark.sql import functions as F
-
-    from ratui.engine.write.partitioning import HIDDEN
-
-    cols = []
-    for f in df.schema.fields:
-        column = F.col(f"`{f.name}`")
-        if f.name.startswith(HIDDEN):
-            cols.append(column)
-            continue
-        field = schema.find_field(f.name, case_sensitive=False)
-        target = iceberg_to_spark_type(field.field_type)
-        if f.dataType != target:
-            column = column.cast(target)
-        cols.append(column.alias(field.name, metadata={FIELD_ID: field.field_id}))
-    return df.select(*cols)

@@ -26,7 +26,7 @@ import stat
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from ratui.engine.state.catalog.base import BranchCatalog
 from ratui.engine.errors import RatuiError
@@ -80,7 +80,7 @@ def live_pointers(catalog: BranchCatalog) -> list[Pointer]:
                 conn.execute("COMMIT")
         return [Pointer(ref, f"{ns}.{name}", loc, prev, view=(kind or "TABLE").upper() == "VIEW")
                 for ref, ns, name, loc, prev, kind in rows]
-    out = []
+    out: list[Pointer] = []
     for ref in catalog.list_refs():
         out.extend(Pointer(ref.name, key, loc) for key, loc in sorted(catalog.table_pointers(ref.name).items()))
     return out
@@ -134,7 +134,7 @@ class Marker:
         self._real = _RealPaths()
         self._manifest_files: dict[str, list[str]] = {}  # manifest path -> files it lists
         self._manifest_lists: dict[str, list[str]] = {}  # manifest list path -> manifest paths
-        self._manifest_objects: dict[str, object] = {}  # manifest path -> its ManifestFile
+        self._manifest_objects: dict[str, Any] = {}  # manifest path -> its ManifestFile
 
     def _add(self, result: MarkResult, uri: str | None) -> None:
         if not uri:
@@ -179,8 +179,8 @@ class Marker:
                 for stats in metadata.statistics:
                     if stats.snapshot_id not in skip:
                         self._add(result, stats.statistics_path)
-                for stats in metadata.partition_statistics:
-                    self._add(result, stats.statistics_path)
+                for partition_stats in metadata.partition_statistics:
+                    self._add(result, partition_stats.statistics_path)
                 for snapshot in metadata.snapshots:
                     if snapshot.snapshot_id in skip:
                         continue

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ratui.engine.ops import orphans
-from ratui.engine.events import EventBus, RunFinished
+from ratui.engine.events import Event, EventBus, RunFinished
 from ratui.engine.vocabulary import ACTIVE, FINAL, MAIN, iso as _iso, parse_time
 from ratui.engine.state.db import open_db, write_tx
 from ratui.engine.errors import RatuiError
@@ -191,7 +191,7 @@ class Reaper:
     one that can interrupt this process's stuck runs)."""
 
     def __init__(self, state: ProjectState, *, cancel: Callable[..., str] | None = None,
-                 clock: Callable[[], datetime] | None = None, bus: EventBus | None = None):
+                 clock: Callable[[], datetime] | None = None, bus: EventBus[Event] | None = None):
         """`cancel(run_id, error=...)`: how a stuck run of this very process is interrupted (the engine's)."""
         self.state = state
         self.settings = state.settings
@@ -212,7 +212,7 @@ class Reaper:
         return closing(conn)
 
     def config(self) -> dict[str, int]:
-        from ratui.engine.settings import REAPER_KEYS
+        from ratui.engine.project.settings import REAPER_KEYS
 
         return {key: getattr(self.settings, f"reaper_{key}") for key in REAPER_KEYS}
 
@@ -255,7 +255,7 @@ class Reaper:
                 (report.started_at, report.finished_at, int(report.dry_run), report.found, report.removed,
                  report.bytes_freed, len(report.errors), json.dumps(body, default=str)),
             )
-            return int(cur.lastrowid)
+            return int(cur.lastrowid or 0)
 
     def reports(self, limit: int = 20) -> list[ReaperReport]:
         """The newest stored reports, newest first."""
@@ -489,7 +489,7 @@ class Reaper:
         # table.maintenance.expire_snapshots(), with one more requirement: main's current snapshot is still the
         # one we looked at. The catalog then swaps main's metadata pointer only if nobody moved it meanwhile.
         expire = ExpireSnapshots(Transaction(table, autocommit=True))
-        expire._requirements = (AssertRefSnapshotId(ref="main", snapshot_id=current),)
+        expire._requirements = (AssertRefSnapshotId(ref="main", snapshot_id=current),)  # type: ignore[call-arg]
         expire.by_ids(ids).commit()
         self.catalog.record_commit(MAIN, f"reaper: expired {len(ids)} snapshot(s) of {key}")
         task.removed.extend(items)

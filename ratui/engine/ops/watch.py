@@ -32,8 +32,11 @@ from typing import Any, Callable, Iterable
 
 from ratui.engine.project.compiler import CompiledProject, compile_project
 from ratui.engine.errors import RatuiError
-from ratui.engine.events import EventBus
-from ratui.engine.settings import SETTINGS_FILE, STATE_DIR, Settings, load_settings
+from ratui.engine.events import (  # noqa: F401 - the watcher's events, re-exported
+    EventBus, WatchErrors, WatchEvent, WatchFailed, WatchPlanFinished, WatchPlanStarted, WatchReloaded,
+    WatchRunResult, WatchStarted, WatchState, WatchStopped,
+)
+from ratui.engine.project.settings import SETTINGS_FILE, STATE_DIR, Settings, load_settings
 
 log = logging.getLogger("ratui.watch")
 
@@ -173,7 +176,7 @@ def plan_for_changes(compiled: CompiledProject, root: Path,
     for item in changed_paths:
         change, path = item if isinstance(item, tuple) else (None, item)
         parts = _rel_parts(root, path)
-        if ignored_parts(parts):
+        if parts is None or ignored_parts(parts):
             continue
         rel = "/".join(parts)
         word = _change_word(change)
@@ -257,90 +260,6 @@ def plan_for_changes(compiled: CompiledProject, root: Path,
     return plan
 
 
-# ---------------------------------------------------------------------------------------------- events
-
-
-@dataclass(frozen=True)
-class WatchEvent:
-    def to_dict(self) -> dict[str, Any]:
-        return {"event": type(self).__name__, **{k: _jsonable(v) for k, v in self.__dict__.items()}}
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, RatuiError):
-        return value.to_dict()
-    if hasattr(value, "to_dict"):
-        return value.to_dict()
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, Path):
-        return str(value)
-    return value
-
-
-@dataclass(frozen=True)
-class WatchStarted(WatchEvent):
-    root: str
-    debounce_ms: int
-
-
-@dataclass(frozen=True)
-class WatchState(WatchEvent):
-    state: str  # stopped | watching | pending (changes waiting for the quiet period) | running
-
-
-@dataclass(frozen=True)
-class WatchReloaded(WatchEvent):
-    """ratui.yaml was reloaded (settings apply from the next run)."""
-
-    debounce_ms: int
-    notes: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class WatchErrors(WatchEvent):
-    """Broken files the latest changes touch; nothing of them runs until the next save fixes them."""
-
-    errors: tuple[RatuiError, ...]
-    changed: tuple[str, ...]
-    blocked: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class WatchPlanStarted(WatchEvent):
-    keys: tuple[str, ...]
-    reasons: dict[str, str]
-    changed: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class WatchRunResult(WatchEvent):
-    result: Any  # a RunResult (whatever the runner returned)
-
-
-@dataclass(frozen=True)
-class WatchPlanFinished(WatchEvent):
-    keys: tuple[str, ...]
-    results: tuple[Any, ...]
-    duration_ms: int
-    error: str | None = None  # "stopped" when the watcher stopped mid-plan; the exception when the runner raised
-
-
-@dataclass(frozen=True)
-class WatchFailed(WatchEvent):
-    """Something went wrong inside the watcher (a runner raised, the folder vanished); it keeps watching."""
-
-    message: str
-    details: str = ""
-
-
-@dataclass(frozen=True)
-class WatchStopped(WatchEvent):
-    pass
-
-
 # ---------------------------------------------------------------------------------------------- the watcher
 
 
@@ -365,16 +284,16 @@ class Watcher:
         if engine is None and run_keys is None:
             from ratui.engine.run.engine import Engine
 
-            engine = Engine.open(Path(root))
+            engine = Engine.open(Path(str(root)))
             engine.recover()
         self.engine = engine
-        self.settings: Settings = engine.settings if engine is not None else load_settings(Path(root))
+        self.settings: Settings = engine.settings if engine is not None else load_settings(Path(str(root)))
         self.root = self.settings.root
         self._fixed_debounce = debounce_ms
         self.debounce_ms = debounce_ms if debounce_ms is not None else self.settings.watch_debounce_ms
         self.step_ms = step_ms
         self._run_keys = run_keys
-        self.bus = EventBus()
+        self.bus: EventBus[WatchEvent] = EventBus()
         if on_event is not None:
             self.bus.subscribe(on_event)
         self.filter = WatchFilter(self.root)

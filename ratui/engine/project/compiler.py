@@ -12,7 +12,7 @@ from pathlib import Path
 from ratui.engine.project.dag import Graph, build_graph, select
 from ratui.engine.errors import RatuiError, did_you_mean
 from ratui.engine.project.discovery import Pipeline, discover, landing_zone
-from ratui.engine.settings import Settings, load_settings
+from ratui.engine.project.settings import Settings, load_settings
 from ratui.engine.project.sql_names import check_direct_names
 from ratui.engine.project.templating import static_calls
 
@@ -47,13 +47,14 @@ def compile_pipeline(pipeline: Pipeline, settings: Settings) -> None:
     if not pipeline.ok or pipeline.kind != "sql" and pipeline.kind != "python":
         return
     try:
+        file, _config = pipeline.loaded()
         if pipeline.kind == "sql":
-            calls = static_calls(pipeline.text, pipeline.file, pipeline.namespace)
-            check_direct_names(pipeline.text, pipeline.file)
+            calls = static_calls(pipeline.text, file, pipeline.namespace)
+            check_direct_names(pipeline.text, file)
         else:
             from ratui.engine.project.python_source import static_calls_python
 
-            calls = static_calls_python(pipeline.text, pipeline.file, pipeline.namespace)
+            calls = static_calls_python(pipeline.text, file, pipeline.namespace)
         pipeline.refs, pipeline.zones, pipeline.ref_lines = calls.refs, calls.zones, calls.lines
         locations = settings.locations()
         for zone in calls.zones:

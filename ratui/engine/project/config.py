@@ -242,7 +242,7 @@ def resolve_config(pipeline_file: Path, text: str, config_file: Path) -> Pipelin
                                  file=loc("tags")[0], line=loc("tags")[1])
         kwargs["tags"] = tags
     if "partition_by" in values:
-        from ratui.engine.write.partitioning import parse_partition_by
+        from ratui.engine.project.partition_terms import parse_partition_by
 
         try:
             terms = parse_partition_by(_as_list(values["partition_by"]))

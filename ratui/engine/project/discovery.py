@@ -64,6 +64,12 @@ class Pipeline:
     def ok(self) -> bool:
         return not self.errors
 
+    def loaded(self) -> tuple[Path, PipelineConfig]:
+        """The pipeline file and configuration of a pipeline that compiled (RAT-PRJ-004 if it has none)."""
+        if self.file is None or self.config is None:
+            raise RatuiError("RAT-PRJ-004", f"{self.key} has no readable pipeline file", file=str(self.folder))
+        return self.file, self.config
+
     def fingerprint(self) -> str:
         """A hash of the definition (pipeline file, config.yaml, quality tests): changes when the pipeline does."""
         digest = hashlib.sha256(self.text.encode())
@@ -162,10 +168,10 @@ def discover_pipeline(namespace: str, layer: str, folder: Path,
         return pipeline
     sql, py = folder / "pipeline.sql", folder / "pipeline.py"
     for path in (sql, py, folder / "config.yaml"):
-        problem = _not_a_file(path)
-        escape = problem or ((path.exists() or path.is_symlink()) and _escape(locations, path, path.name))
-        if escape:
-            pipeline.errors.append(escape)
+        refused = _not_a_file(path) or (_escape(locations, path, path.name)
+                                        if path.exists() or path.is_symlink() else None)
+        if refused:
+            pipeline.errors.append(refused)
             return pipeline
     if sql.is_file() and py.is_file():
         pipeline.errors.append(RatuiError("RAT-PRJ-003", f"{pipeline.key} has both pipeline.sql and pipeline.py",

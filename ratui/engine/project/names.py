@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 
 from ratui.engine.errors import RatuiError
+from ratui.engine.vocabulary import LAYERS  # noqa: F401 - naming rules speak of layers
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9_-]*$")
 MAX_NAME = 128
-LAYERS = ("bronze", "silver", "gold")
 
 
 def name_problem(name: str) -> str | None:

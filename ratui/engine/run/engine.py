@@ -27,7 +27,7 @@ from ratui.engine.run.control import CancelPoller, RunControl, request_cancel
 from ratui.engine.run.invocation import Invocation, OnResult
 from ratui.engine.run.recovery import Recovery
 from ratui.engine.run.results import RunResult, new_run_id
-from ratui.engine.settings import Settings, load_settings
+from ratui.engine.project.settings import Settings, load_settings
 from ratui.engine.spark import session as spark_mod
 from ratui.engine.state.project_state import ProjectState
 from ratui.engine.vocabulary import MAIN, now_iso
@@ -36,16 +36,16 @@ log = logging.getLogger("ratui.engine")
 
 
 class Engine:
-    def __init__(self, state: ProjectState, *, bus: EventBus | None = None):
+    def __init__(self, state: ProjectState, *, bus: EventBus[Event] | None = None):
         self._state = state
-        self._bus = bus or EventBus()
+        self._bus: EventBus[Event] = bus or EventBus()
         self._controls: dict[str, RunControl] = {}
         self._lock = threading.Lock()
         self._poller = CancelPoller(state.history, self.active_runs, self._cancel_local)
         self._recovery = Recovery(state, self._bus, self._is_ours)
 
     @classmethod
-    def open(cls, root: Path, settings: Settings | None = None, *, bus: EventBus | None = None) -> "Engine":
+    def open(cls, root: Path, settings: Settings | None = None, *, bus: EventBus[Event] | None = None) -> "Engine":
         """The engine of the project at `root` (its ratui.yaml, or `settings`). Runs nothing, recovers nothing."""
         return cls(ProjectState.open(settings or load_settings(root)), bus=bus)
 
@@ -105,7 +105,7 @@ class Engine:
         checkpoint; a run of this process is also interrupted at once (its Spark jobs are cancelled).
         """
         outcome, run = request_cancel(self._state.history, run_id)
-        if outcome != "requested":
+        if outcome != "requested" or run is None:
             return outcome
         return self._cancel_local(run["id"], error) or "requested"
 

@@ -236,6 +236,10 @@ class ZoneReader:
     def _origin(self, uri: str) -> ZoneFile | None:
         return self._by_spark_path.get(_uri_path(uri))
 
+    def _name_of(self, uri: str) -> str:
+        origin = self._origin(uri)
+        return origin.name if origin is not None else uri
+
     # --------------------------------------------------------------------------------------------- read
 
     def read(self, files: list[ZoneFile]):
@@ -262,11 +266,9 @@ class ZoneReader:
         from pyspark.sql import types as st
 
         groups: dict[tuple[str, ...], list[ZoneFile]] = {}
-        reference, ref_cols = None, None
+        reference, ref_cols = files[0], csv_header(files[0])  # the zone's columns: its first file's
         for zf in files:
             cols = csv_header(zf)
-            if reference is None:
-                reference, ref_cols = zf, cols
             _compare_columns(self.zone, reference, ref_cols, zf, cols, self.columns)
             groups.setdefault(tuple(cols), []).append(zf)
         reader = self.session.read.options(header=True, mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT)
@@ -314,12 +316,10 @@ class ZoneReader:
         return self._bad_rows(df)
 
     def _parquet(self, files: list[ZoneFile]):
-        reference, ref_schema = None, None
+        reference, ref_schema = files[0], parquet_schema(files[0])
         types: dict[str, tuple[Any, ZoneFile]] = {}
         for zf in files:
             schema = parquet_schema(zf)
-            if reference is None:
-                reference, ref_schema = zf, schema
             _compare_columns(self.zone, reference, ref_schema.names, zf, schema.names, self.columns)
             for f in schema:
                 seen = types.get(f.name.lower())
@@ -354,7 +354,7 @@ class ZoneReader:
         total = sum(r.n for r in rows)
         samples: list[BadRow] = []
         first_file: ZoneFile | None = None
-        for r in sorted(rows, key=lambda r: (self._origin(r.path).name if self._origin(r.path) else r.path)):
+        for r in sorted(rows, key=lambda r: self._name_of(r.path)):
             zf = self._origin(r.path)
             if zf is None:
                 continue

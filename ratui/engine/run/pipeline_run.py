@@ -24,7 +24,7 @@ from typing import Callable, Iterator
 
 from ratui.engine.errors import PIPELINE_FAULT_FAMILIES, RatuiError, is_definition_error
 from ratui.engine.events import (
-    EventBus, LogLine, PhaseFinished, PhaseStarted, QualityResultEvent, RunFinished, RunStarted,
+    Event, EventBus, LogLine, PhaseFinished, PhaseStarted, QualityResultEvent, RunFinished, RunStarted,
 )
 from ratui.engine.iceberg.schema import check_columns
 from ratui.engine.ops.changes import definition_hashes
@@ -48,7 +48,7 @@ from ratui.engine.write.strategies import WriteOutcome, WriteRequest, write
 class PipelineRun:
     """One run of one pipeline (all attempts)."""
 
-    def __init__(self, state: ProjectState, bus: EventBus, run_id: str, key: str, control: RunControl,
+    def __init__(self, state: ProjectState, bus: EventBus[Event], run_id: str, key: str, control: RunControl,
                  full_refresh: bool, compile_project: Callable[[], CompiledProject]):
         self.state = state
         self.settings = state.settings
@@ -153,14 +153,15 @@ class PipelineRun:
             self.log(str(error), "error" if status == "failed" else "warning")
         consumed = self.sources.consumed if self.sources else []
         if status == "success" and self.pipeline is not None:
-            archived = {e[3] for e in consumed} if self.pipeline.config.archive_landing_zones else set()
+            _file, config = self.pipeline.loaded()
+            archived = {e[3] for e in consumed} if config.archive_landing_zones else set()
             zone_inputs = self.sources.zone_inputs if self.sources else {}
             zones = {z: [f for f in digest if f[0] not in archived] for z, digest in zone_inputs.items()}
             tables = {ref: self.fork_pointers.get(ref) for ref in self.pipeline.refs}
             self.history.update_run(self.run_id, fingerprint=definition_hashes(self.pipeline),
                                     inputs={"tables": tables, "zones": zones})
-        elif (status == "failed" and consumed and self.failed_phase in ("build", "write", "quality")
-              and not is_definition_error(error.code)):
+        elif (status == "failed" and error is not None and consumed
+              and self.failed_phase in ("build", "write", "quality") and not is_definition_error(error.code)):
             # only failures that can be the data's fault count against the files
             skipped = self.state.ledger.record_failure(consumed, str(error))
             if skipped:
@@ -220,13 +221,14 @@ class PipelineRun:
             self.fork_pointers = self.catalog.table_pointers(self.branch)
             self.log(f"branch {self.branch} created from main")
         with self.phase("config"):
-            pipeline = self._load_pipeline()
+            pipeline, strategy = self._load_pipeline()
+            _file, config = pipeline.loaded()
         with self.phase("build"):
-            batch, rows = self._build(pipeline)
+            sources, batch, rows = self._build(pipeline, strategy)
         with self.phase("write"):
             self.outcome = write(WriteRequest(
                 self.session, self.catalog, self.branch, self.key, self.settings.root, self.run_id, batch, rows,
-                pipeline.config, self.strategy, run_started_at=self.run_started_at))
+                config, strategy, run_started_at=self.run_started_at))
             self.catalog.record_commit(self.branch, f"{self.strategy} {self.key} ({self.outcome.rows_written} rows)")
             self.log(f"{self.strategy}: {self.outcome.rows_written} rows written, {self.outcome.files_added} files "
                      f"added, {self.outcome.files_removed} removed" +
@@ -234,7 +236,7 @@ class PipelineRun:
             for note in self.outcome.notes:
                 self.log(note, "warning")
         with self.phase("quality"):
-            self._quality(pipeline)
+            self._quality(pipeline, sources)
         self.control.check()
         with self.phase("resolve"):
             # the landing files this run read become `loaded` in the merge's own transaction
@@ -243,19 +245,19 @@ class PipelineRun:
                 in_tx=self._in_merge_tx)
             self.control.merged.set()
             self.log(f"merged {self.branch} into main ({', '.join(result.tables) or 'no table changes'})")
-        if pipeline.config.archive_landing_zones and self.sources.consumed:
-            self._archive()
+        if config.archive_landing_zones and sources.consumed:
+            self._archive(sources.consumed)
 
     def _in_merge_tx(self, conn, _result) -> None:
         """Inside the merge's transaction: the landing files become loaded, the run is marked merged."""
-        self.state.ledger.mark_loaded(conn, self.run_id, self.sources.consumed)
+        self.state.ledger.mark_loaded(conn, self.run_id, self.sources.consumed if self.sources else [])
         self.history.mark_merged(conn, self.run_id)
 
-    def _archive(self) -> None:
+    def _archive(self, consumed: list[tuple[str, str, str, str]]) -> None:
         """Move the consumed landing files to _processed/{run_id}/ (after the merge: main already has them).
         Every pipeline reading the zone keeps the file in its ledger, under the archived name."""
         by_zone: dict[tuple[str, str], list[str]] = {}
-        for namespace, zone, _pipeline, name in self.sources.consumed:
+        for namespace, zone, _pipeline, name in consumed:
             if not is_archived_name(name):
                 by_zone.setdefault((namespace, zone), []).append(name)
         if not by_zone:
@@ -277,7 +279,7 @@ class PipelineRun:
             except OSError as exc:  # the data is merged; a failed move only leaves files in place
                 self.log(f"could not archive files of zone {zone}: {exc}", "warning")
 
-    def _load_pipeline(self) -> Pipeline:
+    def _load_pipeline(self) -> tuple[Pipeline, str]:
         namespace, layer, name = self.key.split(".")
         folder = self.settings.root / namespace / "pipelines" / layer / name
         if not folder.is_dir():
@@ -287,36 +289,38 @@ class PipelineRun:
         if pipeline.errors:
             raise pipeline.errors[0]
         self.pipeline = pipeline
-        self.strategy = "full_refresh" if self.full_refresh else pipeline.config.merge_strategy
-        self.history.update_run(self.run_id, strategy=self.strategy)
-        self.log(f"{pipeline.kind} pipeline, strategy {self.strategy}" +
+        _file, config = pipeline.loaded()
+        strategy = self.strategy = "full_refresh" if self.full_refresh else config.merge_strategy
+        self.history.update_run(self.run_id, strategy=strategy)
+        self.log(f"{pipeline.kind} pipeline, strategy {strategy}" +
                  (" (forced by --full-refresh)" if self.full_refresh else ""))
-        return pipeline
+        return pipeline, strategy
 
     # ------------------------------------------------------------------------------------------ build
 
-    def _build(self, pipeline: Pipeline):
-        self.session = spark_mod.new_run_session(self.settings, self.run_id)
+    def _build(self, pipeline: Pipeline, strategy: str):
+        file, _config = pipeline.loaded()
+        session = self.session = spark_mod.new_run_session(self.settings, self.run_id)
         # a retry starts from a fresh session and fresh sources: views of an earlier attempt are gone
-        self.sources = RunSources(self.state, self.session, key=self.key, branch=self.branch, pipeline=pipeline,
-                                  strategy=self.strategy, full_refresh=self.full_refresh,
-                                  run_started_at=self.run_started_at, staging=self.staging, log=self.log,
-                                  notes=self.notes)
-        context = self.sources.context(pipeline, pipeline.file)
+        sources = self.sources = RunSources(
+            self.state, session, key=self.key, branch=self.branch, pipeline=pipeline, strategy=strategy,
+            full_refresh=self.full_refresh, run_started_at=self.run_started_at, staging=self.staging, log=self.log,
+            notes=self.notes)
+        context = sources.context(pipeline, file)
+        sql = ""
         if pipeline.kind == "sql":
-            sql = render(pipeline.text, pipeline.file, context)
+            sql = render(pipeline.text, file, context)
             self.history.add_log(self.run_id, "debug", "compiled SQL:\n" + sql.strip())
             try:
-                df = self.session.sql(sql)
+                df = session.sql(sql)
             except Exception as exc:
-                raise _spark_error(exc, "RAT-SQL-001", pipeline.file, pipeline.text, sql) from None
+                raise _spark_error(exc, "RAT-SQL-001", file, pipeline.text, sql) from None
         else:
-            ctx = PythonContext(self.session, context.ref, context.landing_zone,
+            ctx = PythonContext(session, context.ref, context.landing_zone,
                                 context.this.strip("`") if self.catalog.table_exists(self.branch, self.key) else None,
                                 context.run_started_at, context.watermark_value, context.is_incremental,
                                 context.is_scd2)
-            df = run_python_pipeline(pipeline.text, pipeline.file, ctx,
-                                     on_print=lambda line: self.log(f"print: {line}"))
+            df = run_python_pipeline(pipeline.text, file, ctx, on_print=lambda line: self.log(f"print: {line}"))
         check_columns(df.schema)
         out = self.staging / "result"
         try:
@@ -325,23 +329,24 @@ class PipelineRun:
             if self.control.cancel_requested.is_set() and spark_mod.is_cancellation(exc):
                 raise Cancelled() from exc
             if pipeline.kind == "sql":
-                raise _spark_error(exc, "RAT-SQL-001", pipeline.file, pipeline.text, sql) from None
-            raise _spark_error(exc, "RAT-PY-004", pipeline.file) from None
+                raise _spark_error(exc, "RAT-SQL-001", file, pipeline.text, sql) from None
+            raise _spark_error(exc, "RAT-PY-004", file) from None
         rows = _parquet_rows(out)
         self.log(f"result: {rows} rows, {len(df.columns)} columns")
-        batch = self.session.read.parquet(str(out)) if rows or any(out.glob("*.parquet")) else df
-        return batch, rows
+        batch = session.read.parquet(str(out)) if rows or any(out.glob("*.parquet")) else df
+        return sources, batch, rows
 
     # ---------------------------------------------------------------------------------------- quality
 
-    def _quality(self, pipeline: Pipeline) -> None:
+    def _quality(self, pipeline: Pipeline, sources: RunSources) -> None:
         if not pipeline.tests:
             self.log("no quality tests")
             return
+        file, _config = pipeline.loaded()
         # the tests see the branch's new data: re-register this pipeline's table after the write
-        self.sources.forget(self.key)
-        context = self.sources.context(pipeline, pipeline.file)
-        context.this = self.sources.table(self.key)
+        sources.forget(self.key)
+        context = sources.context(pipeline, file)
+        context.this = sources.table(self.key)
         for test in pipeline.tests:
             self.control.check()
             outcome = run_test(self.session, test, context, self.settings.quality_sample_rows)

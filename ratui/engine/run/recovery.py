@@ -19,7 +19,7 @@ import threading
 from typing import Callable
 
 from ratui.engine.errors import RatuiError
-from ratui.engine.events import EventBus, RunFinished
+from ratui.engine.events import Event, EventBus, RunFinished
 from ratui.engine.state import processes
 from ratui.engine.state.project_state import ProjectState
 from ratui.engine.vocabulary import now_iso
@@ -28,7 +28,7 @@ log = logging.getLogger("ratui.run.recovery")
 
 
 class Recovery:
-    def __init__(self, state: ProjectState, bus: EventBus, is_ours: Callable[[str], bool]):
+    def __init__(self, state: ProjectState, bus: EventBus[Event], is_ours: Callable[[str], bool]):
         self._state = state
         self._bus = bus
         self._is_ours = is_ours  # a run this process is running (never dead)

@@ -79,7 +79,8 @@ class RunSources:
         key = f"landing:{namespace}.{zone_name}"
         if key in self.views:
             return self.views[key]
-        zone = landing_zone(self.state.settings.root, namespace, zone_name, file=file, locations=self.state.settings.locations())
+        settings = self.state.settings
+        zone = landing_zone(settings.root, namespace, zone_name, file=file, locations=settings.locations())
         active = zone.active_files()
         config = self.pipeline.config
         mode = config.landing_mode if config else "all"
@@ -132,7 +133,8 @@ class RunSources:
         """A DataFrame over landing files (see landing_reader.py); the reader's warnings become run notes."""
         fmt = zone.file_format([f.path for f in files])
         config = self.pipeline.config
-        bad_rows = (config.landing_bad_rows if config and config.landing_bad_rows else self.state.settings.landing_bad_rows)
+        settings = self.state.settings
+        bad_rows = config.landing_bad_rows if config and config.landing_bad_rows else settings.landing_bad_rows
         columns = (config.landing_columns if config and config.landing_columns else self.state.settings.landing_columns)
         reader = ZoneReader(self.session, zone.name, fmt, bad_rows=bad_rows, columns=columns, staging=self.staging,
                             check_rows=check_rows)
@@ -148,7 +150,7 @@ class RunSources:
         if exists:
             this = self.table(self.key)
         watermark = None
-        config = pipeline.config
+        _file, config = pipeline.loaded()
         if config.watermark_column and exists and not self.full_refresh:
             watermark = self.watermark(config.watermark_column)
         return TemplateContext(

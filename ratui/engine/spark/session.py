@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from ratui.engine.settings import Settings
+from ratui.engine.project.settings import Settings
 
 log = logging.getLogger("ratui.spark")
 
@@ -71,9 +71,9 @@ def _quiet_python_loggers() -> None:
         logger.handlers[:] = [logging.NullHandler()]
         logger.propagate = False
     for name in ("py4j", "py4j.clientserver", "py4j.java_gateway"):
-        logger = logging.getLogger(name)
-        logger.handlers[:] = [logging.NullHandler()]
-        logger.propagate = False
+        py4j_logger = logging.getLogger(name)
+        py4j_logger.handlers[:] = [logging.NullHandler()]
+        py4j_logger.propagate = False
 
 
 def is_started() -> bool:

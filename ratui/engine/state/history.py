@@ -47,35 +47,35 @@ class History:
     def _ensure_schema(self) -> None:
         with self._lock:
             if "runs" not in self.db.table_names():
-                self.db["runs"].create(RUN_COLUMNS, pk="id", if_not_exists=True)
-                self.db["runs"].create_index(["started_at"], if_not_exists=True)
-                self.db["runs"].create_index(["pipeline", "started_at"], if_not_exists=True)
-                self.db["runs"].create_index(["status"], if_not_exists=True)
+                self.db.table("runs").create(RUN_COLUMNS, pk="id", if_not_exists=True)
+                self.db.table("runs").create_index(["started_at"], if_not_exists=True)
+                self.db.table("runs").create_index(["pipeline", "started_at"], if_not_exists=True)
+                self.db.table("runs").create_index(["status"], if_not_exists=True)
             else:  # a database from an older ratui: add the columns it lacks
-                existing = set(self.db["runs"].columns_dict)
+                existing = set(self.db.table("runs").columns_dict)
                 for column, kind in RUN_COLUMNS.items():
                     if column not in existing:
-                        self.db["runs"].add_column(column, kind)
+                        self.db.table("runs").add_column(column, kind)
             # newest-first paging (the runs list) without sorting the whole history
             self.db.execute("create index if not exists runs_newest on runs(coalesce(started_at, queued_at) desc, "
                             "id desc)")
             if "cancel_requests" not in self.db.table_names():
                 # another process (`ratui cancel`, a second console) asks; the running process honours it
-                self.db["cancel_requests"].create({"run_id": str, "requested_at": str, "pid": int, "host": str},
+                self.db.table("cancel_requests").create({"run_id": str, "requested_at": str, "pid": int, "host": str},
                                                   pk="run_id", if_not_exists=True)
             if "quality_results" not in self.db.table_names():
-                self.db["quality_results"].create({
+                self.db.table("quality_results").create({
                     "id": int, "run_id": str, "test": str, "severity": str, "status": str, "violations": int,
                     "duration_ms": int, "sample": str, "columns": str, "sql": str, "error": str, "file": str,
                     "finished_at": str, "line": int,
                 }, pk="id", if_not_exists=True)
-                self.db["quality_results"].create_index(["run_id"], if_not_exists=True)
-            elif "line" not in self.db["quality_results"].columns_dict:  # from an older ratui
-                self.db["quality_results"].add_column("line", int)
+                self.db.table("quality_results").create_index(["run_id"], if_not_exists=True)
+            elif "line" not in self.db.table("quality_results").columns_dict:  # from an older ratui
+                self.db.table("quality_results").add_column("line", int)
             if "run_logs" not in self.db.table_names():
-                self.db["run_logs"].create({"id": int, "run_id": str, "at": str, "level": str, "message": str},
+                self.db.table("run_logs").create({"id": int, "run_id": str, "at": str, "level": str, "message": str},
                                            pk="id", if_not_exists=True)
-                self.db["run_logs"].create_index(["run_id"], if_not_exists=True)
+                self.db.table("run_logs").create_index(["run_id"], if_not_exists=True)
 
     def close(self) -> None:
         self._conn.close()
@@ -85,7 +85,7 @@ class History:
     def create_run(self, run_id: str, pipeline: str, trigger: str, strategy: str | None, invocation: str | None,
                    run_type: str | None = None, reason: str | None = None) -> None:
         with self._lock:
-            self.db["runs"].insert({
+            self.db.table("runs").insert({
                 "id": run_id, "pipeline": pipeline, "status": "pending", "trigger": trigger, "strategy": strategy,
                 "queued_at": now_iso(), "rows_written": 0, "warnings": 0, "invocation": invocation,
                 "pid": os.getpid(), "host": socket.gethostname(), "pid_started": started_at(),
@@ -97,12 +97,12 @@ class History:
             if key in values and not isinstance(values[key], (str, type(None))):
                 values[key] = json.dumps(values[key], sort_keys=True)
         with self._lock:
-            self.db["runs"].update(run_id, values, alter=True)
+            self.db.table("runs").update(run_id, values, alter=True)
 
     def request_cancel(self, run_id: str, pid: int, host: str) -> None:
         with self._lock:
-            self.db["cancel_requests"].insert({"run_id": run_id, "requested_at": now_iso(), "pid": pid, "host": host},
-                                              replace=True)
+            self.db.table("cancel_requests").insert(
+                {"run_id": run_id, "requested_at": now_iso(), "pid": pid, "host": host}, replace=True)
 
     def cancel_requested(self, run_ids: list[str]) -> list[str]:
         if not run_ids:
@@ -115,7 +115,8 @@ class History:
     def unfinished_runs(self) -> list[dict[str, Any]]:
         with self._lock:
             return list(self.db.query(
-                "select id, pipeline, status, pid, pid_started, host, branch, started_at, queued_at, merged_at from runs "
+                "select id, pipeline, status, pid, pid_started, host, branch, started_at, queued_at, merged_at "
+                "from runs "
                 "where status in ('pending', 'running')"))
 
     def claim_unfinished(self, run_id: str, **values: Any) -> bool:
@@ -136,7 +137,7 @@ class History:
 
     def add_log(self, run_id: str, level: str, message: str) -> None:
         with self._lock:
-            self.db["run_logs"].insert({"run_id": run_id, "at": now_iso(), "level": level, "message": message})
+            self.db.table("run_logs").insert({"run_id": run_id, "at": now_iso(), "level": level, "message": message})
 
     def add_quality(self, run_id: str, result: dict[str, Any]) -> None:
         row = dict(result)
@@ -145,7 +146,7 @@ class History:
         row["columns"] = json.dumps(row.get("columns") or [])
         row.setdefault("finished_at", now_iso())
         with self._lock:
-            self.db["quality_results"].insert(row, alter=False)
+            self.db.table("quality_results").insert(row, alter=False)
 
     # -------------------------------------------------------------------------------------------- reads
 

@@ -111,7 +111,7 @@ class Ledger:
                         "'/_processed/') + 1) || '/' || file WHERE archived_to IS NOT NULL AND instr(archived_to, "
                         "'/_processed/') > 0 AND file NOT LIKE '\\_processed/%' ESCAPE '\\'")
 
-    def _conn(self) -> sqlite3.Connection:
+    def _conn(self) -> "_Closing":
         conn = open_db(self.db_path)
         conn.row_factory = sqlite3.Row
         return _Closing(conn)

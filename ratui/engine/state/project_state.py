@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ratui.engine.settings import Settings, load_settings
+from ratui.engine.project.settings import Settings, load_settings
 from ratui.engine.state.history import History
 from ratui.engine.state.ledger import Ledger
 

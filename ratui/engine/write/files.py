@@ -16,16 +16,40 @@ from typing import Iterable
 
 from pyiceberg.io.pyarrow import parquet_file_to_data_file
 from pyiceberg.manifest import DataFile
+from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.table.name_mapping import create_mapping_from_schema
 
 from ratui.engine.errors import RatuiError
-from ratui.engine.iceberg.schema import NAME_MAPPING, with_field_ids
+from ratui.engine.iceberg.schema import FIELD_ID, NAME_MAPPING, iceberg_to_spark_type
 from ratui.engine.locations import local_file
 
 def table_location(root: Path, key: str) -> str:
     namespace, layer, name = key.split(".")
     return str(root / namespace / "warehouse" / layer / name)
+
+
+def with_field_ids(df, schema: Schema):
+    """Cast the result to the table's types and tag each column with its Iceberg field id.
+
+    Hidden partition columns (partitioning.HIDDEN) pass through untagged: Spark writes them as directories.
+    """
+    from pyspark.sql import functions as F
+
+    from ratui.engine.write.partitioning import HIDDEN
+
+    cols = []
+    for f in df.schema.fields:
+        column = F.col(f"`{f.name}`")
+        if f.name.startswith(HIDDEN):
+            cols.append(column)
+            continue
+        field = schema.find_field(f.name, case_sensitive=False)
+        target = iceberg_to_spark_type(field.field_type)
+        if f.dataType != target:
+            column = column.cast(target)
+        cols.append(column.alias(field.name, metadata={FIELD_ID: field.field_id}))
+    return df.select(*cols)
 
 
 @dataclass

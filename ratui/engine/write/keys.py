@@ -25,8 +25,8 @@ def dedupe(batch, keys: list[str], watermark: str | None):
 
 def match_keys(left, left_cols: list[str], right, right_cols: list[str]):
     """NULL-safe equality of a tuple of columns (IS NOT DISTINCT FROM)."""
-    return reduce(lambda a, b: a & b, [left[f"`{l}`"].eqNullSafe(right[f"`{r}`"])
-                                       for l, r in zip(left_cols, right_cols)])
+    return reduce(lambda a, b: a & b, [left[f"`{lc}`"].eqNullSafe(right[f"`{rc}`"])
+                                       for lc, rc in zip(left_cols, right_cols)])
 
 
 def key_frame(df, cols: list[str]):

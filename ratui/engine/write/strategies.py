@@ -154,7 +154,8 @@ def _keeps_layout(rewrite: list[DataFile], new_rows: int) -> bool:
 
 
 def _commit_rewrite(req: WriteRequest, table: Table, new_rows, new_count: int, rewrite: list[DataFile],
-                    kept_rows: Callable[[Any, bool], Any], *, drop: list[DataFile] = (), cluster_by: list[str],
+                    kept_rows: Callable[[Any, bool], Any], *, drop: tuple[DataFile, ...] | list[DataFile] = (),
+                    cluster_by: list[str],
                     message: str) -> WrittenFiles:
     """One snapshot: `new_rows` added, each file of `rewrite` replaced by `kept_rows(its rows, broadcast)` (the
     rows that stay, changed or not), the files of `drop` removed unread.

@@ -31,7 +31,7 @@ import threading
 from contextlib import closing
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 from pyiceberg.catalog import MetastoreCatalog
 from pyiceberg.catalog.sql import SqlCatalog, SqlCatalogBaseTable
@@ -352,7 +352,8 @@ class SqliteBranchCatalog(BranchCatalog):
             b, f, t = branch.get(key), base.get(key), target.get(key)
             if b == f or b == t:
                 continue  # untouched on the branch, or the target already holds exactly this state
-            kind = "added" if f is None else "dropped" if b is None else "modified"
+            kind: Literal["added", "modified", "dropped"] = (
+                "added" if f is None else "dropped" if b is None else "modified")
             changes.append(TableChange(key, kind, b, t, f, conflict=t != f))
         return changes
 

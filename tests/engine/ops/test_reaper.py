@@ -24,7 +24,7 @@ from ratui.cli import main
 from ratui.engine.state.catalog.base import MAIN
 from ratui.engine.errors import RatuiError
 from ratui.engine.run.engine import Engine
-from ratui.engine.settings import load_settings
+from ratui.engine.project.settings import load_settings
 from ratui.engine.write.files import table_location
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("v", pa.string())])
@@ -219,7 +219,8 @@ def test_run_history_retention(tmp_path):
         add_run(engine, f"p4r{i}", "demo.bronze.p4", "failed", started=old(i + 1), finished=old(i + 1))
     for run_id in ("p1r0", "p1r1", "p3r4"):
         engine.state.history.add_log(run_id, "info", "hello")
-        engine.state.history.add_quality(run_id, {"test": "t", "severity": "error", "status": "passed", "violations": 0})
+        engine.state.history.add_quality(run_id, {"test": "t", "severity": "error", "status": "passed",
+                                                  "violations": 0})
 
     dry = engine.reaper().run(dry_run=True, tasks=["run_history"])
     task = dry.tasks["run_history"]
@@ -544,7 +545,8 @@ def test_property_sweep_never_deletes_a_reachable_file(ops, rnd):
             age(Path(p), hours)
         reachable = reachable_oracle(engine)
         counts = {r.name: {k: engine.state.catalog.load_table(r.name, k).scan().to_arrow().num_rows
-                           for k in engine.state.catalog.table_pointers(r.name)} for r in engine.state.catalog.list_refs()}
+                           for k in engine.state.catalog.table_pointers(r.name)}
+                    for r in engine.state.catalog.list_refs()}
 
         report = engine.reaper().run(tasks=["orphan_files"])
         assert report.ok, report.errors

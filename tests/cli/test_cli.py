@@ -21,7 +21,8 @@ PIPE = "-- @merge_strategy: full_refresh\nSELECT * FROM VALUES (1, 'a'), (2, 'b'
 def project(make_project, spark):
     return make_project({
         "demo/pipelines/bronze/items/pipeline.sql": PIPE,
-        "demo/pipelines/silver/items_clean/pipeline.sql": "SELECT id, upper(name) AS name FROM {{ ref('bronze.items') }}\n",
+        "demo/pipelines/silver/items_clean/pipeline.sql":
+            "SELECT id, upper(name) AS name FROM {{ ref('bronze.items') }}\n",
         "demo/pipelines/silver/items_clean/tests/quality/names.sql": "SELECT * FROM {{ this }} WHERE name IS NULL\n",
     })
 
@@ -85,7 +86,8 @@ def test_failed_run_exits_1(project, capsys):
 
 def test_query_formats_and_refs(project, capsys):
     assert cli(capsys, "run", "--project", str(project))[0] == 0
-    code, out, _ = cli(capsys, "query", "SELECT id, name FROM silver.items_clean ORDER BY id", "--project", str(project))
+    code, out, _ = cli(capsys, "query", "SELECT id, name FROM silver.items_clean ORDER BY id", "--project",
+                       str(project))
     assert code == 0 and out.splitlines()[0].split() == ["id", "name"] and "(2 rows)" in out
     code, out, _ = cli(capsys, "query", "SELECT id, name FROM demo.silver.items_clean ORDER BY id",
                        "--project", str(project), "--format", "csv")

@@ -20,7 +20,7 @@ import pytest
 
 from ratui.engine.project.compiler import compile_project
 from ratui.engine.errors import RatuiError
-from ratui.engine.settings import load_settings
+from ratui.engine.project.settings import load_settings
 from ratui.engine.ops.watch import (
     Watcher, WatchErrors, WatchFailed, WatchPlanFinished, WatchPlanStarted, WatchReloaded, WatchRunResult,
     WatchStarted, WatchState, WatchStopped, is_ignored, plan_for_changes,
@@ -482,7 +482,8 @@ def test_cli_watch_reports_a_broken_file_and_exits_0_on_ctrl_c(proj):
         try:
             return json.loads(lines.get(timeout=60))
         except queue.Empty:
-            raise AssertionError(f"no output from ratui watch; stderr: {proc.stderr.read() if proc.poll() else ''}")
+            stderr = proc.stderr.read() if proc.poll() else ""
+            raise AssertionError(f"no output from ratui watch; stderr: {stderr}") from None
 
     try:
         assert next_json() == {"event": "WatchStarted", "root": str(proj), "debounce_ms": 300}

@@ -6,7 +6,7 @@ import pytest
 
 from ratui.engine.project.compiler import compile_project
 from ratui.engine.errors import RatuiError
-from ratui.engine.settings import load_settings
+from ratui.engine.project.settings import load_settings
 
 SELECT = "SELECT 1 AS id\n"
 
@@ -79,8 +79,10 @@ def test_both_or_neither_pipeline_file_is_an_error(make_project):
 
 def test_annotation_beats_config_yaml_beats_default(make_project):
     root = make_project({
-        "demo/pipelines/bronze/x/pipeline.sql": "-- @merge_strategy: incremental\n-- @unique_key: a, b\nSELECT 1 AS a, 2 AS b\n",
-        "demo/pipelines/bronze/x/config.yaml": "merge_strategy: append_only\ndescription: from yaml\ntags: daily, finance\n",
+        "demo/pipelines/bronze/x/pipeline.sql":
+            "-- @merge_strategy: incremental\n-- @unique_key: a, b\nSELECT 1 AS a, 2 AS b\n",
+        "demo/pipelines/bronze/x/config.yaml":
+            "merge_strategy: append_only\ndescription: from yaml\ntags: daily, finance\n",
     })
     config = compile_project(root).pipelines["demo.bronze.x"].config
     assert config.merge_strategy == "incremental"
@@ -170,7 +172,8 @@ def test_bad_boolean_and_broken_yaml(make_project):
 def test_quality_test_severity_is_validated(make_project):
     root = make_project({
         "demo/pipelines/bronze/x/pipeline.sql": SELECT,
-        "demo/pipelines/bronze/x/tests/quality/a.sql": "-- @severity: warn\nSELECT * FROM {{ this }} WHERE id IS NULL\n",
+        "demo/pipelines/bronze/x/tests/quality/a.sql":
+            "-- @severity: warn\nSELECT * FROM {{ this }} WHERE id IS NULL\n",
         "demo/pipelines/bronze/x/tests/quality/b.sql": "-- @severity: critical\nSELECT 1\n",
     })
     pipeline = compile_project(root).pipelines["demo.bronze.x"]
@@ -253,7 +256,8 @@ def graph_project(make_project):
     return compile_project(make_project({
         "demo/pipelines/bronze/orders/pipeline.sql": "-- @tags: daily\nSELECT 1 AS id\n",
         "demo/pipelines/bronze/customers/pipeline.sql": SELECT,
-        "demo/pipelines/silver/orders_clean/pipeline.sql": "-- @tags: daily, finance\nSELECT * FROM {{ ref('bronze.orders') }}",
+        "demo/pipelines/silver/orders_clean/pipeline.sql":
+            "-- @tags: daily, finance\nSELECT * FROM {{ ref('bronze.orders') }}",
         "demo/pipelines/gold/revenue/pipeline.sql": (
             "SELECT * FROM {{ ref('silver.orders_clean') }} JOIN {{ ref('bronze.customers') }} USING (id)"),
         "demo/pipelines/gold/other/pipeline.sql": SELECT,
@@ -263,7 +267,8 @@ def graph_project(make_project):
 
 def test_order_is_deterministic_and_topological(graph_project):
     order = graph_project.graph.order()
-    assert order.index("demo.bronze.orders") < order.index("demo.silver.orders_clean") < order.index("demo.gold.revenue")
+    position = order.index
+    assert position("demo.bronze.orders") < position("demo.silver.orders_clean") < position("demo.gold.revenue")
     assert order.index("demo.bronze.customers") < order.index("demo.gold.revenue")
     assert order == graph_project.graph.order()
     assert order[:2] == ["demo.bronze.customers", "demo.bronze.orders"]  # ties: by layer, then name

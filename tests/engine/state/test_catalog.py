@@ -16,7 +16,7 @@ from ratui.engine.state.catalog import SqliteBranchCatalog
 from ratui.engine.state.db import open_db
 from ratui.engine.errors import RatuiError
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("v", pa.string())])
 ORDERS = "shop.silver.orders"
 USERS = "shop.silver.users"
@@ -125,7 +125,8 @@ def test_previous_metadata_location_is_set_by_merge(root: Path, cat: SqliteBranc
     cat.merge("run-1")
     with open_db(root / ".ratui" / "ratui.db") as conn:
         prev = conn.execute(
-            "SELECT previous_metadata_location FROM iceberg_tables WHERE catalog_name = 'main' AND table_name = 'orders'"
+            "SELECT previous_metadata_location FROM iceberg_tables WHERE catalog_name = 'main'"
+            " AND table_name = 'orders'"
         ).fetchone()[0]
     assert prev == fork_location
 

@@ -1,0 +1,31 @@
+"""The structure's checks, run with the tests so CI fails on a broken one: import contracts (import-linter, the
+contracts are in pyproject.toml), lint (ruff) and the engine's types (mypy)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def run(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=300)
+
+
+def test_import_contracts_hold():
+    proc = run(str(BIN / "lint-imports"), "--no-cache")
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "0 broken" in proc.stdout
+
+
+def test_ruff_is_clean():
+    proc = run(sys.executable, "-m", "ruff", "check", "ratui", "tests", "benchmarks")
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+
+
+def test_the_engine_type_checks():
+    proc = run(sys.executable, "-m", "mypy", "ratui/engine")
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]

@@ -1,0 +1,1 @@
+"""The one place that knows how Spark is reached (session, job groups, cancellation, silencing); reading its errors."""

@@ -1,0 +1,1 @@
+"""The project's state in .ratui/ratui.db: the branch catalog, the run history, the landing ledger, process identity."""

@@ -1,6 +1,7 @@
 """Merge cost: ratui's incremental, delete_insert and scd2 against the naive whole-table rewrite and PyIceberg's
-Table.upsert, on a 10-million-row and a 1-million-row table, with the same 1% change batch (half updates of
-existing keys, half new keys).
+Table.upsert, on a 1-million-row and a 10-million-row table, with the same 1% change batch (half updates of
+existing keys, half new keys); a 100-row change (ratui's fixed cost per merge); and the full refresh that builds
+each table against a plain Spark write of the same rows.
 
     /work/venv/bin/python benchmarks/merge.py                  # 10M and 1M rows, batch of 100k
     /work/venv/bin/python benchmarks/merge.py --rows 2000000 --small 200000 --skip-upsert
@@ -16,7 +17,9 @@ Two layouts of the updated keys:
                file pruning: every file is rewritten)
     recent     updated keys are the newest 50k keys (typical of orders, events, ...): they sit in the files
                that cover the top of the key range
-The naive rewrite and upsert read or rewrite the whole table either way; they run on `spread` only.
+The naive rewrite and upsert run on both layouts too (they read or rewrite the whole table either way).
+ratui picks copy-on-write or merge-on-read per file by the share of the file that changes (strategies.py);
+"deletes +" counts the position-delete files a merge wrote. The driver's peak RSS is printed after each size.
 
 Timings are wall-clock on whatever machine runs this; they are printed, never asserted anywhere.
 """
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import sys
 import tempfile
@@ -69,7 +73,7 @@ def change_batch(spark, n: int, size: int, layout: str):
     from pyspark.sql import functions as F
 
     half = size // 2
-    if layout == "spread":
+    if layout in ("spread", "tiny"):
         updates = spark.range(half).select((F.col("id") * (n // half) + 7).alias("id"))
     else:
         updates = spark.range(n - half, n)
@@ -100,6 +104,8 @@ class Bench:
               f"{os.cpu_count()} cores", flush=True)
         self.catalog = SqliteBranchCatalog(self.settings.db_path, work)
         self.results: list[dict] = []
+        self.full_refresh: dict[int, tuple[float, float]] = {}
+        self.rss: dict[int, float] = {}
 
     def request(self, ref: str, key: str, batch, rows: int, strategy: str, **config):
         from ratui.engine.project.config import PipelineConfig
@@ -114,10 +120,17 @@ class Bench:
 
         for name, strategy in ((f"orders_{n}", "full_refresh"), (f"dim_{n}", "scd2")):
             began = time.monotonic()
-            out = write(self.request("main", f"bench.silver.{name}", make_data(self.spark, n), n, strategy))
+            out = write(self.request("main", f"bench.silver.{name}", make_data(self.spark, n), None, strategy))
+            seconds = time.monotonic() - began
             self.catalog.record_commit("main", f"base {name}")
-            print(f"  base {name}: {out.table_rows:,} rows in {out.files_added} files, "
-                  f"{time.monotonic() - began:.1f}s", flush=True)
+            line = f"  base {name} ({strategy}): {out.table_rows:,} rows in {out.files_added} files, {seconds:.2f}s"
+            if strategy == "full_refresh":
+                began = time.monotonic()
+                make_data(self.spark, n).write.mode("overwrite").parquet(str(self.root / "plain" / str(n)))
+                plain = time.monotonic() - began
+                line += f"; plain Spark write of the same rows {plain:.2f}s: {seconds / plain:.2f}x"
+                self.full_refresh[n] = (seconds, plain)
+            print(line, flush=True)
 
     def stage_batch(self, n: int, size: int, layout: str) -> str:
         folder = self.root / "batches" / f"{n}-{layout}"
@@ -133,13 +146,17 @@ class Bench:
         seconds = time.monotonic() - began
         table = self.catalog.load_table(branch, key)
         after = paths_of(table)
-        rows = int(table.current_snapshot().summary.additional_properties.get("total-records", 0))
+        from ratui.engine.iceberg.read import row_count
+
+        rows = row_count(table)
         removed, added = len(before - after), len(after - before)
         row = dict(table_rows=n, layout=layout, approach=label, seconds=seconds, files_before=len(before),
-                   removed=removed, added=added, rewritten=note.get("rewritten", removed), rows_after=rows)
+                   removed=removed, added=added, rewritten=note.get("rewritten", removed), rows_after=rows,
+                   deletes=note.get("deletes", 0))
         self.results.append(row)
-        print(f"  {label:<14} {layout:<7} {seconds:7.2f}s  files {len(before)} -> {len(after)} "
-              f"(-{removed} +{added}, rewritten {row['rewritten']})  rows {rows:,}", flush=True)
+        print(f"  {label:<16} {layout:<7} {seconds:7.2f}s  files {len(before)} -> {len(after)} "
+              f"(-{removed} +{added}, rewritten {row['rewritten']}, deletes +{row['deletes']})  rows {rows:,}",
+              flush=True)
         self.catalog.delete_branch(branch)
 
     def ratui(self, strategy: str, n: int, layout: str, batch_dir: str, size: int):
@@ -149,7 +166,7 @@ class Bench:
 
         def go(branch):
             out = write(self.request(branch, key, self.spark.read.parquet(batch_dir), size, strategy))
-            return {"rewritten": out.files_rewritten}
+            return {"rewritten": out.files_rewritten, "deletes": out.delete_files_added}
 
         self.measure(f"ratui {strategy}", n, layout, key, go)
 
@@ -213,20 +230,23 @@ def main() -> None:
             if not args.skip_upsert:
                 bench.upsert(args.warmup, "spread", batch_dir)
             bench.results.clear()
-        for n in [args.rows] + ([args.small] if args.small else []):
+        for n in ([args.small] if args.small else []) + [args.rows]:
             print(f"\n{n:,}-row table, change batch {size:,} rows ({size // 2:,} updates + {size // 2:,} new keys)",
                   flush=True)
             bench.base(n)
-            layouts = ["spread", "recent"]
-            for layout in layouts:
+            for layout in ("spread", "recent"):
                 batch_dir = bench.stage_batch(n, size, layout)
                 for strategy in ("incremental", "delete_insert", "scd2"):
                     bench.ratui(strategy, n, layout, batch_dir, size)
-                if layout == "spread":
-                    bench.naive(n, layout, batch_dir)
-                    if not args.skip_upsert:
-                        bench.upsert(n, layout, batch_dir)
+                bench.naive(n, layout, batch_dir)
+                if not args.skip_upsert:
+                    bench.upsert(n, layout, batch_dir)
+            tiny_dir = bench.stage_batch(n, 100, "tiny")
+            bench.ratui("incremental", n, "tiny", tiny_dir, 100)
+            bench.rss[n] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            print(f"  driver peak RSS so far: {bench.rss[n]:.0f} MB", flush=True)
         report(bench.results)
+        goals(bench, args)
     finally:
         if not args.keep and args.work is None:
             shutil.rmtree(work, ignore_errors=True)
@@ -269,3 +289,36 @@ def report(results: list[dict]) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def goals(bench: Bench, args) -> None:
+    """The figures issue 11 asks for, each beside its reference from this same run."""
+    def seconds(n, layout, approach):
+        found = [r["seconds"] for r in bench.results if r["table_rows"] == n and r["layout"] == layout
+                 and r["approach"] == approach]
+        return found[0] if found else None
+
+    big, small = args.rows, args.small
+    print("\ngoals (reference in brackets, same run):")
+    tiny = seconds(big, "tiny", "ratui incremental")
+    if tiny is not None:
+        print(f"  100-row change into {big:,} rows: {tiny:.2f} s  [goal: at most 0.8 s]")
+    for layout, what in (("recent", "clustered"), ("spread", "spread")):
+        inc, naive = seconds(big, layout, "ratui incremental"), seconds(big, layout, "naive rewrite")
+        upsert = seconds(big, layout, "pyiceberg upsert")
+        if inc and naive:
+            line = f"  {what} 1% change into {big:,}: {inc:.2f} s, {naive / inc:.2f}x faster than naive [{naive:.2f} s]"
+            if upsert:
+                line += f", {upsert / inc:.1f}x faster than upsert [{upsert:.2f} s]"
+            print(line)
+    if small:
+        a, b = seconds(small, "spread", "ratui incremental"), seconds(big, "spread", "ratui incremental")
+        if a and b:
+            print(f"  spread 1% change, {small:,} -> {big:,} rows: {a:.2f} s -> {b:.2f} s ({b / a:.2f}x) "
+                  "[goal: within 2x]")
+    for n, (ratui_s, plain) in sorted(bench.full_refresh.items()):
+        print(f"  full refresh of {n:,} rows: {ratui_s:.2f} s, {ratui_s / plain:.2f}x the plain Spark write "
+              f"[{plain:.2f} s; goal: at most 1.1x]")
+    if len(bench.rss) == 2:
+        (n1, r1), (n2, r2) = sorted(bench.rss.items())
+        print(f"  driver peak RSS: {r1:.0f} MB after the {n1:,}-row runs, {r2:.0f} MB after the {n2:,}-row runs")

@@ -92,3 +92,15 @@ def format_bytes(n: int) -> str:
             return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{n} B"
+
+
+# The reaper's tasks, in the order a pass runs them, as people read them (ops/reaper.py has what each one does)
+REAPER_TASK_TITLES = {
+    "stuck_runs": "stuck runs",
+    "orphan_branches": "orphan branches",
+    "run_history": "run history",
+    "processed_files": "processed landing files",
+    "compaction": "files with deleted rows",
+    "snapshots": "snapshots on main",
+    "orphan_files": "orphan files",
+}

@@ -14,16 +14,13 @@ from ratui.widgets.chrome import NavBar, StatusLine
 from ratui.messages import ReaperPreviewed, ReaperRan, ReaperReportsLoaded, ReaperSettingsLoaded
 from ratui.screens.base import ConsoleScreen
 from ratui.screens.dialogs import ConfirmScreen
-from ratui.engine.vocabulary import format_bytes
+from ratui.engine.vocabulary import REAPER_TASK_TITLES, format_bytes
 
 REPORT_COLUMNS = (("started", "STARTED (UTC)"), ("kind", "KIND"), ("found", "FOUND"), ("removed", "REMOVED"),
                   ("freed", "FREED"), ("errors", "ERRORS"))
 PREVIEW_COLUMNS = (("task", "TASK"), ("item", "WOULD REMOVE"), ("detail", "DETAIL"))
 
-TASK_TITLES = {  # ratui.engine.reaper.TASK_TITLES (that module loads the catalog: not before the first paint)
-    "stuck_runs": "stuck runs", "orphan_branches": "orphan branches", "run_history": "run history",
-    "processed_files": "processed landing files", "snapshots": "snapshots on main", "orphan_files": "orphan files",
-}
+TASK_TITLES = REAPER_TASK_TITLES
 
 
 
@@ -38,6 +35,8 @@ def item_detail(task: str, item: dict) -> str:
         return " ".join(str(item[k]) for k in ("pipeline", "status") if item.get(k))
     if task == "snapshots":
         return str(item.get("table", ""))
+    if task == "compaction":
+        return f"{item.get('table', '')}, {item.get('deleted_percent', 0)}% of {item.get('rows', 0)} rows deleted"
     size = item.get("bytes") or item.get("size")
     return format_bytes(int(size)) if isinstance(size, (int, float)) else ""
 

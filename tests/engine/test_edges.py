@@ -390,8 +390,9 @@ def test_a_live_process_notices_a_dead_run_within_seconds(make_project, spark):
         console.stop_monitor()
 
 
-def test_a_table_with_delete_files_is_refused_not_read_with_its_deleted_rows(make_project, spark):
-    """Another engine deleted a row by position: ratui must not read the table as if the row were there."""
+def test_position_deletes_of_another_engine_are_applied_and_equality_deletes_refused(make_project, spark):
+    """Another engine deleted a row by position: ratui reads the table without it, as any Iceberg reader must.
+    Equality deletes ratui cannot apply: the table is refused, never read with its deleted rows."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
@@ -402,20 +403,35 @@ def test_a_table_with_delete_files_is_refused_not_read_with_its_deleted_rows(mak
     engine = Engine.open(root)
     assert run_one(engine, "demo.bronze.items").status == "success"
     table = engine.state.catalog.load_table("main", "demo.bronze.items")
-    target = table.scan().plan_files()[0].file.file_path
+    target = table.scan().plan_files()[0].file
+    first_id = pq.read_table(target.file_path).column("id")[0].as_py()
     deletes = root / "demo/warehouse/bronze/items/data/other-engine-deletes.parquet"
     schema = pa.schema([pa.field("file_path", pa.string(), False, {b"PARQUET:field_id": b"2147483546"}),
                         pa.field("pos", pa.int64(), False, {b"PARQUET:field_id": b"2147483545"})])
-    pq.write_table(pa.table({"file_path": [target], "pos": [0]}, schema=schema), deletes)
+    pq.write_table(pa.table({"file_path": [target.file_path], "pos": [0]}, schema=schema), deletes)
     entry = DataFile.from_args(content=DataFileContent.POSITION_DELETES, file_path=str(deletes),
                                file_format=FileFormat.PARQUET, partition=Record(), record_count=1,
                                file_size_in_bytes=deletes.stat().st_size)
     entry.spec_id = 0
     with table.transaction() as tx, tx.update_snapshot().fast_append() as snap:
         snap.append_data_file(entry)
-    before = engine.state.catalog.table_pointers("main")
 
     result = run_one(engine, "demo.silver.reader")
+    assert result.status == "success" and result.rows_written == 1
+    columns, rows, _ = engine.query("SELECT id FROM silver.reader")
+    assert rows == [[3 - first_id]]
+
+    equality = root / "demo/warehouse/bronze/items/data/other-engine-eq-deletes.parquet"
+    pq.write_table(pa.table({"id": pa.array([2], pa.int32())}), equality)
+    table = engine.state.catalog.load_table("main", "demo.bronze.items")
+    entry = DataFile.from_args(content=DataFileContent.EQUALITY_DELETES, file_path=str(equality),
+                               file_format=FileFormat.PARQUET, partition=Record(), record_count=1,
+                               file_size_in_bytes=equality.stat().st_size, equality_ids=[1])
+    entry.spec_id = 0
+    with table.transaction() as tx, tx.update_snapshot().fast_append() as snap:
+        snap.append_data_file(entry)
+    before = engine.state.catalog.table_pointers("main")
+    result = run_one(engine, "demo.silver.reader", force=True)
     assert result.status == "failed"
     assert result.error["code"] == "RAT-CAT-008" and "delete files" in result.error["message"]
     assert engine.state.catalog.table_pointers("main") == before

@@ -1,28 +1,41 @@
 """Reading an Iceberg table at a ref, from Spark, without Iceberg's runtime jar.
 
-PyIceberg's scan planning lists the data files of the current snapshot; Spark reads them as Parquet with the
-table's schema (field ids on every column). Rows never pass through the Python process. A table whose files carry
-delete files is refused, never read with its deleted rows.
+PyIceberg's scan planning lists the data files of the current snapshot and the position-delete files that apply to
+each; Spark reads the data files as Parquet with the table's schema (field ids on every column) and leaves out the
+rows the delete files name (see deletes.py). Rows never pass through the Python process. A table with equality
+delete files (another engine's) is refused, never read with its deleted rows.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Any, Iterable
 
 from pyiceberg import types as it
 from pyiceberg.conversions import from_bytes
-from pyiceberg.manifest import DataFile
+from pyiceberg.manifest import DataFile, DataFileContent
 from pyiceberg.table import Table
 
 from ratui.engine.errors import RatuiError
 from ratui.engine.iceberg.schema import spark_schema_of
 from ratui.engine.locations import local_file
 
-def data_files(table: Table) -> list[DataFile]:
-    """The data files of the table's current snapshot. A table whose files carry delete files (rows another
-    engine deleted by position or equality) is refused, never read with its deleted rows (RAT-CAT-008)."""
-    if table.current_snapshot() is None:
-        return []
+_plans: OrderedDict[tuple[str, int], dict[str, tuple[DataFile, tuple[DataFile, ...]]]] = OrderedDict()
+_plans_lock = threading.Lock()
+
+
+def _plan(table: Table) -> dict[str, tuple[DataFile, tuple[DataFile, ...]]]:
+    """path -> (data file, the position-delete files that apply to it), for the table's current snapshot.
+    A snapshot never changes, so plans are kept (the last 64) by metadata file and snapshot id."""
+    snapshot = table.current_snapshot()
+    if snapshot is None:
+        return {}
+    key = (table.metadata_location, snapshot.snapshot_id)
+    with _plans_lock:
+        if key in _plans:
+            _plans.move_to_end(key)
+            return _plans[key]
     try:
         tasks = list(table.scan().plan_files())
     except ValueError as exc:  # PyIceberg refuses equality deletes itself
@@ -30,12 +43,37 @@ def data_files(table: Table) -> list[DataFile]:
             raise
         raise RatuiError("RAT-CAT-008", f"table {'.'.join(table.name())} has equality delete files: "
                          f"{str(exc).splitlines()[0]}") from None
-    with_deletes = [t for t in tasks if t.delete_files]
-    if with_deletes:
-        raise RatuiError("RAT-CAT-008", f"table {'.'.join(table.name())} has {len(with_deletes)} data file(s) with "
-                         "delete files; reading them without the deletes would bring deleted rows back",
-                         file=local_file(table, with_deletes[0].file.file_path))
-    return [task.file for task in tasks]
+    plan = {}
+    for task in tasks:
+        deletes = tuple(sorted(task.delete_files, key=lambda d: d.file_path))
+        foreign = [d for d in deletes if d.content != DataFileContent.POSITION_DELETES]
+        if foreign:
+            raise RatuiError("RAT-CAT-008", f"table {'.'.join(table.name())} has delete files ratui cannot apply; "
+                             "reading without them would bring deleted rows back",
+                             file=local_file(table, foreign[0].file_path))
+        plan[task.file.file_path] = (task.file, deletes)
+    with _plans_lock:
+        _plans[key] = plan
+        while len(_plans) > 64:
+            _plans.popitem(last=False)
+    return plan
+
+
+def data_files(table: Table) -> list[DataFile]:
+    """The data files of the table's current snapshot (the rows their delete files name are not in the table:
+    see live_rows and read_files)."""
+    return [data for data, _deletes in _plan(table).values()]
+
+
+def deletes_of(table: Table, data_file: DataFile) -> tuple[DataFile, ...]:
+    """The position-delete files that apply to one of the table's current data files."""
+    entry = _plan(table).get(data_file.file_path)
+    return entry[1] if entry else ()
+
+
+def live_rows(table: Table, data_file: DataFile) -> int:
+    """Rows of the data file still in the table."""
+    return data_file.record_count - sum(d.record_count for d in deletes_of(table, data_file))
 
 
 def read_table(session, table: Table):
@@ -43,19 +81,67 @@ def read_table(session, table: Table):
     return read_files(session, table, data_files(table))
 
 
-def read_files(session, table: Table, files: Iterable[DataFile]):
-    """A DataFrame over some of the table's data files: this project's copies of them (see locations.py)."""
-    paths = [local_file(table, f.file_path) for f in files]
-    if not paths:
-        return session.createDataFrame([], spark_schema_of(table.schema()))
-    return session.read.schema(spark_schema_of(table.schema())).parquet(*paths)
+ROW_POS = "__ratui_pos"
+FILE_NO = "__ratui_file"
+
+
+def read_files(session, table: Table, files: Iterable[DataFile], *, positions: bool = False):
+    """A DataFrame over some of the table's data files (this project's copies of them, see locations.py), without
+    the rows their delete files name.
+
+    positions=True adds two columns: FILE_NO (the file's index in `files`) and ROW_POS (the row's position in it),
+    what a position-delete file records. Files without deletes are read in one scan; each file with deletes is read
+    alone, so its rows carry its number, and the positions its delete files name are left out by a broadcast
+    anti-join (narrow: every file's rows stay in the file's own tasks)."""
+    from pyspark.sql import functions as F
+
+    files = list(files)
+    schema = spark_schema_of(table.schema())
+    if not files:
+        df = session.createDataFrame([], schema)
+        return df.withColumn(FILE_NO, F.lit(0)).withColumn(ROW_POS, F.lit(0).cast("long")) if positions else df
+    plan = _plan(table)
+    dirty = [i for i, f in enumerate(files) if plan.get(f.file_path, (f, ()))[1]]
+    clean = [i for i in range(len(files)) if i not in set(dirty)]
+    reader = session.read.schema(schema)
+    frames = []
+    if clean and not positions:
+        frames.append(reader.parquet(*[local_file(table, files[i].file_path) for i in clean]))
+    else:
+        for i in clean:
+            frames.append(reader.parquet(local_file(table, files[i].file_path)).select(
+                "*", F.lit(i).alias(FILE_NO), F.col("_metadata.row_index").alias(ROW_POS)))
+    if dirty:
+        deletes = [(i, d) for i in dirty for d in plan[files[i].file_path][1]]
+        numbers = session.createDataFrame([(files[i].file_path, i) for i in dirty], f"__p string, {FILE_NO} int")
+        gone = (session.read.schema("file_path string, pos long")
+                .parquet(*[local_file(table, d.file_path) for _i, d in deletes])
+                .join(F.broadcast(numbers), F.col("file_path") == F.col("__p"))
+                .select(F.col(FILE_NO), F.col("pos").alias(ROW_POS)))
+        if sum(d.record_count for _i, d in deletes) <= BROADCAST_DELETES:
+            gone = F.broadcast(gone)
+        for i in dirty:
+            rows = reader.parquet(local_file(table, files[i].file_path)).select(
+                "*", F.lit(i).alias(FILE_NO), F.col("_metadata.row_index").alias(ROW_POS))
+            rows = rows.join(gone, [FILE_NO, ROW_POS], "left_anti")
+            frames.append(rows if positions else rows.drop(FILE_NO, ROW_POS))
+    df = frames[0]
+    for frame in frames[1:]:
+        df = df.unionByName(frame)
+    return df
+
+
+# Deleted positions up to this many are broadcast to every task that reads a file with deletes.
+BROADCAST_DELETES = 5_000_000
 
 
 def row_count(table: Table) -> int:
+    """Rows in the table: its data files' rows less the positions its delete files name."""
     snapshot = table.current_snapshot()
     if snapshot is None or snapshot.summary is None:
         return 0
-    return int(snapshot.summary.additional_properties.get("total-records", 0))
+    props = snapshot.summary.additional_properties
+    return int(props.get("total-records", 0)) - int(props.get("total-position-deletes", 0))
 
 
 def column_max_from_stats(table: Table, column: str) -> tuple[bool, Any]:
@@ -70,6 +156,9 @@ def column_max_from_stats(table: Table, column: str) -> tuple[bool, Any]:
     if not isinstance(field.field_type, exact_types):
         return False, None
     best = None
+    plan = _plan(table)
+    if any(deletes for _f, deletes in plan.values()):
+        return False, None  # a deleted row may hold the largest value: scan
     for f in data_files(table):
         if f.record_count == 0:
             continue

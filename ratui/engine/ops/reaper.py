@@ -13,6 +13,10 @@ Tasks, in the order a pass runs them (each configurable under `reaper:` in ratui
                       processed_max_age_days, counted from when they were archived (the later of the file's
                       mtime and its run's end). The newest archived file of each zone is kept: a run that finds
                       nothing new in the zone reads its columns.
+    compaction        data files of tables on main whose position deletes (merge-on-read) take out at least
+                      compact_deleted_percent of their rows: rewritten without those rows, one file per file, and
+                      swapped in with one snapshot per table guarded on main's current snapshot (write/compaction.py).
+                      A table a run is writing right now waits for the next pass.
     snapshots         Iceberg snapshots of tables on main older than snapshot_max_age_days, never a table's
                       current snapshot: one metadata commit per table through the catalog's compare-and-swap,
                       guarded on main's current snapshot. A table a run is writing right now waits for the next
@@ -43,24 +47,17 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ratui.engine.ops import orphans
 from ratui.engine.events import Event, EventBus, RunFinished
-from ratui.engine.vocabulary import ACTIVE, FINAL, MAIN, iso as _iso, parse_time
+from ratui.engine.vocabulary import ACTIVE, FINAL, MAIN, REAPER_TASK_TITLES, iso as _iso, parse_time
 from ratui.engine.state.db import open_db, write_tx
 from ratui.engine.errors import RatuiError
 
 if TYPE_CHECKING:
     from ratui.engine.state.project_state import ProjectState
 
-TASKS = ("stuck_runs", "orphan_branches", "run_history", "processed_files", "snapshots", "orphan_files")
-TASK_TITLES = {
-    "stuck_runs": "stuck runs",
-    "orphan_branches": "orphan branches",
-    "run_history": "run history",
-    "processed_files": "processed landing files",
-    "snapshots": "snapshots on main",
-    "orphan_files": "orphan files",
-}
+TASKS = ("stuck_runs", "orphan_branches", "run_history", "processed_files", "compaction", "snapshots", "orphan_files")
+TASK_TITLES = REAPER_TASK_TITLES
 # what "removed" means for each task
-TASK_VERBS = {"stuck_runs": "failed", "snapshots": "expired"}
+TASK_VERBS = {"stuck_runs": "failed", "snapshots": "expired", "compaction": "compacted"}
 
 LIVE = ("pending", "running")
 
@@ -450,6 +447,43 @@ class Reaper:
         return out
 
     # ------------------------------------------------------------------------------------- snapshots
+
+    def _task_compaction(self, ctx: _Pass, task: TaskReport) -> None:
+        from pyiceberg.exceptions import CommitFailedException
+
+        from ratui.engine.spark import session as spark_mod
+        from ratui.engine.write.compaction import compact, plan_compaction
+
+        share = self.settings.reaper_compact_deleted_percent / 100
+        busy = {r["pipeline"] for r in self._live_runs(ctx).values()}
+        for key in sorted(self.catalog.table_pointers(MAIN)):
+            table = self.catalog.load_table(MAIN, key)
+            targets = plan_compaction(table, share)
+            if not targets:
+                continue
+            items = [{"name": f"{key}:{self._rel(t.file.file_path)}", "table": key,
+                      "path": self._rel(t.file.file_path), "rows": t.file.record_count, "deleted_rows": t.deleted,
+                      "deleted_percent": round(100 * t.share, 1), "delete_files": t.delete_files,
+                      "bytes": t.file.file_size_in_bytes} for t in targets]
+            if key in busy:
+                task.kept.extend({**i, "reason": "a run of this table is in progress: the next pass compacts it"}
+                                 for i in items)
+                continue
+            task.found.extend(items)
+            if ctx.dry_run:
+                continue
+            session = spark_mod.new_session(self.settings)
+            message = f"reaper: compacted {len(targets)} file(s) of {key}"
+            try:
+                done = compact(session, table, targets, f"reaper{int(ctx.now.timestamp())}", message=message)
+            except CommitFailedException:
+                task.kept.extend({**i, "reason": "main moved while compacting: the next pass compacts it"}
+                                 for i in items)
+                continue
+            self.catalog.record_commit(MAIN, message)
+            task.removed.extend(items)
+            task.stats[key] = {"files_rewritten": done.files_rewritten, "files_added": done.files_added,
+                               "delete_files_removed": done.delete_files_removed, "rows": done.rows}
 
     def _task_snapshots(self, ctx: _Pass, task: TaskReport) -> None:
         cutoff_ms = int((ctx.now - timedelta(days=self.settings.reaper_snapshot_max_age_days)).timestamp() * 1000)

@@ -24,7 +24,9 @@ DEFAULT_SPARK_CONFIG: dict[str, str] = {
     "spark.driver.memory": "2g",
 }
 
-TOP_KEYS = {"namespace", "spark", "quality", "merge", "watch", "landing", "reaper", "paths"}
+TOP_KEYS = {"namespace", "spark", "run", "quality", "merge", "watch", "landing", "reaper", "paths"}
+RUN_KEYS = {"threads"}
+# run.threads: how many independent pipelines of one invocation run at once (each in its own FAIR pool).
 SPARK_KEYS = {"master", "config"}
 QUALITY_KEYS = {"sample_rows"}
 MERGE_KEYS = {"retries", "backoff_ms"}
@@ -42,6 +44,7 @@ REAPER_KEYS: dict[str, tuple[int, int]] = {
     "orphan_branch_max_age_hours": (6, 0),
     "processed_max_age_days": (7, 0),
     "snapshot_max_age_days": (7, 0),
+    "compact_deleted_percent": (10, 1),
     "orphan_file_max_age_hours": (24, 1),
     "run_history_keep_per_pipeline": (1000, 0),
     "run_history_max_age_days": (90, 0),
@@ -56,6 +59,7 @@ class Settings:
     spark_master: str = "local[*]"
     spark_config: dict[str, str] = field(default_factory=dict)
     quality_sample_rows: int = 5
+    run_threads: int = 1
     merge_retries: int = 3
     merge_backoff_ms: int = 200
     landing_max_attempts: int = 3
@@ -68,6 +72,7 @@ class Settings:
     reaper_orphan_branch_max_age_hours: int = 6
     reaper_processed_max_age_days: int = 7
     reaper_snapshot_max_age_days: int = 7
+    reaper_compact_deleted_percent: int = 10
     reaper_orphan_file_max_age_hours: int = 24
     reaper_run_history_keep_per_pipeline: int = 1000
     reaper_run_history_max_age_days: int = 90
@@ -181,6 +186,8 @@ def load_settings(root: Path) -> Settings:
             raise RatuiError("RAT-CFG-007", f"Spark setting '{key}' must start with 'spark.'", file=str(path))
         spark_config[str(key)] = str(value).lower() if isinstance(value, bool) else str(value)
 
+    run = _mapping(data.get("run"), "run", path)
+    _check_keys(run, RUN_KEYS, "run.", path)
     quality = _mapping(data.get("quality"), "quality", path)
     _check_keys(quality, QUALITY_KEYS, "quality.", path)
     merge = _mapping(data.get("merge"), "merge", path)
@@ -200,6 +207,7 @@ def load_settings(root: Path) -> Settings:
         spark_master=str(spark.get("master", "local[*]")),
         spark_config=spark_config,
         quality_sample_rows=_int(quality.get("sample_rows", 5), "quality.sample_rows", path),
+        run_threads=_int(run.get("threads", 1), "run.threads", path, minimum=1),
         merge_retries=_int(merge.get("retries", 3), "merge.retries", path, minimum=1),
         merge_backoff_ms=_int(merge.get("backoff_ms", 200), "merge.backoff_ms", path),
         landing_max_attempts=_int(landing.get("max_attempts", 3), "landing.max_attempts", path, minimum=1),

@@ -172,9 +172,26 @@ class TemplateContext:
             "this": self.this,
             "run_started_at": self.run_started_at,
             "watermark_value": self.watermark_value,
-            "is_incremental": lambda: self.is_incremental,
-            "is_scd2": lambda: self.is_scd2,
+            "is_incremental": _Flag(self.is_incremental),
+            "is_scd2": _Flag(self.is_scd2),
         }
+
+
+class _Flag:
+    """`is_incremental()` as documented, and `is_incremental` without the call too: a bare function would be true
+    in `{% if is_incremental %}` on every run, silently (a first run reading only the increment)."""
+
+    def __init__(self, value: bool):
+        self.value = bool(value)
+
+    def __call__(self) -> bool:
+        return self.value
+
+    def __bool__(self) -> bool:
+        return self.value
+
+    def __str__(self) -> str:
+        return "true" if self.value else "false"
 
 
 def render(text: str, file: Path, context: TemplateContext) -> str:

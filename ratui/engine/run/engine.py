@@ -85,17 +85,20 @@ class Engine:
 
     def start(self, keys: list[str], *, trigger: str = "console", full_refresh: bool = False, force: bool = False,
               on_result: OnResult | None = None, on_done: Callable[[Invocation], None] | None = None,
-              invocation_id: str | None = None) -> Invocation:
+              invocation_id: str | None = None, threads: int | None = None) -> Invocation:
         """Queue the pipelines and run them in a background thread; returns the invocation at once (its run ids
-        are known already). `invocation_id` names it (its RunQueued events carry it)."""
+        are known already). `invocation_id` names it (its RunQueued events carry it). `threads`: how many
+        independent pipelines run at once (default: ratui.yaml's run.threads)."""
         return Invocation(self, self.compile(), keys, trigger=trigger, full_refresh=full_refresh, force=force,
-                          on_result=on_result, on_done=on_done, invocation_id=invocation_id).start()
+                          on_result=on_result, on_done=on_done, invocation_id=invocation_id,
+                          threads=threads or self.settings.run_threads).start()
 
     def run(self, keys: list[str], *, trigger: str = "cli", full_refresh: bool = False, force: bool = False,
-            on_result: OnResult | None = None) -> list[RunResult]:
-        """Run the pipelines one after another in the calling thread (in the given, dependency order)."""
+            on_result: OnResult | None = None, threads: int | None = None) -> list[RunResult]:
+        """Run the pipelines in dependency order from the calling thread (up to `threads` at once, default
+        ratui.yaml's run.threads); returns when every one has ended."""
         return Invocation(self, self.compile(), keys, trigger=trigger, full_refresh=full_refresh, force=force,
-                          on_result=on_result).run()
+                          on_result=on_result, threads=threads or self.settings.run_threads).run()
 
     def cancel(self, run_id: str, error: RatuiError | None = None) -> str:
         """Ask a run to stop, from any thread or process.

@@ -1,17 +1,22 @@
-"""An invocation: pipelines started together and run one after another in dependency order.
+"""An invocation: pipelines started together and run in dependency order, up to `threads` of them at once.
 
 A `ratui run`, a console batch (run all, x+), a watch plan and a single console run are each one invocation. The
 handle its caller keeps:
 
     run_ids      the runs so far, in run order: each is queued when its turn comes (the first at once by start())
     results      each run's RunResult as it ends
-    current      the run in flight
-    cancel()     stop: the run in flight is interrupted and the pipelines not reached are never started
+    current      a run in flight (in_flight: all of them)
+    cancel()     stop: the runs in flight are interrupted and the pipelines not reached are never started
     wait()       until the invocation has ended
 
 Before a pipeline runs, change detection decides whether it must (an unchanged one is recorded as skipped, without a
 branch), and a pipeline whose upstream failed in this invocation is skipped ("upstream failed"); independent
-pipelines still run. `force` and `full_refresh` run regardless. Nothing stops an invocation from the side but
+pipelines still run. `force` and `full_refresh` run regardless.
+
+With `threads` > 1 a pipeline starts as soon as every pipeline of the invocation it depends on has ended and a
+thread is free; each run is its own Spark job group in its own FAIR pool (spark/session.py), so independent
+pipelines share the cores instead of queueing behind each other. Results and `on_result` come from the
+invocation's own thread, in the order the runs end. Nothing stops an invocation from the side but
 `cancel()`: callers never raise through its callbacks.
 """
 
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Callable
 
 from ratui.engine.errors import RatuiError
@@ -35,7 +41,8 @@ OnResult = Callable[[RunResult], None]
 class Invocation:
     def __init__(self, engine: "Engine", compiled: CompiledProject, keys: list[str], *, trigger: str,
                  full_refresh: bool = False, force: bool = False, on_result: OnResult | None = None,
-                 on_done: Callable[["Invocation"], None] | None = None, invocation_id: str | None = None):
+                 on_done: Callable[["Invocation"], None] | None = None, invocation_id: str | None = None,
+                 threads: int = 1):
         self.id = invocation_id or uuid.uuid4().hex[:12]
         self.keys = list(keys)
         self.trigger = trigger
@@ -43,7 +50,8 @@ class Invocation:
         self.force = force
         self.run_ids: list[str] = []
         self.results: list[RunResult] = []
-        self.current: str | None = None
+        self.threads = max(1, threads)
+        self.in_flight: list[str] = []  # the runs executing now, in start order
         self.error: BaseException | None = None  # the invocation's own failure (never a run's: see results)
         self._engine = engine
         self._compiled = compiled
@@ -57,6 +65,12 @@ class Invocation:
     # ------------------------------------------------------------------------------------------ handle
 
     @property
+    def current(self) -> str | None:
+        """The earliest-started run in flight (None between runs)."""
+        with self._lock:
+            return self.in_flight[0] if self.in_flight else None
+
+    @property
     def done(self) -> bool:
         return self._done.is_set()
 
@@ -65,11 +79,14 @@ class Invocation:
         return self._cancelled.is_set()
 
     def cancel(self) -> str:
-        """Stop the invocation: interrupt the run in flight; the runs not started end as cancelled."""
+        """Stop the invocation: interrupt the runs in flight; the runs not started end as cancelled."""
         self._cancelled.set()
         with self._lock:
-            current = self.current
-        return self._engine.cancel(current) if current else ("finished" if self.done else "requested")
+            running = list(self.in_flight)
+        answers = [self._engine.cancel(run_id) for run_id in running]
+        if not answers:
+            return "finished" if self.done else "requested"
+        return "requested" if "requested" in answers else answers[0]
 
     def wait(self, timeout: float | None = None) -> bool:
         return self._done.wait(timeout)
@@ -111,29 +128,55 @@ class Invocation:
 
     def _loop(self) -> None:
         compiled = self._compiled
+        ours = set(self.keys)
+        waiting = list(self.keys)
+        ended: set[str] = set()
         failed: set[str] = set()
+        running: dict[Future, str] = {}
+        pool = ThreadPoolExecutor(self.threads, thread_name_prefix=f"ratui-run-{self.id}") if self.threads > 1 \
+            else None
+
+        def deliver(key: str, result: RunResult) -> None:
+            ended.add(key)
+            if result.status != "success" and not (result.status == "skipped" and result.run_type == "skip"):
+                failed.add(key)
+            self.results.append(result)
+            if self._on_result is not None:
+                self._on_result(result)
+
         try:
-            for key in self.keys:
+            while waiting or running:
                 if self._cancelled.is_set():
-                    break
-                upstream_failed = sorted(u for u in compiled.graph.ancestors(key) if u in failed)
-                if upstream_failed:
-                    names = ", ".join(upstream_failed)
-                    result = self._skip(key, f"upstream failed: {names}",
-                                        RatuiError("RAT-RUN-005", f"{key} was not run because {names} failed"))
-                    failed.add(key)
-                else:
-                    result = self._one(key)
-                    if result.status != "success" and not (result.status == "skipped" and result.run_type == "skip"):
-                        failed.add(key)
-                with self._lock:
-                    self.current = None
-                self.results.append(result)
-                if self._on_result is not None:
-                    self._on_result(result)
+                    waiting.clear()
+                for key in list(waiting):
+                    if len(running) >= self.threads or self._cancelled.is_set():
+                        break
+                    needs = compiled.graph.ancestors(key) & ours
+                    if not needs <= ended:
+                        continue  # an upstream of this invocation is still to come or running
+                    waiting.remove(key)
+                    upstream_failed = sorted(needs & failed)
+                    if upstream_failed:
+                        names = ", ".join(upstream_failed)
+                        deliver(key, self._skip(key, f"upstream failed: {names}",
+                                                RatuiError("RAT-RUN-005", f"{key} was not run because {names} failed")))
+                    elif pool is None:
+                        deliver(key, self._one(key))
+                    else:
+                        running[pool.submit(self._one, key)] = key
+                if running:
+                    done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+                    for future in done:
+                        deliver(running.pop(future), future.result())
         except BaseException as exc:
             self.error = exc
+            if running:  # the runs in flight still end (their branches go); nothing new starts
+                self._cancelled.set()
+                wait(list(running))
             raise
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True)
 
     def _skip(self, key: str, reason: str, error: RatuiError | None) -> RunResult:
         """A pipeline that does not run gets a run record saying why (a queued one is updated)."""
@@ -155,11 +198,15 @@ class Invocation:
             return self._skip(key, decision.reason, None)
         run_id = self._queued.pop(key, None) or self._queue(key)
         with self._lock:
-            self.current = run_id
-        engine._note_decision(run_id, decision)
-        if self._cancelled.is_set():
-            engine._cancel_local(run_id)  # cancelled between its queueing and its start: it stops at once
-        result = engine._execute(run_id, key, full_refresh=self.full_refresh)
+            self.in_flight.append(run_id)
+        try:
+            engine._note_decision(run_id, decision)
+            if self._cancelled.is_set():
+                engine._cancel_local(run_id)  # cancelled between its queueing and its start: it stops at once
+            result = engine._execute(run_id, key, full_refresh=self.full_refresh)
+        finally:
+            with self._lock:
+                self.in_flight.remove(run_id)
         result.run_type, result.reason = decision.run_type, decision.reason
         return result
 

@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator
 
+from ratui.engine.failpoints import failpoint
 from ratui.engine.errors import PIPELINE_FAULT_FAMILIES, RatuiError, is_definition_error
 from ratui.engine.events import (
     Event, EventBus, LogLine, PhaseFinished, PhaseStarted, QualityResultEvent, RunFinished, RunStarted,
@@ -33,7 +34,7 @@ from ratui.engine.project.discovery import Pipeline, discover_pipeline
 from ratui.engine.project.templating import line_mapper, render
 from ratui.engine.run.control import Cancelled, RunControl
 from ratui.engine.run.python_pipeline import PythonContext, run_python_pipeline
-from ratui.engine.run.quality import QualityOutcome, run_test
+from ratui.engine.run.quality import QualityOutcome, run_tests
 from ratui.engine.run.results import RunResult
 from ratui.engine.run.sources import RunSources
 from ratui.engine.spark import errors as spark_errors
@@ -74,6 +75,8 @@ class PipelineRun:
         self.fork_pointers: dict[str, str] = {}
         self.failed_phase: str | None = None
         self.notes: list[str] = []  # warnings worth keeping with the run (coded: "RAT-LND-009 ...")
+        self._query: tuple[Pipeline, str] | None = None  # set when the write phase executes the query itself
+        self._cached = None  # the persisted result of the query (strategies that read it more than once)
 
     # ---------------------------------------------------------------------------------------- helpers
 
@@ -84,7 +87,7 @@ class PipelineRun:
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
         self.control.check()
-        _failpoint(f"kill:{name}")
+        failpoint(f"kill:{name}")
         self.bus.emit(PhaseStarted(self.run_id, name))
         began = time.monotonic()
         status = "failed"
@@ -195,6 +198,12 @@ class PipelineRun:
         except Exception as exc:  # the reaper removes orphan branches later; say so
             self.log(f"could not delete branch {self.branch}: {exc}", "warning")
         shutil.rmtree(self.staging, ignore_errors=True)
+        if self._cached is not None:
+            try:
+                self._cached.unpersist()
+            except Exception:  # a stopped session has dropped its cache anyway
+                pass
+            self._cached = None
         if self.sources is not None:
             self.sources.drop_views()
 
@@ -226,9 +235,7 @@ class PipelineRun:
         with self.phase("build"):
             sources, batch, rows = self._build(pipeline, strategy)
         with self.phase("write"):
-            self.outcome = write(WriteRequest(
-                self.session, self.catalog, self.branch, self.key, self.settings.root, self.run_id, batch, rows,
-                config, strategy, run_started_at=self.run_started_at))
+            self.outcome = self._write(config, strategy, batch, rows)
             self.catalog.record_commit(self.branch, f"{self.strategy} {self.key} ({self.outcome.rows_written} rows)")
             self.log(f"{self.strategy}: {self.outcome.rows_written} rows written, {self.outcome.files_added} files "
                      f"added, {self.outcome.files_removed} removed" +
@@ -300,6 +307,10 @@ class PipelineRun:
 
     def _build(self, pipeline: Pipeline, strategy: str):
         file, _config = pipeline.loaded()
+        self._query = None
+        if self._cached is not None:  # an earlier attempt's result
+            self._cached.unpersist()
+            self._cached = None
         session = self.session = spark_mod.new_run_session(self.settings, self.run_id)
         # a retry starts from a fresh session and fresh sources: views of an earlier attempt are gone
         sources = self.sources = RunSources(
@@ -322,19 +333,46 @@ class PipelineRun:
                                 context.is_scd2)
             df = run_python_pipeline(pipeline.text, file, ctx, on_print=lambda line: self.log(f"print: {line}"))
         check_columns(df.schema)
-        out = self.staging / "result"
+        if strategy in WRITTEN_ONCE:
+            # the query runs once, in the write phase, straight into the table's files (its errors still name
+            # the pipeline's file and line: see _write)
+            self._query = (pipeline, sql)
+            return sources, df, None
         try:
-            df.write.mode("overwrite").parquet(str(out))
+            batch = df.persist(_storage_level())
+            self._cached = batch
+            rows = batch.count()
         except Exception as exc:
-            if self.control.cancel_requested.is_set() and spark_mod.is_cancellation(exc):
-                raise Cancelled() from exc
-            if pipeline.kind == "sql":
-                raise _spark_error(exc, "RAT-SQL-001", file, pipeline.text, sql) from None
-            raise _spark_error(exc, "RAT-PY-004", file) from None
-        rows = _parquet_rows(out)
+            raise self._query_error(exc, pipeline, sql) from None
         self.log(f"result: {rows} rows, {len(df.columns)} columns")
-        batch = session.read.parquet(str(out)) if rows or any(out.glob("*.parquet")) else df
         return sources, batch, rows
+
+    def _query_error(self, exc: BaseException, pipeline: Pipeline, sql: str) -> BaseException:
+        """A failure while Spark executes the pipeline's query, as the pipeline's coded error."""
+        if isinstance(exc, (RatuiError, Cancelled)):
+            return exc
+        if self.control.cancel_requested.is_set() and spark_mod.is_cancellation(exc):
+            return Cancelled()
+        file, _config = pipeline.loaded()
+        if pipeline.kind == "sql":
+            return _spark_error(exc, "RAT-SQL-001", file, pipeline.text, sql)
+        return _spark_error(exc, "RAT-PY-004", file)
+
+    def _write(self, config, strategy: str, batch, rows: int | None) -> WriteOutcome:
+        request = WriteRequest(self.session, self.catalog, self.branch, self.key, self.settings.root, self.run_id,
+                               batch, rows, config, strategy, run_started_at=self.run_started_at)
+        if self._query is None:
+            return write(request)
+        try:
+            outcome = write(request)  # the query executes here, once
+        except Exception as exc:
+            pipeline, sql = self._query
+            error = self._query_error(exc, pipeline, sql)
+            if isinstance(error, RatuiError) and error is not exc:
+                self.failed_phase = "build"  # the query failed, not the table
+            raise error from None
+        self.log(f"result: {outcome.rows_written} rows, {len(batch.columns)} columns")
+        return outcome
 
     # ---------------------------------------------------------------------------------------- quality
 
@@ -347,9 +385,9 @@ class PipelineRun:
         sources.forget(self.key)
         context = sources.context(pipeline, file)
         context.this = sources.table(self.key)
-        for test in pipeline.tests:
-            self.control.check()
-            outcome = run_test(self.session, test, context, self.settings.quality_sample_rows)
+        outcomes = run_tests(self.session, pipeline.tests, context, self.settings.quality_sample_rows,
+                             check=self.control.check)
+        for outcome in outcomes:
             self.quality.append(outcome)
             self.history.add_quality(self.run_id, outcome.to_dict())
             self.bus.emit(QualityResultEvent(self.run_id, outcome.test, outcome.severity, outcome.status,
@@ -368,22 +406,16 @@ class PipelineRun:
                              file=str(first.file), line=first.line)
 
 
-FAILPOINT_ENV = "RATUI_FAILPOINT"
+# Strategies that read the query's result once, as they write it: the query is not executed before the write
+# phase (and not twice). The others persist the result in the build phase (Spark's cache, spilling to disk) and
+# read it several times.
+WRITTEN_ONCE = ("full_refresh", "append_only")
 
 
-def _failpoint(name: str) -> None:
-    """Fault injection for the reliability suite: RATUI_FAILPOINT=kill:write SIGKILLs this process as phase
-    `write` starts. Unset in normal use; it exists so tests can prove a killed run leaves main untouched."""
-    if os.environ.get(FAILPOINT_ENV) == name:
-        import signal
+def _storage_level():
+    from pyspark import StorageLevel
 
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
-def _parquet_rows(folder: Path) -> int:
-    import pyarrow.parquet as pq
-
-    return sum(pq.read_metadata(p).num_rows for p in folder.glob("*.parquet"))
+    return StorageLevel.MEMORY_AND_DISK
 
 
 def _first_line(exc: BaseException) -> str:

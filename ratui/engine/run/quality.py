@@ -3,6 +3,11 @@
 0 rows = passed. Rows found: `failed` for error severity (blocks the merge), `warned` for warn severity
 (merges, run succeeds with warnings). A test whose SQL cannot run is `error` and blocks the merge when its
 severity is error.
+
+Cost: a run's tests are rendered and analysed one by one (an error is the test's own), then every analysable test's
+violations are counted in one Spark job; only a test that found rows runs again, for its sample. When the shared job
+fails at execution (an ANSI error in one test's SQL), each test runs alone, so the failure is pinned on its test.
+Each test of the shared job is credited its analysis time plus an equal share of the job.
 """
 
 from __future__ import annotations
@@ -11,7 +16,8 @@ import datetime as dt
 import decimal
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from functools import reduce
+from typing import Any, Callable
 
 from ratui.engine.errors import RatuiError
 from ratui.engine.project.discovery import QualityTest
@@ -50,7 +56,75 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def run_tests(session, tests: list[QualityTest], context: TemplateContext, sample_rows: int,
+              check: Callable[[], None] = lambda: None) -> list[QualityOutcome]:
+    """Every test of a run, in order (see the module's docstring). `check` raises to stop (cancellation)."""
+    from pyspark.sql import functions as F
+
+    outcomes: dict[int, QualityOutcome] = {}
+    prepared: list[tuple[int, QualityTest, str, Any, int]] = []  # index, test, sql, DataFrame, analysis ms
+    for i, test in enumerate(tests):
+        check()
+        began = time.monotonic()
+        sql = ""
+        try:
+            sql = render(test.text, test.file, context)
+            prepared.append((i, test, sql, session.sql(sql), _ms(began)))
+        except Exception as exc:
+            outcomes[i] = _failed(test, sql, exc, began)
+    counts: dict[int, int] | None = {}
+    shared = 0
+    if prepared:
+        check()
+        began = time.monotonic()
+        per_test = [df.agg(F.count(F.lit(1)).alias("n")).select(F.lit(i).alias("t"), F.col("n"))
+                    for i, _test, _sql, df, _ms_ in prepared]
+        try:
+            counts = {row.t: row.n for row in reduce(lambda a, b: a.unionAll(b), per_test).collect()}
+        except Exception as exc:
+            from ratui.engine.spark.session import is_cancellation
+
+            if is_cancellation(exc):
+                raise
+            counts = None
+        shared = _ms(began) // len(prepared)
+    for i, test, sql, df, analysis in prepared:
+        if counts is None:
+            check()
+            outcomes[i] = run_test(session, test, context, sample_rows)
+            continue
+        began = time.monotonic()
+        violations = counts.get(i, 0)
+        try:
+            sample = [[_jsonable(v) for v in row] for row in df.limit(sample_rows).collect()] if violations else []
+        except Exception as exc:
+            outcomes[i] = _failed(test, sql, exc, began)
+            continue
+        status = "passed" if violations == 0 else ("failed" if test.severity == "error" else "warned")
+        outcomes[i] = QualityOutcome(test.name, test.severity, status, violations, analysis + shared + _ms(began),
+                                     sql, str(test.file), list(df.columns), sample)
+    return [outcomes[i] for i in range(len(tests))]
+
+
+def _failed(test: QualityTest, sql: str, exc: Exception, began: float) -> QualityOutcome:
+    """A test whose SQL could not run: `error`, with the line in the test's file when Spark names one."""
+    if isinstance(exc, RatuiError):
+        return QualityOutcome(test.name, test.severity, "error", 0, _ms(began), sql, str(test.file),
+                              error=str(exc), line=exc.line)
+    from ratui.engine.spark.errors import error_line, error_message
+    from ratui.engine.spark.session import is_cancellation
+
+    if is_cancellation(exc):
+        raise exc
+    line = error_line(exc)
+    if line is not None and sql:
+        line = line_mapper(test.text, sql)(line)
+    return QualityOutcome(test.name, test.severity, "error", 0, _ms(began), sql, str(test.file),
+                          error=f"RAT-SQL-002 {error_message(exc)}", line=line)
+
+
 def run_test(session, test: QualityTest, context: TemplateContext, sample_rows: int) -> QualityOutcome:
+    """One test alone: its own count job (and a sample job when it found rows)."""
     began = time.monotonic()
     sql = ""
     try:
@@ -62,20 +136,8 @@ def run_test(session, test: QualityTest, context: TemplateContext, sample_rows: 
         status = "passed" if violations == 0 else ("failed" if test.severity == "error" else "warned")
         return QualityOutcome(test.name, test.severity, status, violations, _ms(began), sql, str(test.file),
                               columns, sample)
-    except RatuiError as exc:
-        return QualityOutcome(test.name, test.severity, "error", 0, _ms(began), sql, str(test.file),
-                              error=str(exc), line=exc.line)
     except Exception as exc:
-        from ratui.engine.spark.errors import error_line, error_message
-        from ratui.engine.spark.session import is_cancellation
-
-        if is_cancellation(exc):
-            raise
-        line = error_line(exc)
-        if line is not None and sql:
-            line = line_mapper(test.text, sql)(line)
-        return QualityOutcome(test.name, test.severity, "error", 0, _ms(began), sql, str(test.file),
-                              error=f"RAT-SQL-002 {error_message(exc)}", line=line)
+        return _failed(test, sql, exc, began)
 
 
 def _ms(began: float) -> int:

@@ -12,15 +12,20 @@ import shutil
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from contextlib import contextmanager
+from typing import Iterable, Iterator, Sequence
 
 from pyiceberg.io.pyarrow import parquet_file_to_data_file
 from pyiceberg.manifest import DataFile
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
+from pyiceberg.table.snapshots import Operation
 from pyiceberg.table.name_mapping import create_mapping_from_schema
 
 from ratui.engine.errors import RatuiError
+from ratui.engine.failpoints import failpoint
+from ratui.engine.iceberg.deletes import DeletesOverwrite
+from ratui.engine.iceberg.read import deletes_of
 from ratui.engine.iceberg.schema import FIELD_ID, NAME_MAPPING, iceberg_to_spark_type
 from ratui.engine.locations import local_file
 
@@ -96,33 +101,27 @@ def write_files(df, table: Table, run_id: str, cluster_by: Iterable[str] = (),
         if keep is not None:
             keep, _ = hidden_columns(keep, table)
         order = hidden + order
+    conf: dict[str, str] = {}
     if order:
         if rows_hint is not None:
-            ranges = max(1, -(-rows_hint // ROWS_PER_FILE))
+            ranges = max(1, round(rows_hint / ROWS_PER_FILE))
             df = df.repartitionByRange(ranges, *order).sortWithinPartitions(*order)
         else:
+            # rows not counted (the query runs once, here): Spark's adaptive execution merges neighbouring key
+            # ranges until each holds about a file's worth of shuffled rows
             df = df.repartitionByRange(*order).sortWithinPartitions(*order)
+            conf.update(UNCOUNTED_RANGES)
     if keep is not None:
         df = keep.unionByName(df)
     writer = with_field_ids(df, table.schema()).write.mode("errorifexists")
     if hidden:
         writer = writer.partitionBy(*hidden)
-    conf = df.sparkSession.conf
-    saved = {}
     if keep is not None:
         # one task per kept file: no file may share a read split with another (Spark packs small files)
         biggest = str(max([f.file_size_in_bytes for f in keep_files] + [1]) + 1)
-        for name in ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes"):
-            saved[name] = conf.get(name, None)
-            conf.set(name, biggest)
-    try:
+        conf.update({"spark.sql.files.maxPartitionBytes": biggest, "spark.sql.files.openCostInBytes": biggest})
+    with session_conf(df.sparkSession, conf):
         writer.parquet(str(folder))
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                conf.unset(name)
-            else:
-                conf.set(name, value)
     files: list[DataFile] = []
     written = WrittenFiles(files, folder)
     try:
@@ -147,6 +146,32 @@ def write_files(df, table: Table, run_id: str, cluster_by: Iterable[str] = (),
     return written
 
 
+# A write whose rows were not counted: ranges Spark may merge (adaptive execution) into about ROWS_PER_FILE rows
+# each (about 24 MB of shuffled rows for typical tables).
+UNCOUNTED_RANGES = {
+    "spark.sql.shuffle.partitions": "64",
+    "spark.sql.adaptive.coalescePartitions.parallelismFirst": "false",
+    "spark.sql.adaptive.advisoryPartitionSizeInBytes": "24m",
+}
+
+
+@contextmanager
+def session_conf(session, values: dict[str, str]) -> Iterator[None]:
+    """Spark SQL settings for the duration of one write, on the run's own session (other runs never see them)."""
+    conf = session.conf
+    saved = {name: conf.get(name, None) for name in values}
+    for name, value in values.items():
+        conf.set(name, value)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                conf.unset(name)
+            else:
+                conf.set(name, value)
+
+
 def discard(written: WrittenFiles | None) -> None:
     """Remove files a failed write produced before they were committed anywhere."""
     if written is not None and written.folder.exists():
@@ -154,13 +179,23 @@ def discard(written: WrittenFiles | None) -> None:
 
 
 def commit_files(table: Table, *, add: list[DataFile], delete: list[DataFile], message: str,
-                 properties: dict[str, str] | None = None) -> Table:
-    """One Iceberg snapshot that removes `delete` and adds `add` (an append when nothing is deleted)."""
+                 properties: dict[str, str] | None = None, add_deletes: Sequence[DataFile] = ()) -> Table:
+    """One Iceberg snapshot that removes `delete` (with the position-delete files that apply to them), adds `add`
+    and the position-delete files `add_deletes` (an append when it only adds data files)."""
     summary = {"ratui.message": message, **(properties or {})}
+    failpoint("kill:commit")
+    stale = [d for f in delete for d in deletes_of(table, f)]
     with table.transaction() as tx:
         if table.properties.get(NAME_MAPPING) is None:
             tx.set_properties({NAME_MAPPING: create_mapping_from_schema(table.schema()).model_dump_json()})
-        if delete:
+        if add_deletes or stale:
+            with DeletesOverwrite(operation=Operation.OVERWRITE, transaction=tx, io=table.io,
+                                  snapshot_properties=summary) as producer:
+                for f in list(delete) + stale:
+                    producer.delete_data_file(f)
+                for f in list(add) + list(add_deletes):
+                    producer.append_data_file(f)
+        elif delete:
             with tx.update_snapshot(snapshot_properties=summary).overwrite() as snap:
                 for f in delete:
                     snap.delete_data_file(f)

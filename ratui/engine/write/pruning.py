@@ -1,9 +1,8 @@
-"""Which data files a merge must touch, from Iceberg's per-file column bounds and one pass over key columns.
+"""Which data files and rows a merge must touch, from Iceberg's per-file column bounds and one pass over key columns.
 
 The files that may hold an affected key are chosen from the bounds of every key column (NULL counts included);
-then one pass over those candidates' key columns alone finds the batch keys the table really holds, and only the
-files whose bounds hold one of those are touched. A file whose statistics show it holds nothing but affected keys
-is dropped without being read again. Computed in Spark: no row passes through Python.
+then one pass over those candidates' key columns alone (with their row positions) finds the rows the batch
+replaces: their file and position (locate_rows). Computed in Spark: no row passes through Python.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from pyiceberg.conversions import from_bytes
 from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table
 
-from ratui.engine.iceberg.read import data_files, read_files
+from ratui.engine.iceberg.read import FILE_NO, ROW_POS, data_files, read_files
 from ratui.engine.iceberg.schema import iceberg_to_spark_type
 from ratui.engine.write.keys import col, match_keys
 
@@ -98,43 +97,12 @@ def candidate_files(session, table: Table, keys_df, cols: list[str], files: list
     return [f for f in files if f.file_path in paths]
 
 
-def _single_valued(table: Table, f: DataFile, cols: list[str]) -> bool:
-    """Every row of `f` holds the same tuple of `cols`, by its statistics (one bound value, or only NULLs)."""
-    usable = _usable(table, cols)
-    if len(usable) != len(cols):
-        return False
-    for _, field_ in usable:
-        fid = field_.field_id
-        nulls = (f.null_value_counts or {}).get(fid)
-        if nulls is not None and nulls == f.record_count:
-            continue
-        lo, hi = (f.lower_bounds or {}).get(fid), (f.upper_bounds or {}).get(fid)
-        if nulls != 0 or lo is None or lo != hi:
-            return False
-    return True
+def locate_rows(session, table: Table, candidates: list[DataFile], keys_df, cols: list[str]):
+    """(FILE_NO, ROW_POS) of every live row of `candidates` whose `cols` tuple (NULL-safe) is a key tuple of `keys_df`
+    (columns __k0..): FILE_NO is the file's index in `candidates`, ROW_POS the row's position in the file."""
+    from pyspark.sql import functions as F
 
-
-def classify_files(session, table: Table, candidates: list[DataFile], keys_df, cols: list[str]):
-    """(partial, whole): the candidates that hold rows whose key tuple is in `keys_df`, and of those the ones
-    that hold nothing else (dropped without being read again).
-
-    One pass over the candidates' key columns finds the batch keys the table really holds (a semi-join, so
-    no row carries anything but its key); those keys are then placed in files by the files' bounds. Files
-    written by ratui cover disjoint key ranges, so this is exact for them; where ranges overlap, a file may
-    be rewritten for a key another file holds: correct, only slower. A file is whole when its statistics
-    say every row holds one key tuple (lower = upper, no NULLs, or only NULLs) and that tuple is hit.
-    """
-    if not candidates:
-        return [], []
     kcols = [f"__k{i}" for i in range(len(cols))]
-    old = read_files(session, table, candidates).select(*[col(c) for c in cols])
-    present = keys_df.join(old, match_keys(keys_df, kcols, old, cols), "left_semi").persist()
-    try:
-        if present.isEmpty():
-            return [], []
-        hit = candidates if len(candidates) == 1 else candidate_files(session, table, present, cols, candidates)
-    finally:
-        present.unpersist()
-    whole = [f for f in hit if _single_valued(table, f, cols)]
-    whole_paths = {f.file_path for f in whole}
-    return [f for f in hit if f.file_path not in whole_paths], whole
+    old = read_files(session, table, candidates, positions=True).select(*[col(c) for c in cols], F.col(FILE_NO),
+                                                                         F.col(ROW_POS))
+    return old.join(keys_df, match_keys(old, cols, keys_df, kcols), "left_semi").select(FILE_NO, ROW_POS)

@@ -42,10 +42,12 @@ later merges prune well.
 
 from __future__ import annotations
 
+import shutil
+import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table
@@ -53,15 +55,21 @@ from pyiceberg.table import Table
 from ratui.engine.state.catalog.base import BranchCatalog
 from ratui.engine.project.config import PipelineConfig
 from ratui.engine.errors import RatuiError
-from ratui.engine.iceberg.read import data_files, read_files, row_count
+from ratui.engine.iceberg.deletes import write_position_deletes
+from ratui.engine.iceberg.read import FILE_NO, ROW_POS, data_files, live_rows, read_files, row_count
 from ratui.engine.iceberg.schema import iceberg_to_spark_type
 from ratui.engine.write.files import KEEP_LAYOUT_MIN_ROWS, WrittenFiles, commit_files, discard, write_files
 from ratui.engine.write.keys import dedupe, key_frame, match_keys, resolve_columns
 from ratui.engine.write.prepare import aligned, prepare_table, table_names
-from ratui.engine.write.pruning import candidate_files, classify_files
+from ratui.engine.locations import local_file
+from ratui.engine.write.pruning import candidate_files, locate_rows
 
 # Keys broadcast to every task when a large rewrite keeps its files' layout (see _keeps_layout).
 BROADCAST_MAX_KEYS = 500_000
+
+# A merge writes position deletes for a file (merge-on-read) while at most this share of the file's rows would
+# then be deleted; beyond it, the file is rewritten (copy-on-write). The reaper compacts files past its own share.
+MOR_MAX_SHARE = 0.2
 
 HIT = "__ratui_hit"
 
@@ -74,13 +82,14 @@ class WriteRequest:
     key: str
     root: Path
     run_id: str
-    batch: Any  # Spark DataFrame over the run's staged result
-    batch_rows: int
+    batch: Any  # Spark DataFrame over the run's result (persisted, or the query itself: see pipeline_run)
+    batch_rows: int | None  # None: not counted yet (full_refresh, append_only count what they write)
     config: PipelineConfig
     strategy: str
     # the run's start (UTC): a datetime, or text as the runner renders it ("2026-03-01 09:00:00.000000");
     # scd2 stamps every version the run opens or closes with it. None: taken once when the write starts.
     run_started_at: datetime | str | None = None
+    merge_on_read: bool = True  # False: every touched file is rewritten (copy-on-write only)
 
 
 @dataclass
@@ -96,6 +105,8 @@ class WriteOutcome:
     schema_changes: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     valid_at: str | None = None  # scd2: the timestamp of the versions this write opened / closed (ISO, UTC)
+    delete_files_added: int = 0  # merge-on-read: position-delete files written (one per data file touched)
+    rows_deleted_by_position: int = 0  # rows those delete files take out of the table
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -128,10 +139,11 @@ def _ts_literal(ts: datetime, target):
 
 
 def _write_and_commit(req: WriteRequest, table: Table, df, *, delete, message: str,
-                      cluster_by=(), rows_hint: int | None = None, keep=None, keep_files=()) -> WrittenFiles:
+                      cluster_by=(), rows_hint: int | None = None, keep=None, keep_files=(),
+                      add_deletes: Sequence[DataFile] = ()) -> WrittenFiles:
     written = write_files(df, table, req.run_id, cluster_by, rows_hint, keep=keep, keep_files=keep_files)
     try:
-        commit_files(table, add=written.files, delete=delete, message=message,
+        commit_files(table, add=written.files, delete=delete, message=message, add_deletes=list(add_deletes),
                      properties={"ratui.run-id": req.run_id, "ratui.strategy": req.strategy})
     except Exception:
         discard(written)
@@ -155,8 +167,7 @@ def _keeps_layout(rewrite: list[DataFile], new_rows: int) -> bool:
 
 def _commit_rewrite(req: WriteRequest, table: Table, new_rows, new_count: int, rewrite: list[DataFile],
                     kept_rows: Callable[[Any, bool], Any], *, drop: tuple[DataFile, ...] | list[DataFile] = (),
-                    cluster_by: list[str],
-                    message: str) -> WrittenFiles:
+                    cluster_by: list[str], message: str, add_deletes: Sequence[DataFile] = ()) -> WrittenFiles:
     """One snapshot: `new_rows` added, each file of `rewrite` replaced by `kept_rows(its rows, broadcast)` (the
     rows that stay, changed or not), the files of `drop` removed unread.
 
@@ -165,12 +176,17 @@ def _commit_rewrite(req: WriteRequest, table: Table, new_rows, new_count: int, r
     keep = _keeps_layout(rewrite, new_count)
     kept = kept_rows(read_files(req.session, table, rewrite), keep) if rewrite else None
     delete = list(rewrite) + list(drop)
-    if keep:
-        return _write_and_commit(req, table, new_rows, delete=delete, message=message, cluster_by=cluster_by,
-                                 rows_hint=new_count, keep=kept, keep_files=rewrite)
-    result = kept.unionByName(new_rows) if kept is not None else new_rows
-    return _write_and_commit(req, table, result, delete=delete, message=message, cluster_by=cluster_by,
-                             rows_hint=new_count + sum(f.record_count for f in rewrite))
+    try:
+        if keep:
+            return _write_and_commit(req, table, new_rows, delete=delete, message=message, cluster_by=cluster_by,
+                                     rows_hint=new_count, keep=kept, keep_files=rewrite, add_deletes=add_deletes)
+        result = kept.unionByName(new_rows) if kept is not None else new_rows
+        return _write_and_commit(req, table, result, delete=delete, message=message, cluster_by=cluster_by,
+                                 rows_hint=new_count + sum(f.record_count for f in rewrite), add_deletes=add_deletes)
+    except BaseException:
+        for folder in {Path(local_file(table, d.file_path)).parent for d in add_deletes}:
+            shutil.rmtree(folder, ignore_errors=True)  # never committed: nothing refers to them
+        raise
 
 
 def _replace_matching(req: WriteRequest, table: Table, outcome: WriteOutcome, new_rows, match_cols: list[str],
@@ -178,7 +194,8 @@ def _replace_matching(req: WriteRequest, table: Table, outcome: WriteOutcome, ne
     """Remove every row whose `match_cols` tuple (NULL-safe) appears in `new_rows`, add `new_rows`: one snapshot.
 
     The engine of incremental (deduplicated rows), delete_insert (rows as they are) and snapshot (match on
-    the partition column).
+    the partition column). Each file holding replaced rows is handled by how much of it changes (see `_plan`):
+    dropped whole, rewritten (copy-on-write), or given a position-delete file (merge-on-read).
     """
     from pyspark.sql import functions as F
 
@@ -194,23 +211,72 @@ def _replace_matching(req: WriteRequest, table: Table, outcome: WriteOutcome, ne
         try:
             candidates = (candidate_files(req.session, table, keys_df, match_cols, existing)
                           if len(existing) > 1 else existing)
-            partial, whole = classify_files(req.session, table, candidates, keys_df, match_cols)
+            whole, rewrite, deletes = _plan(req, table, candidates, keys_df, match_cols)
+
             def survivors(old, broadcast: bool):
                 keys = F.broadcast(keys_df) if broadcast else keys_df
                 return old.join(keys, match_keys(old, match_cols, keys, [f"__k{i}" for i in range(len(match_cols))]),
                                 "left_anti")
 
-            written = _commit_rewrite(req, table, new_rows, outcome.rows_written, partial, survivors,
-                                      drop=whole, cluster_by=cluster_by, message=message)
+            written = _commit_rewrite(req, table, new_rows, outcome.rows_written, rewrite, survivors,
+                                      drop=whole, cluster_by=cluster_by, message=message, add_deletes=deletes)
         finally:
             keys_df.unpersist()
     finally:
         new_rows.unpersist()
     outcome.files_added = len(written.files)
-    outcome.files_removed = len(partial) + len(whole)
-    outcome.files_rewritten = len(partial)
+    outcome.files_removed = len(rewrite) + len(whole)
+    outcome.files_rewritten = len(rewrite)
+    outcome.delete_files_added = len(deletes)
+    outcome.rows_deleted_by_position = sum(d.record_count for d in deletes)
     outcome.files_kept = len(existing) - outcome.files_removed
     return _finish(req, outcome)
+
+
+def _plan(req: WriteRequest, table: Table, candidates: list[DataFile], keys_df, cols: list[str]):
+    """(whole, rewrite, deletes): the files to drop unread (every live row replaced), the files to rewrite without
+    their replaced rows, and the position-delete files written for the rest.
+
+    One pass over the candidates' key columns finds the rows to replace (their file and position). A file goes
+    copy-on-write when, counting the rows its delete files already take out, more than MOR_MAX_SHARE of it would be
+    deleted; otherwise merge-on-read: a delete file naming the positions, the file itself untouched. Files
+    written before are never read whole, and a new key that falls in a file's key range touches nothing."""
+    from pyspark.sql import functions as F
+
+    if not candidates:
+        return [], [], []
+    located = locate_rows(req.session, table, candidates, keys_df, cols).persist()
+    try:
+        counts = {row[FILE_NO]: row["n"] for row in located.groupBy(FILE_NO).agg(F.count(F.lit(1)).alias("n"))
+                  .collect()}
+        whole: list[DataFile] = []
+        rewrite: list[DataFile] = []
+        mor: list[int] = []
+        for i, n in sorted(counts.items()):
+            f = candidates[i]
+            live = live_rows(table, f)
+            if n >= live:
+                whole.append(f)
+            elif (f.record_count - live + n) / f.record_count > MOR_MAX_SHARE or not req.merge_on_read:
+                rewrite.append(f)
+            else:
+                mor.append(i)
+        deletes: list[DataFile] = []
+        if mor:
+            import pyarrow.compute as pc
+
+            found = located.where(F.col(FILE_NO).isin(mor)).toArrow()
+            folder = Path(local_file(table, table.location())) / "data" / f"run-{req.run_id}-del{uuid.uuid4().hex[:8]}"
+            try:
+                for i in mor:
+                    positions = found.filter(pc.equal(found[FILE_NO], i))[ROW_POS]
+                    deletes.append(write_position_deletes(folder, candidates[i], positions.combine_chunks()))
+            except BaseException:
+                shutil.rmtree(folder, ignore_errors=True)
+                raise
+        return whole, rewrite, deletes
+    finally:
+        located.unpersist()
 
 
 # --------------------------------------------------------------------------------------------- strategies
@@ -228,7 +294,7 @@ def _watermark(req: WriteRequest) -> str | None:
 
 
 def full_refresh(req: WriteRequest) -> WriteOutcome:
-    outcome = WriteOutcome("full_refresh", req.batch_rows)
+    outcome = WriteOutcome("full_refresh", req.batch_rows or 0)
     keys = _keys(req)
     result = req.batch
     pipeline_strategy = req.config.merge_strategy
@@ -253,7 +319,7 @@ def full_refresh(req: WriteRequest) -> WriteOutcome:
 
 
 def append_only(req: WriteRequest) -> WriteOutcome:
-    outcome = WriteOutcome("append_only", req.batch_rows)
+    outcome = WriteOutcome("append_only", req.batch_rows or 0)
     table = prepare_table(req, outcome, req.batch.schema, rebuild=False)
     kept = len(data_files(table))
     written = _write_and_commit(req, table, aligned(req.batch, table), delete=[], message=f"append to {req.key}")

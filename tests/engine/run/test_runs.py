@@ -172,6 +172,85 @@ def test_quality_test_with_broken_sql_is_error_and_blocks(orders_project):
     assert main_state(engine) == {}
 
 
+def test_a_test_failing_at_execution_is_pinned_on_that_test_while_the_others_count(orders_project):
+    """The tests of a run are counted in one Spark job; a test whose SQL fails only when it executes (an ANSI cast
+    error) must not take the others down with it: it is `error` at its own line, the others keep their counts."""
+    tests_dir = orders_project / "demo/pipelines/bronze/raw_orders/tests/quality"
+    tests_dir.mkdir(parents=True)
+    (tests_dir / "a_fine.sql").write_text("SELECT * FROM {{ this }} WHERE order_id IS NULL\n")
+    (tests_dir / "b_bad_cast.sql").write_text("-- casts a status to a number\n"
+                                              "SELECT CAST(status AS INT) AS n\nFROM {{ this }}\n")
+    (tests_dir / "c_finds_rows.sql").write_text("-- @severity: warn\nSELECT * FROM {{ this }} WHERE amount > 0\n")
+    engine = Engine.open(orders_project)
+    (result,) = run(engine, "raw_orders")
+    by_test = {q["test"]: q for q in result.quality}
+    assert (by_test["a_fine"]["status"], by_test["a_fine"]["violations"]) == ("passed", 0)
+    assert (by_test["c_finds_rows"]["status"], by_test["c_finds_rows"]["violations"]) == ("warned", 2)
+    assert len(by_test["c_finds_rows"]["sample"]) == 2
+    assert by_test["b_bad_cast"]["status"] == "error" and "RAT-SQL-002" in by_test["b_bad_cast"]["error"]
+    assert result.status == "failed" and result.error["code"] == "RAT-RUN-003"
+    assert main_state(engine) == {}
+
+
+def test_threads_run_independent_pipelines_at_once_and_keep_dependency_order(make_project, spark):
+    """--threads 2: the two independent pipelines overlap, the one that reads both starts after both merged, and
+    every table holds what a serial run gives."""
+    import threading
+
+    root = make_project({
+        "demo/pipelines/bronze/a/pipeline.sql": "SELECT id, id * 2 AS v FROM range(0, 300) AS t(id)\n",
+        "demo/pipelines/bronze/b/pipeline.sql": "SELECT id, id * 3 AS v FROM range(0, 200) AS t(id)\n",
+        "demo/pipelines/silver/ab/pipeline.sql": (
+            "SELECT a.id, a.v + coalesce(b.v, 0) AS v FROM {{ ref('bronze.a') }} a "
+            "LEFT JOIN {{ ref('bronze.b') }} b ON a.id = b.id\n"),
+    })
+    (root / "ratui.yaml").write_text((root / "ratui.yaml").read_text() + "run:\n  threads: 2\n")
+    engine = Engine.open(root)
+    assert engine.settings.run_threads == 2
+    lock = threading.Lock()
+    running: set[str] = set()
+    overlap: list[set[str]] = []
+    order: list[tuple[str, str]] = []
+
+    def watch(event) -> None:
+        from ratui.engine.events import RunFinished, RunStarted
+
+        with lock:
+            if isinstance(event, RunStarted):
+                running.add(event.pipeline)
+                order.append(("start", event.pipeline))
+                if len(running) > 1:
+                    overlap.append(set(running))
+            elif isinstance(event, RunFinished) and event.pipeline in running:
+                running.discard(event.pipeline)
+                order.append(("end", event.pipeline))
+
+    engine.subscribe(watch)
+    results = run(engine)
+    assert sorted(r.status for r in results) == ["success"] * 3
+    assert {"demo.bronze.a", "demo.bronze.b"} in overlap, order
+    start_ab = order.index(("start", "demo.silver.ab"))
+    assert order.index(("end", "demo.bronze.a")) < start_ab and order.index(("end", "demo.bronze.b")) < start_ab
+    threaded = q(engine, "SELECT sum(v) AS s, count(*) AS n FROM silver.ab")
+    run(engine, force=True, threads=1)
+    assert q(engine, "SELECT sum(v) AS s, count(*) AS n FROM silver.ab") == threaded == [
+        {"s": sum(i * 2 for i in range(300)) + sum(i * 3 for i in range(200)), "n": 300}]
+
+
+def test_threads_skip_the_downstream_of_a_failure_and_run_the_rest(make_project, spark):
+    root = make_project({
+        "demo/pipelines/bronze/bad/pipeline.sql": "SELECT CAST('x' AS INT) AS id\n",
+        "demo/pipelines/bronze/good/pipeline.sql": "SELECT 1 AS id\n",
+        "demo/pipelines/silver/after_bad/pipeline.sql": "SELECT * FROM {{ ref('bronze.bad') }}\n",
+    })
+    engine = Engine.open(root)
+    results = {r.pipeline: r for r in run(engine, threads=2)}
+    assert results["demo.bronze.bad"].status == "failed"
+    assert results["demo.bronze.good"].status == "success"
+    skipped = results["demo.silver.after_bad"]
+    assert skipped.status == "skipped" and skipped.error["code"] == "RAT-RUN-005"
+
+
 def test_landing_zone_never_reads_processed_or_samples(make_project, spark):
     root = make_project({
         "demo/landing/orders/a.csv": "id\n1\n2\n",

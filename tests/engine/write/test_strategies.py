@@ -99,7 +99,7 @@ def project(spark, tmp_path):
 
 
 def direct(spark, project: Project, name: str, strategy: str, rows: list[dict], schema: str, *,
-           run_started_at=None, **config):
+           run_started_at=None, merge_on_read: bool = True, **config):
     """strategies.write straight onto main (no run, no branch): for tests that count files or fix the time."""
     config.setdefault("merge_strategy", strategy)
     for key in ("unique_key",):
@@ -107,7 +107,7 @@ def direct(spark, project: Project, name: str, strategy: str, rows: list[dict], 
             config[key] = (config[key],)
     req = WriteRequest(spark, project.engine.state.catalog, "main", project.key(name), project.root, "t" + name,
                        spark.createDataFrame(rows, schema).coalesce(1), len(rows), PipelineConfig(**config), strategy,
-                       run_started_at=run_started_at)
+                       run_started_at=run_started_at, merge_on_read=merge_on_read)
     return write(req)
 
 
@@ -280,20 +280,65 @@ def _four_files(spark, project: Project, name: str, schema: str = "k long, v str
 
 
 def test_merges_rewrite_only_the_files_that_hold_affected_keys(spark, project):
+    """Copy-on-write (merge_on_read off): only the file holding a replaced key is rewritten."""
     _four_files(spark, project, "inc")
     out = direct(spark, project, "inc", "incremental", [(150, "new", "g1"), (1000, "fresh", "gx")],
-                 "k long, v string, g string", unique_key="k")
-    assert (out.files_rewritten, out.files_removed, out.files_kept) == (1, 1, 3)
+                 "k long, v string, g string", unique_key="k", merge_on_read=False)
+    assert (out.files_rewritten, out.files_removed, out.files_kept, out.delete_files_added) == (1, 1, 3, 0)
     # keys inside a file's range but absent from it: read the key column only, rewrite nothing
     out = direct(spark, project, "inc", "incremental", [(500, "mid", "gy")], "k long, v string, g string",
-                 unique_key="k")
+                 unique_key="k", merge_on_read=False)
     assert (out.files_rewritten, out.files_removed) == (0, 0)
     assert project.table("inc").current_snapshot().summary.additional_properties["total-records"] == "402"
 
     _four_files(spark, project, "di")
     out = direct(spark, project, "di", "delete_insert", [(250, "x", "g2"), (251, "y", "g2")],
-                 "k long, v string, g string", unique_key="k")
+                 "k long, v string, g string", unique_key="k", merge_on_read=False)
     assert (out.files_rewritten, out.files_kept) == (1, 3)
+
+
+def test_a_small_change_to_a_file_writes_position_deletes_that_every_reader_applies(spark, project):
+    """Merge-on-read: 1 row of a 100-row file replaced -> a delete file naming its position, the file untouched;
+    ratui's Spark read, its row count and plain PyIceberg all see the new row and not the old one."""
+    from ratui.engine.iceberg.read import read_table, row_count
+
+    _four_files(spark, project, "inc")
+    before = {t.file.file_path for t in project.table("inc").scan().plan_files()}
+    out = direct(spark, project, "inc", "incremental", [(150, "new", "g1"), (1000, "fresh", "gx")],
+                 "k long, v string, g string", unique_key="k")
+    assert (out.files_rewritten, out.files_removed, out.delete_files_added, out.rows_deleted_by_position) == \
+        (0, 0, 1, 1)
+    table = project.table("inc")
+    tasks = list(table.scan().plan_files())
+    assert before <= {t.file.file_path for t in tasks}  # no data file was rewritten
+    with_deletes = [t for t in tasks if t.delete_files]
+    assert len(with_deletes) == 1 and with_deletes[0].file.record_count == 100
+    expected = {k: f"v{k}" for k in range(400)} | {150: "new", 1000: "fresh"}
+    pyiceberg_rows = {r["k"]: r["v"] for r in table.scan().to_arrow().to_pylist()}
+    spark_rows = {r.k: r.v for r in read_table(spark, table).collect()}
+    assert pyiceberg_rows == expected and spark_rows == expected
+    assert row_count(table) == 401 == len(table.scan().to_arrow())
+    # the same key again: it now lives in the merge's 2-row file (half of it changes: rewritten); the row the
+    # delete file took out is never found again
+    out = direct(spark, project, "inc", "incremental", [(150, "newer", "g1")], "k long, v string, g string",
+                 unique_key="k")
+    assert (out.files_rewritten, out.delete_files_added) == (1, 0) and row_count(project.table("inc")) == 401
+    assert {r["k"]: r["v"] for r in project.table("inc").scan().to_arrow().to_pylist()}[150] == "newer"
+
+
+def test_a_file_whose_deleted_share_passes_the_threshold_is_rewritten(spark, project):
+    """30 of 100 rows replaced (past MOR_MAX_SHARE): copy-on-write, and the file's earlier delete files go too."""
+    _four_files(spark, project, "inc")
+    direct(spark, project, "inc", "incremental", [(5, "a", "g0")], "k long, v string, g string", unique_key="k")
+    out = direct(spark, project, "inc", "incremental", [(k, "b", "g0") for k in range(10, 40)],
+                 "k long, v string, g string", unique_key="k")
+    assert (out.files_rewritten, out.delete_files_added) == (1, 0)
+    table = project.table("inc")
+    assert not [t for t in table.scan().plan_files() if t.delete_files]
+    props = table.current_snapshot().summary.additional_properties
+    assert props.get("total-position-deletes", "0") == "0" and props.get("total-delete-files", "0") == "0"
+    rows = {r["k"]: r["v"] for r in table.scan().to_arrow().to_pylist()}
+    assert len(rows) == 400 and rows[5] == "a" and rows[10] == rows[39] == "b"
 
 
 def test_snapshot_drops_whole_files_of_replaced_partitions_without_rewriting(spark, project):
@@ -507,7 +552,7 @@ def test_large_rewrites_keep_their_files_layout_without_a_shuffle(spark, project
         rows = [(k, f"v{k}", f"g{i}") for k in range(i * 100, i * 100 + 100)]
         direct(spark, project, "inc", "append_only", rows, schema, **extra)
     out = direct(spark, project, "inc", "incremental", [(5, "x", "g0"), (150, "y", "g1"), (1000, "z", "g9")],
-                 schema, unique_key="k", **extra)
+                 schema, unique_key="k", merge_on_read=False, **extra)
     # survivors: one file per rewritten file; new rows: one range file, or one file per partition (g0, g1, g9)
     assert (out.files_rewritten, out.files_kept, out.files_added) == (2, 2, 3 if not partitioned else 5)
     files = [t.file for t in project.table("inc").scan().plan_files()]

@@ -75,16 +75,21 @@ def _table(project: Project, name: str) -> tuple[list[str], list[dict]]:
 
 
 def _check_sequence(project: Project, name: str, runs, step, *, partitioned: bool = False,
-                    keep_layout: bool = False) -> None:
-    """Run every batch through the engine; after each, main's table must equal the model's.
+                    keep_layout: bool = False, mor: bool = False) -> None:
+    """Run every batch through the engine; after each, main's table must equal the model's, read by plain
+    PyIceberg and by ratui's own Spark read (which apply position deletes each their own way).
 
     keep_layout: force the rewrite path that keeps surviving rows in their files (no shuffle), which
     otherwise only tables with millions of rewritten rows take.
+    mor: force merge-on-read for every file a merge touches but does not empty (position-delete files pile up
+    across the sequence), which otherwise only files with a small changed share take.
     """
     expected = model.Table()
     patch = mock.patch("ratui.engine.write.strategies.KEEP_LAYOUT_MIN_ROWS", -1) if keep_layout else nullcontext()
+    share = mock.patch("ratui.engine.write.strategies.MOR_MAX_SHARE", 1.0) if mor else nullcontext()
     try:
         patch.__enter__()
+        share.__enter__()
         for i, (columns, rows, schema) in enumerate(runs):
             project.land(rows, schema)
             result = project.run(name)
@@ -92,11 +97,23 @@ def _check_sequence(project: Project, name: str, runs, step, *, partitioned: boo
             actual_columns, actual_rows = _table(project, name)
             diff = model.differences(expected, actual_columns, actual_rows)
             assert diff is None, f"after run {i + 1} of {len(runs)} (batch {rows}):\n{diff}"
+            spark_rows = _spark_rows(project, name)
+            diff = model.differences(expected, actual_columns, spark_rows)
+            assert diff is None, f"ratui's read, after run {i + 1} of {len(runs)} (batch {rows}):\n{diff}"
             if partitioned:
                 assert_partitions_exact(project.table(name))
     finally:
+        share.__exit__(None, None, None)
         patch.__exit__(None, None, None)
         project.close()
+
+
+def _spark_rows(project: Project, name: str) -> list[dict]:
+    from ratui.engine.iceberg.read import read_table
+    from ratui.engine.spark.session import get_spark
+
+    spark = get_spark(project.engine.settings)
+    return read_table(spark, project.table(name)).toArrow().to_pylist()
 
 
 @pytest.mark.usefixtures("spark")
@@ -119,8 +136,8 @@ def test_append_only_matches_the_model(tmp_path_factory, runs):
 
 @pytest.mark.usefixtures("spark")
 @SETTINGS
-@given(runs=batch_sequences(), keep_layout=st.booleans())
-def test_incremental_matches_the_model(tmp_path_factory, runs, keep_layout):
+@given(runs=batch_sequences(), keep_layout=st.booleans(), mor=st.booleans())
+def test_incremental_matches_the_model(tmp_path_factory, runs, keep_layout, mor):
     project = _fresh(tmp_path_factory)
     project.pipeline("t", """
         -- @merge_strategy: incremental
@@ -129,19 +146,20 @@ def test_incremental_matches_the_model(tmp_path_factory, runs, keep_layout):
     """)
     _check_sequence(project, "t", runs,
                     lambda table, cols, rows, _: model.incremental(table, cols, rows, ["k", "k2"], "w"),
-                    keep_layout=keep_layout)
+                    keep_layout=keep_layout, mor=mor)
 
 
 @pytest.mark.usefixtures("spark")
 @SETTINGS
-@given(runs=batch_sequences())
-def test_delete_insert_matches_the_model(tmp_path_factory, runs):
+@given(runs=batch_sequences(), mor=st.booleans())
+def test_delete_insert_matches_the_model(tmp_path_factory, runs, mor):
     project = _fresh(tmp_path_factory)
     project.pipeline("t", """
         -- @merge_strategy: delete_insert
         -- @unique_key: k
     """)
-    _check_sequence(project, "t", runs, lambda table, cols, rows, _: model.delete_insert(table, cols, rows, ["k"]))
+    _check_sequence(project, "t", runs, lambda table, cols, rows, _: model.delete_insert(table, cols, rows, ["k"]),
+                    mor=mor)
 
 
 @pytest.mark.usefixtures("spark")
@@ -164,22 +182,23 @@ def test_scd2_matches_the_model(tmp_path_factory, runs, keep_layout):
 
 @pytest.mark.usefixtures("spark")
 @SETTINGS
-@given(runs=batch_sequences())
-def test_snapshot_matches_the_model(tmp_path_factory, runs):
+@given(runs=batch_sequences(), mor=st.booleans())
+def test_snapshot_matches_the_model(tmp_path_factory, runs, mor):
     project = _fresh(tmp_path_factory)
     project.pipeline("t", """
         -- @merge_strategy: snapshot
         -- @partition_column: k2
     """)
-    _check_sequence(project, "t", runs, lambda table, cols, rows, _: model.snapshot(table, cols, rows, "k2"))
+    _check_sequence(project, "t", runs, lambda table, cols, rows, _: model.snapshot(table, cols, rows, "k2"),
+                    mor=mor)
 
 
 @pytest.mark.usefixtures("spark")
 @settings(SETTINGS, max_examples=4)
 @given(runs=batch_sequences(), strategy=st.sampled_from(["incremental", "snapshot", "scd2"]),
-       keep_layout=st.booleans())
+       keep_layout=st.booleans(), mor=st.booleans())
 def test_partitioned_tables_match_the_model_with_exact_file_partitions(tmp_path_factory, runs, strategy,
-                                                                       keep_layout):
+                                                                       keep_layout, mor):
     project = _fresh(tmp_path_factory)
     header = {
         "incremental": "-- @merge_strategy: incremental\n-- @unique_key: k\n-- @watermark_column: w",
@@ -195,4 +214,4 @@ def test_partitioned_tables_match_the_model_with_exact_file_partitions(tmp_path_
             return model.snapshot(table, cols, rows, "k2")
         return model.scd2(table, cols, rows, ["k"], datetime.fromisoformat(result.write["valid_at"]))
 
-    _check_sequence(project, "t", runs, step, partitioned=True, keep_layout=keep_layout)
+    _check_sequence(project, "t", runs, step, partitioned=True, keep_layout=keep_layout, mor=mor)

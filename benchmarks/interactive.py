@@ -183,8 +183,8 @@ def cold(base: Path) -> None:
     proc.wait()
     total = time.monotonic() - began
     script = ("import sys,time; sys.path.insert(0, %r); t=time.monotonic();"
-              "from ratui.engine.project.settings import load_settings;"
-              "from ratui.engine.spark import session as s; s.get_spark(load_settings(%r));"
+              "from ratui.engine.project.settings import load_settings; from pathlib import Path;"
+              "from ratui.engine.spark import session as s; s.get_spark(load_settings(Path(%r)));"
               "print(time.monotonic()-t)") % (str(REPO), str(fresh_copy(base, "cold2")))
     began = time.monotonic()
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)

@@ -17,6 +17,8 @@ spark:
   config:
     spark.sql.shuffle.partitions: 4
     spark.driver.memory: 2g
+run:
+  threads: 2                # independent pipelines of one `ratui run` at once (--threads overrides)
 """,
     ".gitignore": ".ratui/\n*/warehouse/\n*/landing/*/_processed/\n",
     "{ns}/landing/signups/signups_001.csv": """\

@@ -11,6 +11,7 @@ cannot parse, is left to Spark at run time.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from ratui.engine.errors import RatuiError
@@ -41,11 +42,18 @@ def _context(incremental: bool) -> TemplateContext:
 def direct_table_names(text: str, file: Path) -> list[DirectName]:
     """Every table name the SQL uses that ratui does not resolve, in both the first-run and the incremental
     rendering of the template; empty when the template or the SQL cannot be analysed statically."""
+    return list(_direct_table_names(text, str(file)))
+
+
+@lru_cache(maxsize=1024)
+def _direct_table_names(text: str, filename: str) -> tuple[DirectName, ...]:
+    """Parsing SQL costs milliseconds and a file's text rarely changes: one analysis per text."""
+    file = Path(filename)
     try:
         import sqlglot
         from sqlglot import exp
     except ImportError:  # pragma: no cover - sqlglot is a dependency
-        return []
+        return ()
     found: dict[str, DirectName] = {}
     for incremental in (False, True):
         try:
@@ -69,7 +77,7 @@ def direct_table_names(text: str, file: Path) -> list[DirectName]:
                 line = table.this.meta.get("line") if table.this.meta else None
                 if full not in found:
                     found[full] = DirectName(full, to_template(line) if line else None)
-    return sorted(found.values(), key=lambda d: (d.line or 0, d.name))
+    return tuple(sorted(found.values(), key=lambda d: (d.line or 0, d.name)))
 
 
 def check_direct_names(text: str, file: Path) -> None:

@@ -8,6 +8,7 @@ run's context. Undefined names are errors, and every error names the file and th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
@@ -194,13 +195,19 @@ class _Flag:
         return "true" if self.value else "false"
 
 
-def render(text: str, file: Path, context: TemplateContext) -> str:
-    filename = str(file)
+@lru_cache(maxsize=1024)
+def _template(text: str, filename: str) -> jinja2.Template:
+    """The compiled template of a file's text (compiling costs milliseconds; every run and compile renders)."""
     env = _env()
     # A loader (not from_string) so that tracebacks carry the file name and the template's line numbers.
     env.loader = jinja2.FunctionLoader(lambda name: (text, filename, lambda: True))
+    return env.get_template(filename)
+
+
+def render(text: str, file: Path, context: TemplateContext) -> str:
+    filename = str(file)
     try:
-        template = env.get_template(filename)
+        template = _template(text, filename)
     except jinja2.TemplateSyntaxError as exc:
         raise RatuiError("RAT-TPL-001", f"template syntax error: {exc.message}", file=filename,
                          line=exc.lineno) from None

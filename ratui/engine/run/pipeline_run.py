@@ -2,8 +2,9 @@
 
     0 branch   create run-{run_id} from main's head
     1 config   re-read the pipeline from disk and validate it
-    2 build    render the template, execute on Spark reading every source on the branch, stage the result
-    3 write    apply the merge strategy to the table on the branch
+    2 build    render the template and plan it on Spark over every source on the branch (landing files are
+               read and checked here); nothing is executed yet
+    3 write    execute the query once, straight into the merge strategy, on the table on the branch
     4 quality  run the quality tests against the branch
     5 resolve  merge the branch into main (a conflict re-runs the whole run, up to merge.retries attempts)
 
@@ -75,8 +76,7 @@ class PipelineRun:
         self.fork_pointers: dict[str, str] = {}
         self.failed_phase: str | None = None
         self.notes: list[str] = []  # warnings worth keeping with the run (coded: "RAT-LND-009 ...")
-        self._query: tuple[Pipeline, str] | None = None  # set when the write phase executes the query itself
-        self._cached = None  # the persisted result of the query (strategies that read it more than once)
+        self._query: tuple[Pipeline, str] | None = None  # the planned query the write phase executes
 
     # ---------------------------------------------------------------------------------------- helpers
 
@@ -198,12 +198,6 @@ class PipelineRun:
         except Exception as exc:  # the reaper removes orphan branches later; say so
             self.log(f"could not delete branch {self.branch}: {exc}", "warning")
         shutil.rmtree(self.staging, ignore_errors=True)
-        if self._cached is not None:
-            try:
-                self._cached.unpersist()
-            except Exception:  # a stopped session has dropped its cache anyway
-                pass
-            self._cached = None
         if self.sources is not None:
             self.sources.drop_views()
 
@@ -308,9 +302,6 @@ class PipelineRun:
     def _build(self, pipeline: Pipeline, strategy: str):
         file, _config = pipeline.loaded()
         self._query = None
-        if self._cached is not None:  # an earlier attempt's result
-            self._cached.unpersist()
-            self._cached = None
         session = self.session = spark_mod.new_run_session(self.settings, self.run_id)
         # a retry starts from a fresh session and fresh sources: views of an earlier attempt are gone
         sources = self.sources = RunSources(
@@ -333,19 +324,10 @@ class PipelineRun:
                                 context.is_scd2)
             df = run_python_pipeline(pipeline.text, file, ctx, on_print=lambda line: self.log(f"print: {line}"))
         check_columns(df.schema)
-        if strategy in WRITTEN_ONCE:
-            # the query runs once, in the write phase, straight into the table's files (its errors still name
-            # the pipeline's file and line: see _write)
-            self._query = (pipeline, sql)
-            return sources, df, None
-        try:
-            batch = df.persist(_storage_level())
-            self._cached = batch
-            rows = batch.count()
-        except Exception as exc:
-            raise self._query_error(exc, pipeline, sql) from None
-        self.log(f"result: {rows} rows, {len(df.columns)} columns")
-        return sources, batch, rows
+        # planned, not executed: the write phase runs the query once, straight into its strategy (its errors
+        # still name the pipeline's file and line: see _write)
+        self._query = (pipeline, sql)
+        return sources, df, None
 
     def _query_error(self, exc: BaseException, pipeline: Pipeline, sql: str) -> BaseException:
         """A failure while Spark executes the pipeline's query, as the pipeline's coded error."""
@@ -361,11 +343,11 @@ class PipelineRun:
     def _write(self, config, strategy: str, batch, rows: int | None) -> WriteOutcome:
         request = WriteRequest(self.session, self.catalog, self.branch, self.key, self.settings.root, self.run_id,
                                batch, rows, config, strategy, run_started_at=self.run_started_at)
-        if self._query is None:
-            return write(request)
         try:
             outcome = write(request)  # the query executes here, once
         except Exception as exc:
+            if self._query is None:
+                raise
             pipeline, sql = self._query
             error = self._query_error(exc, pipeline, sql)
             if isinstance(error, RatuiError) and error is not exc:
@@ -404,18 +386,6 @@ class PipelineRun:
             raise RatuiError("RAT-RUN-003", f"quality gate failed for {self.key}: {names}"
                              + (f"; {first.test}: {first.error}" if first.status == "error" and first.error else ""),
                              file=str(first.file), line=first.line)
-
-
-# Strategies that read the query's result once, as they write it: the query is not executed before the write
-# phase (and not twice). The others persist the result in the build phase (Spark's cache, spilling to disk) and
-# read it several times.
-WRITTEN_ONCE = ("full_refresh", "append_only")
-
-
-def _storage_level():
-    from pyspark import StorageLevel
-
-    return StorageLevel.MEMORY_AND_DISK
 
 
 def _first_line(exc: BaseException) -> str:

@@ -97,6 +97,46 @@ def candidate_files(session, table: Table, keys_df, cols: list[str], files: list
     return [f for f in files if f.file_path in paths]
 
 
+def batch_ranges(table: Table, batch, cols: list[str]):
+    """(rows, ranges): one job over the batch gives its row count and, for every prunable key column, the range of
+    its values as Iceberg's bounds encode them, and whether it holds NULLs: [(field, lo, hi, has_null)]."""
+    from pyspark.sql import functions as F
+
+    usable = _usable(table, cols)
+    aggs = [F.count(F.lit(1)).alias("n")]
+    for i, f in usable:
+        k = _physical(col(cols[i]), f.field_type)
+        aggs += [F.min(k).alias(f"lo{i}"), F.max(k).alias(f"hi{i}"), F.count(k).alias(f"nn{i}")]
+    row = batch.agg(*aggs).first()
+    rows = int(row["n"])
+    return rows, [(f, row[f"lo{i}"], row[f"hi{i}"], row[f"nn{i}"] < rows) for i, f in usable]
+
+
+def files_in_ranges(files: list[DataFile], ranges) -> list[DataFile]:
+    """The files whose bounds overlap every range of `ranges` (batch_ranges), or that hold NULLs where the batch
+    does. No Spark job: Iceberg's per-file statistics against the batch's range. A file without bounds on a column
+    cannot be excluded by it."""
+    out = []
+    for data in files:
+        hit = True
+        for field_, lo, hi, batch_null in ranges:
+            fid = field_.field_id
+            nulls = (data.null_value_counts or {}).get(fid)
+            file_null = True if nulls is None else nulls > 0
+            flo, fhi = (data.lower_bounds or {}).get(fid), (data.upper_bounds or {}).get(fid)
+            if flo is None or fhi is None:
+                hit = batch_null if nulls is not None and nulls == data.record_count else True
+            else:
+                overlap = lo is not None and from_bytes(field_.field_type, flo) <= hi and \
+                    from_bytes(field_.field_type, fhi) >= lo
+                hit = overlap or (batch_null and file_null)
+            if not hit:
+                break
+        if hit:
+            out.append(data)
+    return out
+
+
 def locate_rows(session, table: Table, candidates: list[DataFile], keys_df, cols: list[str]):
     """(FILE_NO, ROW_POS) of every live row of `candidates` whose `cols` tuple (NULL-safe) is a key tuple of `keys_df`
     (columns __k0..): FILE_NO is the file's index in `candidates`, ROW_POS the row's position in the file."""

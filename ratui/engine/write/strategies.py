@@ -62,7 +62,7 @@ from ratui.engine.write.files import KEEP_LAYOUT_MIN_ROWS, WrittenFiles, commit_
 from ratui.engine.write.keys import dedupe, key_frame, match_keys, resolve_columns
 from ratui.engine.write.prepare import aligned, prepare_table, table_names
 from ratui.engine.locations import local_file
-from ratui.engine.write.pruning import candidate_files, locate_rows
+from ratui.engine.write.pruning import batch_ranges, candidate_files, files_in_ranges, locate_rows
 
 # Keys broadcast to every task when a large rewrite keeps its files' layout (see _keeps_layout).
 BROADCAST_MAX_KEYS = 500_000
@@ -70,6 +70,11 @@ BROADCAST_MAX_KEYS = 500_000
 # A merge writes position deletes for a file (merge-on-read) while at most this share of the file's rows would
 # then be deleted; beyond it, the file is rewritten (copy-on-write). The reaper compacts files past its own share.
 MOR_MAX_SHARE = 0.2
+
+# A batch of more rows than this rewrites the files its key ranges reach, without locating rows first (the
+# positions of millions of replaced rows are not worth bringing to the driver; such a change rewrites most of
+# what it touches anyway).
+LOCATE_MAX_ROWS = 5_000_000
 
 HIT = "__ratui_hit"
 
@@ -201,7 +206,8 @@ def _replace_matching(req: WriteRequest, table: Table, outcome: WriteOutcome, ne
 
     new_rows = new_rows.persist()
     try:
-        outcome.rows_written = new_rows.count()
+        # one job: the batch's rows and key ranges; the files those ranges reach come from Iceberg's statistics
+        outcome.rows_written, ranges = batch_ranges(table, new_rows, match_cols)
         existing = data_files(table)
         if outcome.rows_written == 0:
             outcome.notes.append(empty_note)
@@ -209,9 +215,8 @@ def _replace_matching(req: WriteRequest, table: Table, outcome: WriteOutcome, ne
             return _finish(req, outcome)
         keys_df = key_frame(new_rows, match_cols).persist()
         try:
-            candidates = (candidate_files(req.session, table, keys_df, match_cols, existing)
-                          if len(existing) > 1 else existing)
-            whole, rewrite, deletes = _plan(req, table, candidates, keys_df, match_cols)
+            candidates = files_in_ranges(existing, ranges)
+            whole, rewrite, deletes = _plan(req, table, candidates, keys_df, match_cols, outcome.rows_written)
 
             def survivors(old, broadcast: bool):
                 keys = F.broadcast(keys_df) if broadcast else keys_df
@@ -233,50 +238,52 @@ def _replace_matching(req: WriteRequest, table: Table, outcome: WriteOutcome, ne
     return _finish(req, outcome)
 
 
-def _plan(req: WriteRequest, table: Table, candidates: list[DataFile], keys_df, cols: list[str]):
+def _plan(req: WriteRequest, table: Table, candidates: list[DataFile], keys_df, cols: list[str], new_rows: int):
     """(whole, rewrite, deletes): the files to drop unread (every live row replaced), the files to rewrite without
     their replaced rows, and the position-delete files written for the rest.
 
     One pass over the candidates' key columns finds the rows to replace (their file and position). A file goes
     copy-on-write when, counting the rows its delete files already take out, more than MOR_MAX_SHARE of it would be
     deleted; otherwise merge-on-read: a delete file naming the positions, the file itself untouched. Files
-    written before are never read whole, and a new key that falls in a file's key range touches nothing."""
-    from pyspark.sql import functions as F
+    written before are never read whole, and a new key that falls in a file's key range touches nothing.
 
+    When the batch holds more rows than MOR_MAX_SHARE of the candidates' live rows, the share of most candidates
+    that changes is past the threshold anyway: the candidates are rewritten without the pass that locates rows
+    (a small table changed whole costs one job, not three)."""
     if not candidates:
         return [], [], []
-    located = locate_rows(req.session, table, candidates, keys_df, cols).persist()
-    try:
-        counts = {row[FILE_NO]: row["n"] for row in located.groupBy(FILE_NO).agg(F.count(F.lit(1)).alias("n"))
-                  .collect()}
-        whole: list[DataFile] = []
-        rewrite: list[DataFile] = []
-        mor: list[int] = []
-        for i, n in sorted(counts.items()):
-            f = candidates[i]
-            live = live_rows(table, f)
-            if n >= live:
-                whole.append(f)
-            elif (f.record_count - live + n) / f.record_count > MOR_MAX_SHARE or not req.merge_on_read:
-                rewrite.append(f)
-            else:
-                mor.append(i)
-        deletes: list[DataFile] = []
-        if mor:
-            import pyarrow.compute as pc
+    if new_rows > LOCATE_MAX_ROWS or (
+            req.merge_on_read and new_rows > MOR_MAX_SHARE * sum(live_rows(table, f) for f in candidates)):
+        return [], list(candidates), []
+    import pyarrow.compute as pc
 
-            found = located.where(F.col(FILE_NO).isin(mor)).toArrow()
-            folder = Path(local_file(table, table.location())) / "data" / f"run-{req.run_id}-del{uuid.uuid4().hex[:8]}"
-            try:
-                for i in mor:
-                    positions = found.filter(pc.equal(found[FILE_NO], i))[ROW_POS]
-                    deletes.append(write_position_deletes(folder, candidates[i], positions.combine_chunks()))
-            except BaseException:
-                shutil.rmtree(folder, ignore_errors=True)
-                raise
-        return whole, rewrite, deletes
-    finally:
-        located.unpersist()
+    # one job: the file and position of every row the batch replaces, to the driver (a position is two numbers; a
+    # batch of millions of rows never gets here, see above)
+    found = locate_rows(req.session, table, candidates, keys_df, cols).toArrow()
+    counts = {entry["values"]: entry["counts"] for entry in pc.value_counts(found[FILE_NO]).to_pylist()}
+    whole: list[DataFile] = []
+    rewrite: list[DataFile] = []
+    mor: list[int] = []
+    for i, n in sorted(counts.items()):
+        f = candidates[i]
+        live = live_rows(table, f)
+        if n >= live:
+            whole.append(f)
+        elif (f.record_count - live + n) / f.record_count > MOR_MAX_SHARE or not req.merge_on_read:
+            rewrite.append(f)
+        else:
+            mor.append(i)
+    deletes: list[DataFile] = []
+    if mor:
+        folder = Path(local_file(table, table.location())) / "data" / f"run-{req.run_id}-del{uuid.uuid4().hex[:8]}"
+        try:
+            for i in mor:
+                positions = found.filter(pc.equal(found[FILE_NO], i))[ROW_POS]
+                deletes.append(write_position_deletes(folder, candidates[i], positions.combine_chunks()))
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+    return whole, rewrite, deletes
 
 
 # --------------------------------------------------------------------------------------------- strategies
@@ -291,6 +298,9 @@ def _watermark(req: WriteRequest) -> str | None:
         return None
     return resolve_columns(req.batch, (req.config.watermark_column,), "RAT-WRT-002", "watermark_column",
                             req.key)[0]
+
+
+KEYED = ("incremental", "delete_insert", "scd2")
 
 
 def full_refresh(req: WriteRequest) -> WriteOutcome:
@@ -308,9 +318,11 @@ def full_refresh(req: WriteRequest) -> WriteOutcome:
         outcome.valid_at = ts.isoformat()
     table = prepare_table(req, outcome, result.schema, rebuild=True)
     old = data_files(table)
+    # a table later merges prune by key is written clustered by it; a full_refresh pipeline's table is only ever
+    # replaced whole: its result is written as the query produced it, like any Spark write
+    cluster = table_names(table, keys) if pipeline_strategy in KEYED and keys else []
     written = _write_and_commit(req, table, aligned(result, table), delete=old,
-                                message=f"full_refresh of {req.key}", cluster_by=table_names(table, keys),
-                                rows_hint=req.batch_rows)
+                                message=f"full_refresh of {req.key}", cluster_by=cluster, rows_hint=req.batch_rows)
     outcome.files_added, outcome.files_removed = len(written.files), len(old)
     outcome.rows_written = written.rows
     if written.rows == 0:

@@ -104,7 +104,7 @@ class ReaperScreen(ConsoleScreen):
         for index, (key, value) in enumerate(items):
             text.append(f"  {key} ", style="dim")
             text.append(str(value), style="bold")
-            if index % 4 == 3 and index != len(items) - 1:
+            if index % 3 == 2 and index != len(items) - 1:
                 text.append("\n")
         schedule = self.app.reaper_schedule_text()
         text.append(f"\n  schedule: {schedule}", style="dim")

@@ -292,10 +292,6 @@ def report(results: list[dict]) -> None:
                           f"{b['rewritten']}")
 
 
-if __name__ == "__main__":
-    main()
-
-
 def goals(bench: Bench, args) -> None:
     """The figures issue 11 asks for, each beside its reference from this same run."""
     def seconds(n, layout, approach):
@@ -327,3 +323,8 @@ def goals(bench: Bench, args) -> None:
     if len(bench.rss) == 2:
         (n1, r1), (n2, r2) = sorted(bench.rss.items())
         print(f"  driver peak RSS: {r1:.0f} MB after the {n1:,}-row runs, {r2:.0f} MB after the {n2:,}-row runs")
+
+
+if __name__ == "__main__":
+    main()
+

@@ -29,11 +29,13 @@ def match_keys(left, left_cols: list[str], right, right_cols: list[str]):
                                        for lc, rc in zip(left_cols, right_cols)])
 
 
-def key_frame(df, cols: list[str]):
-    """The distinct key tuples of `df`, renamed __k0.. so they join with the table without ambiguity."""
+def key_frame(df, cols: list[str], *, unique: bool = False):
+    """The distinct key tuples of `df`, renamed __k0.. so they join with the table without ambiguity. `unique`:
+    `df` holds one row per key already (deduplicated): no shuffle to make them distinct."""
     from pyspark.sql import functions as F
 
-    return df.select(*[F.col(f"`{c}`").alias(f"__k{i}") for i, c in enumerate(cols)]).distinct()
+    keys = df.select(*[F.col(f"`{c}`").alias(f"__k{i}") for i, c in enumerate(cols)])
+    return keys if unique else keys.distinct()
 
 
 def col(name: str):

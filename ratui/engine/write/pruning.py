@@ -107,7 +107,7 @@ def batch_ranges(table: Table, batch, cols: list[str]):
     for i, f in usable:
         k = _physical(col(cols[i]), f.field_type)
         aggs += [F.min(k).alias(f"lo{i}"), F.max(k).alias(f"hi{i}"), F.count(k).alias(f"nn{i}")]
-    row = batch.agg(*aggs).first()
+    row = batch.agg(*aggs).collect()[0]  # collect, not first(): a global aggregate is one job either way
     rows = int(row["n"])
     return rows, [(f, row[f"lo{i}"], row[f"hi{i}"], row[f"nn{i}"] < rows) for i, f in usable]
 
@@ -137,11 +137,15 @@ def files_in_ranges(files: list[DataFile], ranges) -> list[DataFile]:
     return out
 
 
-def locate_rows(session, table: Table, candidates: list[DataFile], keys_df, cols: list[str]):
+def locate_rows(session, table: Table, candidates: list[DataFile], keys_df, cols: list[str], *,
+                broadcast: bool = False):
     """(FILE_NO, ROW_POS) of every live row of `candidates` whose `cols` tuple (NULL-safe) is a key tuple of `keys_df`
-    (columns __k0..): FILE_NO is the file's index in `candidates`, ROW_POS the row's position in the file."""
+    (columns __k0..): FILE_NO is the file's index in `candidates`, ROW_POS the row's position in the file.
+    `broadcast`: the keys are few: every task gets them all, and the table's key column is never shuffled."""
     from pyspark.sql import functions as F
 
+    if broadcast:
+        keys_df = F.broadcast(keys_df)
     kcols = [f"__k{i}" for i in range(len(cols))]
     old = read_files(session, table, candidates, positions=True).select(*[col(c) for c in cols], F.col(FILE_NO),
                                                                          F.col(ROW_POS))

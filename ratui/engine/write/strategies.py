@@ -195,7 +195,8 @@ def _commit_rewrite(req: WriteRequest, table: Table, new_rows, new_count: int, r
 
 
 def _replace_matching(req: WriteRequest, table: Table, outcome: WriteOutcome, new_rows, match_cols: list[str],
-                      *, cluster_by: list[str], message: str, empty_note: str) -> WriteOutcome:
+                      *, cluster_by: list[str], message: str, empty_note: str,
+                      unique_keys: bool = False) -> WriteOutcome:
     """Remove every row whose `match_cols` tuple (NULL-safe) appears in `new_rows`, add `new_rows`: one snapshot.
 
     The engine of incremental (deduplicated rows), delete_insert (rows as they are) and snapshot (match on
@@ -213,7 +214,7 @@ def _replace_matching(req: WriteRequest, table: Table, outcome: WriteOutcome, ne
             outcome.notes.append(empty_note)
             outcome.files_kept = len(existing)
             return _finish(req, outcome)
-        keys_df = key_frame(new_rows, match_cols).persist()
+        keys_df = key_frame(new_rows, match_cols, unique=unique_keys).persist()
         try:
             candidates = files_in_ranges(existing, ranges)
             whole, rewrite, deletes = _plan(req, table, candidates, keys_df, match_cols, outcome.rows_written)
@@ -259,7 +260,8 @@ def _plan(req: WriteRequest, table: Table, candidates: list[DataFile], keys_df, 
 
     # one job: the file and position of every row the batch replaces, to the driver (a position is two numbers; a
     # batch of millions of rows never gets here, see above)
-    found = locate_rows(req.session, table, candidates, keys_df, cols).toArrow()
+    found = locate_rows(req.session, table, candidates, keys_df, cols,
+                        broadcast=new_rows <= BROADCAST_MAX_KEYS).toArrow()
     counts = {entry["values"]: entry["counts"] for entry in pc.value_counts(found[FILE_NO]).to_pylist()}
     whole: list[DataFile] = []
     rewrite: list[DataFile] = []
@@ -350,7 +352,7 @@ def incremental(req: WriteRequest) -> WriteOutcome:
                                                          req.key), watermark), table)
     return _replace_matching(req, table, outcome, batch, keys, cluster_by=keys,
                              message=f"incremental upsert into {req.key}",
-                             empty_note="the batch was empty: nothing changed")
+                             empty_note="the batch was empty: nothing changed", unique_keys=True)
 
 
 def delete_insert(req: WriteRequest) -> WriteOutcome:

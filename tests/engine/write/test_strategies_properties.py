@@ -17,11 +17,12 @@ from datetime import datetime, timedelta, timezone
 
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from unittest import mock
 
 import reference_model as model
+from ratui.engine.iceberg.read import data_files, deletes_of
 from test_strategies import Project, assert_partitions_exact
 
 UTC = timezone.utc
@@ -34,6 +35,8 @@ SETTINGS = settings(max_examples=6, deadline=None, derandomize=False,
 KEYS = st.sampled_from([None, 1, 2, 3, 4])
 K2 = st.sampled_from([None, "a", "b"])
 WATERMARKS = st.sampled_from([None, T0, T0 + timedelta(hours=1), T0 + timedelta(days=40)])
+# merge-on-read off (None), or on with, per run of the sequence, whether the reaper compacts the table after it
+MOR = st.one_of(st.none(), st.lists(st.booleans(), min_size=4, max_size=4))
 
 
 @st.composite
@@ -65,6 +68,23 @@ def batch_sequences(draw, min_runs: int = 2, max_runs: int = 4):
     return runs
 
 
+def _mixed_example():
+    """Always tried: a file changed by merge-on-read, compacted, then changed by merge-on-read again."""
+    schema = pa.schema([("k", pa.int64()), ("k2", pa.string()), ("v", pa.int32()), ("w", pa.timestamp("us", tz="UTC")),
+                        ("s", pa.string())])
+
+    def batch(rows):
+        return (schema.names, [dict(zip(schema.names, r)) for r in rows], schema)
+
+    first = batch([(k, "a", k, T0, "x") for k in (1, 2, 3, 4)])
+    return [first, batch([(1, "a", 10, T0 + timedelta(hours=1), "y")]),
+            batch([(2, "a", 20, T0 + timedelta(hours=1), None), (5, "b", 5, T0, "x")]),
+            batch([(3, "a", None, T0 + timedelta(days=40), "y")])], [False, True, False, True]
+
+
+MIXED_RUNS, MIXED_MOR = _mixed_example()
+
+
 def _fresh(tmp_path_factory) -> Project:
     return Project(tmp_path_factory.mktemp("prop") / uuid.uuid4().hex[:8])
 
@@ -75,16 +95,20 @@ def _table(project: Project, name: str) -> tuple[list[str], list[dict]]:
 
 
 def _check_sequence(project: Project, name: str, runs, step, *, partitioned: bool = False,
-                    keep_layout: bool = False, mor: bool = False) -> None:
+                    keep_layout: bool = False, mor: list[bool] | None = None) -> None:
     """Run every batch through the engine; after each, main's table must equal the model's, read by plain
     PyIceberg and by ratui's own Spark read (which apply position deletes each their own way).
 
     keep_layout: force the rewrite path that keeps surviving rows in their files (no shuffle), which
     otherwise only tables with millions of rewritten rows take.
     mor: force merge-on-read for every file a merge touches but does not empty (position-delete files pile up
-    across the sequence), which otherwise only files with a small changed share take.
+    across the sequence), which otherwise only files with a small changed share take; after run i, when mor[i],
+    the reaper's compaction rewrites every file that has deletes, and the table must still equal the model.
     """
     expected = model.Table()
+    if mor is not None:  # compact any file with a deleted row (the setting's minimum, 1%)
+        with (project.root / "ratui.yaml").open("a") as f:
+            f.write("reaper:\n  compact_deleted_percent: 1\n")
     patch = mock.patch("ratui.engine.write.strategies.KEEP_LAYOUT_MIN_ROWS", -1) if keep_layout else nullcontext()
     share = mock.patch("ratui.engine.write.strategies.MOR_MAX_SHARE", 1.0) if mor else nullcontext()
     try:
@@ -102,6 +126,18 @@ def _check_sequence(project: Project, name: str, runs, step, *, partitioned: boo
             assert diff is None, f"ratui's read, after run {i + 1} of {len(runs)} (batch {rows}):\n{diff}"
             if partitioned:
                 assert_partitions_exact(project.table(name))
+            if mor is not None and mor[i]:
+                report = project.engine.reap(tasks=["compaction"])
+                assert not report.tasks["compaction"].kept, report.tasks["compaction"].kept
+                table = project.table(name)
+                assert not any(deletes_of(table, f) for f in data_files(table)), "compaction left delete files"
+                actual_columns, actual_rows = _table(project, name)
+                diff = model.differences(expected, actual_columns, actual_rows)
+                assert diff is None, f"after compacting run {i + 1}'s result:\n{diff}"
+                diff = model.differences(expected, actual_columns, _spark_rows(project, name))
+                assert diff is None, f"ratui's read after compacting run {i + 1}'s result:\n{diff}"
+                if partitioned:
+                    assert_partitions_exact(table)
     finally:
         share.__exit__(None, None, None)
         patch.__exit__(None, None, None)
@@ -136,7 +172,8 @@ def test_append_only_matches_the_model(tmp_path_factory, runs):
 
 @pytest.mark.usefixtures("spark")
 @SETTINGS
-@given(runs=batch_sequences(), keep_layout=st.booleans(), mor=st.booleans())
+@given(runs=batch_sequences(), keep_layout=st.booleans(), mor=MOR)
+@example(runs=MIXED_RUNS, keep_layout=False, mor=MIXED_MOR)
 def test_incremental_matches_the_model(tmp_path_factory, runs, keep_layout, mor):
     project = _fresh(tmp_path_factory)
     project.pipeline("t", """
@@ -151,7 +188,8 @@ def test_incremental_matches_the_model(tmp_path_factory, runs, keep_layout, mor)
 
 @pytest.mark.usefixtures("spark")
 @SETTINGS
-@given(runs=batch_sequences(), mor=st.booleans())
+@given(runs=batch_sequences(), mor=MOR)
+@example(runs=MIXED_RUNS, mor=MIXED_MOR)
 def test_delete_insert_matches_the_model(tmp_path_factory, runs, mor):
     project = _fresh(tmp_path_factory)
     project.pipeline("t", """
@@ -182,7 +220,7 @@ def test_scd2_matches_the_model(tmp_path_factory, runs, keep_layout):
 
 @pytest.mark.usefixtures("spark")
 @SETTINGS
-@given(runs=batch_sequences(), mor=st.booleans())
+@given(runs=batch_sequences(), mor=MOR)
 def test_snapshot_matches_the_model(tmp_path_factory, runs, mor):
     project = _fresh(tmp_path_factory)
     project.pipeline("t", """
@@ -196,7 +234,7 @@ def test_snapshot_matches_the_model(tmp_path_factory, runs, mor):
 @pytest.mark.usefixtures("spark")
 @settings(SETTINGS, max_examples=4)
 @given(runs=batch_sequences(), strategy=st.sampled_from(["incremental", "snapshot", "scd2"]),
-       keep_layout=st.booleans(), mor=st.booleans())
+       keep_layout=st.booleans(), mor=MOR)
 def test_partitioned_tables_match_the_model_with_exact_file_partitions(tmp_path_factory, runs, strategy,
                                                                        keep_layout, mor):
     project = _fresh(tmp_path_factory)

@@ -145,6 +145,35 @@ def test_malformed_csv_rows_fail_the_run_at_their_line_or_are_skipped_and_counte
     assert any("RAT-LND-007" in n for n in shown["notes"])
 
 
+@pytest.mark.parametrize("name, good, bad", [
+    ("a.csv", "id,email,plan\n1,a@x,free\n2,b@x,pro\n", "id,email,plan\n1,a@x,free\n2,b@x\n"),
+    ("a.jsonl", '{"id": 1, "plan": "free"}\n{"id": 2, "plan": "pro"}\n', '{"id": 1, "plan": "free"}\n{"id": 2,\n'),
+])
+def test_a_landing_file_rewritten_in_place_is_inferred_and_checked_again(make_project, spark, name, good, bad):
+    """The process remembers schema inference and clean bad-row checks per set of files; a rerun over the same
+    bytes skips both passes, and a file rewritten under the same name (even at the same size) is read afresh."""
+    root = make_project({
+        "demo/pipelines/bronze/people/pipeline.sql": ALL,
+        f"demo/landing/people/{name}": good,
+    })
+    engine = Engine.open(root)
+    assert run_one(engine, "demo.bronze.people").status == "success"
+    again = engine.run(["demo.bronze.people"], force=True)[0]  # the same bytes: remembered, same rows
+    assert again.status == "success" and again.rows_written == 2
+    before = main_fingerprint(root)
+    path = root / "demo/landing/people" / name
+    path.write_text(bad.ljust(len(good)))  # same size, other bytes (a torn rewrite)
+    result = engine.run(["demo.bronze.people"], force=True)[0]
+    assert result.status == "failed"
+    assert result.error["code"] == "RAT-LND-007" and result.error["file"].endswith(name)
+    assert main_fingerprint(root) == before
+    # and a rewrite that changes a column's type is inferred again: ids become strings
+    path.write_text(good.replace("1,", "x1,") if name.endswith(".csv") else good.replace('"id": 1', '"id": "x1"'))
+    result = engine.run(["demo.bronze.people"], force=True)[0]
+    assert result.status == "success", result.error
+    assert sorted(r["id"] for r in rows_on_main(engine, "demo.bronze.people")) == ["2", "x1"]
+
+
 def test_invalid_json_lines_fail_at_their_line(make_project, spark):
     root = make_project({
         "demo/pipelines/bronze/people/pipeline.sql": ALL,

@@ -7,6 +7,7 @@ run's context. Undefined names are errors, and every error names the file and th
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -67,7 +68,27 @@ def _check_names(env: jinja2.Environment, tree: nodes.Template, source: str, fil
 
 def static_calls(text: str, file: Path, default_namespace: str) -> StaticCalls:
     """The ref() and landing_zone() calls of a template, which must have literal string arguments. Also
-    rejects what Jinja would only find while rendering: undefined names, unknown filters and tests."""
+    rejects what Jinja would only find while rendering: undefined names, unknown filters and tests.
+
+    One analysis per text: every compile (each run, each reload of the console) analyses every template, and
+    parsing and checking one costs milliseconds."""
+    calls, error = _static_calls(text, str(file), default_namespace)
+    if error is not None:
+        raise dataclasses.replace(error)  # a copy: callers may fill in details of the one they catch
+    assert calls is not None
+    return StaticCalls(calls.refs, calls.zones, dict(calls.lines))
+
+
+@lru_cache(maxsize=1024)
+def _static_calls(text: str, filename: str,
+                  default_namespace: str) -> tuple[StaticCalls | None, RatuiError | None]:
+    try:
+        return _analyse(text, Path(filename), default_namespace), None
+    except RatuiError as exc:
+        return None, exc
+
+
+def _analyse(text: str, file: Path, default_namespace: str) -> StaticCalls:
     env = _env()
     try:
         tree = env.parse(text, filename=str(file))

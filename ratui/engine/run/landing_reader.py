@@ -22,6 +22,11 @@ the run.
 
 File names Hadoop would misread (`:`, glob characters `[]{}*?`, `%`, ...) are hard-linked under safe names into
 the run's staging folder first; errors still name the original file.
+
+Schema inference and the bad-row check each cost a pass over the files. Both depend only on the files' bytes
+(and the schema read with), so the process remembers them per set of files, by each file's path, size,
+modification time and inode: the edit-and-rerun loop (a full_refresh pipeline re-reading the same files, watch
+mode after a save) skips both passes, and any rewritten file is read afresh.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ import io
 import os
 import re
 import shutil
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -43,6 +50,46 @@ FILE = "__ratui_file"  # each row's file, kept until the bad-row check (a union 
 SAMPLE_BAD_ROWS = 5
 PREFIX_BYTES = 1 << 20  # how much of a text file is checked for binary data and UTF-8
 _SAFE_PATH = re.compile(r"^[A-Za-z0-9._/ +=@-]+$")
+
+
+class _Memo:
+    """A small thread-safe LRU map: file-set identity -> what a pass over those files found."""
+
+    def __init__(self, size: int = 512):
+        self._items: OrderedDict[Any, Any] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+            return None
+
+    def put(self, key: Any, value: Any) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+_INFERRED = _Memo()  # (format, files, header) -> the schema Spark inferred, as JSON
+_CLEAN = _Memo()  # (format, files, schema JSON) -> True: a bad-row check over exactly these found none
+
+
+def _identity(files: list["ZoneFile"]) -> tuple:
+    """What makes a pass over these files give the same answer: each file's path, size, mtime and inode."""
+    out = []
+    for zf in files:
+        st = zf.path.stat()
+        out.append((str(zf.path), st.st_size, st.st_mtime_ns, st.st_ino))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -278,7 +325,13 @@ class ZoneReader:
         canonical: list[str] = []
         paths = {header: [self._spark_path(zf) for zf in group] for header, group in groups.items()}
         for header, group_paths in paths.items():
-            schema = self.session.read.options(header=True, inferSchema=True).csv(group_paths).schema
+            key = ("csv", _identity(groups[header]), header)
+            known = _INFERRED.get(key)
+            if known is not None:
+                schema = st.StructType.fromJson(known)
+            else:
+                schema = self.session.read.options(header=True, inferSchema=True).csv(group_paths).schema
+                _INFERRED.put(key, schema.jsonValue())
             types = {name.lower(): f.dataType for name, f in zip(header, schema.fields)}  # by position
             inferred[header] = types
             for name in header:
@@ -295,13 +348,22 @@ class ZoneReader:
         for frame in frames[1:]:
             df = df.unionByName(frame, allowMissingColumns=True)
         df = df.select(*[_q(c) for c in canonical if c in df.columns], CORRUPT, FILE)
-        return self._bad_rows(df)
+        return self._bad_rows(df, read_from=files)
 
     def _json(self, files: list[ZoneFile]):
         for zf in files:
             _check_text(zf, "JSON")
+        from pyspark.sql import types as st
+
         paths = [self._spark_path(zf) for zf in files]
-        df = self.session.read.options(mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT).json(paths)
+        reader = self.session.read.options(mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT)
+        key = ("json", _identity(files))
+        known = _INFERRED.get(key)
+        if known is not None:  # the same bytes as when inferred: the same schema (and the same corrupt column)
+            df = reader.schema(st.StructType.fromJson(known)).json(paths)
+        else:
+            df = reader.json(paths)
+            _INFERRED.put(key, df.schema.jsonValue())
         if CORRUPT not in df.columns:
             return df  # Spark's schema inference saw every line parse: nothing to check
         df = _with_file(df)
@@ -313,7 +375,7 @@ class ZoneReader:
             df = lines.select(F.col("value").alias(CORRUPT), F.lit(1).alias("__ratui_line"),
                               F.col("_metadata.file_path").alias(FILE))
             return self._bad_rows(df, only_bad=True)
-        return self._bad_rows(df)
+        return self._bad_rows(df, read_from=files)
 
     def _parquet(self, files: list[ZoneFile]):
         reference, ref_schema = files[0], parquet_schema(files[0])
@@ -335,11 +397,15 @@ class ZoneReader:
 
     # ----------------------------------------------------------------------------------------- bad rows
 
-    def _bad_rows(self, df, only_bad: bool = False):
-        """Count the rows Spark could not parse (one job); fail on them, or leave them out and report them."""
+    def _bad_rows(self, df, only_bad: bool = False, read_from: list[ZoneFile] | None = None):
+        """Count the rows Spark could not parse (one job); fail on them, or leave them out and report them.
+        `read_from`: the files df reads, when a clean result may be remembered for them."""
         from pyspark.sql import functions as F
 
         if not self.check_rows:
+            return df.drop(CORRUPT, FILE)
+        key = (self.fmt, _identity(read_from), df.schema.json()) if read_from else None
+        if key is not None and _CLEAN.get(key):
             return df.drop(CORRUPT, FILE)
         data_cols = [c for c in df.columns if c not in (CORRUPT, FILE)]
         bad = df.where(F.col(CORRUPT).isNotNull())
@@ -350,6 +416,8 @@ class ZoneReader:
                      F.count(F.col(_q(data_cols[0]))).alias("_"))
                 .collect())
         if not rows:
+            if key is not None:
+                _CLEAN.put(key, True)
             return df.drop(CORRUPT, FILE)
         total = sum(r.n for r in rows)
         samples: list[BadRow] = []

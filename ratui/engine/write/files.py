@@ -103,7 +103,10 @@ def write_files(df, table: Table, run_id: str, cluster_by: Iterable[str] = (),
         order = hidden + order
     conf: dict[str, str] = {}
     if order:
-        if rows_hint is not None:
+        if rows_hint is not None and rows_hint <= ROWS_PER_FILE:
+            # one file's worth: one sorted task, no sampling job and no shuffle
+            df = df.coalesce(1).sortWithinPartitions(*order)
+        elif rows_hint is not None:
             ranges = max(1, round(rows_hint / ROWS_PER_FILE))
             df = df.repartitionByRange(ranges, *order).sortWithinPartitions(*order)
         else:

@@ -137,11 +137,41 @@ def files_in_ranges(files: list[DataFile], ranges) -> list[DataFile]:
     return out
 
 
+# Values of an IN filter Spark hands to the Parquet reader as they are (by default, more than 10 become a
+# min..max range, which skips nothing when the keys are spread): with them the reader skips every page and row
+# group whose statistics hold none of the keys.
+IN_FILTER_MAX_VALUES = 1000
+IN_FILTER_CONF = {"spark.sql.parquet.pushdown.inFilterThreshold": str(IN_FILTER_MAX_VALUES)}
+
+
+def local_keys(session, keys_df) -> tuple[Any, list[tuple[list | None, bool]]]:
+    """A small key frame brought to the driver (one job) and given back to Spark as a local relation, with, per key
+    column, its distinct non-NULL values (None when there are more than IN_FILTER_MAX_VALUES) and whether it
+    holds a NULL: what locate_rows filters the table's key columns by."""
+    import pyarrow.compute as pc
+    from pyspark.sql import types as st
+
+    keys = keys_df.toArrow()
+    values: list[tuple[list | None, bool]] = []
+    for field_, name in zip(keys_df.schema.fields, keys.column_names):
+        column = keys[name]
+        # only types whose Python values make literals of exactly the column's type (timestamps, decimals and
+        # floats could be compared through a conversion: never risk a superset that is not one)
+        exact = isinstance(field_.dataType, (st.IntegralType, st.StringType, st.DateType))
+        distinct = pc.unique(column.drop_null()).to_pylist() if exact else None
+        if distinct is not None and len(distinct) > IN_FILTER_MAX_VALUES:
+            distinct = None
+        values.append((distinct, column.null_count > 0))
+    return session.createDataFrame(keys, schema=keys_df.schema), values
+
+
 def locate_rows(session, table: Table, candidates: list[DataFile], keys_df, cols: list[str], *,
-                broadcast: bool = False):
+                broadcast: bool = False, values: list[tuple[list | None, bool]] | None = None):
     """(FILE_NO, ROW_POS) of every live row of `candidates` whose `cols` tuple (NULL-safe) is a key tuple of `keys_df`
     (columns __k0..): FILE_NO is the file's index in `candidates`, ROW_POS the row's position in the file.
-    `broadcast`: the keys are few: every task gets them all, and the table's key column is never shuffled."""
+    `broadcast`: the keys are few: every task gets them all, and the table's key column is never shuffled.
+    `values` (local_keys): each key column's values, filtered on first (a superset of the matches, which the
+    Parquet reader can apply to its pages); the exact NULL-safe match follows."""
     from pyspark.sql import functions as F
 
     if broadcast:
@@ -149,4 +179,9 @@ def locate_rows(session, table: Table, candidates: list[DataFile], keys_df, cols
     kcols = [f"__k{i}" for i in range(len(cols))]
     old = read_files(session, table, candidates, positions=True).select(*[col(c) for c in cols], F.col(FILE_NO),
                                                                          F.col(ROW_POS))
+    for c, (distinct, has_null) in zip(cols, values or []):
+        if distinct is None:
+            continue
+        keep = col(c).isin(distinct) if distinct else F.lit(False)
+        old = old.where(keep | col(c).isNull() if has_null else keep)
     return old.join(keys_df, match_keys(old, cols, keys_df, kcols), "left_semi").select(FILE_NO, ROW_POS)

@@ -58,11 +58,13 @@ from ratui.engine.errors import RatuiError
 from ratui.engine.iceberg.deletes import write_position_deletes
 from ratui.engine.iceberg.read import FILE_NO, ROW_POS, data_files, live_rows, read_files, row_count
 from ratui.engine.iceberg.schema import iceberg_to_spark_type
-from ratui.engine.write.files import KEEP_LAYOUT_MIN_ROWS, WrittenFiles, commit_files, discard, write_files
+from ratui.engine.write.files import (KEEP_LAYOUT_MIN_ROWS, WrittenFiles, commit_files, discard, session_conf,
+                                      write_files)
 from ratui.engine.write.keys import dedupe, key_frame, match_keys, resolve_columns
 from ratui.engine.write.prepare import aligned, prepare_table, table_names
 from ratui.engine.locations import local_file
-from ratui.engine.write.pruning import batch_ranges, candidate_files, files_in_ranges, locate_rows
+from ratui.engine.write.pruning import (IN_FILTER_CONF, batch_ranges, candidate_files, files_in_ranges, local_keys,
+                                        locate_rows)
 
 # Keys broadcast to every task when a large rewrite keeps its files' layout (see _keeps_layout).
 BROADCAST_MAX_KEYS = 500_000
@@ -75,6 +77,12 @@ MOR_MAX_SHARE = 0.2
 # positions of millions of replaced rows are not worth bringing to the driver; such a change rewrites most of
 # what it touches anyway).
 LOCATE_MAX_ROWS = 5_000_000
+
+# A batch of at most this many rows has its key tuples brought to the driver once: they come back to Spark as a
+# local relation (every join with them is a broadcast that costs no job, the cached batch is not scanned again),
+# and their distinct values filter the table's key columns inside the Parquet reader (pages and row groups
+# that hold none of them are skipped) before the exact NULL-safe match.
+LOCAL_KEYS_MAX = 20_000
 
 HIT = "__ratui_hit"
 
@@ -214,10 +222,16 @@ def _replace_matching(req: WriteRequest, table: Table, outcome: WriteOutcome, ne
             outcome.notes.append(empty_note)
             outcome.files_kept = len(existing)
             return _finish(req, outcome)
-        keys_df = key_frame(new_rows, match_cols, unique=unique_keys).persist()
+        keys_df = key_frame(new_rows, match_cols, unique=unique_keys)
+        values = None
+        if outcome.rows_written <= LOCAL_KEYS_MAX:
+            keys_df, values = local_keys(req.session, keys_df)
+        else:
+            keys_df = keys_df.persist()
         try:
             candidates = files_in_ranges(existing, ranges)
-            whole, rewrite, deletes = _plan(req, table, candidates, keys_df, match_cols, outcome.rows_written)
+            whole, rewrite, deletes = _plan(req, table, candidates, keys_df, match_cols, outcome.rows_written,
+                                            values)
 
             def survivors(old, broadcast: bool):
                 keys = F.broadcast(keys_df) if broadcast else keys_df
@@ -239,7 +253,8 @@ def _replace_matching(req: WriteRequest, table: Table, outcome: WriteOutcome, ne
     return _finish(req, outcome)
 
 
-def _plan(req: WriteRequest, table: Table, candidates: list[DataFile], keys_df, cols: list[str], new_rows: int):
+def _plan(req: WriteRequest, table: Table, candidates: list[DataFile], keys_df, cols: list[str], new_rows: int,
+          values: list[tuple[list | None, bool]] | None = None):
     """(whole, rewrite, deletes): the files to drop unread (every live row replaced), the files to rewrite without
     their replaced rows, and the position-delete files written for the rest.
 
@@ -260,8 +275,9 @@ def _plan(req: WriteRequest, table: Table, candidates: list[DataFile], keys_df, 
 
     # one job: the file and position of every row the batch replaces, to the driver (a position is two numbers; a
     # batch of millions of rows never gets here, see above)
-    found = locate_rows(req.session, table, candidates, keys_df, cols,
-                        broadcast=new_rows <= BROADCAST_MAX_KEYS).toArrow()
+    with session_conf(req.session, IN_FILTER_CONF if values is not None else {}):
+        found = locate_rows(req.session, table, candidates, keys_df, cols,
+                            broadcast=new_rows <= BROADCAST_MAX_KEYS, values=values).toArrow()
     counts = {entry["values"]: entry["counts"] for entry in pc.value_counts(found[FILE_NO]).to_pylist()}
     whole: list[DataFile] = []
     rewrite: list[DataFile] = []

@@ -1,0 +1,98 @@
+"""The JVM class archive (spark/session.py): written once by the first Spark of a machine as it exits, adopted by
+the next start, then mapped by every later JVM, with nothing left behind by processes that ended."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ratui.engine.spark.session import ARCHIVE_SETTLE_SECONDS, tidy_archives
+
+NAME = "spark-x.jsa"
+
+
+def dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_a_finished_archive_of_an_ended_process_is_adopted(tmp_path):
+    pid = dead_pid()
+    (tmp_path / f"{NAME}.{pid}.claim").touch()
+    (tmp_path / f"{NAME}.{pid}.part").write_bytes(b"archive")
+    later = time.time() + ARCHIVE_SETTLE_SECONDS + 1
+    assert tidy_archives(tmp_path, NAME, now=later) is False
+    assert sorted(p.name for p in tmp_path.iterdir()) == [NAME]
+    assert (tmp_path / NAME).read_bytes() == b"archive"
+
+
+def test_a_live_process_or_a_part_still_being_written_is_left_alone(tmp_path):
+    (tmp_path / f"{NAME}.{os.getpid()}.claim").touch()  # this process: alive
+    pid = dead_pid()
+    (tmp_path / f"{NAME}.{pid}.claim").touch()
+    (tmp_path / f"{NAME}.{pid}.part").write_bytes(b"half")  # ended, but written just now
+    assert tidy_archives(tmp_path, NAME) is True
+    assert not (tmp_path / NAME).exists()
+    assert (tmp_path / f"{NAME}.{pid}.part").read_bytes() == b"half"
+
+
+def test_leftovers_of_ended_processes_go_once_an_archive_is_in_place(tmp_path):
+    (tmp_path / NAME).write_bytes(b"archive")
+    a, b = dead_pid(), dead_pid()
+    (tmp_path / f"{NAME}.{a}.claim").touch()
+    (tmp_path / f"{NAME}.{a}.part").write_bytes(b"second")
+    (tmp_path / f"{NAME}.{b}.part").write_bytes(b"")  # its claim already gone, nothing written
+    assert tidy_archives(tmp_path, NAME, now=time.time() + ARCHIVE_SETTLE_SECONDS + 1) is False
+    assert sorted(p.name for p in tmp_path.iterdir()) == [NAME]
+    assert (tmp_path / NAME).read_bytes() == b"archive"
+
+
+SCRIPT = """
+import sys
+from pathlib import Path
+from ratui.engine.project.settings import load_settings
+from ratui.engine.spark import session
+spark = session.get_spark(load_settings(Path(sys.argv[1])))
+print(spark.range(10).selectExpr("sum(id)").collect()[0][0])
+"""
+
+
+def test_the_next_spark_maps_the_archive_the_first_one_wrote(tmp_path):
+    cache = tmp_path / "cache"
+    env = dict(os.environ, XDG_CACHE_HOME=str(cache), RATUI_JVM_ARCHIVE="1")
+
+    def start(name: str) -> Path:
+        project = tmp_path / name
+        project.mkdir()
+        log = tmp_path / f"{name}-classes.txt"
+        (project / "ratui.yaml").write_text(
+            "namespace: demo\nspark:\n  master: local[1]\n  config:\n"
+            f"    spark.driver.extraJavaOptions: -Xlog:class+load=info:file={log}\n")
+        out = subprocess.run([sys.executable, "-c", SCRIPT, str(project)], env=env, capture_output=True, text=True,
+                             timeout=300, cwd=Path(__file__).resolve().parents[3])
+        assert out.returncode == 0 and out.stdout.strip() == "45", out.stderr[-2000:]
+        return log
+
+    start("first")
+    folder = cache / "ratui" / "jvm"
+    deadline = time.time() + 120  # the first JVM writes its archive as it exits, after the Python process ended
+    while time.time() < deadline and not any(p.stat().st_size for p in folder.glob("*.part")):
+        time.sleep(1)
+    [part] = list(folder.glob("*.part"))
+    size = -1
+    while time.time() < deadline and part.stat().st_size != size:  # until it stops growing
+        size = part.stat().st_size
+        time.sleep(2)
+    name = part.name.split(".jsa.")[0] + ".jsa"
+    assert tidy_archives(folder, name, now=time.time() + ARCHIVE_SETTLE_SECONDS + 1) is False
+    assert (folder / name).stat().st_size > 10_000_000
+
+    log = start("second")
+    loaded = log.read_text()
+    # classes of Spark itself came from the archive (the dynamic archive is the "top" layer)
+    assert "org.apache.spark.SparkContext source: shared objects file (top)" in loaded
+    assert not list(folder.glob("*.part")) and not list(folder.glob("*.claim"))

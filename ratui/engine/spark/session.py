@@ -241,20 +241,22 @@ def tidy_archives(folder: Path, name: str, now: float | None = None) -> bool:
             busy = True
             continue
         if part.exists():
-            if part.stat().st_size > 0 and not (folder / name).exists():
-                os.replace(part, folder / name)
-            else:
-                part.unlink()
+            _settle(part, folder / name)
         claim.unlink(missing_ok=True)
     for part in sorted(folder.glob(f"{name}.*.part")):  # parts whose claim went first (a JVM slow to exit)
         claimed = part.with_name(part.name[:-len(".part")] + ".claim").exists()
         if claimed or now - part.stat().st_mtime < ARCHIVE_SETTLE_SECONDS:
             continue
-        if part.stat().st_size > 0 and not (folder / name).exists():
-            os.replace(part, folder / name)
-        else:
-            part.unlink()
+        _settle(part, folder / name)
     return busy
+
+
+def _settle(part: Path, archive: Path) -> None:
+    """A finished part becomes the archive when there is none yet; otherwise (or when empty) it goes."""
+    if part.stat().st_size > 0 and not archive.exists():
+        os.replace(part, archive)
+    else:
+        part.unlink()
 
 
 def new_session(settings: Settings):

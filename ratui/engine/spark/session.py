@@ -143,18 +143,30 @@ def _start(settings: Settings):
         conf.set(key, value)
     for key, value in REQUIRED_CONF.items():
         conf.set(key, value)
-    java_opts = f"-Dlog4j2.configurationFile=file:{log4j_file} -Dlog4j.configurationFile=file:{log4j_file}"
-    archive = class_archive_option()
-    if archive:
-        java_opts += " " + archive
+    # a JVM that crashes writes its report with the project's logs, not into the current folder
+    java_opts = (f"-Dlog4j2.configurationFile=file:{log4j_file} -Dlog4j.configurationFile=file:{log4j_file} "
+                 f"-XX:ErrorFile={settings.log_dir / 'hs_err_pid%p.log'}")
     extra = settings.spark_config.get("spark.driver.extraJavaOptions")
-    conf.set("spark.driver.extraJavaOptions", f"{java_opts} {extra}" if extra else java_opts)
     conf.set("spark.local.dir", str(settings.state_dir / "spark-tmp"))
 
-    # the JVM inherits the file as its stdout and stderr; our copy can close once it is started
-    with open(settings.log_dir / "jvm.out", "ab") as jvm_out:
-        gateway = launch_gateway(conf, popen_kwargs={"stdout": jvm_out, "stderr": jvm_out,
-                                                     "stdin": subprocess.DEVNULL})
+    def launch(archive: str):
+        opts = f"{java_opts} {archive}".strip()
+        conf.set("spark.driver.extraJavaOptions", f"{opts} {extra}" if extra else opts)
+        # the JVM inherits the file as its stdout and stderr; our copy can close once it is started
+        with open(settings.log_dir / "jvm.out", "ab") as jvm_out:
+            return launch_gateway(conf, popen_kwargs={"stdout": jvm_out, "stderr": jvm_out,
+                                                      "stdin": subprocess.DEVNULL})
+
+    archive = class_archive_option()
+    try:
+        gateway = launch(archive)
+    except Exception:
+        if not archive.startswith("-XX:SharedArchiveFile="):
+            raise
+        # an archive the JVM cannot map (damaged, truncated, from a changed runtime) must never stop Spark:
+        # set it aside and start without it (the next process writes a new one)
+        set_aside_archive(Path(archive.split("=", 1)[1]))
+        gateway = launch("")
     sc = SparkContext(conf=conf, gateway=gateway)
     sc.setLogLevel("WARN")
     return SparkSession(sc)
@@ -168,7 +180,8 @@ def _start(settings: Settings):
 # later Spark maps it (-XX:SharedArchiveFile). Measured here: session start plus a first small read, write and
 # query 15.5-18.0 s without, 10.9-12.2 s with (benchmarks/README.md). The archive lives in the user's cache
 # folder, named after the Java runtime and Spark's jars, so an upgrade of either makes a new one; a JVM that
-# finds an archive it cannot use says so in .ratui/logs/jvm.out and starts without it. RATUI_JVM_ARCHIVE=0 turns
+# refuses an archive says so in .ratui/logs/jvm.out and starts without it; a JVM that crashes on a damaged one
+# (cut short) makes ratui set the archive aside (.bad) and start Spark again without it. RATUI_JVM_ARCHIVE=0 turns
 # this off.
 
 
@@ -219,6 +232,15 @@ def class_archive_option() -> str:
         return f"-XX:ArchiveClassesAtExit={folder / f'{name}.{os.getpid()}.part'}"
     except OSError:  # no home folder, a read-only cache: start without an archive
         return ""
+
+
+def set_aside_archive(archive: Path) -> None:
+    """Move an archive a JVM could not start with out of the way (kept as .bad for a look, one at a time)."""
+    log.warning("JVM class archive %s could not be used; starting without it", archive)
+    try:
+        os.replace(archive, archive.with_name(archive.name + ".bad"))
+    except OSError:
+        pass
 
 
 # A process that ended this long ago has finished writing its archive (its JVM writes it as it exits).

@@ -96,3 +96,37 @@ def test_the_next_spark_maps_the_archive_the_first_one_wrote(tmp_path):
     # classes of Spark itself came from the archive (the dynamic archive is the "top" layer)
     assert "org.apache.spark.SparkContext source: shared objects file (top)" in loaded
     assert not list(folder.glob("*.part")) and not list(folder.glob("*.claim"))
+
+    # cut short (a full disk, a copy interrupted): a JVM mapping it crashes; ratui sets it aside and starts without
+    archive = folder / name
+    data = archive.read_bytes()
+    archive.chmod(0o644)
+    archive.write_bytes(data[:5_000_000])
+    start("third")
+    assert not archive.exists() and (folder / f"{name}.bad").exists()
+    assert list((tmp_path / "third" / ".ratui" / "logs").glob("hs_err_pid*.log"))  # the crash report, kept
+
+
+def test_a_garbage_archive_never_stops_spark(tmp_path):
+    """An archive that is not one (the JVM refuses its header and starts without it): Spark starts, and nothing is
+    written into the folder the user runs ratui from."""
+    from ratui.engine.spark.session import _archive_name
+
+    cache = tmp_path / "cache"
+    folder = cache / "ratui" / "jvm"
+    folder.mkdir(parents=True)
+    name = _archive_name()
+    assert name is not None
+    damaged = folder / name
+    damaged.write_bytes(b"\x00" * 4096)
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "ratui.yaml").write_text("namespace: demo\nspark:\n  master: local[1]\n")
+    work = tmp_path / "cwd"
+    work.mkdir()
+    env = dict(os.environ, XDG_CACHE_HOME=str(cache), RATUI_JVM_ARCHIVE="1",
+               PYTHONPATH=str(Path(__file__).resolve().parents[3]))
+    out = subprocess.run([sys.executable, "-c", SCRIPT, str(project)], env=env, capture_output=True, text=True,
+                         timeout=300, cwd=work)
+    assert out.returncode == 0 and out.stdout.strip() == "45", out.stderr[-2000:]
+    assert not list(work.iterdir())  # nothing written where the user stood

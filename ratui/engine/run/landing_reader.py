@@ -74,10 +74,6 @@ class _Memo:
             while len(self._items) > self._size:
                 self._items.popitem(last=False)
 
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-
 
 _INFERRED = _Memo()  # (format, files, header) -> the schema Spark inferred, as JSON
 _CLEAN = _Memo()  # (format, files, schema JSON) -> True: a bad-row check over exactly these found none

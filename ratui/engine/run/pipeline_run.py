@@ -227,9 +227,9 @@ class PipelineRun:
             pipeline, strategy = self._load_pipeline()
             _file, config = pipeline.loaded()
         with self.phase("build"):
-            sources, batch, rows = self._build(pipeline, strategy)
+            sources, batch = self._build(pipeline, strategy)
         with self.phase("write"):
-            self.outcome = self._write(config, strategy, batch, rows)
+            self.outcome = self._write(config, strategy, batch)
             self.catalog.record_commit(self.branch, f"{self.strategy} {self.key} ({self.outcome.rows_written} rows)")
             self.log(f"{self.strategy}: {self.outcome.rows_written} rows written, {self.outcome.files_added} files "
                      f"added, {self.outcome.files_removed} removed" +
@@ -327,7 +327,7 @@ class PipelineRun:
         # planned, not executed: the write phase runs the query once, straight into its strategy (its errors
         # still name the pipeline's file and line: see _write)
         self._query = (pipeline, sql)
-        return sources, df, None
+        return sources, df
 
     def _query_error(self, exc: BaseException, pipeline: Pipeline, sql: str) -> BaseException:
         """A failure while Spark executes the pipeline's query, as the pipeline's coded error."""
@@ -340,9 +340,9 @@ class PipelineRun:
             return _spark_error(exc, "RAT-SQL-001", file, pipeline.text, sql)
         return _spark_error(exc, "RAT-PY-004", file)
 
-    def _write(self, config, strategy: str, batch, rows: int | None) -> WriteOutcome:
+    def _write(self, config, strategy: str, batch) -> WriteOutcome:
         request = WriteRequest(self.session, self.catalog, self.branch, self.key, self.settings.root, self.run_id,
-                               batch, rows, config, strategy, run_started_at=self.run_started_at)
+                               batch, None, config, strategy, run_started_at=self.run_started_at)
         try:
             outcome = write(request)  # the query executes here, once
         except Exception as exc:

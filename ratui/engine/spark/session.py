@@ -191,7 +191,8 @@ def _archive_dir() -> Path:
 
 
 def _archive_name() -> str | None:
-    """A name that changes with the Java runtime and Spark's jars, or None when they cannot be found."""
+    """A name that changes with the Java runtime and Spark's jars (their folder and names), or None when they
+    cannot be found."""
     import hashlib
     import shutil
 
@@ -204,7 +205,8 @@ def _archive_name() -> str | None:
         return None
     real = os.path.realpath(java)
     digest = hashlib.sha256()
-    digest.update(f"{real}:{os.stat(real).st_mtime_ns}:{pyspark.__version__}".encode())
+    # the archive is only valid for the class path it was written with: this installation's jars folder
+    digest.update(f"{real}:{os.stat(real).st_mtime_ns}:{pyspark.__version__}:{jars.resolve()}".encode())
     for jar in sorted(jars.iterdir()):
         digest.update(jar.name.encode())
     return f"spark-{pyspark.__version__}-{digest.hexdigest()[:16]}.jsa"

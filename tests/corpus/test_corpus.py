@@ -11,7 +11,7 @@ Categories (cases):
 
     annotations           10
     config.yaml            5
-    ratui.yaml             7
+    ratui.yaml             8
     templates              9
     SQL                   16
     names                 10
@@ -22,10 +22,10 @@ Categories (cases):
     path escapes          12
     moved projects         2
     unreadable files      12
-    CLI misuse            13
+    CLI misuse            14
     compile gate           3
     Python pipelines      12
-    total                157
+    total                159
 
 Select or skip the corpus with `-m corpus` / `-m "not corpus"`; `-m "corpus and not corpus_jvm"` leaves out the
 cases that need Spark beyond the base state's one run (the fast loop while editing compile-time cases).

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import uuid
+import zoneinfo
 from dataclasses import dataclass
 from pathlib import Path
 from contextlib import contextmanager
@@ -28,6 +29,13 @@ from ratui.engine.iceberg.deletes import DeletesOverwrite
 from ratui.engine.iceberg.read import deletes_of
 from ratui.engine.iceberg.schema import FIELD_ID, NAME_MAPPING, iceberg_to_spark_type
 from ratui.engine.locations import local_file
+
+# pyarrow turns a file's timestamp statistics into Python values with zoneinfo.ZoneInfo("UTC") each time it
+# registers a file; keeping the zone alive here keeps it in zoneinfo's cache, so those lookups never go back to the
+# tz database (a console run once failed with pyarrow's "The zoneinfo module or pytz package must be installed"
+# while registering a file, a lookup failure that did not come back in later runs)
+_UTC = zoneinfo.ZoneInfo("UTC")
+
 
 def table_location(root: Path, key: str) -> str:
     namespace, layer, name = key.split(".")

@@ -452,7 +452,8 @@ class Watcher:
         new = load_settings(self.root)
         old = self.settings
         notes = []
-        if (new.spark_master, new.spark_config) != (old.spark_master, old.spark_config):
+        if (new.spark_master, new.spark_remote, new.spark_config) != \
+                (old.spark_master, old.spark_remote, old.spark_config):
             notes.append("Spark settings take effect when ratui restarts (the SparkSession is shared)")
         self.settings = new
         if self.engine is not None:

@@ -27,16 +27,23 @@ DEFAULT_SPARK_CONFIG: dict[str, str] = {
 TOP_KEYS = {"namespace", "spark", "run", "quality", "merge", "watch", "landing", "reaper", "paths"}
 RUN_KEYS = {"threads"}
 # run.threads: how many independent pipelines of one invocation run at once (each in its own FAIR pool).
-SPARK_KEYS = {"master", "config"}
+SPARK_KEYS = {"master", "remote", "config"}
+# spark.master: local[N] | spark://HOST:PORT (a standalone cluster); spark.remote: sc://HOST:PORT (Spark Connect:
+# no JVM in ratui's process). SPARK_REMOTE in the environment sets the remote when ratui.yaml does not.
 QUALITY_KEYS = {"sample_rows"}
 MERGE_KEYS = {"retries", "backoff_ms"}
-LANDING_KEYS = {"max_attempts", "bad_rows", "columns"}
+LANDING_KEYS = {"max_attempts", "bad_rows", "columns", "zones", "s3"}
+# landing.zones: zones that live in object storage, {zone | namespace.zone: s3://bucket/prefix}, or a mapping
+# {url: s3://..., endpoint_url: ...}; landing.s3: defaults for them (endpoint_url, region, profile, concurrency).
+S3_KEYS = {"endpoint_url", "region", "profile", "concurrency"}
+ZONE_KEYS = S3_KEYS | {"url"}
 # landing.bad_rows: a malformed CSV row or JSON line fails the run (naming file and line), or is left out and
 # counted; landing.columns: files of a zone must have the same columns (any order), or are united by name.
 BAD_ROWS = ("fail", "skip")
 COLUMN_MODES = ("strict", "union")
 PATHS_KEYS = {"allow_outside"}
-WATCH_KEYS = {"debounce_ms"}
+WATCH_KEYS = {"debounce_ms", "poll_seconds"}
+# watch.poll_seconds: how often watch mode lists object-store zones (a local folder is watched, not polled)
 # reaper setting -> (default, minimum). A swept file must be older than an hour at least: younger files may
 # belong to a write that has not committed yet.
 REAPER_KEYS: dict[str, tuple[int, int]] = {
@@ -57,6 +64,7 @@ class Settings:
     root: Path
     namespace: str
     spark_master: str = "local[*]"
+    spark_remote: str | None = None
     spark_config: dict[str, str] = field(default_factory=dict)
     quality_sample_rows: int = 5
     run_threads: int = 1
@@ -68,6 +76,9 @@ class Settings:
     # real folders outside the root that ratui may read (landing zones, pipelines linked in from elsewhere)
     allow_outside: tuple[Path, ...] = ()
     watch_debounce_ms: int = 300
+    watch_poll_seconds: int = 30
+    # object-store landing zones: (namespace, zone) -> RemoteZone (see remote_zone())
+    remote_zones: dict[tuple[str, str], "RemoteZone"] = field(default_factory=dict)
     reaper_stuck_run_timeout_minutes: int = 30
     reaper_orphan_branch_max_age_hours: int = 6
     reaper_processed_max_age_days: int = 7
@@ -90,11 +101,78 @@ class Settings:
     def log_dir(self) -> Path:
         return self.state_dir / "logs"
 
+    @property
+    def spark_where(self) -> str:
+        """Where Spark runs, in a user's words: local, a master URL, or a Connect endpoint."""
+        if self.spark_remote:
+            return f"Spark Connect {self.spark_remote}"
+        if self.spark_master.startswith("spark://"):
+            return f"cluster {self.spark_master}"
+        return self.spark_master
+
+    def remote_zone(self, namespace: str, zone: str) -> "RemoteZone | None":
+        return self.remote_zones.get((namespace, zone))
+
     def locations(self):
         """The project's path rules (root, allowed folders outside it): see locations.py."""
         from ratui.engine.locations import ProjectLocations
 
         return ProjectLocations(self.root, (), self.allow_outside)
+
+
+@dataclass(frozen=True)
+class RemoteZone:
+    """A landing zone in S3-compatible storage: s3://bucket/prefix/ and how to reach it."""
+    namespace: str
+    name: str
+    bucket: str
+    prefix: str  # "" or ending in "/"
+    endpoint_url: str | None = None
+    region: str | None = None
+    profile: str | None = None
+    concurrency: int = 8
+
+    @property
+    def url(self) -> str:
+        return f"s3://{self.bucket}/{self.prefix}"
+
+
+def _s3_url(value: Any, name: str, path: Path) -> tuple[str, str]:
+    text = str(value).strip() if isinstance(value, str) else ""
+    if not text.startswith("s3://") or len(text) <= 5 or text[5] == "/":
+        raise RatuiError("RAT-CFG-007", f"'{name}' must be an s3://bucket/prefix URL, got {value!r}", file=str(path),
+                         hint="Write the zone as s3://BUCKET/PREFIX (the prefix may be empty).")
+    bucket, _, prefix = text[5:].partition("/")
+    prefix = prefix.strip("/")
+    return bucket, prefix + "/" if prefix else ""
+
+
+def _remote_zones(landing: dict[str, Any], namespace: str, path: Path) -> dict[tuple[str, str], RemoteZone]:
+    defaults = _mapping(landing.get("s3"), "landing.s3", path)
+    _check_keys(defaults, S3_KEYS, "landing.s3.", path)
+    zones = _mapping(landing.get("zones"), "landing.zones", path)
+    out: dict[tuple[str, str], RemoteZone] = {}
+    for key, value in zones.items():
+        where = f"landing.zones.{key}"
+        ns, _, zone = str(key).rpartition(".")
+        ns = ns or namespace
+        check_name(ns, "namespace", str(path))
+        check_name(zone, "landing zone", str(path))
+        options = dict(defaults)
+        if isinstance(value, dict):
+            _check_keys(value, ZONE_KEYS, where + ".", path)
+            options.update({k: v for k, v in value.items() if k != "url"})
+            value = value.get("url")
+        bucket, prefix = _s3_url(value, where, path)
+        for option in ("endpoint_url", "region", "profile"):
+            if options.get(option) is not None and not isinstance(options[option], str):
+                raise RatuiError("RAT-CFG-007", f"'{where}.{option}' must be text, got {options[option]!r}",
+                                 file=str(path))
+        out[(ns, zone)] = RemoteZone(
+            ns, zone, bucket, prefix, endpoint_url=options.get("endpoint_url"), region=options.get("region"),
+            profile=options.get("profile"),
+            concurrency=_int(options.get("concurrency", 8), f"{where}.concurrency", path, minimum=1))
+    return out
 
 
 def _mapping(value: Any, where: str, path: Path) -> dict[str, Any]:
@@ -139,6 +217,28 @@ def _folders(value: Any, name: str, root: Path, path: Path) -> tuple[Path, ...]:
         raise RatuiError("RAT-CFG-007", f"'{name}' must be a list of folder paths", file=str(path))
     # relative entries are relative to the project root; realpath so a symlinked entry means its target
     return tuple(Path(os.path.realpath(root / os.path.expanduser(v.strip()))) for v in value)
+
+
+def _remote_setting(spark: dict[str, Any], path: Path) -> Any:
+    """spark.remote, or SPARK_REMOTE when ratui.yaml names neither a master nor a remote."""
+    if spark.get("remote") is not None and spark.get("master") is not None:
+        raise RatuiError("RAT-CFG-007", "'spark.master' and 'spark.remote' are both set", file=str(path),
+                         hint="Keep spark.master for a local or standalone Spark, or spark.remote for Spark Connect.")
+    if spark.get("remote") is not None:
+        return spark["remote"]
+    if spark.get("master") is None:
+        return os.environ.get("SPARK_REMOTE") or None
+    return None
+
+
+def _remote_url(value: Any, path: Path) -> str | None:
+    if value is None:
+        return None
+    text = str(value).strip()
+    if not text.startswith("sc://") or len(text) <= 5:
+        raise RatuiError("RAT-CFG-007", f"'spark.remote' must be a Spark Connect URL sc://HOST:PORT, got {value!r}",
+                         file=str(path), hint="Spark Connect servers listen on sc://HOST:15002 by default.")
+    return text
 
 
 def find_project_root(start: Path) -> Path:
@@ -205,6 +305,7 @@ def load_settings(root: Path) -> Settings:
         root=root,
         namespace=str(namespace),
         spark_master=str(spark.get("master", "local[*]")),
+        spark_remote=_remote_url(_remote_setting(spark, path), path),
         spark_config=spark_config,
         quality_sample_rows=_int(quality.get("sample_rows", 5), "quality.sample_rows", path),
         run_threads=_int(run.get("threads", 1), "run.threads", path, minimum=1),
@@ -215,6 +316,8 @@ def load_settings(root: Path) -> Settings:
         landing_columns=_choice(landing.get("columns", "strict"), "landing.columns", COLUMN_MODES, path),
         allow_outside=_folders(paths.get("allow_outside"), "paths.allow_outside", root, path),
         watch_debounce_ms=_int(watch.get("debounce_ms", 300), "watch.debounce_ms", path),
+        watch_poll_seconds=_int(watch.get("poll_seconds", 30), "watch.poll_seconds", path, minimum=1),
+        remote_zones=_remote_zones(landing, str(namespace), path),
         **{f"reaper_{key}": _int(reaper.get(key, default), f"reaper.{key}", path, minimum=minimum)
            for key, (default, minimum) in REAPER_KEYS.items()},
     )

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from ratui.engine.events import (
     Event, LogLine, PhaseFinished, PhaseStarted, QualityResultEvent, RunFinished, RunQueued, RunStarted,
+    StagingProgress,
 )
 from ratui.engine.vocabulary import FINAL, PHASES
 
@@ -56,6 +57,8 @@ class LiveRun:
     phases: dict[str, PhaseState] = field(default_factory=lambda: {p: PhaseState(p) for p in PHASES})
     quality: list[dict[str, Any]] = field(default_factory=list)
     logs: deque = field(default_factory=lambda: deque(maxlen=LOG_LIMIT))
+    # while an object-store zone is fetched: (zone, objects done, of how many)
+    staging: tuple[str, int, int] | None = None
 
     @property
     def finished(self) -> bool:
@@ -90,7 +93,10 @@ class LiveRun:
             phase.state, phase.started = "running", now
             if self.status == "pending":
                 self.status = "running"
+        elif isinstance(event, StagingProgress):
+            self.staging = (event.zone, event.done, event.total) if event.done < event.total else None
         elif isinstance(event, PhaseFinished):
+            self.staging = None
             phase = self.phases.setdefault(event.phase, PhaseState(event.phase))
             phase.state = event.status if event.status in ("done", "failed", "cancelled", "skipped") else "done"
             phase.duration_ms = phase.prior_ms + event.duration_ms

@@ -8,6 +8,7 @@ JSON output and run records depend on them. Add new codes, never renumber. The f
     RAT-TPL-*   templating (Jinja)
     RAT-DAG-*   dependency graph and node selection
     RAT-LND-*   landing zones
+    RAT-S3-*    landing zones in S3-compatible object storage
     RAT-SQL-*   executing a pipeline or a quality test on Spark
     RAT-WRT-*   writing a table (merge strategies, schemas)
     RAT-CAT-*   the branch catalog

@@ -70,6 +70,16 @@ class LogLine(Event):
 
 
 @dataclass(frozen=True)
+class StagingProgress(Event):
+    """Objects of an object-store landing zone fetched into the run's staging folder so far."""
+    zone: str
+    done: int
+    total: int
+    bytes_done: int
+    bytes_total: int
+
+
+@dataclass(frozen=True)
 class RunFinished(Event):
     pipeline: str
     status: str  # success | failed | cancelled | skipped

@@ -34,6 +34,9 @@ def phase_table(run: LiveRun, now: float, frame: int = 0) -> Table:
             elapsed = spent(phase)
             time_text = Text(fmt_ms(elapsed), style="cyan")
             profile = Text(bar(elapsed / total, BAR_WIDTH), style="cyan dim")
+            if run.staging is not None:
+                zone, done, of = run.staging
+                profile = Text(f"fetching {zone}: {done}/{of} objects", style="cyan")
         elif phase.duration_ms is not None:
             share = phase.duration_ms / total
             time_text = Text(fmt_ms(phase.duration_ms))

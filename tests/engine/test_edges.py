@@ -521,3 +521,24 @@ def test_the_reaper_never_deletes_outside_the_project(make_project, spark, tmp_p
     _age(root)
     engine.reaper().run(tasks=["orphan_files", "processed_files"])
     assert sorted(p.name for p in outside.rglob("*") if p.is_file()) == ["a.parquet", "b.csv", "single.parquet"]
+
+
+def test_a_file_with_bad_rows_is_skipped_after_max_attempts_and_the_others_load(make_project, spark):
+    root = make_project({
+        "demo/pipelines/bronze/events/pipeline.sql": NEW_FILES.replace("-- @archive_landing_zones: true\n", ""),
+        "demo/landing/events/a.jsonl": '{"id": 1}\n',
+        "demo/landing/events/bad.jsonl": '{"id": 2}\n{"id": \n',
+    })
+    (root / "ratui.yaml").write_text((root / "ratui.yaml").read_text() + "landing:\n  max_attempts: 2\n")
+    engine = Engine.open(root)
+    for attempt in (1, 2):
+        result = run_one(engine, "demo.bronze.events")
+        assert result.status == "failed" and result.error["code"] == "RAT-LND-007"
+        ledger = {f.file: (f.state, f.attempts) for f in engine.state.ledger.files("demo", "events")}
+        # only the file the error names is to blame
+        assert ledger == {"a.jsonl": ("unloaded", 0),
+                          "bad.jsonl": ("skipped" if attempt == 2 else "unloaded", attempt)}
+        assert main_fingerprint(root) == {}
+    result = run_one(engine, "demo.bronze.events")
+    assert result.status == "success", result.error
+    assert [r["id"] for r in rows_on_main(engine, "demo.bronze.events")] == [1]

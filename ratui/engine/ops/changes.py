@@ -19,8 +19,10 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ratui.engine.errors import RatuiError
 from ratui.engine.state.ledger import zone_digest
 from ratui.engine.project.discovery import Pipeline, landing_zone
+from ratui.engine.project.settings import Settings
 from ratui.engine.vocabulary import MAIN
 
 if TYPE_CHECKING:
@@ -51,11 +53,19 @@ def definition_hashes(pipeline: Pipeline) -> dict[str, str]:
     return out
 
 
-def zone_state(root, pipeline: Pipeline) -> dict[str, Any]:
+def zone_state(settings: Settings, pipeline: Pipeline) -> dict[str, Any]:
+    """Each zone's active files as change detection compares them (an object-store zone is listed: an
+    unreachable one raises its coded error rather than look unchanged)."""
+    from ratui.engine.storage.s3 import s3_zone
+
     state: dict[str, Any] = {}
     for zone in pipeline.zones:
+        remote = settings.remote_zone(pipeline.namespace, zone)
+        if remote is not None:
+            state[zone] = zone_digest(s3_zone(remote).list())
+            continue
         try:
-            files = landing_zone(root, pipeline.namespace, zone).active_files()
+            files = landing_zone(settings.root, pipeline.namespace, zone).active_files()
         except Exception:
             files = []
         state[zone] = zone_digest(files)
@@ -97,7 +107,10 @@ def _natural(state: ProjectState, pipeline: Pipeline, on_change: str) -> Decisio
         names = ", ".join(f.name for f in pending[:3]) + (f" and {len(pending) - 3} more" if len(pending) > 3 else "")
         return Decision(key, on_change, f"landing files to load: {names}")
     zones_then = inputs.get("zones", {})
-    zones_now = zone_state(state.root, pipeline)
+    try:
+        zones_now = zone_state(state.settings, pipeline)
+    except RatuiError as exc:  # an object store that cannot be listed: run, and let the run say why it failed
+        return Decision(key, on_change, f"landing zone not listed ({exc.code})")
     new_files = [z for z in pipeline.zones if zones_then.get(z) != zones_now.get(z)]
     if new_files:
         return Decision(key, on_change, f"landing files changed: {', '.join(new_files)}")

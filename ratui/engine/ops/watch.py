@@ -335,9 +335,11 @@ class Watcher:
             self._changes.clear()
         watching = threading.Thread(target=self._watch_loop, args=(stop, ready), name="ratui-watch", daemon=True)
         worker = threading.Thread(target=self._work_loop, args=(stop,), name="ratui-watch-worker", daemon=True)
-        self._threads = [watching, worker]
+        poller = threading.Thread(target=self._poll_loop, args=(stop,), name="ratui-watch-s3", daemon=True)
+        self._threads = [watching, worker, poller]
         watching.start()
         ready.wait(timeout)
+        poller.start()
         self.bus.emit(WatchStarted(str(self.root), self.debounce_ms))
         self._set_state("watching")
         worker.start()
@@ -408,6 +410,47 @@ class Watcher:
                 self.bus.emit(WatchFailed(f"watching {self.root} failed: {type(exc).__name__}: {exc}",
                                           traceback.format_exc()))
                 stop.wait(1.0)
+
+    def _poll_loop(self, stop: threading.Event) -> None:
+        """Object-store zones cannot be watched: list each one every `watch.poll_seconds` and turn what changed
+        (new, rewritten or deleted objects) into changes of the zone's files, as a saved file would be. Objects
+        a run archived are not changes. The first listing is the baseline. A zone that cannot be listed is
+        reported once per distinct error and polled again."""
+        from watchfiles import Change
+
+        from ratui.engine.storage.s3 import PROCESSED, s3_zone
+
+        seen: dict[tuple[str, str], dict[str, tuple]] = {}
+        reported: dict[tuple[str, str], str] = {}
+        while not stop.is_set():
+            for key, remote in list(self.settings.remote_zones.items()):
+                try:
+                    s3 = s3_zone(remote)
+                    now = {f.name: (f.size, f.mtime_ns, f.etag, f.version) for f in s3.list()}
+                    reported.pop(key, None)
+                except RatuiError as exc:
+                    if reported.get(key) != exc.code:
+                        reported[key] = exc.code
+                        self.bus.emit(WatchFailed(f"cannot poll landing zone {remote.name} ({remote.url}): "
+                                                  f"{exc.code} {exc.message}"))
+                    continue
+                before = seen.get(key)
+                seen[key] = now
+                if before is None:
+                    continue
+                folder = self.root / remote.namespace / "landing" / remote.name
+                changes = [(Change.added if n not in before else Change.modified, str(folder / n))
+                           for n in now if before.get(n) != now[n]]
+                gone = [n for n in before if n not in now]
+                if gone:
+                    try:
+                        archived = {f.name.rsplit("/", 1)[-1] for f in s3.list(PROCESSED + "/")}
+                    except RatuiError:
+                        archived = set()
+                    changes += [(Change.deleted, str(folder / n)) for n in gone if n not in archived]
+                if changes:
+                    self.add_changes(changes)
+            stop.wait(self.settings.watch_poll_seconds if self.settings.remote_zones else 1.0)
 
     def _work_loop(self, stop: threading.Event) -> None:
         while True:

@@ -58,6 +58,8 @@ def compile_pipeline(pipeline: Pipeline, settings: Settings) -> None:
         pipeline.refs, pipeline.zones, pipeline.ref_lines = calls.refs, calls.zones, calls.lines
         locations = settings.locations()
         for zone in calls.zones:
+            if settings.remote_zone(pipeline.namespace, zone) is not None:
+                continue  # an object-store zone (ratui.yaml's landing.zones): listed when a run reads it
             # its files are listed too: a file linked in from outside the project is refused before any run
             landing_zone(settings.root, pipeline.namespace, zone, file=str(pipeline.file),
                          locations=locations).active_files()
@@ -67,6 +69,8 @@ def compile_pipeline(pipeline: Pipeline, settings: Settings) -> None:
                 test_calls = static_calls(test.text, test.file, pipeline.namespace)
                 check_direct_names(test.text, test.file)
                 for zone in test_calls.zones:
+                    if settings.remote_zone(pipeline.namespace, zone) is not None:
+                        continue
                     landing_zone(settings.root, pipeline.namespace, zone, file=str(test.file), locations=locations)
                 pipeline.test_refs.extend((key, test.file, test_calls.lines.get(key)) for key in test_calls.refs)
     except RatuiError as exc:

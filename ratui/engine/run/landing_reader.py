@@ -94,6 +94,12 @@ class ZoneFile:
 
     path: Path
     name: str
+    origin: str | None = None  # where the file really is when `path` is a staged copy (an s3:// URI)
+
+    @property
+    def where(self) -> str:
+        """What an error names: the object's URI for a staged copy, else the file."""
+        return self.origin or str(self.path)
 
 
 @dataclass
@@ -143,7 +149,7 @@ def _check_text(zf: ZoneFile, kind: str) -> bytes:
     if problem:
         what, line = problem
         raise RatuiError("RAT-LND-008", f"landing file '{zf.name}' is not a {kind} file: {what} at line {line}",
-                         file=str(zf.path), line=line)
+                         file=zf.where, line=line)
     return data
 
 
@@ -154,20 +160,20 @@ def csv_header(zf: ZoneFile) -> list[str]:
     first = next(csv.reader(io.StringIO(text)), [])
     names = [name.strip() for name in first]
     if not names or all(not n for n in names):
-        raise RatuiError("RAT-LND-006", f"landing file '{zf.name}' has no header row", file=str(zf.path), line=1,
+        raise RatuiError("RAT-LND-006", f"landing file '{zf.name}' has no header row", file=zf.where, line=1,
                          hint="The first line of a CSV landing file names its columns.")
     seen: dict[str, str] = {}
     for i, name in enumerate(names, start=1):
         if not name:
             raise RatuiError("RAT-LND-006", f"landing file '{zf.name}' has an empty column name (column {i})",
-                             file=str(zf.path), line=1, hint="Give every column of the header a name.")
+                             file=zf.where, line=1, hint="Give every column of the header a name.")
         if "`" in name or any(ord(c) < 32 for c in name):
             raise RatuiError("RAT-LND-006", f"landing file '{zf.name}' has a column name ratui cannot store: {name!r}",
-                             file=str(zf.path), line=1, hint="Rename the column in the file: no backticks or "
+                             file=zf.where, line=1, hint="Rename the column in the file: no backticks or "
                              "control characters in column names.")
         if name.lower() in seen:
             raise RatuiError("RAT-LND-006", f"landing file '{zf.name}' names column '{name}' twice",
-                             file=str(zf.path), line=1,
+                             file=zf.where, line=1,
                              hint="Column names must be distinct (case does not count).")
         seen[name.lower()] = name
     return names
@@ -183,12 +189,12 @@ def parquet_schema(zf: ZoneFile):
         tail = fh.read(4)
     if size < 12 or head != b"PAR1" or tail != b"PAR1":
         raise RatuiError("RAT-LND-008", f"landing file '{zf.name}' is not a Parquet file (no Parquet magic bytes)",
-                         file=str(zf.path))
+                         file=zf.where)
     try:
         return pq.read_schema(zf.path)
     except Exception as exc:  # a damaged footer
         raise RatuiError("RAT-LND-008", f"landing file '{zf.name}' is a damaged Parquet file: "
-                         f"{str(exc).splitlines()[0][:200]}", file=str(zf.path)) from None
+                         f"{str(exc).splitlines()[0][:200]}", file=zf.where) from None
 
 
 def _compare_columns(zone: str, reference: ZoneFile, ref_cols: list[str], zf: ZoneFile, cols: list[str],
@@ -202,7 +208,7 @@ def _compare_columns(zone: str, reference: ZoneFile, ref_cols: list[str], zf: Zo
     extra = [c for c in cols if c.lower() not in want]
     parts = ([f"missing {', '.join(missing)}"] if missing else []) + ([f"extra {', '.join(extra)}"] if extra else [])
     raise RatuiError("RAT-LND-006", f"landing file '{zf.name}' in zone '{zone}' has other columns than "
-                     f"'{reference.name}': {'; '.join(parts)}", file=str(zf.path), line=1)
+                     f"'{reference.name}': {'; '.join(parts)}", file=zf.where, line=1)
 
 
 # ------------------------------------------------------------------------------------------- Spark types
@@ -386,7 +392,7 @@ class ZoneReader:
                 elif seen[0] != f.type:
                     raise RatuiError("RAT-LND-006", f"landing file '{zf.name}' in zone '{self.zone}' has column "
                                      f"'{f.name}' as {f.type}, but '{seen[1].name}' has it as {seen[0]}",
-                                     file=str(zf.path),
+                                     file=zf.where,
                                      hint="Write every file of a zone with the same column types.")
         return self.session.read.option("mergeSchema", self.columns == "union").parquet(
             *[self._spark_path(zf) for zf in files])
@@ -435,7 +441,7 @@ class ZoneReader:
                 f"{total} malformed {what}(s) in landing zone '{self.zone}' ({', '.join(files)})"
                 + (f"; first at line {first.line}: {first.text[:120]!r}" if first and first.line else
                    f"; first: {first.text[:120]!r}" if first else ""),
-                file=str(first_file.path) if first_file else None, line=first.line if first else None,
+                file=first_file.where if first_file else None, line=first.line if first else None,
                 details={"bad_rows": total, "samples": [s.__dict__ for s in samples]},
                 hint=None if self.bad_rows == "skip" else (
                     "Fix the rows shown, or set `landing: {bad_rows: skip}` in ratui.yaml to leave them out (their "

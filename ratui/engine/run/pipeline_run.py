@@ -27,6 +27,7 @@ from ratui.engine.failpoints import failpoint
 from ratui.engine.errors import PIPELINE_FAULT_FAMILIES, RatuiError, is_definition_error
 from ratui.engine.events import (
     Event, EventBus, LogLine, PhaseFinished, PhaseStarted, QualityResultEvent, RunFinished, RunStarted,
+    StagingProgress,
 )
 from ratui.engine.iceberg.schema import check_columns
 from ratui.engine.ops.changes import definition_hashes
@@ -164,9 +165,12 @@ class PipelineRun:
             self.history.update_run(self.run_id, fingerprint=definition_hashes(self.pipeline),
                                     inputs={"tables": tables, "zones": zones})
         elif (status == "failed" and error is not None and consumed
-              and self.failed_phase in ("build", "write", "quality") and not is_definition_error(error.code)):
-            # only failures that can be the data's fault count against the files
-            skipped = self.state.ledger.record_failure(consumed, str(error))
+              and self.failed_phase in ("build", "write", "quality") and not is_definition_error(error.code)
+              and not error.code.startswith("RAT-S3-")):
+            # only failures that can be the data's fault count against the files (not an unreachable store)
+            # a read error names its file: only that file is to blame, the others of the batch are not
+            named = [e for e in consumed if error.file and error.file.endswith("/" + e[3])]
+            skipped = self.state.ledger.record_failure(named or consumed, str(error))
             if skipped:
                 self.log(f"landing file(s) skipped after {self.state.ledger.max_attempts} failed attempts: "
                          f"{', '.join(skipped)}", "warning")
@@ -254,6 +258,9 @@ class PipelineRun:
         self.state.ledger.mark_loaded(conn, self.run_id, self.sources.consumed if self.sources else [])
         self.history.mark_merged(conn, self.run_id)
 
+    def _staging_progress(self, zone: str, done: int, total: int, size: int, total_bytes: int) -> None:
+        self.bus.emit(StagingProgress(self.run_id, zone, done, total, size, total_bytes))
+
     def _archive(self, consumed: list[tuple[str, str, str, str]]) -> None:
         """Move the consumed landing files to _processed/{run_id}/ (after the merge: main already has them).
         Every pipeline reading the zone keeps the file in its ledger, under the archived name."""
@@ -271,6 +278,10 @@ class PipelineRun:
             folder = self.settings.root / namespace / "landing" / zone
             consumers = {self.key} | ({p.key for p in compiled.pipelines.values()
                                        if p.namespace == namespace and zone in p.zones} if compiled else set())
+            remote = self.settings.remote_zone(namespace, zone)
+            if remote is not None:
+                self._archive_objects(remote, names, sorted(consumers))
+                continue
             try:
                 moved = archive(folder, self.run_id, names)
                 target = folder / "_processed" / self.run_id
@@ -279,6 +290,20 @@ class PipelineRun:
                 self.log(f"archived {len(moved)} file(s) of zone {zone} to {target.relative_to(folder)}")
             except OSError as exc:  # the data is merged; a failed move only leaves files in place
                 self.log(f"could not archive files of zone {zone}: {exc}", "warning")
+
+    def _archive_objects(self, remote, names: list[str], consumers: list[str]) -> None:
+        """Archive objects of an object-store zone: copy to prefix/_processed/{run_id}/, then delete."""
+        from ratui.engine.storage.s3 import PROCESSED, s3_zone
+
+        s3 = s3_zone(remote)
+        try:
+            listed = {f.name: f for f in s3.list()}
+            moved = s3.archive([listed[n] for n in names if n in listed], self.run_id)
+            self.state.ledger.mark_archived(remote.namespace, remote.name, self.run_id, moved, consumers,
+                                             f"{s3.url}{PROCESSED}/{self.run_id}")
+            self.log(f"archived {len(moved)} object(s) of zone {remote.name} to {s3.url}{PROCESSED}/{self.run_id}/")
+        except RatuiError as exc:  # the data is merged; a failed archive only leaves objects in place
+            self.log(f"could not archive objects of zone {remote.name}: {exc.code} {exc.message}", "warning")
 
     def _load_pipeline(self) -> tuple[Pipeline, str]:
         namespace, layer, name = self.key.split(".")
@@ -308,6 +333,8 @@ class PipelineRun:
             self.state, session, key=self.key, branch=self.branch, pipeline=pipeline, strategy=strategy,
             full_refresh=self.full_refresh, run_started_at=self.run_started_at, staging=self.staging, log=self.log,
             notes=self.notes)
+        sources.on_progress = self._staging_progress
+        sources.check = self.control.check
         context = sources.context(pipeline, file)
         sql = ""
         if pipeline.kind == "sql":

@@ -8,6 +8,7 @@ files as they were (change detection compares them next time). A retry of the ru
 
 from __future__ import annotations
 
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
@@ -42,6 +43,9 @@ class RunSources:
         self.views: dict[str, str] = {}
         self.consumed: list[tuple[str, str, str, str]] = []  # landing files read: (namespace, zone, pipeline, file)
         self.zone_inputs: dict[str, list] = {}
+        # (zone, objects fetched, of how many, bytes so far, bytes in all): an object-store zone's staging
+        self.on_progress: Callable[[str, int, int, int, int], None] | None = None
+        self.check: Callable[[], None] | None = None  # raises when the run was cancelled (between downloads)
 
     def forget(self, key: str) -> None:
         """Read `key` again next time (this pipeline's own table after the write, for its quality tests)."""
@@ -80,27 +84,15 @@ class RunSources:
         if key in self.views:
             return self.views[key]
         settings = self.state.settings
+        remote = settings.remote_zone(namespace, zone_name)
+        if remote is not None:
+            return self._object_zone(key, remote)
         zone = landing_zone(settings.root, namespace, zone_name, file=file, locations=settings.locations())
         active = zone.active_files()
-        config = self.pipeline.config
-        mode = config.landing_mode if config else "all"
-        entries = self.state.ledger.sync(namespace, zone_name, self.key, active, forget_missing=mode == "all")
-        rebuild = self.strategy == "full_refresh"
-        wanted = [e for e in entries if e.state != "skipped" and (
-            rebuild or e.state == "unloaded" or (mode == "all" and not e.archived))]
-        self.zone_inputs[zone_name] = zone_digest(active)
+        entries, wanted, rebuild, mode = self._wanted(namespace, zone_name, active)
         missing = [e for e in wanted if not (zone.folder / e.file).is_file()]
         if missing:
-            purged = [e for e in missing if e.purged_at]
-            names = ", ".join(e.file for e in missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10
-                                                                 else "")
-            raise RatuiError(
-                "RAT-LND-005",
-                f"{'rebuilding ' + self.key if rebuild else self.key} needs {len(missing)} landing file(s) of zone "
-                f"'{zone_name}' that are gone: {names}"
-                + (f" ({len(purged)} removed by the reaper's processed-file retention)" if purged else ""),
-                file=str(zone.folder / missing[0].file))
-        skipped = sum(1 for e in entries if e.state == "skipped")
+            raise self._gone(zone_name, missing, str(zone.folder / missing[0].file))
         if not active and not entries and mode != "new_files":
             raise RatuiError("RAT-LND-002", f"landing zone '{zone_name}' has no active files", file=str(zone.folder))
         files = [ZoneFile(zone.folder / e.file, e.file) for e in wanted]
@@ -117,10 +109,89 @@ class RunSources:
             sample = known[-1]
             df = self._read_zone(zone, [ZoneFile(sample, sample.relative_to(zone.folder).as_posix())],
                                  check_rows=False).limit(0)
+        return self._zone_view(key, namespace, zone_name, df, entries, wanted, rebuild, mode)
+
+    def _wanted(self, namespace: str, zone_name: str, active: list) -> tuple[list, list, bool, str]:
+        """Sync the ledger with the zone's active files; (every row, the rows this run reads, rebuild, mode)."""
+        config = self.pipeline.config
+        mode = config.landing_mode if config else "all"
+        entries = self.state.ledger.sync(namespace, zone_name, self.key, active, forget_missing=mode == "all")
+        rebuild = self.strategy == "full_refresh"
+        wanted = [e for e in entries if e.state != "skipped" and (
+            rebuild or e.state == "unloaded" or (mode == "all" and not e.archived))]
+        self.zone_inputs[zone_name] = zone_digest(active)
+        # counted before reading: a file that cannot be read (bad rows, wrong columns) is this run's failure too
+        self.consumed.extend((namespace, zone_name, self.key, e.file) for e in wanted)
+        return entries, wanted, rebuild, mode
+
+    def _gone(self, zone_name: str, missing: list, where: str) -> RatuiError:
+        rebuild = self.strategy == "full_refresh"
+        purged = [e for e in missing if e.purged_at]
+        names = ", ".join(e.file for e in missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10
+                                                             else "")
+        return RatuiError(
+            "RAT-LND-005",
+            f"{'rebuilding ' + self.key if rebuild else self.key} needs {len(missing)} landing file(s) of zone "
+            f"'{zone_name}' that are gone: {names}"
+            + (f" ({len(purged)} removed by the reaper's processed-file retention)" if purged else ""),
+            file=where)
+
+    def _object_zone(self, key: str, remote) -> str:
+        """A zone in object storage: listed, the objects this run reads fetched into its staging folder (at most
+        `concurrency` at a time, with progress), and read from there like a local zone."""
+        from ratui.engine.project.discovery import LandingZone
+        from ratui.engine.storage.s3 import PROCESSED, s3_zone
+
+        namespace, zone_name = remote.namespace, remote.name
+        s3 = s3_zone(remote)
+        active = s3.list()
+        entries, wanted, rebuild, mode = self._wanted(namespace, zone_name, active)
+        present = {f.name: f for f in active}
+        if any(e.archived for e in wanted):
+            present.update({f.name: f for f in s3.list(PROCESSED + "/")})
+        missing = [e for e in wanted if e.file not in present]
+        if missing:
+            raise self._gone(zone_name, missing, s3.uri(missing[0].file))
+        if not active and not entries and mode != "new_files":
+            raise RatuiError("RAT-LND-002", f"landing zone '{zone_name}' has no active objects under {s3.url}",
+                             file=s3.url, hint="Upload files under the zone's prefix (objects under _processed/ and "
+                                               "_samples/ are never read).")
+        staged = self.staging / "s3" / zone_name
+        zone = LandingZone(namespace, zone_name, staged)
+        chosen = [present[e.file] for e in wanted]
+        zone.file_format([Path(f.name) for f in chosen])  # a zone of mixed or unknown formats: before any download
+        began = time.monotonic()
+        total_bytes = sum(f.size for f in chosen)
+
+        def progress(done: int, total: int, size: int) -> None:
+            if self.on_progress is not None:
+                self.on_progress(zone_name, done, total, size, total_bytes)
+
+        paths = s3.fetch(chosen, staged, progress, check=self.check)
+        if chosen:
+            self.log(f"landing zone {zone_name}: fetched {len(chosen)} object(s), {_size(total_bytes)}, from {s3.url}"
+                     f" in {time.monotonic() - began:.1f} s")
+        files = [ZoneFile(paths[f.name], f.name, s3.uri(f.name)) for f in chosen]
+        df = self._read_zone(zone, files) if files else None
+        if df is None:
+            # nothing to read (or only empty objects): an empty batch with the zone's columns, from the newest
+            # non-empty object the ledger knows
+            known = sorted((present[e.file] for e in entries if e.state != "skipped" and e.file in present
+                            and present[e.file].size), key=lambda f: f.mtime_ns)
+            if not known:
+                raise RatuiError("RAT-LND-002", f"landing zone '{zone_name}' has no object with data to read",
+                                 file=s3.url)
+            sample = known[-1]
+            path = paths.get(sample.name) or s3.fetch([sample], staged)[sample.name]
+            df = self._read_zone(zone, [ZoneFile(path, sample.name, s3.uri(sample.name))], check_rows=False).limit(0)
+        return self._zone_view(key, namespace, zone_name, df, entries, wanted, rebuild, mode)
+
+    def _zone_view(self, key: str, namespace: str, zone_name: str, df, entries: list, wanted: list, rebuild: bool,
+                   mode: str) -> str:
+        skipped = sum(1 for e in entries if e.state == "skipped")
         view = sql_ident(namespace, "landing", zone_name)
         df.createOrReplaceTempView(view.strip("`"))
         self.views[key] = view
-        self.consumed.extend((namespace, zone_name, self.key, e.file) for e in wanted)
         archived = sum(1 for e in wanted if e.archived)
         how = (" (rebuild: every file the ledger knows)" if rebuild and (mode == "new_files" or archived)
                else " (new files only)" if mode == "new_files" else "")
@@ -181,6 +252,14 @@ class RunSources:
         text = _timestamp_text(value)
         self.log(f"watermark {column} = {text}" + (" (from file statistics)" if exact else " (scanned)"))
         return text
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
 
 
 def _timestamp_text(value: Any) -> str:

@@ -116,31 +116,32 @@ class Ledger:
         conn.row_factory = sqlite3.Row
         return _Closing(conn)
 
-    def sync(self, namespace: str, zone: str, pipeline: str, files: Iterable[Path], *,
+    def sync(self, namespace: str, zone: str, pipeline: str, files: Iterable[Any], *,
              forget_missing: bool = False) -> list[LandingFile]:
-        """Record the zone's active files for a pipeline; a changed file (size or mtime) becomes unloaded again.
+        """Record the zone's active files for a pipeline: local Paths, or listed objects (name, size, mtime_ns,
+        etag, version). A changed file (size, modification time, ETag or version) becomes unloaded again: for the
+        ledger a rewritten file or object is a new file.
 
-        `forget_missing` (landing_mode all): rows of files no longer in the zone folder are dropped; rows of
-        archived files stay. Returns every row of the pipeline for the zone, archived ones included.
+        `forget_missing` (landing_mode all): rows of files no longer in the zone are dropped; rows of archived
+        files stay. Returns every row of the pipeline for the zone, archived ones included.
         """
         now = now_iso()
         names = []
         with self._conn() as conn, write_tx(conn):
-            for path in files:
-                stat = path.stat()
-                names.append(path.name)
+            for item in files:
+                name, size, mtime_ns, etag, version = identity(item)
+                names.append(name)
                 conn.execute(
-                    """INSERT INTO landing_files (namespace, zone, pipeline, file, size, mtime_ns, updated_at)
-                       VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """INSERT INTO landing_files (namespace, zone, pipeline, file, size, mtime_ns, etag, version,
+                                                  updated_at)
+                       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                        ON CONFLICT (namespace, zone, pipeline, file) DO UPDATE SET
-                         state = CASE WHEN size <> excluded.size OR mtime_ns <> excluded.mtime_ns
-                                      THEN 'unloaded' ELSE state END,
-                         attempts = CASE WHEN size <> excluded.size OR mtime_ns <> excluded.mtime_ns
-                                         THEN 0 ELSE attempts END,
-                         size = excluded.size, mtime_ns = excluded.mtime_ns,
-                         updated_at = CASE WHEN size <> excluded.size OR mtime_ns <> excluded.mtime_ns
-                                           THEN excluded.updated_at ELSE updated_at END""",
-                    (namespace, zone, pipeline, path.name, stat.st_size, stat.st_mtime_ns, now),
+                         state = CASE WHEN {changed} THEN 'unloaded' ELSE state END,
+                         attempts = CASE WHEN {changed} THEN 0 ELSE attempts END,
+                         updated_at = CASE WHEN {changed} THEN excluded.updated_at ELSE updated_at END,
+                         size = excluded.size, mtime_ns = excluded.mtime_ns, etag = excluded.etag,
+                         version = excluded.version""".format(changed=_CHANGED),
+                    (namespace, zone, pipeline, name, size, mtime_ns, etag, version, now),
                 )
             if forget_missing:
                 marks = ",".join("?" * len(names))
@@ -212,24 +213,26 @@ class Ledger:
                     skipped.append(entry[3])
         return skipped
 
-    def mark_archived(self, namespace: str, zone: str, run_id: str, moved: dict[str, Path],
+    def mark_archived(self, namespace: str, zone: str, run_id: str, moved: dict[str, Any],
                       consumers: Iterable[str], archived_to: str) -> None:
-        """Files of a zone moved to `_processed/{run_id}/` (name -> new path): every pipeline reading the zone
-        keeps its row under the archived name, and one that never saw the file gets an unloaded row for it."""
+        """Files of a zone moved to `_processed/{run_id}/` (name -> the new Path, or the archived object): every
+        pipeline reading the zone keeps its row under the archived name (an object's copy has an ETag and time
+        of its own, recorded too), and one that never saw the file gets an unloaded row for it."""
         now = now_iso()
         with self._conn() as conn, write_tx(conn):
-            for name, path in moved.items():
-                stat = path.stat()
+            for name, new in moved.items():
+                _name, size, mtime_ns, etag, version = identity(new)
                 target = f"{PROCESSED}/{run_id}/{name}"
                 for pipeline in consumers:
                     conn.execute(
                         """INSERT OR IGNORE INTO landing_files (namespace, zone, pipeline, file, size, mtime_ns,
                            updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)""",
-                        (namespace, zone, pipeline, name, stat.st_size, stat.st_mtime_ns, now))
+                        (namespace, zone, pipeline, name, size, mtime_ns, now))
                 conn.execute(
-                    """UPDATE OR REPLACE landing_files SET file = ?, archived_to = ?, updated_at = ?
+                    """UPDATE OR REPLACE landing_files SET file = ?, archived_to = ?, updated_at = ?,
+                       etag = COALESCE(?, etag), version = COALESCE(?, version)
                        WHERE namespace = ? AND zone = ? AND file = ?""",
-                    (target, archived_to, now, namespace, zone, name))
+                    (target, archived_to, now, etag, version, namespace, zone, name))
 
     def mark_purged(self, namespace: str, zone: str, file: str) -> None:
         """The reaper removed an archived file: its rows stay (a rebuild must know it is gone, and why)."""
@@ -293,16 +296,30 @@ def archive(zone_folder: Path, run_id: str, names: Iterable[str]) -> dict[str, P
     return moved
 
 
-def zone_digest(files: Iterable[Path]) -> list[list[Any]]:
-    """What change detection compares: the active files with their size and modification time."""
+def zone_digest(files: Iterable[Any]) -> list[list[Any]]:
+    """What change detection compares: the active files with their size and modification time (and, for
+    objects, their ETag and version)."""
     out = []
-    for path in files:
+    for item in files:
         try:
-            stat = path.stat()
+            name, size, mtime_ns, etag, version = identity(item)
         except FileNotFoundError:
             continue
-        out.append([path.name, stat.st_size, stat.st_mtime_ns])
+        out.append([name, size, mtime_ns] + ([etag, version] if etag is not None else []))
     return sorted(out)
+
+
+# a row's file is a new version when any part of its identity differs (NULL-safe: IS NOT)
+_CHANGED = ("size <> excluded.size OR mtime_ns <> excluded.mtime_ns OR etag IS NOT excluded.etag "
+            "OR version IS NOT excluded.version")
+
+
+def identity(item: Any) -> tuple[str, int, int, str | None, str | None]:
+    """(name, size, mtime_ns, etag, version) of a local file (a Path: no ETag) or a listed object."""
+    if isinstance(item, Path):
+        stat = item.stat()
+        return item.name, stat.st_size, stat.st_mtime_ns, None, None
+    return item.name, item.size, item.mtime_ns, item.etag, item.version
 
 
 def check_zone_name(zone: str) -> None:

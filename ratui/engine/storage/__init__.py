@@ -1,0 +1,1 @@
+"""Object storage: landing zones outside the local disk."""

@@ -1,0 +1,339 @@
+"""Landing zones in S3-compatible object storage (AWS S3, MinIO, moto's server...), through boto3.
+
+A zone `s3://bucket/prefix/` holds objects the way a local zone folder holds files: the objects directly under the
+prefix are the zone's active files (never `_processed/`, `_samples/`, hidden names or editor droppings: the same
+rule as a local folder), and a run archives what it loaded to `prefix/_processed/{run_id}/` (copy, then delete,
+after the merge).
+
+Spark as pyspark ships it has no `s3a` filesystem, so a run fetches the objects it reads into its own staging
+folder under `.ratui/` (a bounded pool of downloads, with progress) and Spark reads them from there; the staging
+folder goes with the run. Each fetch asks for exactly the version it listed (`IfMatch` on the ETag, and the
+version id on a versioned bucket): an object rewritten between listing and fetch is an error, never a silent mix.
+
+Credentials come from boto3's standard chain (environment, shared profile, instance role); `profile`,
+`region` and `endpoint_url` may be set per zone or for all zones in ratui.yaml. Network failures are bounded
+(connect and read timeouts, a few retries) and become coded errors naming the zone's URL:
+
+    RAT-S3-001  the endpoint cannot be reached
+    RAT-S3-002  credentials missing or refused
+    RAT-S3-003  the bucket does not exist
+    RAT-S3-004  an object changed or vanished while it was being fetched
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from ratui.engine.errors import RatuiError
+
+log = logging.getLogger("ratui.s3")
+
+PROCESSED = "_processed"
+CHUNK = 1 << 20
+# bounded network behaviour: a dead endpoint fails a run in seconds, not minutes
+CONNECT_TIMEOUT = 3
+READ_TIMEOUT = 30
+RETRIES = 2
+
+
+@dataclass(frozen=True)
+class ObjectFile:
+    """One object of a zone as listed: its name relative to the zone's prefix and its identity."""
+    name: str
+    size: int
+    mtime_ns: int  # the object's LastModified
+    etag: str
+    version: str | None = None
+
+
+def is_active_name(name: str) -> bool:
+    """The same rule as a local zone folder's root (discovery.LandingZone.active_files)."""
+    return bool(name) and "/" not in name and not name.startswith((".", "_", "~")) \
+        and not name.endswith(("~", ".swp", ".tmp"))
+
+
+class S3Zone:
+    """Listing, fetching and archiving the objects of one zone. Thread-safe (boto3 clients are)."""
+
+    def __init__(self, bucket: str, prefix: str, *, endpoint_url: str | None = None, region: str | None = None,
+                 profile: str | None = None, concurrency: int = 8, name: str = ""):
+        self.bucket = bucket
+        self.prefix = prefix
+        self.endpoint_url = endpoint_url
+        self.region = region
+        self.profile = profile
+        self.concurrency = max(1, concurrency)
+        self.name = name
+        self._client: Any = None
+        self._lock = threading.Lock()
+        self._versioned: bool | None = None
+
+    @classmethod
+    def of(cls, zone) -> "S3Zone":
+        """From settings.RemoteZone."""
+        return cls(zone.bucket, zone.prefix, endpoint_url=zone.endpoint_url, region=zone.region,
+                   profile=zone.profile, concurrency=zone.concurrency, name=zone.name)
+
+    @property
+    def url(self) -> str:
+        return f"s3://{self.bucket}/{self.prefix}"
+
+    def uri(self, name: str) -> str:
+        return f"s3://{self.bucket}/{self.prefix}{name}"
+
+    # ------------------------------------------------------------------------------------------ client
+
+    @property
+    def client(self):
+        with self._lock:
+            if self._client is None:
+                import boto3
+                from botocore.config import Config
+
+                try:
+                    session = boto3.session.Session(profile_name=self.profile, region_name=self.region)
+                except Exception as exc:  # botocore.exceptions.ProfileNotFound and kin
+                    raise RatuiError("RAT-S3-002", f"cannot use AWS profile {self.profile!r} for zone "
+                                     f"'{self.name}': {exc}", file=self.url) from None
+                config = Config(connect_timeout=CONNECT_TIMEOUT, read_timeout=READ_TIMEOUT,
+                                retries={"max_attempts": RETRIES + 1, "mode": "standard"},
+                                max_pool_connections=max(10, self.concurrency))
+                self._client = session.client("s3", endpoint_url=self.endpoint_url, config=config,
+                                              region_name=session.region_name or "us-east-1")
+            return self._client
+
+    def _error(self, exc: Exception, what: str, key: str | None = None) -> RatuiError:
+        """A boto3/botocore failure as a coded error naming the zone (or the object)."""
+        from botocore import exceptions as bex
+
+        where = f"s3://{self.bucket}/{key}" if key else self.url
+        endpoint = self.endpoint_url or "AWS S3"
+        if isinstance(exc, RatuiError):
+            return exc
+        if isinstance(exc, (bex.EndpointConnectionError, bex.ConnectTimeoutError, bex.ReadTimeoutError,
+                            bex.ConnectionClosedError)) or isinstance(exc, bex.HTTPClientError):
+            return RatuiError("RAT-S3-001", f"cannot reach {endpoint} to {what} of zone '{self.name}': "
+                              f"{_first_line(exc)}", file=where)
+        if isinstance(exc, (bex.NoCredentialsError, bex.PartialCredentialsError)):
+            return RatuiError("RAT-S3-002", f"no AWS credentials to {what} of zone '{self.name}'", file=where)
+        if isinstance(exc, bex.ClientError):
+            code = str(exc.response.get("Error", {}).get("Code", ""))
+            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            if code in ("NoSuchBucket",):
+                return RatuiError("RAT-S3-003", f"bucket '{self.bucket}' of zone '{self.name}' does not exist "
+                                  f"at {endpoint}", file=where)
+            if code in ("NoSuchKey", "PreconditionFailed", "NoSuchVersion", "404", "412") or status in (404, 412):
+                return RatuiError("RAT-S3-004", f"object {where} changed or vanished while ratui was reading it "
+                                  f"({code or status})", file=where)
+            if code in ("InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "ExpiredToken",
+                        "InvalidToken", "AuthorizationHeaderMalformed", "403") or status == 403:
+                return RatuiError("RAT-S3-002", f"{endpoint} refused the credentials to {what} of zone "
+                                  f"'{self.name}' ({code or status})", file=where)
+            return RatuiError("RAT-S3-001", f"{endpoint} failed to {what} of zone '{self.name}': "
+                              f"{_first_line(exc)}", file=where)
+        if isinstance(exc, bex.BotoCoreError):
+            return RatuiError("RAT-S3-001", f"cannot {what} of zone '{self.name}': {_first_line(exc)}", file=where)
+        if isinstance(exc, OSError):  # a local disk problem while staging: the run fails, coded
+            return RatuiError("RAT-S3-001", f"cannot {what} of zone '{self.name}': {exc}", file=where)
+        raise exc
+
+    # ------------------------------------------------------------------------------------------ listing
+
+    def versioned(self) -> bool:
+        if self._versioned is None:
+            from botocore import exceptions as bex
+
+            try:
+                status = self.client.get_bucket_versioning(Bucket=self.bucket).get("Status")
+                self._versioned = status == "Enabled"
+            except bex.ClientError as exc:
+                code = str(exc.response.get("Error", {}).get("Code", ""))
+                if code == "AccessDenied":  # allowed to read objects but not to ask: take the latest versions
+                    self._versioned = False
+                else:
+                    raise self._error(exc, "list the objects") from None
+            except Exception as exc:
+                raise self._error(exc, "list the objects") from None
+        return self._versioned
+
+    def list(self, under: str = "") -> list[ObjectFile]:
+        """The zone's active objects (directly under the prefix), or with `under` (e.g. "_processed/") every
+        object below that folder of the zone, names relative to the zone. Paginated: any number of objects."""
+        deep = bool(under)
+        try:
+            versioned = self.versioned()
+            client = self.client
+            kwargs: dict[str, Any] = {"Bucket": self.bucket, "Prefix": self.prefix + under}
+            if not deep:
+                kwargs["Delimiter"] = "/"
+            found: list[ObjectFile] = []
+            if versioned:
+                for page in client.get_paginator("list_object_versions").paginate(**kwargs):
+                    for item in page.get("Versions", []):
+                        if item.get("IsLatest"):
+                            found.append(self._entry(item, item.get("VersionId")))
+            else:
+                for page in client.get_paginator("list_objects_v2").paginate(**kwargs):
+                    for item in page.get("Contents", []):
+                        found.append(self._entry(item, None))
+        except RatuiError:
+            raise
+        except Exception as exc:
+            raise self._error(exc, "list the objects") from None
+        out = [f for f in found if f.name and (deep or is_active_name(f.name))]
+        return sorted(out, key=lambda f: f.name)
+
+    def _entry(self, item: dict[str, Any], version: str | None) -> ObjectFile:
+        modified = item["LastModified"]
+        return ObjectFile(name=item["Key"][len(self.prefix):], size=int(item.get("Size", 0)),
+                          mtime_ns=int(modified.timestamp() * 1_000_000) * 1000,
+                          etag=str(item.get("ETag", "")).strip('"'),
+                          version=version if version and version != "null" else None)
+
+    def check(self) -> None:
+        """Reach the bucket once (list one key): a coded error when the endpoint, credentials or bucket fail."""
+        try:
+            self.client.list_objects_v2(Bucket=self.bucket, Prefix=self.prefix, MaxKeys=1)
+        except Exception as exc:
+            raise self._error(exc, "list the objects") from None
+
+    # ------------------------------------------------------------------------------------------ fetching
+
+    def fetch(self, files: Iterable[ObjectFile], dest: Path,
+              progress: Callable[[int, int, int], None] | None = None,
+              check: Callable[[], None] | None = None) -> dict[str, Path]:
+        """Download `files` under `dest` (keeping their relative names), `concurrency` at a time. Each is fetched
+        exactly as listed (ETag, version); returns name -> local path. `progress(done, total, bytes)` is called
+        from the downloading threads, at most every quarter second and once at the end; `check()` before each
+        download (it raises to stop: a cancelled run stops fetching)."""
+        files = list(files)
+        total = len(files)
+        done = [0, 0]
+        last = [0.0]
+        lock = threading.Lock()
+
+        def one(entry: ObjectFile) -> tuple[str, Path]:
+            if check is not None:
+                check()
+            target = dest / entry.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            key = self.prefix + entry.name
+            args: dict[str, Any] = {"Bucket": self.bucket, "Key": key}
+            if entry.version:
+                args["VersionId"] = entry.version
+            elif entry.etag:
+                args["IfMatch"] = f'"{entry.etag}"'
+            try:
+                response = self.client.get_object(**args)
+                body = response["Body"]
+                partial = target.with_name(target.name + ".part")
+                with open(partial, "wb") as out:
+                    for chunk in body.iter_chunks(CHUNK):
+                        out.write(chunk)
+                os.replace(partial, target)
+            except RatuiError:
+                raise
+            except Exception as exc:
+                raise self._error(exc, "fetch an object", key) from None
+            if target.stat().st_size != entry.size:
+                raise RatuiError("RAT-S3-004", f"object s3://{self.bucket}/{key} arrived with "
+                                 f"{target.stat().st_size} bytes, listed with {entry.size}", file=f"s3://{self.bucket}/{key}")
+            # the file keeps the object's time: errors and notes that mention it read like the object's
+            os.utime(target, ns=(entry.mtime_ns, entry.mtime_ns))
+            with lock:
+                done[0] += 1
+                done[1] += entry.size
+                now = time.monotonic()
+                if progress is not None and (now - last[0] >= 0.25 or done[0] == total):
+                    last[0] = now
+                    progress(done[0], total, done[1])
+            return entry.name, target
+
+        if not files:
+            return {}
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, total),
+                                thread_name_prefix=f"ratui-s3-{self.name}") as pool:
+            return dict(pool.map(one, files))
+
+    # ------------------------------------------------------------------------------------------ archiving
+
+    def archive(self, files: Iterable[ObjectFile], run_id: str) -> dict[str, ObjectFile]:
+        """Copy each object to `_processed/{run_id}/` and delete the original (after a merge). Returns name ->
+        the archived object; an object already gone is left out. A failure raises after what was done."""
+        from botocore import exceptions as bex
+
+        def one(entry: ObjectFile) -> tuple[str, ObjectFile | None]:
+            key = self.prefix + entry.name
+            target = f"{self.prefix}{PROCESSED}/{run_id}/{entry.name}"
+            source: dict[str, Any] = {"Bucket": self.bucket, "Key": key}
+            if entry.version:
+                source["VersionId"] = entry.version
+            try:
+                if entry.size < 5 * 1024 ** 3:
+                    result = self.client.copy_object(Bucket=self.bucket, Key=target, CopySource=source)
+                    copied = result.get("CopyObjectResult", {})
+                    etag = str(copied.get("ETag", "")).strip('"')
+                    modified = copied.get("LastModified")
+                    version = result.get("VersionId")
+                else:  # beyond a single copy request: boto3's managed multipart copy
+                    self.client.copy(source, self.bucket, target)
+                    head = self.client.head_object(Bucket=self.bucket, Key=target)
+                    etag, modified = str(head.get("ETag", "")).strip('"'), head.get("LastModified")
+                    version = head.get("VersionId")
+                self.client.delete_object(Bucket=self.bucket, Key=key)
+            except bex.ClientError as exc:
+                code = str(exc.response.get("Error", {}).get("Code", ""))
+                if code in ("NoSuchKey", "404"):
+                    return entry.name, None  # moved already (another run archived it)
+                raise self._error(exc, "archive an object", key) from None
+            except Exception as exc:
+                raise self._error(exc, "archive an object", key) from None
+            mtime_ns = int(modified.timestamp() * 1_000_000) * 1000 if modified is not None else entry.mtime_ns
+            return entry.name, ObjectFile(f"{PROCESSED}/{run_id}/{entry.name}", entry.size, mtime_ns, etag,
+                                          version if version and version != "null" else None)
+
+        files = list(files)
+        if not files:
+            return {}
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(files)),
+                                thread_name_prefix=f"ratui-s3-{self.name}") as pool:
+            return {name: moved for name, moved in pool.map(one, files) if moved is not None}
+
+    def delete(self, names: Iterable[str]) -> int:
+        """Delete objects of the zone by name (the reaper's retention of archived files). Returns how many."""
+        keys = [self.prefix + n for n in names]
+        deleted = 0
+        try:
+            for start in range(0, len(keys), 1000):
+                batch = keys[start:start + 1000]
+                result = self.client.delete_objects(Bucket=self.bucket, Delete={
+                    "Objects": [{"Key": k} for k in batch], "Quiet": True})
+                deleted += len(batch) - len(result.get("Errors", []))
+        except Exception as exc:
+            raise self._error(exc, "delete archived objects") from None
+        return deleted
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+_zones: dict[Any, S3Zone] = {}
+_zones_lock = threading.Lock()
+
+
+def s3_zone(zone) -> S3Zone:
+    """The process's S3Zone for a settings.RemoteZone (one client per zone setting, reused across runs)."""
+    with _zones_lock:
+        found = _zones.get(zone)
+        if found is None:
+            found = _zones[zone] = S3Zone.of(zone)
+        return found

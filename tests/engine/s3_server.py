@@ -1,0 +1,76 @@
+"""moto's S3-compatible server, started for real on 127.0.0.1 (its own process, a real HTTP endpoint) and stopped
+by the tests that use it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+START_TIMEOUT = 60.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _moto_command() -> list[str]:
+    found = shutil.which("moto_server", path=str(Path(sys.executable).parent)) or shutil.which("moto_server")
+    if found:
+        return [found]
+    return [sys.executable, "-m", "moto.server"]
+
+
+@contextmanager
+def moto_server(log_dir: Path, *, auth: bool = False) -> Iterator[str]:
+    """Yields the endpoint URL. `auth`: the server checks credentials (and refuses every key it does not know)."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "MOTO_"))}
+    if auth:
+        env["INITIAL_NO_AUTH_ACTION_COUNT"] = "0"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log = open(log_dir / f"moto-{port}.log", "wb")
+    proc = subprocess.Popen(_moto_command() + ["-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=log,
+                            stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"moto_server exited with {proc.returncode}: see {log.name}")
+            try:
+                urllib.request.urlopen(url + "/moto-api/", timeout=1).read()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"moto_server did not answer on {url} within {START_TIMEOUT:.0f} s") from None
+                time.sleep(0.2)
+        yield url
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=10)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait(timeout=10)
+        log.close()
+
+
+def s3_client(endpoint: str):
+    import boto3
+
+    return boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="testing",
+                        aws_secret_access_key="testing")

@@ -73,7 +73,8 @@ BATCHES: dict[str, Batch] = {b.id: b for b in (
     Batch("main", RUN, 1, before=(("landing", "reset", "events_reset", "e1.jsonl"),),
           notes="every runtime case that needs no flag, setting or selector; `landing reset` runs first"),
     Batch("selected", ("run", "--full-refresh", "--json"), 1, select=True, settings=BASE_SETTINGS + (
-        "landing:\n  bad_rows: skip\n  columns: union\npaths:\n  allow_outside:\n    - {outside}\n"),
+        "landing:\n  bad_rows: skip\n  columns: union\n"
+        "  zones:\n    lost: {url: 's3://nobucket/lost', endpoint_url: 'http://127.0.0.1:9'}\npaths:\n  allow_outside:\n    - {outside}\n"),
         notes="its cases' pipelines selected by name, --full-refresh, lenient landing settings and "
               "paths.allow_outside; a broken pipeline outside the selection"),
 )}
@@ -272,6 +273,20 @@ CASES: list[Case] = [
          {"ratui.yaml": BASE_SETTINGS + "landing:\n  bad_rows: explode\n"},
          expect_code="RAT-CFG-007", expect_file="ratui.yaml",
          notes="bad_rows takes fail|skip; an unknown value is an error (passes today as an unknown key)"),
+
+    Case("ratui-yaml-s3-zone-not-a-url", "ratui.yaml",
+         {"ratui.yaml": BASE_SETTINGS + "landing:\n  zones:\n    orders: https://bucket.example.com/orders\n"},
+         expect_code="RAT-CFG-007", expect_file="ratui.yaml", spec="building"),
+    Case("ratui-yaml-s3-unknown-option", "ratui.yaml",
+         {"ratui.yaml": BASE_SETTINGS + "landing:\n  s3:\n    endpoint: http://127.0.0.1:9000\n"},
+         expect_code="RAT-CFG-007", expect_file="ratui.yaml", spec="building",
+         notes="the option is endpoint_url; an unknown one is an error with a did-you-mean hint"),
+    Case("ratui-yaml-remote-and-master", "ratui.yaml",
+         {"ratui.yaml": BASE_SETTINGS + "  remote: sc://127.0.0.1:15002\n"},
+         expect_code="RAT-CFG-007", expect_file="ratui.yaml", spec="building"),
+    Case("ratui-yaml-remote-not-connect-url", "ratui.yaml",
+         {"ratui.yaml": "namespace: shop\nspark:\n  remote: http://127.0.0.1:15002\n"},
+         expect_code="RAT-CFG-007", expect_file="ratui.yaml", spec="building"),
 
     # ------------------------------------------------------------------------------------------ templates
     Case("tpl-syntax-error", "templates",
@@ -548,6 +563,12 @@ CASES: list[Case] = [
          batch="selected", pipeline=_key("lnd_union"), expect_status="success",
          expect_rows=({"id": 1, "name": "ann", "city": None}, {"id": 2, "name": None, "city": "Oslo"}),
          spec="building"),
+
+    Case("lnd-s3-unreachable", "landing files", zone_pipe("lnd_s3_down", "lost"),
+         batch="selected", pipeline=_key("lnd_s3_down"), expect_code="RAT-S3-", expect_file="s3://nobucket/lost/",
+         spec="building", notes="an object-store zone whose endpoint nothing listens at: RAT-S3-002 where the "
+                                "environment has no AWS credentials (botocore asks for them before it connects), "
+                                "RAT-S3-001 where it has some; nothing loaded either way"),
 
     # ------------------------------------------------------------------------------------------ landing ledger
     Case("ledger-reset-reloads", "landing ledger", batch="main", pipeline=_key("raw_events_reset"),

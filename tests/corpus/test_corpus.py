@@ -11,11 +11,11 @@ Categories (cases):
 
     annotations           10
     config.yaml            5
-    ratui.yaml             8
+    ratui.yaml            12
     templates              9
     SQL                   16
     names                 10
-    landing files         24
+    landing files         25
     landing ledger         5
     schema changes         8
     quality tests          9
@@ -25,7 +25,7 @@ Categories (cases):
     CLI misuse            14
     compile gate           3
     Python pipelines      12
-    total                159
+    total                164
 
 Select or skip the corpus with `-m corpus` / `-m "not corpus"`; `-m "corpus and not corpus_jvm"` leaves out the
 cases that need Spark beyond the base state's one run (the fast loop while editing compile-time cases).

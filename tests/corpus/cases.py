@@ -74,7 +74,8 @@ BATCHES: dict[str, Batch] = {b.id: b for b in (
           notes="every runtime case that needs no flag, setting or selector; `landing reset` runs first"),
     Batch("selected", ("run", "--full-refresh", "--json"), 1, select=True, settings=BASE_SETTINGS + (
         "landing:\n  bad_rows: skip\n  columns: union\n"
-        "  zones:\n    lost: {url: 's3://nobucket/lost', endpoint_url: 'http://127.0.0.1:9'}\npaths:\n  allow_outside:\n    - {outside}\n"),
+        "  zones:\n    lost: {url: 's3://nobucket/lost', endpoint_url: 'http://127.0.0.1:9'}\n"
+        "paths:\n  allow_outside:\n    - {outside}\n"),
         notes="its cases' pipelines selected by name, --full-refresh, lenient landing settings and "
               "paths.allow_outside; a broken pipeline outside the selection"),
 )}

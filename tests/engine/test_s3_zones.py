@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from datetime import datetime, timedelta, timezone
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -156,6 +157,23 @@ def test_new_files_load_once_archive_in_the_bucket_and_a_rebuild_reads_the_archi
     again = run_one(engine, "demo.bronze.events")
     assert again.status == "success", again.error
     assert rows(engine, "demo.bronze.events") == [1, 1, 2, 2, 3]
+
+    # the reaper's retention of archived files works in the bucket too; the newest archived object stays
+    later = datetime.now(timezone.utc) + timedelta(days=8)
+    archived = [k for k in keys(endpoint, bucket) if "/_processed/" in k]
+    assert len(archived) == 2  # a and b (a reloaded from the archive stays where it is)
+    dry = engine.reaper(clock=lambda: later).run(dry_run=True, tasks=["processed_files"]).tasks["processed_files"]
+    assert len(dry.found) == 1 and len(dry.kept) == 1 and dry.error is None
+    assert dry.kept[0]["name"].endswith("/b.jsonl") and dry.found[0]["name"].endswith("/a.jsonl")
+    assert sorted(k for k in keys(endpoint, bucket) if "/_processed/" in k) == sorted(archived)
+    real = engine.reaper(clock=lambda: later).run(tasks=["processed_files"]).tasks["processed_files"]
+    assert sorted(i["name"] for i in real.removed) == sorted(i["name"] for i in dry.found)
+    assert [f"s3://{bucket}/{k}" for k in keys(endpoint, bucket)] == [dry.kept[0]["name"]]
+    purged = [f for f in engine.landing_files("events") if f.purged_at]
+    assert [f.name for f in purged] == ["a.jsonl"]
+    gone = run_one(engine, "demo.bronze.events", full_refresh=True)
+    assert gone.status == "failed" and gone.error["code"] == "RAT-LND-005"
+    assert "removed by the reaper" in gone.error["message"]
 
 
 def test_a_zone_of_more_than_a_thousand_objects_is_listed_past_the_first_page(make_project, spark, endpoint):

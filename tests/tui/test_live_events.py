@@ -9,7 +9,7 @@ from ratui.console.controller import Controller, EngineItem, RunFilter
 from ratui.console.format import bar, fmt_age, fmt_ms, sparkline
 from ratui.console.live import LiveRun, RunStore
 from ratui.engine.events import (
-    LogLine, PhaseFinished, PhaseStarted, QualityResultEvent, RunFinished, RunQueued, RunStarted,
+    LogLine, PhaseFinished, PhaseStarted, QualityResultEvent, RunFinished, RunQueued, RunStarted, StagingProgress,
 )
 from ratui.screens.dialogs import ConfirmScreen
 
@@ -148,6 +148,27 @@ def test_run_state_from_events_and_from_history():
     assert [p.state for p in live.phases.values()] == ["done", "done", "failed", "skipped", "skipped", "skipped"]
     assert live.error["code"] == "RAT-SQL-001"
     assert live.logs[0].at == "10:00:01"
+
+
+def test_an_object_store_zone_being_fetched_shows_its_progress_in_the_build_row():
+    from rich.console import Console
+
+    from ratui.widgets.run_view import phase_table
+
+    store = RunStore()
+    store.apply([EngineItem(RunStarted("s", "n.l.p", "run-s"), None, 0.0, "t"),
+                 EngineItem(PhaseStarted("s", "build"), None, 1.0, "t"),
+                 EngineItem(StagingProgress("s", "orders", 120, 1000, 12_000, 100_000), None, 1.5, "t")])
+    run_s = store.get("s")
+
+    def build_row() -> str:
+        console = Console(width=120, record=True)
+        console.print(phase_table(run_s, now=2.0))
+        return next(line for line in console.export_text().splitlines() if "build" in line)
+
+    assert "fetching orders: 120/1000 objects" in build_row()
+    store.apply([EngineItem(StagingProgress("s", "orders", 1000, 1000, 100_000, 100_000), None, 1.9, "t")])
+    assert "fetching" not in build_row()  # all fetched: Spark reads them now, the bar is back
 
 
 def test_filters_and_formatting():

@@ -434,6 +434,49 @@ class Reaper:
                     self.state.ledger.mark_purged(zone.parent.parent.name, zone.name,
                                                    path.relative_to(zone).as_posix())
 
+        for remote in self.settings.remote_zones.values():
+            try:
+                self._processed_objects(ctx, task, remote, now, max_age)
+            except RatuiError as exc:  # an unreachable store: the local zones are done, this one is reported
+                task.fail(exc)
+
+    def _processed_objects(self, ctx: _Pass, task: TaskReport, remote, now: float, max_age: float) -> None:
+        """The same retention for an object-store zone: objects under prefix/_processed/{run_id}/."""
+        from ratui.engine.storage.s3 import PROCESSED, is_active_name, s3_zone
+
+        s3 = s3_zone(remote)
+        objects = [o for o in s3.list(PROCESSED + "/") if o.name.count("/") >= 2]
+        if not objects:
+            return
+        readable = [o for o in objects if o.name.count("/") == 2 and is_active_name(o.name.rsplit("/", 1)[-1])]
+        # (an object store keeps times in whole seconds: among equals, the later run; run ids sort by time)
+        newest = max(readable, key=lambda o: (o.mtime_ns, o.name.split("/")[1])).name if readable else None
+        ended = self.history.end_times({o.name.split("/")[1] for o in objects})
+        doomed = []
+        for obj in objects:
+            run_id = obj.name.split("/")[1]
+            age = now - max(obj.mtime_ns / 1e9, ended.get(run_id, 0.0))
+            if age <= max_age:
+                continue
+            item = {"name": s3.uri(obj.name), "path": s3.uri(obj.name), "bytes": obj.size, "run_id": run_id,
+                    "age_days": round(age / 86400, 2)}
+            if obj.name == newest:
+                task.kept.append({**item, "reason": "newest archived file of the zone (its columns are read "
+                                                    "when nothing new arrives)"})
+                continue
+            task.found.append(item)
+            task.bytes_found += obj.size
+            doomed.append((obj, item))
+        if ctx.dry_run or not doomed:
+            return
+        deleted = s3.delete([o.name for o, _ in doomed])
+        for obj, item in doomed:
+            if obj.name not in deleted:
+                continue
+            task.removed.append(item)
+            task.bytes_freed += obj.size
+            self.state.ledger.mark_purged(remote.namespace, remote.name, obj.name)
+
     def _processed_folders(self, root: Path) -> list[Path]:
         out = []
         for ns in sorted(root.iterdir()):

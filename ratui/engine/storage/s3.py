@@ -306,19 +306,21 @@ class S3Zone:
                                 thread_name_prefix=f"ratui-s3-{self.name}") as pool:
             return {name: moved for name, moved in pool.map(one, files) if moved is not None}
 
-    def delete(self, names: Iterable[str]) -> int:
-        """Delete objects of the zone by name (the reaper's retention of archived files). Returns how many."""
-        keys = [self.prefix + n for n in names]
-        deleted = 0
+    def delete(self, names: Iterable[str]) -> set[str]:
+        """Delete objects of the zone by name (the reaper's retention of archived files). Returns the names
+        deleted."""
+        names = list(names)
+        done: set[str] = set()
         try:
-            for start in range(0, len(keys), 1000):
-                batch = keys[start:start + 1000]
+            for start in range(0, len(names), 1000):
+                batch = names[start:start + 1000]
                 result = self.client.delete_objects(Bucket=self.bucket, Delete={
-                    "Objects": [{"Key": k} for k in batch], "Quiet": True})
-                deleted += len(batch) - len(result.get("Errors", []))
+                    "Objects": [{"Key": self.prefix + n} for n in batch], "Quiet": True})
+                failed = {str(e.get("Key", ""))[len(self.prefix):] for e in result.get("Errors", [])}
+                done.update(n for n in batch if n not in failed)
         except Exception as exc:
             raise self._error(exc, "delete archived objects") from None
-        return deleted
+        return done
 
 
 def _first_line(exc: BaseException) -> str:

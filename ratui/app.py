@@ -30,7 +30,7 @@ from textual.reactive import reactive
 from textual.signal import Signal
 
 from ratui.console.controller import BatchItem, Controller, EngineItem, SparkItem, WatchItem, utc_now
-from ratui.console.format import fmt_ms, short_key
+from ratui.console.format import batch_summary, fmt_ms, short_key
 from ratui.console.live import LiveRun, RunStore
 from ratui.engine.errors import RatuiError
 from ratui.messages import (
@@ -407,8 +407,13 @@ class RatuiApp(App[None]):
         elif run.status == "cancelled":
             self.notify(f"{name} was cancelled; main is unchanged.", title="Run cancelled", severity="warning",
                         markup=False)
-        elif run.status == "skipped":
-            self.notify(f"{name} skipped: upstream failed.", title="Run skipped", severity="warning", markup=False)
+        elif run.outcome == "upstream":
+            self.notify(f"{name} was not run: {run.reason or 'an upstream run failed'}.", title="Run skipped",
+                        severity="warning", markup=False)
+        elif run.outcome == "unchanged" and not run.batch:
+            # a batch reports its unchanged pipelines together; a single run says why nothing ran, and what to do
+            self.notify(f"{name}: nothing to do, {run.reason or 'unchanged'}. F forces a run.", title="Unchanged",
+                        markup=False)
 
     # ------------------------------------------------------------------------------------------ watch
 
@@ -501,22 +506,15 @@ class RatuiApp(App[None]):
     def _batch_done(self, batch) -> None:
         results = list(batch.results)
         errors = [batch.error] if batch.error is not None and not isinstance(batch.error, RatuiError) else []
-        ok = sum(1 for r in results if r.status == "success")
-        not_run = len(batch.keys) - len(results)
-        text = f"{ok} of {len(batch.keys)} succeeded"
-        if len(results) - ok:
-            text += f", {len(results) - ok} did not"
-        if not_run and batch.cancelled:
-            text += f", {not_run} not started (cancelled)"
-        self.notify(text + ".", title="Batch finished", severity="information" if ok == len(batch.keys) else "warning",
-                    markup=False)
+        text, clean = batch_summary(results, len(batch.keys), batch.cancelled)
+        self.notify(text, title="Batch finished", severity="information" if clean else "warning", markup=False)
         for error in errors:
             self.show_error(error, "running the batch")
 
     # ---------------------------------------------------------------------------------------- actions
 
-    def run_pipeline(self, key: str, full_refresh: bool = False) -> None:
-        """Start one run in the background and open its live detail."""
+    def run_pipeline(self, key: str, full_refresh: bool = False, force: bool = False) -> None:
+        """Start one run in the background and open its live detail (`force`: even when nothing changed)."""
         if self.compiled is None:
             self.notify("The project is still opening.", severity="warning")
             return
@@ -528,12 +526,12 @@ class RatuiApp(App[None]):
             return
 
         def launch() -> tuple[str, str, bool]:
-            return self.controller.start(key, full_refresh=full_refresh), key, full_refresh
+            return self.controller.start(key, full_refresh=full_refresh, force=force), key, full_refresh
 
         self.background(launch, RunLaunched, "starting the run", group="launch")
 
     def run_batch(self, keys: list[str], label: str, full_refresh: bool = False, *,
-                  whole_project: bool = False) -> None:
+                  whole_project: bool = False, force: bool = False) -> None:
         """Run several pipelines one after another (dependency order) and follow them in the run detail.
 
         As on the command line, nothing runs while a compile error stands in the way: for the whole project
@@ -549,7 +547,7 @@ class RatuiApp(App[None]):
                         f"nothing was run.\n{first.code} {where}{first.message}\nhint: {first.hint}",
                         title=f"Cannot run {label}", severity="error", timeout=12, markup=False)
             return
-        batch = self.controller.start_batch(keys, full_refresh=full_refresh)
+        batch = self.controller.start_batch(keys, full_refresh=full_refresh, force=force)
         self.notify(f"Running {label}: {len(keys)} pipeline(s) in dependency order.", title="Batch", markup=False,
                     timeout=4)
         self.push_screen(RunScreen(batch=batch.id, origin=self.current_mode))

@@ -284,16 +284,17 @@ class Controller:
     def compile(self) -> "CompiledProject":
         return self.require_engine().compile()
 
-    def start(self, key: str, *, full_refresh: bool = False) -> str:
-        """Run one pipeline in the background; returns its run id at once."""
-        return self.require_engine().start([key], trigger="console", full_refresh=full_refresh).run_ids[0]
+    def start(self, key: str, *, full_refresh: bool = False, force: bool = False) -> str:
+        """Run one pipeline in the background (`force`: even when nothing changed); returns its run id at once."""
+        return self.require_engine().start([key], trigger="console", full_refresh=full_refresh,
+                                           force=force).run_ids[0]
 
-    def start_batch(self, keys: list[str], *, full_refresh: bool = False) -> Batch:
+    def start_batch(self, keys: list[str], *, full_refresh: bool = False, force: bool = False) -> Batch:
         """Run `keys` in order in the background (a pipeline whose upstream failed is skipped). Returns at once."""
         batch = Batch(uuid.uuid4().hex[:12], list(keys), full_refresh)
         self.batches[batch.id] = batch
         batch.invocation = self.require_engine().start(
-            batch.keys, trigger="console", full_refresh=full_refresh, invocation_id=batch.id,
+            batch.keys, trigger="console", full_refresh=full_refresh, force=force, invocation_id=batch.id,
             on_result=batch.results.append, on_done=lambda _inv: self._post(BatchItem(batch)))
         return batch
 

@@ -35,6 +35,42 @@ PHASE_STATE = {
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 
+def outcome(status: str | None, warnings: int = 0, reason: str | None = None, error: object = None) -> str:
+    """What a run came to, in the console's words: success | warned | unchanged | upstream | failed | cancelled
+    (or its status while it is not over). A skip because nothing changed is not a skip because an upstream
+    failed, and neither is a failure; a run with quality warnings succeeded."""
+    if status == "success" and warnings:
+        return "warned"
+    if status == "skipped":
+        return "upstream" if error or (reason or "").startswith("upstream failed") else "unchanged"
+    return status or "never"
+
+
+OUTCOME_WORDS = {"success": "succeeded", "warned": "succeeded with quality warnings",
+                 "unchanged": "unchanged (skipped)", "upstream": "skipped (upstream failed)", "failed": "failed",
+                 "cancelled": "cancelled"}
+
+
+def batch_summary(results: list, planned: int, cancelled: bool = False) -> tuple[str, bool]:
+    """"7 of 10 succeeded, 3 unchanged (skipped)": each outcome counted apart; True when none failed, was cancelled
+    or was skipped for a failure."""
+    counts: dict[str, int] = {}
+    for r in results:
+        key = outcome(r.status, r.warnings, r.reason, r.error)
+        counts[key] = counts.get(key, 0) + 1
+    ok = counts.get("success", 0) + counts.get("warned", 0)
+    parts = [f"{ok} of {planned} succeeded" + (f" ({counts['warned']} with quality warnings)"
+                                                  if counts.get("warned") else "")]
+    for key in ("unchanged", "failed", "upstream", "cancelled"):
+        if counts.get(key):
+            parts.append(f"{counts[key]} {OUTCOME_WORDS[key]}")
+    not_run = planned - len(results)
+    if not_run:
+        parts.append(f"{not_run} not started" + (" (cancelled)" if cancelled else ""))
+    clean = not (counts.get("failed") or counts.get("upstream") or counts.get("cancelled") or not_run)
+    return ", ".join(parts) + ".", clean
+
+
 def glyph(status: str | None) -> tuple[str, str]:
     return STATUS.get(status or "never", ("?", ""))
 

@@ -14,6 +14,7 @@ from ratui.engine.events import (
     Event, LogLine, PhaseFinished, PhaseStarted, QualityResultEvent, RunFinished, RunQueued, RunStarted,
     StagingProgress,
 )
+from ratui.console.format import outcome
 from ratui.engine.vocabulary import FINAL, PHASES
 
 if TYPE_CHECKING:
@@ -53,6 +54,8 @@ class LiveRun:
     started: float | None = None  # monotonic
     started_at: str | None = None  # ISO text, from history
     batch: str | None = None
+    reason: str | None = None  # why it ran or was skipped
+    run_type: str | None = None  # incremental | full | backfill | skip ...
     live: bool = True  # False: built from a history record
     phases: dict[str, PhaseState] = field(default_factory=lambda: {p: PhaseState(p) for p in PHASES})
     quality: list[dict[str, Any]] = field(default_factory=list)
@@ -63,6 +66,11 @@ class LiveRun:
     @property
     def finished(self) -> bool:
         return self.status in FINAL
+
+    @property
+    def outcome(self) -> str:
+        """success | warned | unchanged | upstream | failed | cancelled (format.outcome)."""
+        return outcome(self.status, self.warnings, self.reason, self.error)
 
     @property
     def current_phase(self) -> str | None:
@@ -108,6 +116,9 @@ class LiveRun:
             self.logs.append(LogEntry(clock_text, event.level, event.message))
         elif isinstance(event, RunFinished):
             self.status = event.status
+            self.reason = event.reason or self.reason
+            if event.status == "skipped":
+                self.run_type = "skip"
             self.rows_written = event.rows_written
             self.duration_ms = event.duration_ms
             self.error = event.error
@@ -133,7 +144,8 @@ class LiveRun:
         live = cls(run["id"], run["pipeline"], status=run.get("status") or "pending", trigger=run.get("trigger"),
                    strategy=run.get("strategy"), branch=run.get("branch"), rows_written=run.get("rows_written"),
                    duration_ms=run.get("duration_ms"), warnings=run.get("warnings") or 0,
-                   started_at=run.get("started_at"), live=False)
+                   started_at=run.get("started_at"), reason=run.get("reason"), run_type=run.get("run_type"),
+                   live=False)
         if run.get("error_code"):
             live.error = {"code": run["error_code"], "message": run.get("error_message"),
                           "file": run.get("error_file"), "line": run.get("error_line"), "hint": run.get("error_hint")}

@@ -88,6 +88,7 @@ class RunFinished(Event):
     error: dict[str, Any] | None = None
     warnings: int = 0
     phases: dict[str, int] = field(default_factory=dict)
+    reason: str | None = None  # why it ran, or why it was skipped ("unchanged since run ...", "upstream failed: x")
 
 
 E = TypeVar("E")

@@ -52,6 +52,7 @@ class PipelinesScreen(ConsoleScreen):
         Binding("plus,d", "run_descendants", "Run x+", id="pipelines.run_descendants", key_display="+"),
         Binding("a", "run_all", "Run all", id="pipelines.run_all"),
         Binding("f", "full_refresh", "Full refresh", id="pipelines.full_refresh"),
+        Binding("F", "force_run", "Force run", id="pipelines.force_run", key_display="F", show=False),
         Binding("c", "cancel", "Cancel", id="pipelines.cancel"),
         Binding("enter", "open_run", "Open run", id="pipelines.open_run", show=False),
         Binding("ctrl+r", "reload", "Reload", id="pipelines.reload"),
@@ -364,6 +365,16 @@ class PipelinesScreen(ConsoleScreen):
             self.app.run_pipeline(keys[0])
         else:
             self.app.run_batch(keys, f"{len(keys)} pipelines")
+
+    def action_force_run(self) -> None:
+        """Run the selection even when nothing changed (the CLI's --force)."""
+        keys = self._selected_keys()
+        if not keys:
+            self.notify("Select a pipeline to run.", severity="warning")
+        elif len(keys) == 1:
+            self.app.run_pipeline(keys[0], force=True)
+        else:
+            self.app.run_batch(keys, f"{len(keys)} pipelines (forced)", force=True)
 
     def action_full_refresh(self) -> None:
         keys = self._selected_keys()

@@ -30,6 +30,7 @@ class RunScreen(ConsoleScreen):
         Binding("c", "cancel", "Cancel run", id="run.cancel"),
         Binding("q", "quality", "Quality", id="run.quality"),
         Binding("v", "toggle_debug", "Debug log", id="run.debug"),
+        Binding("R", "rerun", "Re-run", id="run.rerun", key_display="R"),
         Binding("F", "toggle_follow", "Follow batch", id="run.follow", show=False),
     ]
 
@@ -198,6 +199,10 @@ class RunScreen(ConsoleScreen):
         if run.started_at:
             text.append("started ", style="dim")
             text.append(fmt_time(run.started_at))
+        if run.reason:
+            text.append("\n")
+            text.append("skipped: " if run.status == "skipped" else "why ", style="dim")
+            text.append(run.reason, style="yellow" if run.outcome == "upstream" else "")
         return text
 
     def write_logs(self) -> None:
@@ -232,6 +237,15 @@ class RunScreen(ConsoleScreen):
             self.notify("This run has finished: nothing to cancel.", severity="warning")
             return
         self.app.confirm_cancel([self.run.run_id])
+
+    def action_rerun(self) -> None:
+        """Run this run's pipeline again (forced: even when nothing changed), and follow the new run."""
+        if self.run is None:
+            return
+        if not self.run.finished:
+            self.notify("This run is still going: cancel it first (c), or wait for it.", severity="warning")
+            return
+        self.app.run_pipeline(self.run.pipeline, force=True)
 
     def action_quality(self) -> None:
         if self.run_id:

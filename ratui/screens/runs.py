@@ -16,9 +16,9 @@ from ratui.messages import RunsPageLoaded
 from ratui.screens.table_screen import TableScreen
 
 PAGE_SIZE = 100
-COLUMNS = (("run", "RUN"), ("pipeline", "PIPELINE"), ("status", "STATUS"), ("strategy", "STRATEGY"),
-           ("trigger", "TRIGGER"), ("rows", "ROWS"), ("time", "TIME"), ("started", "STARTED (UTC)"),
-           ("error", "ERROR"))
+COLUMNS = (("run", "RUN"), ("pipeline", "PIPELINE"), ("status", "STATUS"), ("type", "TYPE"),
+           ("strategy", "STRATEGY"), ("trigger", "TRIGGER"), ("rows", "ROWS"), ("time", "TIME"),
+           ("started", "STARTED (UTC)"), ("error", "ERROR"), ("reason", "REASON"))
 
 
 def status_cell(row: dict) -> Text:
@@ -41,6 +41,7 @@ class RunsScreen(TableScreen):
         Binding("escape", "clear_filter", "Clear filter", id="runs.clear", show=False),
         Binding("ctrl+r", "refresh", "Refresh", id="runs.refresh"),
         Binding("q", "quality", "Quality", id="runs.quality"),
+        Binding("R", "rerun", "Re-run", id="runs.rerun", key_display="R"),
     ]
 
     def __init__(self) -> None:
@@ -75,10 +76,12 @@ class RunsScreen(TableScreen):
         self.data = data
         self.page = data.page
         self.refill((row["id"], [
-            row["id"], short_key(row["pipeline"], self.namespace), status_cell(row), row.get("strategy") or "-",
+            row["id"], short_key(row["pipeline"], self.namespace), status_cell(row), row.get("run_type") or "-",
+            row.get("strategy") or "-",
             row.get("trigger") or "-", Text(fmt_count(row.get("rows_written")), justify="right"),
             Text(fmt_ms(row.get("duration_ms")), justify="right"),
             fmt_time(row.get("started_at") or row.get("queued_at")), Text(row.get("error_code") or "", style="red"),
+            Text(row.get("reason") or "", style="dim"),
         ]) for row in data.rows)
         self.show_info()
         self.app.mark("runs_ready")
@@ -146,6 +149,15 @@ class RunsScreen(TableScreen):
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
         self.app.open_run(event.row_key.value)
+
+    def action_rerun(self) -> None:
+        """Run the selected run's pipeline again, even when nothing changed since."""
+        run_id = self.cursor_key()
+        row = next((r for r in (self.data.rows if self.data else []) if r["id"] == run_id), None)
+        if row is None:
+            self.notify("Select a run to run again.", severity="warning")
+            return
+        self.app.run_pipeline(row["pipeline"], force=True)
 
     def action_quality(self) -> None:
         run_id = self.cursor_key()

@@ -152,3 +152,65 @@ def test_run_and_cancel_from_the_console(spark, tmp_path):
             assert not app.crashes
 
     run(go())
+
+
+TINY = {
+    "demo/pipelines/bronze/a/pipeline.sql": "-- @merge_strategy: full_refresh\nSELECT 1 AS id\n",
+    "demo/pipelines/silver/b/pipeline.sql": "-- @merge_strategy: full_refresh\nSELECT id FROM {{ ref('bronze.a') }}\n",
+}
+
+
+def test_skips_say_why_forced_runs_run_anyway_and_a_batch_counts_each_outcome(spark, make_project):
+    root = make_project(TINY)
+    app = make_app(root, spark_state=None, clock=time.monotonic, now=utc_now)
+
+    async def go():
+        async with app.run_test(size=(140, 45)) as pilot:
+            await settle(pilot)
+            assert app.screen.selected == ("pipeline", "demo.bronze.a")
+
+            async def run_key(key: str, previous: str | None = None):
+                await pilot.press(key)
+                await wait_for(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.run is not None
+                               and app.screen.run.run_id != previous and app.screen.run.finished, RUN_TIMEOUT)
+                await settle(pilot)
+                return app.screen.run
+
+            first = await run_key("r")
+            assert first.status == "success", screen_text(app)
+            await pilot.press("escape")
+            await settle(pilot)
+
+            # nothing changed: the run is skipped and says why, with its trigger and its log line
+            skipped = await run_key("r", first.run_id)
+            assert skipped.status == "skipped" and skipped.outcome == "unchanged"
+            text = flat(screen_text(app))
+            assert f"skipped: unchanged since run {first.run_id}" in text
+            assert "trigger console" in text
+            assert f"info skipped: unchanged since run {first.run_id}" in text  # the log is not empty
+            assert "failed" not in text
+
+            # R runs it again anyway (the CLI's --force)
+            forced = await run_key("R", skipped.run_id)
+            assert forced.status == "success", screen_text(app)
+            record = app.controller.engine.state.history.get_run(forced.run_id)
+            assert record["reason"].startswith("forced") and record["trigger"] == "console"
+
+            # a batch counts each outcome apart: unchanged is not "did not succeed"
+            await pilot.press("1")
+            await settle(pilot)
+            await pilot.press("plus")
+            await wait_for(pilot, lambda: any("1 of 2 succeeded" in n for n in app.notices), RUN_TIMEOUT)
+            assert "Batch finished: 1 of 2 succeeded, 1 unchanged (skipped)." in app.notices, list(app.notices)
+
+            # a failure upstream: the downstream run is skipped for it, and counted as such
+            (root / "demo/pipelines/bronze/a/pipeline.sql").write_text(
+                "-- @merge_strategy: full_refresh\nSELECT CAST('x' AS INT) AS id\n")
+            await pilot.press("1", "ctrl+r")
+            await settle(pilot)
+            await pilot.press("plus")
+            await wait_for(pilot, lambda: any("0 of 2 succeeded" in n for n in app.notices), RUN_TIMEOUT)
+            assert "Batch finished: 0 of 2 succeeded, 1 failed, 1 skipped (upstream failed)." in app.notices, \
+                list(app.notices)
+
+    run(go())

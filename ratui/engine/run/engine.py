@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ratui.engine.errors import RatuiError
-from ratui.engine.events import Event, EventBus, RunFinished, RunQueued
+from ratui.engine.events import Event, EventBus, LogLine, RunFinished, RunQueued
 from ratui.engine.ops.changes import Decision, decide
 from ratui.engine.project.compiler import CompiledProject, compile_project
 from ratui.engine.project.discovery import Pipeline
@@ -227,6 +227,7 @@ class Engine:
         pipeline = compiled.pipelines.get(key)
         strategy = pipeline.config.merge_strategy if pipeline is not None and pipeline.config else None
         self._state.history.create_run(run_id, key, trigger, strategy, invocation, run_type="skip")
+        self._bus.emit(RunQueued(run_id, key, trigger, invocation))  # observers learn its trigger and batch
         return run_id
 
     def _decide(self, pipeline: Pipeline, *, force: bool = False, full_refresh: bool = False) -> Decision:
@@ -260,8 +261,9 @@ class Engine:
                            finished_at=stamp, duration_ms=0, error_code=error.code if error else None,
                            error_message=error.message if error else None, error_hint=error.hint if error else None)
         history.add_log(run_id, "info", f"skipped: {reason}")
+        self._bus.emit(LogLine(run_id, "info", f"skipped: {reason}"))
         self._release(run_id)
-        self._bus.emit(RunFinished(run_id, key, "skipped", 0, 0, error.to_dict() if error else None))
+        self._bus.emit(RunFinished(run_id, key, "skipped", 0, 0, error.to_dict() if error else None, reason=reason))
         return RunResult(run_id, key, "skipped", strategy, error=error.to_dict() if error else None,
                          reason=reason, run_type="skip")
 

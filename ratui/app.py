@@ -11,6 +11,7 @@ after the first paint) and the status line says so while it starts.
 from __future__ import annotations
 
 import logging
+import re
 import time
 import traceback
 from collections import deque
@@ -35,7 +36,7 @@ from ratui.console.live import LiveRun, RunStore
 from ratui.engine.errors import RatuiError
 from ratui.messages import (
     CancelOutcomes, ControllerEvents, EngineOpened, Failed, ProjectCompiled, QuitReady, ReaperPassDone, RunLaunched,
-    WatchToggled,
+    RunLookedUp, WatchToggled,
 )
 from ratui.screens.branches import BranchesScreen
 from ratui.screens.dialogs import ConfirmScreen, ErrorScreen, HelpScreen, JumpScreen
@@ -47,6 +48,9 @@ from ratui.screens.run import RunScreen
 from ratui.screens.runs import RunsScreen
 
 log = logging.getLogger("ratui.console")
+
+# what `:` takes for a run id: its time-ordered digits and hex (run ids are 18 characters; a prefix of 6 will do)
+RUN_ID_LIKE = re.compile(r"^[0-9]{6}[0-9a-f]{0,12}$")
 
 SCREEN_ALIASES = {
     "pipelines": "pipelines", "pipeline": "pipelines", "p": "pipelines", "1": "pipelines",
@@ -587,32 +591,77 @@ class RatuiApp(App[None]):
             self.pop_screen()
 
     def action_jump(self) -> None:
-        self.push_screen(JumpScreen(), self.jump)
+        names = sorted({k.rsplit(".", 1)[1] for k in self.compiled.pipelines}) if self.compiled else []
+        self.push_screen(JumpScreen(names), self.jump)
 
     def jump(self, text: str | None) -> None:
+        """`:` — a screen's name (or a unique prefix of it), `run ID` or a run id alone, a pipeline's name
+        (name, layer.name or namespace.layer.name, or a unique prefix), help or quit."""
         if not text:
             return
-        word, _, rest = text.strip().partition(" ")
-        word = word.lower().lstrip(":")
-        if word == "run" and rest.strip():
-            self.open_run(rest.strip())
+        raw = text.strip().lstrip(":").strip()
+        word, _, rest = raw.partition(" ")
+        word, rest = word.lower(), rest.strip()
+        if word == "run" and rest:
+            self.jump_to_run(rest)
             return
-        if word not in SCREEN_ALIASES and len(word) >= 2:  # a unique prefix: "bra" -> branches
+        if word in ("help", "keys", "?"):
+            self.action_help()
+            return
+        if word in ("quit", "q!", "exit"):
+            self.run_worker(self.action_quit())
+            return
+        if word not in SCREEN_ALIASES and len(word) >= 2 and not rest:  # a unique prefix: "bra" -> branches
             matches = {mode for alias, mode in SCREEN_ALIASES.items() if alias.startswith(word)}
             if len(matches) == 1:
                 word = matches.pop()
-        if word in SCREEN_ALIASES:
+        if word in SCREEN_ALIASES and not rest:
             self.action_open(SCREEN_ALIASES[word])
-        elif word in ("help", "keys", "?"):
-            self.action_help()
-        elif word in ("quit", "q!", "exit"):
-            self.run_worker(self.action_quit())
-        elif word == "run" and rest.strip():
-            self.open_run(rest.strip())
+            return
+        key = self._pipeline_named(raw)
+        if key is not None:
+            self.show_pipeline(key)
+        elif RUN_ID_LIKE.match(raw):
+            self.jump_to_run(raw)
         else:
-            self.notify(f"No screen '{text}'. Try pipelines, runs, quality, branches, landing, reaper, run ID, help "
-                        "or quit.",
+            self.notify(f"Nothing is called '{raw}': type a screen (pipelines, runs, quality, branches, landing, "
+                        "reaper), a pipeline's name, a run id, help or quit.", severity="warning", markup=False)
+
+    def _pipeline_named(self, text: str) -> str | None:
+        """The pipeline `text` names: its key, layer.name or name, else the one pipeline whose name starts so."""
+        if self.compiled is None:
+            return None
+        text = text.strip().lower()
+        keys = list(self.compiled.pipelines)
+        for key in keys:
+            if text in (key, key.split(".", 1)[1], key.rsplit(".", 1)[1]):
+                return key
+        starts = [k for k in keys if k.rsplit(".", 1)[1].startswith(text) or k.split(".", 1)[1].startswith(text)]
+        return starts[0] if len(starts) == 1 else None
+
+    def show_pipeline(self, key: str) -> None:
+        """Pipelines, with `key` selected."""
+        self.action_open("pipelines")
+        self.call_later(lambda: self.call_later(self._select_pipeline, key))
+
+    def _select_pipeline(self, key: str) -> None:
+        screen = self.screen
+        if isinstance(screen, PipelinesScreen):
+            screen.select_key(key)
+
+    def jump_to_run(self, run_id: str) -> None:
+        """Open a run by id (or a unique prefix), after looking it up: an unknown id says so."""
+        self.background(lambda: (run_id, self.controller.get_run(run_id)), RunLookedUp, "looking up the run",
+                        group="jump")
+
+    @on(RunLookedUp)
+    def _run_looked_up(self, message: RunLookedUp) -> None:
+        typed, record = message.value
+        if record is None:
+            self.notify(f"No run '{typed}' in the history (a run id, or the start of one).", title="Jump",
                         severity="warning", markup=False)
+        else:
+            self.open_run(record["id"])
 
     def help_sections(self) -> list[tuple[str, list[tuple[str, str]]]]:
         sections = [("Everywhere", [(key_text(b), b.description) for b in self.BINDINGS]

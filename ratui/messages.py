@@ -44,6 +44,10 @@ class RunLaunched(Result):
     """A run was queued from the console: `value` is (run_id, key, full_refresh)."""
 
 
+class RunLookedUp(Result):
+    """`:run ID` / `:ID`: `value` is (what was typed, the run's record or None)."""
+
+
 class CancelOutcomes(Result):
     """`value`: [(run_id, 'requested' | 'finished' | 'unknown'), ...]."""
 

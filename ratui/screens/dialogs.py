@@ -99,14 +99,18 @@ SCREEN_NAMES = ["pipelines", "runs", "quality", "branches", "help", "quit"]
 
 
 class JumpScreen(Guarded, ModalScreen[str | None]):
-    """`:` — type a screen's name (pipelines, runs, quality, branches), `run ID`, or `quit`."""
+    """`:` — type a screen's name (pipelines, runs, quality, branches...), a pipeline's name, a run id, or `quit`."""
 
     BINDINGS = [Binding("escape", "cancel", "Back", id="jump.cancel")]
 
+    def __init__(self, names: list[str] | None = None) -> None:
+        super().__init__()
+        self.names = list(SCREEN_NAMES) + list(names or [])  # screens, then the project's pipelines
+
     def compose(self) -> ComposeResult:
         with Vertical(id="jump"):
-            yield Input(placeholder="pipelines · runs · quality · branches · run ID · help · quit",
-                        suggester=SuggestFromList(SCREEN_NAMES, case_sensitive=False), id="jump-input")
+            yield Input(placeholder="a screen · a pipeline · a run id · help · quit",
+                        suggester=SuggestFromList(self.names, case_sensitive=False), id="jump-input")
 
     def on_mount(self) -> None:
         field = self.query_one(Input)

@@ -162,6 +162,19 @@ class PipelinesScreen(ConsoleScreen):
             self.selected = target.data
         self.show_detail()
 
+    def select_key(self, key: str) -> None:
+        """Select a pipeline in the tree (the jump to a pipeline by name)."""
+        node = self.nodes.get(key)
+        if node is None:
+            return
+        tree = self.query_one(PipelineTree)
+        if node.parent is not None:
+            node.parent.expand()
+        tree.move_cursor(node)
+        tree.focus()
+        self.selected = node.data
+        self.show_detail()
+
     def label(self, key: str) -> Text:
         pipeline = self.compiled.pipelines[key]
         text = Text()

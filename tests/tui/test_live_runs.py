@@ -178,6 +178,10 @@ def test_skips_say_why_forced_runs_run_anyway_and_a_batch_counts_each_outcome(sp
 
             first = await run_key("r")
             assert first.status == "success", screen_text(app)
+            assert "compiled SQL" not in screen_text(app)
+            await pilot.press("v")  # the debug lines of a run of this session: its compiled SQL
+            await settle(pilot)
+            assert "compiled SQL:" in screen_text(app) and "SELECT 1 AS id" in screen_text(app)
             await pilot.press("escape")
             await settle(pilot)
 

@@ -366,13 +366,26 @@ def test_palette_jump_help_and_theme(seeded):
             assert app.current_mode == "quality"
             await pilot.press("colon", *"nowhere", "enter")
             await settle(pilot)
-            assert app.current_mode == "quality" and any("No screen 'nowhere'" in n for n in app.notices)
+            assert app.current_mode == "quality" and any("Nothing is called 'nowhere'" in n for n in app.notices)
             await pilot.press("colon", *f"run {SUCCESS_RUN}", "enter")
             await settle(pilot)
             assert isinstance(app.screen, RunScreen) and app.screen.run_id == SUCCESS_RUN
             await pilot.press("escape", "1")
             await settle(pilot)
             assert app.current_mode == "pipelines"
+
+            # a run id alone, a pipeline by name (or the start of one), an unknown run said so
+            await pilot.press("2", "colon", *SUCCESS_RUN, "enter")
+            await settle(pilot)
+            assert isinstance(app.screen, RunScreen) and app.screen.run_id == SUCCESS_RUN
+            await pilot.press("escape", "colon", *"clean_ord", "enter")
+            await settle(pilot)
+            assert app.current_mode == "pipelines"
+            assert app.screen.selected == ("pipeline", "ecommerce.silver.clean_orders")
+            await pilot.press("colon", *"run 999999nosuch", "enter")
+            await settle(pilot)
+            assert not isinstance(app.screen, RunScreen)
+            assert any("No run '999999nosuch' in the history" in n for n in app.notices)
 
             await pilot.press("question_mark")
             await settle(pilot)

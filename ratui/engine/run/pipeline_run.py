@@ -339,7 +339,7 @@ class PipelineRun:
         sql = ""
         if pipeline.kind == "sql":
             sql = render(pipeline.text, file, context)
-            self.history.add_log(self.run_id, "debug", "compiled SQL:\n" + sql.strip())
+            self.log("compiled SQL:\n" + sql.strip(), "debug")  # the console shows it with `v`
             try:
                 df = session.sql(sql)
             except Exception as exc:

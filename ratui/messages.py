@@ -109,6 +109,10 @@ class BranchDeleted(Loaded):
     """Branches: the ref that was deleted."""
 
 
+class DeleteChecked(Loaded):
+    """Branches: (ref, the live run that owns it or None), before asking to delete it."""
+
+
 class MergePreviewed(Loaded):
     """Branches: a dry-run merge result."""
 

@@ -411,6 +411,10 @@ class Controller:
     def delete_branch(self, ref: str) -> None:
         self.require_engine().delete_branch(ref)
 
+    def live_run_of(self, ref: str) -> dict[str, Any] | None:
+        """The run still going (in any process) whose branch `ref` is."""
+        return self.require_engine().live_run_of(ref)
+
     # ---------------------------------------------------------------------------------------- landing
 
     def landing_files(self) -> list:

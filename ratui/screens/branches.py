@@ -14,7 +14,7 @@ from ratui.engine.vocabulary import MAIN
 from ratui.console.format import fmt_age, fmt_time
 from ratui.engine.errors import RatuiError
 from ratui.widgets.chrome import NavBar, StatusLine
-from ratui.messages import BranchDeleted, BranchMerged, BranchesLoaded, DiffLoaded, MergePreviewed
+from ratui.messages import BranchDeleted, BranchMerged, BranchesLoaded, DeleteChecked, DiffLoaded, MergePreviewed
 from ratui.screens.table_screen import TableScreen
 from ratui.screens.dialogs import ConfirmScreen, MergeScreen
 
@@ -135,19 +135,31 @@ class BranchesScreen(TableScreen):
         if ref == MAIN:
             self.notify("main is the production ref: it cannot be deleted (RAT-CAT-004).", severity="error")
             return
-        row = self.refs[ref]
+        self.load(DeleteChecked, lambda r: (r, self.app.controller.live_run_of(r)), ref)
+
+    @on(DeleteChecked)
+    def _delete_checked(self, message: DeleteChecked) -> None:
+        ref, live = message.value
+        if live is not None:
+            self.refuse(ref, live, "delete")
+            return
+        row = self.refs.get(ref)
+        if row is None:
+            return
         body = Text(f"Delete branch {ref} (head {row.head[:12]}, {row.tables} table(s))?\n\n")
         body.append("Its table pointers go; its commits are kept for audit; no data file is deleted. "
                     "main is not touched.", style="dim")
-        if row.run_id and any(r.run_id == row.run_id for r in self.app.store.active()):
-            body.append(f"\n\nRun {row.run_id} is still in flight on this branch: cancel the run instead.",
-                        style="bold red")
 
         def done(ok: bool | None) -> None:
             if ok:
                 self.load(BranchDeleted, self._delete, ref)
 
-        self.app.push_screen(ConfirmScreen(f"Delete branch {ref}?", body, "Delete"), done)
+        self.app.push_screen(ConfirmScreen(f"Delete branch {ref}?", body, "Delete branch"), done)
+
+    def refuse(self, ref: str, live: dict, what: str) -> None:
+        self.notify(f"Run {live['id']} of {live['pipeline']} is still {live['status']} on {ref}: it merges "
+                    f"(after its quality gate) or deletes the branch itself. Cancel the run to {what} it.",
+                    title=f"Cannot {what} {ref}", severity="error", timeout=8, markup=False)
 
     def _delete(self, ref: str) -> str:
         self.app.controller.delete_branch(ref)
@@ -169,12 +181,15 @@ class BranchesScreen(TableScreen):
         self.load(MergePreviewed, self._preview, ref)
 
     def _preview(self, ref: str):
-        return ref, self.app.controller.merge_preview(ref)
+        live = self.app.controller.live_run_of(ref)
+        return ref, (None if live else self.app.controller.merge_preview(ref)), live
 
     @on(MergePreviewed)
     def _preview_loaded(self, message: MergePreviewed) -> None:
-        result = message.value
-        ref, preview = result
+        ref, preview, live = message.value
+        if live is not None:
+            self.refuse(ref, live, "merge")
+            return
 
         def done(ok: bool | None) -> None:
             if ok:

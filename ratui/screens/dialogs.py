@@ -80,6 +80,8 @@ class MergeScreen(ConfirmScreen):
                 parts.append(Text(f"    {table}", style="green"))
         elif not preview.conflicts:
             parts.append(Text("No table changes: the merge records nothing.", style="dim"))
+        parts.append(Text("A manual merge skips the quality gate: main gets the branch's tables as they are, "
+                          "tested or not.", style="yellow"))
         return Group(*parts)
 
     def compose(self) -> ComposeResult:

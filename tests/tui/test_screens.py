@@ -235,7 +235,7 @@ def test_quality_failed_first_sample_rows_and_sql(seeded):
             assert "Sample violating rows (2 of 2)" in screen_text(app)
             await pilot.press("p")  # hide passed
             await settle(pilot)
-            assert table.row_count == 3
+            assert table.row_count == 4
             await pilot.press("up", "enter")
             await settle(pilot)
             assert isinstance(app.screen, RunScreen) and app.screen.run_id == FAILED_RUN
@@ -264,6 +264,11 @@ def test_branches_diff_merge_and_delete(tmp_path):
     _table(catalog, root, "hot", "ecommerce.bronze.clash", 2)
     _table(catalog, root, "main", "ecommerce.bronze.clash", 4)
     catalog.create_branch("stale")
+    # a run going on in another process (this test's pid is alive: recovery leaves it be), on its own branch
+    live = "261123120000abc123"
+    engine.state.history.create_run(live, "ecommerce.bronze.raw_orders", "cli", "full_refresh", None)
+    engine.state.history.update_run(live, status="running", branch=f"run-{live}")
+    catalog.create_branch(f"run-{live}")
     engine.close()
     app = make_app(root)
 
@@ -274,9 +279,25 @@ def test_branches_diff_merge_and_delete(tmp_path):
             await settle(pilot)
             screen = app.screen
             table = screen.query_one("#branches-table")
-            assert [str(table.get_row_at(i)[0]) for i in range(table.row_count)] == ["main", "dev", "hot", "stale"]
+            refs = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+            assert refs[0] == "main" and sorted(refs[1:]) == sorted(["dev", "hot", "stale", f"run-{live}"])
             text = screen_text(app)
-            assert "4 ref(s)" in text and "Tables on main (2)" in text
+            assert "5 ref(s)" in text and "Tables on main (2)" in text
+
+            # a live run's branch can be neither merged by hand nor deleted: the run owns it
+            def goto(ref: str) -> None:
+                names = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+                table.move_cursor(row=names.index(ref))
+
+            goto(f"run-{live}")
+            await settle(pilot)
+            for key, verb in (("m", "merge"), ("d", "delete")):
+                await pilot.press(key)
+                await wait_for(pilot, lambda v=verb: any(f"Cannot {v} run-{live}" in n for n in app.notices), 10)
+                assert not isinstance(app.screen, ConfirmScreen)
+                assert any(f"Run {live} of ecommerce.bronze.raw_orders is still running" in n for n in app.notices)
+            assert f"run-{live}" in [r.name for r in app.controller.engine.state.catalog.list_refs()]
+            table.move_cursor(row=refs.index("dev") - 1)
             assert "ecommerce.bronze.base" in text and "5 rows" in text
 
             await pilot.press("down")  # dev
@@ -288,12 +309,13 @@ def test_branches_diff_merge_and_delete(tmp_path):
             await pilot.press("m")
             await wait_for(pilot, lambda: isinstance(app.screen, MergeScreen), 10)
             assert "1 table(s) would be applied to main" in flat(screen_text(app))
+            assert "A manual merge skips the quality gate" in flat(screen_text(app))
             await pilot.press("y")
             await settle(pilot)
             assert any("Merged dev into main" in n for n in app.notices)
             assert "ecommerce.bronze.fresh" in app.controller.engine.state.catalog.table_pointers("main")
 
-            await pilot.press("down")  # hot: in conflict
+            goto("hot")  # in conflict
             await settle(pilot)
             assert screen.cursor_key() == "hot"
             assert "1 in conflict" in screen_text(app) and "main changed too" in screen_text(app)
@@ -309,7 +331,9 @@ def test_branches_diff_merge_and_delete(tmp_path):
             pointers = app.controller.engine.state.catalog.table_pointers("main")
             assert pointers["ecommerce.bronze.clash"].find("-main") > 0
 
-            await pilot.press("down", "d")  # stale: delete with confirmation
+            goto("stale")
+            await settle(pilot)
+            await pilot.press("d")  # stale: delete with confirmation
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
             assert "Delete branch stale?" in screen_text(app)
             await pilot.press("n")  # no: nothing happens
@@ -320,7 +344,7 @@ def test_branches_diff_merge_and_delete(tmp_path):
             await pilot.press("y")
             await settle(pilot)
             assert "stale" not in [r.name for r in app.controller.engine.state.catalog.list_refs()]
-            assert table.row_count == 3
+            assert table.row_count == 4
 
             await pilot.press("home", "d")  # main cannot be deleted
             await settle(pilot)

@@ -30,7 +30,7 @@ from ratui.engine.run.results import RunResult, new_run_id
 from ratui.engine.project.settings import Settings, load_settings
 from ratui.engine.spark import session as spark_mod
 from ratui.engine.state.project_state import ProjectState
-from ratui.engine.vocabulary import MAIN, now_iso
+from ratui.engine.vocabulary import ACTIVE, MAIN, now_iso
 
 log = logging.getLogger("ratui.engine")
 
@@ -169,10 +169,30 @@ class Engine:
         return self._state.catalog.diff(ref, against)
 
     def merge(self, ref: str, *, message: str | None = None, dry_run: bool = False):
+        """Merge a branch into main by hand (no quality gate: that is the run's own resolve phase). A live run's
+        branch is refused (RAT-CAT-009)."""
+        if not dry_run:
+            self._refuse_live_branch(ref, "merge")
         return self._state.catalog.merge(ref, message=message, dry_run=dry_run)
 
     def delete_branch(self, ref: str) -> None:
+        self._refuse_live_branch(ref, "delete")
         self._state.catalog.delete_branch(ref)
+
+    def live_run_of(self, ref: str) -> dict | None:
+        """The run still going (in any process) that owns branch `ref`, if any."""
+        if not ref.startswith("run-"):
+            return None
+        run = self._state.history.get_run(ref[len("run-"):])
+        if run is None or run.get("id") != ref[len("run-"):] or run["status"] not in ACTIVE or run.get("merged_at"):
+            return None
+        return run
+
+    def _refuse_live_branch(self, ref: str, what: str) -> None:
+        run = self.live_run_of(ref)
+        if run is not None:
+            raise RatuiError("RAT-CAT-009", f"cannot {what} {ref}: run {run['id']} of {run['pipeline']} is still "
+                             f"{run['status']} on it")
 
     def query(self, sql: str, *, ref: str = MAIN, limit: int = 1000) -> tuple[list[str], list[list[Any]], bool]:
         """Ad-hoc SQL over the tables at a ref: (columns, rows, truncated)."""

@@ -39,7 +39,7 @@ from ratui.messages import (
     RunLookedUp, WatchToggled,
 )
 from ratui.screens.branches import BranchesScreen
-from ratui.screens.dialogs import ConfirmScreen, ErrorScreen, HelpScreen, JumpScreen
+from ratui.screens.dialogs import CancelRunScreen, ConfirmScreen, ErrorScreen, HelpScreen, JumpScreen
 from ratui.screens.landing import LandingScreen
 from ratui.screens.pipelines import PipelinesScreen
 from ratui.screens.quality import QualityScreen
@@ -388,6 +388,12 @@ class RatuiApp(App[None]):
         self.runs_changed.publish(RunsChange(changed, ended, started))
         for run in ended:
             self._toast(run)
+        screen = self.screen
+        if ended and isinstance(screen, CancelRunScreen):
+            runs = [self.store.get(r) for r in screen.run_ids]
+            if all(r is None or r.finished for r in runs):  # nothing left to stop: the question is moot
+                screen.dismiss(False)
+                self.notify("The run ended before it was stopped.", title="Nothing to stop", timeout=4)
 
     def _strategy(self, key: str, full_refresh: bool) -> str | None:
         if full_refresh:
@@ -559,7 +565,7 @@ class RatuiApp(App[None]):
     def confirm_cancel(self, run_ids: list[str]) -> None:
         runs = [self.store.get(r) for r in run_ids]
         names = ", ".join(f"{r.pipeline} ({r.run_id})" for r in runs if r is not None) or ", ".join(run_ids)
-        body = Text(f"Cancel {names}?\n\n")
+        body = Text(f"Stop {names}?\n\n")
         body.append("The run stops at its next checkpoint and its running Spark job is interrupted. It ends "
                     "as cancelled, its branch is deleted and main is unchanged.", style="dim")
         if any(self.controller.batch_of(r) for r in run_ids):
@@ -569,7 +575,7 @@ class RatuiApp(App[None]):
             if ok:
                 self.background(partial(self._cancel, run_ids), CancelOutcomes, "cancelling", group="cancel")
 
-        self.push_screen(ConfirmScreen("Cancel run?", body, "Cancel run"), done)
+        self.push_screen(CancelRunScreen(run_ids, body), done)
 
     def _cancel(self, run_ids: list[str]) -> list[tuple[str, str]]:
         return [(run_id, self.controller.cancel(run_id)) for run_id in run_ids]
@@ -695,7 +701,7 @@ class RatuiApp(App[None]):
                 self.notify("Cancelling runs in flight…", timeout=3)
                 self.background(self.controller.cancel_all, QuitReady, "cancelling runs to quit", group="quit")
 
-        self.push_screen(ConfirmScreen("Quit ratui?", body, "Cancel runs and quit"), done)
+        self.push_screen(ConfirmScreen("Quit ratui?", body, "Stop the runs and quit", back="Stay"), done)
 
     def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
                markup: bool = True) -> None:

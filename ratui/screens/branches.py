@@ -154,7 +154,7 @@ class BranchesScreen(TableScreen):
             if ok:
                 self.load(BranchDeleted, self._delete, ref)
 
-        self.app.push_screen(ConfirmScreen(f"Delete branch {ref}?", body, "Delete branch"), done)
+        self.app.push_screen(ConfirmScreen(f"Delete branch {ref}?", body, "Delete branch", back="Keep it"), done)
 
     def refuse(self, ref: str, live: dict, what: str) -> None:
         self.notify(f"Run {live['id']} of {live['pipeline']} is still {live['status']} on {ref}: it merges "

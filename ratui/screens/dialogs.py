@@ -20,18 +20,21 @@ from ratui.screens.base import Guarded
 
 
 class ConfirmScreen(Guarded, ModalScreen[bool]):
-    """Ask before doing something that cannot be undone. `y` confirms, `n` or escape backs out."""
+    """Ask before doing something that cannot be undone. `y` confirms, `n` or escape backs out. Both buttons say
+    what they do (`confirm`, `back`): never "Cancel" beside "Cancel run"."""
 
     BINDINGS = [
         Binding("y", "confirm", "Yes", id="confirm.yes"),
         Binding("n,escape", "cancel", "No", id="confirm.no"),
     ]
 
-    def __init__(self, title: str, body: RenderableType, confirm: str = "Yes", *, danger: bool = True) -> None:
+    def __init__(self, title: str, body: RenderableType, confirm: str = "Yes", *, danger: bool = True,
+                 back: str = "Go back") -> None:
         super().__init__()
         self.title_text = title
         self.body = body
         self.confirm_label = confirm
+        self.back_label = back
         self.danger = danger
 
     def compose(self) -> ComposeResult:
@@ -41,7 +44,7 @@ class ConfirmScreen(Guarded, ModalScreen[bool]):
             with Horizontal(id="dialog-buttons"):
                 yield Button(f"{self.confirm_label} (y)", id="confirm",
                              variant="error" if self.danger else "primary")
-                yield Button("Cancel (n)", id="cancel")
+                yield Button(f"{self.back_label} (n)", id="cancel")
 
     def on_mount(self) -> None:
         self.query_one("#cancel", Button).focus()
@@ -56,13 +59,23 @@ class ConfirmScreen(Guarded, ModalScreen[bool]):
         self.dismiss(False)
 
 
+class CancelRunScreen(ConfirmScreen):
+    """Stop runs? Closes by itself when they all end first (nothing is left to stop)."""
+
+    def __init__(self, run_ids: list[str], body: RenderableType) -> None:
+        self.run_ids = list(run_ids)
+        super().__init__("Stop this run?" if len(run_ids) == 1 else f"Stop these {len(run_ids)} runs?", body,
+                         "Stop the run" if len(run_ids) == 1 else "Stop the runs",
+                         back="Keep it running" if len(run_ids) == 1 else "Keep them running")
+
+
 class MergeScreen(ConfirmScreen):
     """Merge a branch into main: shows the dry run first (tables that would change, conflicts)."""
 
     def __init__(self, ref: str, preview) -> None:
         self.ref = ref
         self.preview = preview
-        super().__init__(f"Merge {ref} into main?", self._body(), "Merge", danger=False)
+        super().__init__(f"Merge {ref} into main?", self._body(), "Merge", danger=False, back="Don't merge")
 
     def _body(self) -> RenderableType:
         preview = self.preview

@@ -98,7 +98,7 @@ class LandingScreen(TableScreen):
             return
         body = Text(f"Reset {f.file} in zone {f.zone} for {short_key(f.pipeline, self.namespace)}?\n\n")
         body.append("It becomes unloaded with no attempts: the pipeline's next run loads it again.", style="dim")
-        self.app.push_screen(ConfirmScreen("Reset landing file?", body, "Reset"),
+        self.app.push_screen(ConfirmScreen("Reset landing file?", body, "Reset", back="Keep it"),
                              lambda ok: ok and self._reset(f.zone, f.file, f.pipeline))
 
     def action_reset_zone(self) -> None:
@@ -108,7 +108,7 @@ class LandingScreen(TableScreen):
         count = sum(1 for other in self.files.values() if other.zone == f.zone)
         body = Text(f"Reset every file of zone {f.zone} ({count} row(s), every pipeline)?\n\n")
         body.append("They become unloaded with no attempts: the next runs load them all again.", style="dim")
-        self.app.push_screen(ConfirmScreen("Reset landing zone?", body, "Reset zone"),
+        self.app.push_screen(ConfirmScreen("Reset landing zone?", body, "Reset zone", back="Keep it"),
                              lambda ok: ok and self._reset(f.zone, None, None))
 
     def _reset(self, zone: str, file: str | None, pipeline: str | None) -> None:

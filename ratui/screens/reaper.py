@@ -175,7 +175,7 @@ class ReaperScreen(ConsoleScreen):
                 self.query_one("#reaper-preview-info", Static).update(Text("Reaper running…", style="yellow"))
                 self.load(ReaperRan, self.app.controller.reaper_run, False)
 
-        self.app.push_screen(ConfirmScreen("Run the reaper?", body, "Run now"), done)
+        self.app.push_screen(ConfirmScreen("Run the reaper?", body, "Run now", back="Not now"), done)
 
     @on(ReaperRan)
     def _run_loaded(self, message: ReaperRan) -> None:

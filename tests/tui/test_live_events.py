@@ -64,7 +64,7 @@ def test_a_burst_of_events_is_coalesced_and_the_run_drawn_live(seeded):
             await settle(pilot)
             await pilot.press("c")
             await settle(pilot)
-            assert isinstance(app.screen, ConfirmScreen) and "Cancel run?" in screen_text(app)
+            assert isinstance(app.screen, ConfirmScreen) and "Stop this run?" in screen_text(app)
             assert f"{KEY} ({RID})" in flat(screen_text(app))
             await pilot.press("n")
             await settle(pilot)

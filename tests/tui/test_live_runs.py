@@ -207,6 +207,31 @@ def test_skips_say_why_forced_runs_run_anyway_and_a_batch_counts_each_outcome(sp
             await wait_for(pilot, lambda: any("1 of 2 succeeded" in n for n in app.notices), RUN_TIMEOUT)
             assert "Batch finished: 1 of 2 succeeded, 1 unchanged (skipped)." in app.notices, list(app.notices)
 
+            # asked whether to stop a run that then ends by itself: the question goes, and says why
+            from ratui.engine.events import PhaseStarted
+            from ratui.screens.dialogs import CancelRunScreen
+
+            release = threading.Event()
+            unsubscribe = app.controller.engine.subscribe(
+                lambda e: release.wait(60) if isinstance(e, PhaseStarted) and e.phase == "quality" else None)
+            await wait_for(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.run.finished, 30)
+            await pilot.press("escape", "1")
+            await settle(pilot)
+            app.screen.select_key("demo.bronze.a")
+            await pilot.press("F")
+            await wait_for(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.run is not None
+                           and not app.screen.run.finished and app.screen.run.run_id != forced.run_id, 30)
+            held = app.screen.run
+            await pilot.press("c")
+            await wait_for(pilot, lambda: isinstance(app.screen, CancelRunScreen), 10)
+            text = flat(screen_text(app))
+            assert "Stop the run (y)" in text and "Keep it running (n)" in text and "Cancel (n)" not in text
+            release.set()
+            await wait_for(pilot, lambda: held.finished and not isinstance(app.screen, CancelRunScreen), 60)
+            unsubscribe()
+            assert held.status == "success"
+            assert any("The run ended before it was stopped" in n for n in app.notices)
+
             # a failure upstream: the downstream run is skipped for it, and counted as such
             (root / "demo/pipelines/bronze/a/pipeline.sql").write_text(
                 "-- @merge_strategy: full_refresh\nSELECT CAST('x' AS INT) AS id\n")

@@ -523,6 +523,8 @@ class Reaper:
                 task.kept.extend({**i, "reason": "main moved while compacting: the next pass compacts it"}
                                  for i in items)
                 continue
+            finally:
+                spark_mod.release(session)
             self.catalog.record_commit(MAIN, message)
             task.removed.extend(items)
             task.stats[key] = {"files_rewritten": done.files_rewritten, "files_added": done.files_added,

@@ -198,7 +198,11 @@ class Engine:
         """Ad-hoc SQL over the tables at a ref: (columns, rows, truncated)."""
         from ratui.engine.run.query import run_query
 
-        return run_query(self._state, spark_mod.new_session(self.settings), sql, ref=ref, limit=limit)
+        session = spark_mod.new_session(self.settings)
+        try:
+            return run_query(self._state, session, sql, ref=ref, limit=limit)
+        finally:
+            spark_mod.release(session)
 
     # ---------------------------------------------------------------------------------------- landing
 
@@ -269,6 +273,7 @@ class Engine:
         try:
             return PipelineRun(self._state, self._bus, run_id, key, control, full_refresh, self.compile).go()
         finally:
+            spark_mod.end_run(run_id)  # a Spark Connect run's session is released
             self._release(run_id)
 
     def _record_skip(self, run_id: str, key: str, compiled: CompiledProject, reason: str,

@@ -6,6 +6,8 @@ import re
 
 _POSITION = re.compile(r"line (\d+),? pos(?:ition)? (\d+)")
 _POSITION_TEXT = re.compile(r"\s*\(line \d+, pos \d+\)|;? line \d+ pos \d+;?")
+# a Spark Connect error the client has no class for names the server's: "(org.apache.spark.SparkException) [...]"
+_SERVER_CLASS = re.compile(r"^\((?:[a-z_][\w]*\.)+[A-Z]\w*\)\s*")
 
 
 def error_line(exc: BaseException) -> int | None:
@@ -15,11 +17,11 @@ def error_line(exc: BaseException) -> int | None:
 
 
 def error_message(exc: BaseException) -> str:
-    """The first meaningful line of a Spark/Py4J error, without the JVM stack or the position (which refers
-    to the rendered SQL; callers report the template's own line)."""
+    """The first meaningful line of a Spark error (Py4J's or Spark Connect's), without the JVM stack, the server's
+    class name or the position (which refers to the rendered SQL; callers report the template's own line)."""
     text = str(getattr(exc, "desc", None) or exc)
     for line in text.splitlines():
-        line = line.strip()
+        line = _SERVER_CLASS.sub("", line.strip())
         if line and not line.startswith(("at ", "JVM stacktrace", "Traceback", "==")):
             return _POSITION_TEXT.sub("", line).strip()[:500]
     return type(exc).__name__

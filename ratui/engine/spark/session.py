@@ -1,26 +1,41 @@
-"""The SparkSession: one per process, started once, kept warm, and silent.
+"""The SparkSession: one per process, started once, kept warm, and silent. The one place that knows how Spark is
+reached:
+
+    local[N]            (the default, local[*]) Spark in ratui's own JVM
+    spark://HOST:PORT   a standalone cluster: ratui's JVM is the driver, the work runs on the cluster's executors
+    sc://HOST:PORT      (spark.remote, or SPARK_REMOTE) a Spark Connect client: no JVM and no py4j in ratui's
+                        process; the server runs the driver and owns the executors
 
 Nothing the JVM prints may reach the terminal (Textual draws on it): the JVM is launched with its stdout
 and stderr redirected to a file, log4j2 writes to a file under `.ratui/logs/`, the console progress bar is
 off, and PySpark's own Python loggers get a NullHandler. See SPARK_ICEBERG_NOTES.md for why each is needed.
+A Connect client has no JVM; gRPC's own logging is off unless GRPC_VERBOSITY says otherwise.
 
-Runs share the session's SparkContext but each gets `new_run_session()`: its own temp views and SQL
-settings, its own FAIR scheduler pool, and a job group named after the run so it can be cancelled from
-any thread.
+Runs share the process's Spark but each gets `new_run_session()`: its own temp views and SQL settings. With a
+JVM of our own (local, cluster) a run also gets its own FAIR scheduler pool and a job group named after the run,
+set in the run's thread, which `cancel_run()` cancels from any thread through the SparkContext. On Connect a run's
+session is a server-side session of its own (`newSession()`), its thread's operations carry the run's tag
+(`addTag`), `cancel_run()` interrupts that tag on that session from any thread (`interruptTag`), and `end_run()`
+releases the session. Nothing here calls `sparkContext` when the session is remote.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
+import socket
 import subprocess
 import sys
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any, Callable
+from urllib.parse import urlparse
 
-from ratui.engine.project.settings import Settings
+from ratui.engine.errors import CODES, RatuiError
+from ratui.engine.project.settings import DEFAULT_SPARK_CONFIG, SETTINGS_FILE, Settings
 
 log = logging.getLogger("ratui.spark")
 
@@ -55,11 +70,40 @@ logger.parquet.name = org.apache.parquet
 logger.parquet.level = error
 """
 
+# A Spark Connect server runs with its own static settings (the ones above that are not spark.sql.*: see
+# connect_server_conf()); a client can only set SQL settings, on each of its sessions.
+CONNECT_SESSION_PREFIX = "spark.sql."
+
+# Settings a Spark Connect server needs for ratui (its own static settings: a client cannot set them). Without
+# them ratui still works: Spark's extra files in a table folder are removed after each write (files.py), but
+# concurrent runs are scheduled first come, first served.
+CONNECT_SERVER_CONF = {
+    "spark.scheduler.mode": "FAIR",
+    "spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
+    "spark.hadoop.parquet.enable.summary-metadata": "false",
+    "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
+}
+
+# How long ratui waits for a Spark Connect server or a cluster master to accept a connection before it gives
+# up (the Connect client alone would retry an unreachable server for ten minutes).
+CONNECT_TIMEOUT_SECONDS = 5.0
+
+# The code of "Spark cannot be reached" (a registered code of its own when errors.yaml has one).
+UNREACHABLE_CODE = "RAT-SPK-001" if "RAT-SPK-001" in CODES else "RAT-CFG-007"
+
 _lock = threading.Lock()
 _session: Any = None
 _started_at: float | None = None
 _startup_seconds: float | None = None
 _listeners: list[Callable[[str], None]] = []
+# Spark Connect: the server's URL (None when the process runs a JVM of its own), the SQL settings every session
+# gets, what the server says about itself, the sessions of each run, and every session handed out (released at exit)
+_remote_url: str | None = None
+_session_conf: dict[str, str] = {}
+_server: dict[str, str] = {}
+_run_sessions: dict[str, list[Any]] = {}
+_all_remote: "weakref.WeakSet[Any]" = weakref.WeakSet()
+_sessions_lock = threading.Lock()
 
 
 def _quiet_python_loggers() -> None:
@@ -79,6 +123,11 @@ def _quiet_python_loggers() -> None:
 
 def is_started() -> bool:
     return _session is not None
+
+
+def is_remote() -> bool:
+    """True when the process's Spark is a Spark Connect server (no JVM, no SparkContext here)."""
+    return _remote_url is not None
 
 
 def startup_seconds() -> float | None:
@@ -127,7 +176,18 @@ def get_spark(settings: Settings):
 def _start(settings: Settings):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    if settings.spark_remote:
+        return _start_connect(settings)
+    return _start_classic(settings)
+
+
+def _start_classic(settings: Settings):
+    """Spark in a JVM of ratui's own: local, or the driver of a standalone (or any other) cluster."""
     _quiet_python_loggers()
+    master = settings.spark_master
+    if master.startswith("spark://"):
+        for host, port in _master_addresses(master):
+            _check_reachable(host, port, f"Spark master {master}", "spark.master")
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
     from pyspark.sql import SparkSession
@@ -143,6 +203,12 @@ def _start(settings: Settings):
         conf.set(key, value)
     for key, value in REQUIRED_CONF.items():
         conf.set(key, value)
+    if master.startswith("spark://") and all(_is_loopback(h) for h, _p in _master_addresses(master)):
+        # a cluster on this machine's loopback: the executors reach the driver there too (by default the driver
+        # advertises the machine's address, which a firewall or a loopback-only setup refuses)
+        for key in ("spark.driver.host", "spark.driver.bindAddress"):
+            if key not in settings.spark_config:
+                conf.set(key, "127.0.0.1")
     # a JVM that crashes writes its report with the project's logs, not into the current folder
     java_opts = (f"-Dlog4j2.configurationFile=file:{log4j_file} -Dlog4j.configurationFile=file:{log4j_file} "
                  f"-XX:ErrorFile={settings.log_dir / 'hs_err_pid%p.log'}")
@@ -170,6 +236,159 @@ def _start(settings: Settings):
     sc = SparkContext(conf=conf, gateway=gateway)
     sc.setLogLevel("WARN")
     return SparkSession(sc)
+
+
+# ------------------------------------------------------------------------------------------ Spark Connect
+
+
+def _start_connect(settings: Settings):
+    """A Spark Connect client: no JVM and no py4j in this process. The SQL settings ratui needs (and ratui.yaml's
+    spark.sql.* ones) are set on every session; the server's static settings are its own (connect_server_conf)."""
+    global _remote_url, _session_conf, _server
+    os.environ.setdefault("GRPC_VERBOSITY", "NONE")  # gRPC's C core would print to the terminal the console draws on
+    _quiet_python_loggers()
+    _quiet_connect_client(settings)
+    url = settings.spark_remote
+    assert url is not None
+    host, port = _remote_address(url)
+    _check_reachable(host, port, f"Spark Connect server {display_url(url)}", "spark.remote")
+    from pyspark.sql import SparkSession
+
+    try:
+        session = SparkSession.builder.remote(url).create()
+    except Exception as exc:  # e.g. PACKAGE_NOT_INSTALLED: the connect extra is missing
+        raise RatuiError(UNREACHABLE_CODE, f"cannot start a Spark Connect client for {display_url(url)}: "
+                         f"{_first_line(exc)}", file=str(settings.root / SETTINGS_FILE),
+                         hint="Install ratui's connect extra (pip install 'ratui[connect]', which brings "
+                              "pyspark[connect]).") from None
+    wanted = {k: v for k, v in {**settings.spark_config, **REQUIRED_CONF}.items()
+              if k.startswith(CONNECT_SESSION_PREFIX)}
+    applied: dict[str, str] = {}
+    notes = []
+    for key, value in wanted.items():
+        try:
+            session.conf.set(key, value)
+            applied[key] = value
+        except Exception as exc:  # a static SQL setting (spark.sql.warehouse.dir, ...): the server's value holds
+            notes.append(f"{key} is the server's to set ({_first_line(exc)})")
+    ignored = sorted(k for k, v in settings.spark_config.items()
+                     if not k.startswith(CONNECT_SESSION_PREFIX) and DEFAULT_SPARK_CONFIG.get(k) != v)
+    if ignored:
+        notes.append(f"ratui.yaml settings the server owns, not applied: {', '.join(ignored)}")
+    server = {}
+    for key in ("spark.master", "spark.app.name", *CONNECT_SERVER_CONF):
+        server[key] = session.conf.get(key, None) or ""
+    server["version"] = session.version
+    for key, value in CONNECT_SERVER_CONF.items():
+        if server.get(key, "").lower() != value.lower():
+            notes.append(f"the server runs with {key}={server.get(key) or '(unset)'}; ratui wants {value}")
+    _log_to_file(settings, [f"Spark Connect {display_url(url)}: server Spark {server['version']}, master "
+                            f"{server['spark.master']}"] + notes)
+    with _sessions_lock:
+        _all_remote.add(session)
+    _session_conf, _server, _remote_url = applied, server, url
+    return session
+
+
+def connect_server_conf() -> dict[str, str]:
+    """The static settings a Spark Connect server should run with for ratui (README: Beyond one machine)."""
+    return dict(CONNECT_SERVER_CONF)
+
+
+def _quiet_connect_client(settings: Settings) -> None:
+    """The Connect client logs (when SPARK_CONNECT_LOG_LEVEL asks for it) to a file, never to the terminal."""
+    client_logger = logging.getLogger("pyspark.sql.connect.logging")
+    settings.log_dir.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(settings.log_dir / "spark-connect.log", encoding="utf-8", delay=True)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(funcName)s %(message)s"))
+    client_logger.handlers[:] = [handler]
+    client_logger.propagate = False
+
+
+def _log_to_file(settings: Settings, lines: list[str]) -> None:
+    """A few lines in .ratui/logs/spark.log (where a JVM of our own writes its log)."""
+    try:
+        settings.log_dir.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        with open(settings.log_dir / "spark.log", "a", encoding="utf-8") as fh:
+            for line in lines:
+                fh.write(f"{stamp} INFO ratui.spark: {line}\n")
+    except OSError:
+        pass
+
+
+def display_url(url: str) -> str:
+    """sc://HOST:PORT without its parameters (a token must never reach the screen or a log)."""
+    parsed = urlparse(url)
+    return f"{parsed.scheme}://{parsed.netloc}" if parsed.netloc else url.split("/;", 1)[0]
+
+
+def _remote_address(url: str) -> tuple[str, int]:
+    parsed = urlparse(url)
+    return parsed.hostname or "localhost", parsed.port or 15002
+
+
+def _master_addresses(master: str) -> list[tuple[str, int]]:
+    """spark://h1:7077,h2:7077 -> [(h1, 7077), (h2, 7077)]."""
+    out = []
+    for part in master[len("spark://"):].split(","):
+        host, _, port = part.strip().rpartition(":")
+        out.append((host or part.strip(), int(port) if port.isdigit() else 7077))
+    return out
+
+
+def _is_loopback(host: str) -> bool:
+    if host in ("localhost", "::1") or host.startswith("127."):
+        return True
+    try:
+        return socket.gethostbyname(host).startswith("127.")
+    except OSError:
+        return False
+
+
+def _check_reachable(host: str, port: int, what: str, setting: str) -> None:
+    """Fail fast, with a coded error, when nothing listens where ratui.yaml says Spark is."""
+    try:
+        with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_SECONDS):
+            return
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+    raise RatuiError(UNREACHABLE_CODE, f"{what} is not reachable: {reason}",
+                     hint=f"Start it, or point {setting} in {SETTINGS_FILE} (or SPARK_REMOTE) at a running one.")
+
+
+def _first_line(exc: BaseException) -> str:
+    from ratui.engine.spark.errors import error_message
+
+    return error_message(exc)
+
+
+# ------------------------------------------------------------------------------------------ where Spark runs
+
+
+def describe() -> str | None:
+    """Where Spark runs and with what, in a user's words, or None before it started: "local[2], 2 cores",
+    "cluster spark://127.0.0.1:7077, 1 executor, 2 cores", "Spark Connect sc://127.0.0.1:15002 (server local[2])".
+    Asks the driver (never a job); call it off the console's event loop."""
+    session = _session
+    if session is None:
+        return None
+    if _remote_url is not None:
+        master = _server.get("spark.master")
+        return f"Spark Connect {display_url(_remote_url)}" + (f" (server {master})" if master else "")
+    try:
+        sc = session.sparkContext
+        master = sc.master
+        jsc = sc._jsc.sc()
+        cores = jsc.maxNumConcurrentTasks(jsc.resourceProfileManager().defaultResourceProfile())
+        if master.startswith("local"):
+            return f"{master}, {cores} core{'s' if cores != 1 else ''}"
+        executors = jsc.getExecutorIds().size()
+        where = f"cluster {master}" if master.startswith("spark://") else master
+        return (f"{where}, {executors} executor{'s' if executors != 1 else ''}, "
+                f"{cores} core{'s' if cores != 1 else ''}")
+    except Exception:  # a driver going down: say where, not what
+        return None
 
 
 # ------------------------------------------------------------------------------------------ class archive
@@ -284,14 +503,49 @@ def _settle(part: Path, archive: Path) -> None:
 
 
 def new_session(settings: Settings):
-    """A session of its own (temp views, SQL settings) on the process's Spark: an ad-hoc query's."""
-    return get_spark(settings).newSession()
+    """A session of its own (temp views, SQL settings) on the process's Spark: an ad-hoc query's. Hand it back with
+    release() when done (a Connect session holds a server-side session and a connection)."""
+    return _fresh(get_spark(settings))
+
+
+def _fresh(root):
+    session = root.newSession()
+    if _remote_url is not None:
+        # a new Connect session starts from the server's defaults: ratui's SQL settings again
+        _set_all(session, _session_conf)
+        with _sessions_lock:
+            _all_remote.add(session)
+    return session
+
+
+def _set_all(session, values: dict[str, str]) -> None:
+    if not values:
+        return
+    setter = getattr(session.conf, "_set_all", None)
+    if setter is not None:
+        setter(values, silent=False)  # one round trip
+    else:
+        for key, value in values.items():
+            session.conf.set(key, value)
+
+
+def release(session) -> None:
+    """Done with a session from new_session(): a Connect session's server side and connection go. Nothing to do
+    for a session on a JVM of our own (it shares the SparkContext and is garbage-collected)."""
+    if session is None or _remote_url is None or session is _session:
+        return
+    with _sessions_lock:
+        _all_remote.discard(session)
+    try:
+        session.stop()
+    except Exception:  # a server already gone: nothing left to release
+        log.debug("releasing a Spark Connect session failed", exc_info=True)
 
 
 def new_run_session(settings: Settings, run_id: str):
     """A session for one run: isolated temp views, shared context. Call from the thread that runs the jobs."""
     root = get_spark(settings)
-    session = root.newSession()
+    session = _fresh(root)
     # a malformed CSV row is found whatever columns the query reads (landing_reader.py)
     session.conf.set("spark.sql.csv.parser.columnPruning.enabled", "false")
     # a cached batch (a merge reads it two or three times) gets adaptive execution's coalesced partitions too:
@@ -301,26 +555,90 @@ def new_run_session(settings: Settings, run_id: str):
     return session
 
 
+def run_tag(run_id: str) -> str:
+    """The Spark job tag of a run's operations (Spark Connect)."""
+    return f"ratui-run-{run_id}"
+
+
 def bind_thread(session, run_id: str) -> None:
     """Tag this thread's Spark jobs with the run, so cancel_run() can interrupt them from any thread."""
+    if _remote_url is not None:
+        # Connect: tags are per thread of the client; the server interrupts a tag within one session
+        session.addTag(run_tag(run_id))
+        with _sessions_lock:
+            sessions = _run_sessions.setdefault(run_id, [])
+            if not any(s is session for s in sessions):
+                sessions.append(session)
+        return
     sc = session.sparkContext
     sc.setJobGroup(run_id, f"ratui run {run_id}", interruptOnCancel=True)
     sc.setLocalProperty("spark.scheduler.pool", f"run-{run_id}")
 
 
 def cancel_run(run_id: str) -> None:
-    if _session is not None:
-        _session.sparkContext.cancelJobGroup(run_id)
+    """Interrupt the run's running Spark jobs (from any thread)."""
+    if _session is None:
+        return
+    if _remote_url is not None:
+        with _sessions_lock:
+            sessions = list(_run_sessions.get(run_id, ()))
+        for session in sessions:
+            try:
+                session.interruptTag(run_tag(run_id))
+            except Exception:  # the run's session already released: nothing runs there
+                log.debug("interrupting %s failed", run_id, exc_info=True)
+        return
+    _session.sparkContext.cancelJobGroup(run_id)
+
+
+def end_run(run_id: str) -> None:
+    """The run ended: its Connect sessions are released (their server-side state, temp views and cached batches
+    go). Nothing to do on a JVM of our own."""
+    with _sessions_lock:
+        sessions = _run_sessions.pop(run_id, [])
+    for session in sessions:
+        release(session)
+
+
+# What an interrupted job says: a cancelled job group or tag (a JVM of our own), an interrupted operation (Connect)
+CANCELLATION_TEXTS = ("SPARK_JOB_CANCELLED", "cancelled job group", "was cancelled", "OPERATION_CANCELED",
+                      "cancelled because it was part of cancelled job tags", "cancelled job tag")
 
 
 def is_cancellation(exc: BaseException) -> bool:
     text = str(exc)
-    return "SPARK_JOB_CANCELLED" in text or "cancelled job group" in text or "was cancelled" in text
+    return any(marker in text for marker in CANCELLATION_TEXTS)
 
 
 def stop() -> None:
-    global _session
+    global _session, _remote_url
     with _lock:
         if _session is not None:
+            if _remote_url is not None:
+                _release_all()
             _session.stop()
             _session = None
+            _remote_url = None
+
+
+def _release_all() -> None:
+    """Every Connect session still out: released, so no channel is left for the interpreter's exit to close (a
+    Connect session closed only by its finalizer at exit can block the exit for good)."""
+    with _sessions_lock:
+        sessions = [s for s in list(_all_remote) if s is not _session]
+        _run_sessions.clear()
+        _all_remote.clear()
+    for session in sessions:
+        try:
+            session.stop()
+        except Exception:
+            pass
+
+
+@atexit.register
+def _stop_remote_at_exit() -> None:
+    if _remote_url is not None:
+        try:
+            stop()
+        except Exception:
+            pass

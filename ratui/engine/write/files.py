@@ -4,11 +4,14 @@ Spark writes Parquet (with Iceberg field ids) into the table's own data folder; 
 DataFile entries and commits one snapshot that adds them and removes the files they replace. A write that fails
 before its commit leaves nothing behind (its folder is discarded); a committed file is only ever removed by the
 reaper's orphan sweep, once no ref reaches it.
+
+The files Spark wrote are found by listing the write's folder through the table's own FileIO (its pyarrow file
+system for the table location), never through this process's view of a local disk: the executors that wrote them
+may be a cluster's or a Spark Connect server's. Spark's side files (_SUCCESS, .crc) go the same way.
 """
 
 from __future__ import annotations
 
-import shutil
 import uuid
 import zoneinfo
 from dataclasses import dataclass
@@ -16,7 +19,8 @@ from pathlib import Path
 from contextlib import contextmanager
 from typing import Iterable, Iterator, Sequence
 
-from pyiceberg.io.pyarrow import parquet_file_to_data_file
+from pyarrow import fs as pafs
+from pyiceberg.io.pyarrow import PyArrowFileIO, parquet_file_to_data_file
 from pyiceberg.manifest import DataFile
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
@@ -68,11 +72,49 @@ def with_field_ids(df, schema: Schema):
 @dataclass
 class WrittenFiles:
     files: list[DataFile]
-    folder: Path
+    folder: str  # where Spark wrote them: a local path, or a URI of the table's file system
+    table: Table | None = None  # whose FileIO reaches `folder`
 
     @property
     def rows(self) -> int:
         return sum(f.record_count for f in self.files)
+
+
+class _Folder:
+    """A folder of the table's storage, reached through the table's FileIO: its pyarrow file system."""
+
+    def __init__(self, table: Table | None, location: str):
+        self.location = location
+        io = getattr(table, "io", None)
+        if isinstance(io, PyArrowFileIO):
+            scheme, netloc, path = io.parse_location(location, io.properties)
+            self.fs, self.path = io.fs_by_scheme(scheme, netloc), path
+        else:  # another FileIO (or none): pyarrow's own file system for the location
+            scheme = location.split("://", 1)[0] if "://" in location else "file"
+            self.fs, self.path = pafs.FileSystem.from_uri(location if "://" in location
+                                                          else Path(location).absolute().as_uri())
+        self.scheme = scheme
+        self.local = scheme == "file"
+
+    def location_of(self, path: str) -> str:
+        """A listed file as the table knows its files: a local path, or the URI of an object."""
+        return path if self.local else f"{self.scheme}://{path}"
+
+    def listing(self) -> list[pafs.FileInfo]:
+        """Everything under the folder (files and folders), sorted by path; nothing when it does not exist."""
+        selector = pafs.FileSelector(self.path, recursive=True, allow_not_found=True)
+        return sorted(self.fs.get_file_info(selector), key=lambda info: info.path)
+
+    def exists(self) -> bool:
+        return self.fs.get_file_info(self.path).type != pafs.FileType.NotFound
+
+    def remove(self) -> None:
+        self.fs.delete_dir(self.path)
+
+
+def _is_data_file(info: pafs.FileInfo) -> bool:
+    return info.type == pafs.FileType.File and info.base_name.endswith(".parquet") \
+        and not info.base_name.startswith((".", "_"))
 
 
 # Rows per file a clustered write aims at (about 10-40 MB of Parquet for typical rows): a merge that rewrites
@@ -99,9 +141,10 @@ def write_files(df, table: Table, run_id: str, cluster_by: Iterable[str] = (),
     again with the same key range and partition. Rewriting a large part of a table then costs a read and
     a write, not a global sort.
     """
-    from ratui.engine.write.partitioning import fill_missing_partition, hidden_columns
+    from ratui.engine.write.partitioning import hidden_columns
 
-    folder = Path(local_file(table, table.location())) / "data" / f"run-{run_id}-{uuid.uuid4().hex[:8]}"
+    base = local_file(table, table.location()).rstrip("/")
+    folder = f"{base}/data/run-{run_id}-{uuid.uuid4().hex[:8]}"
     order = [f"`{c}`" for c in cluster_by]
     hidden: list[str] = []
     if table.spec().fields:
@@ -124,7 +167,8 @@ def write_files(df, table: Table, run_id: str, cluster_by: Iterable[str] = (),
             conf.update(UNCOUNTED_RANGES)
     if keep is not None:
         df = keep.unionByName(df)
-    writer = with_field_ids(df, table.schema()).write.mode("errorifexists")
+    # "error" (errorifexists): the only spelling Spark Connect knows as well
+    writer = with_field_ids(df, table.schema()).write.mode("error")
     if hidden:
         writer = writer.partitionBy(*hidden)
     if keep is not None:
@@ -132,25 +176,42 @@ def write_files(df, table: Table, run_id: str, cluster_by: Iterable[str] = (),
         biggest = str(max([f.file_size_in_bytes for f in keep_files] + [1]) + 1)
         conf.update({"spark.sql.files.maxPartitionBytes": biggest, "spark.sql.files.openCostInBytes": biggest})
     with session_conf(df.sparkSession, conf):
-        writer.parquet(str(folder))
+        writer.parquet(folder)
+    return _register(table, folder)
+
+
+def _register(table: Table, folder: str) -> WrittenFiles:
+    """DataFile entries for the Parquet files Spark wrote under `folder`, found through the table's FileIO. Empty
+    files are removed (Spark writes one for an empty result), and so is everything that is not a data file
+    (_SUCCESS, .crc side files, folders left empty)."""
+    from ratui.engine.write.partitioning import fill_missing_partition
+
     files: list[DataFile] = []
-    written = WrittenFiles(files, folder)
+    written = WrittenFiles(files, folder, table)
     try:
-        for path in sorted(folder.rglob("*.parquet")):
-            try:
-                entry = parquet_file_to_data_file(table.io, table.metadata, str(path))
-            except ValueError as exc:  # e.g. a file holding two partition values: never commit it
-                raise RatuiError("RAT-WRT-006", f"cannot register {path.name} in {table.name()}: {exc}") from None
-            if entry.record_count == 0:
-                path.unlink()  # Spark writes an empty file for an empty result; the table does not need it
+        where = _Folder(table, folder)
+        listing = where.listing()
+        for info in listing:
+            if not _is_data_file(info):
                 continue
-            fill_missing_partition(entry, table, str(path))
+            location = where.location_of(info.path)
+            try:
+                entry = parquet_file_to_data_file(table.io, table.metadata, location)
+            except ValueError as exc:  # e.g. a file holding two partition values: never commit it
+                raise RatuiError("RAT-WRT-006", f"cannot register {info.base_name} in {table.name()}: {exc}") from None
+            if entry.record_count == 0:
+                where.fs.delete_file(info.path)  # the table does not need an empty file
+                continue
+            fill_missing_partition(entry, table, location)
             files.append(entry)
-        for extra in sorted(folder.rglob("*"), reverse=True):
-            if extra.is_file() and extra.suffix != ".parquet":
-                extra.unlink()
-            elif extra.is_dir() and not any(extra.iterdir()):
-                extra.rmdir()
+        for info in listing:
+            if info.type == pafs.FileType.File and not _is_data_file(info):
+                where.fs.delete_file(info.path)
+        if where.local:  # object stores have no folders to leave empty
+            for info in sorted((i for i in listing if i.type == pafs.FileType.Directory),
+                               key=lambda i: i.path, reverse=True):
+                if not where.fs.get_file_info(pafs.FileSelector(info.path, allow_not_found=True)):
+                    where.fs.delete_dir(info.path)
     except Exception:
         discard(written)
         raise
@@ -184,9 +245,15 @@ def session_conf(session, values: dict[str, str]) -> Iterator[None]:
 
 
 def discard(written: WrittenFiles | None) -> None:
-    """Remove files a failed write produced before they were committed anywhere."""
-    if written is not None and written.folder.exists():
-        shutil.rmtree(written.folder, ignore_errors=True)
+    """Remove files a failed write produced before they were committed anywhere (through the table's FileIO)."""
+    if written is None:
+        return
+    try:
+        where = _Folder(written.table, str(written.folder))
+        if where.exists():
+            where.remove()
+    except OSError:  # gone already, or unreachable: the reaper's orphan sweep removes what is left
+        pass
 
 
 def commit_files(table: Table, *, add: list[DataFile], delete: list[DataFile], message: str,

@@ -153,12 +153,15 @@ def fill_missing_partition(data_file, table, path: str) -> None:
         from pyiceberg.partitioning import partition_record_value
 
         source = schema.find_field(pf.source_id)
-        arrow_name = next(
-            (f.name for f in pq.read_schema(path)
-             if f.metadata and f.metadata.get(b"PARQUET:field_id") == str(source.field_id).encode()),
-            source.name,
-        )
-        column = pq.read_table(path, columns=[arrow_name]).column(0)
+        # through the table's FileIO: the file is where Spark's executors wrote it, not necessarily on this disk
+        with table.io.new_input(path).open() as stream:
+            parquet = pq.ParquetFile(stream)
+            arrow_name = next(
+                (f.name for f in parquet.schema_arrow
+                 if f.metadata and f.metadata.get(b"PARQUET:field_id") == str(source.field_id).encode()),
+                source.name,
+            )
+            column = parquet.read(columns=[arrow_name]).column(0)
         values = pc.drop_null(column)
         if len(values) == 0:
             continue

@@ -32,11 +32,12 @@ from textual.signal import Signal
 
 from ratui.console.controller import BatchItem, Controller, EngineItem, SparkItem, WatchItem, utc_now
 from ratui.console.format import batch_summary, fmt_ms, short_key
+from ratui.console import user_settings
 from ratui.console.live import LiveRun, RunStore
 from ratui.engine.errors import RatuiError
 from ratui.messages import (
     CancelOutcomes, ControllerEvents, EngineOpened, Failed, ProjectCompiled, QuitReady, ReaperPassDone, RunLaunched,
-    RunLookedUp, WatchToggled,
+    RunLookedUp, ThemeSaved, WatchToggled,
 )
 from ratui.screens.branches import BranchesScreen
 from ratui.screens.dialogs import CancelRunScreen, ConfirmScreen, ErrorScreen, HelpScreen, JumpScreen
@@ -194,6 +195,9 @@ class RatuiApp(App[None]):
         self.reaper_interval = reaper_interval  # seconds; default: ratui.yaml reaper.interval_minutes
         self._reaper_timer = None
         self.set_reactive(RatuiApp.project_name, self.root.name)
+        remembered = user_settings.load().get("theme")  # a small file, read once before the first paint
+        if remembered in ("textual-dark", "textual-light"):
+            self.theme = remembered
 
     # ------------------------------------------------------------------------------------------- boot
 
@@ -687,6 +691,16 @@ class RatuiApp(App[None]):
 
     def action_toggle_theme(self) -> None:
         self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"
+        word = "light" if self.theme == "textual-light" else "dark"
+        self.background(lambda: user_settings.save({"theme": self.theme}), ThemeSaved, "saving the theme",
+                        group="theme")
+        self.notify(f"Theme: {word}.", title="Theme", timeout=2, markup=False)
+
+    @on(ThemeSaved)
+    def _theme_saved(self, message: ThemeSaved) -> None:
+        if message.value is None:
+            self.notify("The theme applies to this session; it could not be saved in your config folder.",
+                        title="Theme", severity="warning", timeout=4, markup=False)
 
     async def action_quit(self) -> None:
         active = self.store.active()

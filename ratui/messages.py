@@ -44,6 +44,10 @@ class RunLaunched(Result):
     """A run was queued from the console: `value` is (run_id, key, full_refresh)."""
 
 
+class ThemeSaved(Result):
+    """`value`: the settings file the theme was saved in, or None when it could not be written."""
+
+
 class RunLookedUp(Result):
     """`:run ID` / `:ID`: `value` is (what was typed, the run's record or None)."""
 

@@ -21,6 +21,22 @@ spark:
 """
 
 
+@pytest.fixture(scope="session", autouse=True)
+def user_config_home(tmp_path_factory):
+    """The console keeps user settings (theme) in the platform's config folder: a throwaway one for the tests,
+    the CLI processes they start included, never the real user's."""
+    import os
+
+    folder = tmp_path_factory.mktemp("xdg-config")
+    old = os.environ.get("XDG_CONFIG_HOME")
+    os.environ["XDG_CONFIG_HOME"] = str(folder)
+    yield folder
+    if old is None:
+        os.environ.pop("XDG_CONFIG_HOME", None)
+    else:
+        os.environ["XDG_CONFIG_HOME"] = old
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     """The process's SparkSession, started once with small-data settings (every Engine shares it)."""

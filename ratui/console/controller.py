@@ -43,23 +43,27 @@ class RunFilter:
     pipeline: str | None = None
     status: str | None = None
     text: str | None = None
+    problem: str | None = None  # what could not be understood (an unknown status): said, never silently empty
 
     @classmethod
     def parse(cls, query: str) -> "RunFilter":
-        pipeline = status = None
+        pipeline = status = problem = None
         words: list[str] = []
         for token in query.split():
             key, sep, value = token.partition(":")
             key = key.lower()
             if sep and key in ("status", "s") and value:
-                status = value.lower()
+                if value.lower() in RUN_STATUSES:
+                    status = value.lower()
+                else:
+                    problem = f"unknown status '{value}': one of {', '.join(RUN_STATUSES)}"
             elif sep and key in ("pipeline", "p") and value:
                 pipeline = value
             elif not sep and token.lower() in RUN_STATUSES:
                 status = token.lower()
             else:
                 words.append(token)
-        return cls(pipeline, status, " ".join(words) or None)
+        return cls(pipeline, status, " ".join(words) or None, problem)
 
     @property
     def active(self) -> bool:

@@ -35,8 +35,9 @@ class LandingScreen(TableScreen):
     COLUMNS = COLUMNS
     AUTO_FOCUS = "#landing-table"
     BINDINGS = [
-        Binding("r", "reset_file", "Reset file", id="landing.reset_file"),
-        Binding("R", "reset_zone", "Reset zone", id="landing.reset_zone", key_display="R"),
+        # u/U, not r: r means run everywhere else
+        Binding("u", "reset_file", "Reset file", id="landing.reset_file"),
+        Binding("U", "reset_zone", "Reset zone", id="landing.reset_zone", key_display="U"),
         Binding("ctrl+r", "refresh", "Refresh", id="landing.refresh"),
     ]
 

@@ -49,7 +49,7 @@ class PipelinesScreen(ConsoleScreen):
     AUTO_FOCUS = "#pipeline-tree"
     BINDINGS = [
         Binding("r", "run", "Run", id="pipelines.run"),
-        Binding("plus,d", "run_descendants", "Run x+", id="pipelines.run_descendants", key_display="+"),
+        Binding("plus", "run_descendants", "Run downstream", id="pipelines.run_descendants", key_display="+"),
         Binding("a", "run_all", "Run all", id="pipelines.run_all"),
         Binding("f", "full_refresh", "Full refresh", id="pipelines.full_refresh"),
         Binding("F", "force_run", "Force run", id="pipelines.force_run", key_display="F", show=False),
@@ -399,7 +399,7 @@ class PipelinesScreen(ConsoleScreen):
     def action_run_descendants(self) -> None:
         keys = self._selected_keys()
         if len(keys) != 1:
-            self.notify("Select one pipeline: x+ runs it and everything downstream.", severity="warning")
+            self.notify("Select one pipeline: + runs it and everything downstream of it.", severity="warning")
             return
         key = keys[0]
         chosen = {key, *self.compiled.graph.descendants(key)}

@@ -7,6 +7,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.widgets.data_table import ColumnKey
 from textual.widgets import DataTable, Footer, Static
 
 from ratui.console.format import fmt_time
@@ -141,15 +142,7 @@ class ReaperScreen(ConsoleScreen):
     def _preview_loaded(self, message: ReaperPreviewed) -> None:
         report = message.value
         self.preview = report
-        table = self.query_one("#reaper-preview", DataTable)
-        table.clear()
-        for name, task in report.tasks.items():
-            for item in task.found:
-                table.add_row(TASK_TITLES.get(name, name), str(item.get("name", "")), item_detail(name, item),
-                              key=f"{name}\x1f{item.get('name', '')}")
-            if task.error:
-                table.add_row(TASK_TITLES.get(name, name), Text(f"error {task.error.get('code', '?')}", style="red"),
-                              Text(str(task.error.get("message", ""))[:100], style="red"), key=f"{name}\x1ferror")
+        self.fill_items(report, dry_run=True)
         info = Text("Preview (dry run): ", style="bold")
         if report.found:
             info.append(f"{report.found} item(s) would be removed")
@@ -162,6 +155,22 @@ class ReaperScreen(ConsoleScreen):
             info.append(f"   {len(report.errors)} task(s) failed", style="red")
         self.query_one("#reaper-preview-info", Static).update(info)
         self.reload()
+
+    def fill_items(self, report, *, dry_run: bool) -> None:
+        """The items of a pass: what a dry run would remove, or what a real pass removed."""
+        table = self.query_one("#reaper-preview", DataTable)
+        table.clear()
+        column = table.columns.get(ColumnKey("item"))
+        if column is not None:
+            column.label = Text("WOULD REMOVE" if dry_run else "REMOVED")
+        for name, task in report.tasks.items():
+            for item in (task.found if dry_run else task.removed):
+                table.add_row(TASK_TITLES.get(name, name), str(item.get("name", "")), item_detail(name, item),
+                              key=f"{name}\x1f{item.get('name', '')}")
+            if task.error:
+                table.add_row(TASK_TITLES.get(name, name), Text(f"error {task.error.get('code', '?')}", style="red"),
+                              Text(str(task.error.get("message", ""))[:100], style="red"), key=f"{name}\x1ferror")
+        table.refresh()
 
     def action_run_now(self) -> None:
         body = Text("Run the reaper now?\n\n")
@@ -181,7 +190,7 @@ class ReaperScreen(ConsoleScreen):
     def _run_loaded(self, message: ReaperRan) -> None:
         report = message.value
         self.preview = None
-        self.query_one("#reaper-preview", DataTable).clear()
+        self.fill_items(report, dry_run=False)  # what it did remove, under a header that says so
         self.app.reaper_finished(report)
         info = Text("Ran: ", style="bold")
         info.append(f"{report.removed} removed of {report.found} found, {format_bytes(report.bytes_freed)} freed")

@@ -39,6 +39,9 @@ class RunsScreen(TableScreen):
         Binding("right_square_bracket,n", "page(1)", "Next page", id="runs.next", key_display="]"),
         Binding("left_square_bracket,p", "page(-1)", "Prev page", id="runs.prev", key_display="["),
         Binding("escape", "clear_filter", "Clear filter", id="runs.clear", show=False),
+        # priority: the table's own home/end only scroll the current page
+        Binding("home", "first_page", "First page", id="runs.first", show=False, priority=True),
+        Binding("end", "last_page", "Last page", id="runs.last", show=False, priority=True),
         Binding("ctrl+r", "refresh", "Refresh", id="runs.refresh"),
         Binding("q", "quality", "Quality", id="runs.quality"),
         Binding("R", "rerun", "Re-run", id="runs.rerun", key_display="R"),
@@ -120,7 +123,11 @@ class RunsScreen(TableScreen):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        self.filter = RunFilter.parse(event.value)
+        parsed = RunFilter.parse(event.value)
+        if parsed.problem:  # keep the field open with what was typed, and say what is wrong with it
+            self.notify(parsed.problem, title="Filter", severity="warning", markup=False)
+            return
+        self.filter = parsed
         self.page = 0
         field = self.query_one("#runs-filter", Input)
         field.add_class("hidden")
@@ -136,6 +143,31 @@ class RunsScreen(TableScreen):
             self.filter = RunFilter()
             self.page = 0
             self.reload()
+
+    def action_first_page(self) -> None:
+        """Home: the newest runs, the cursor on the first (in the filter field: its start)."""
+        field = self.query_one("#runs-filter", Input)
+        if field.has_focus:
+            field.action_home()
+            return
+        table = self.query_one("#runs-table", DataTable)
+        if self.page != 0:
+            self.page = 0
+            self.reload()
+        table.move_cursor(row=0)
+
+    def action_last_page(self) -> None:
+        """End: the oldest runs (in the filter field: its end)."""
+        field = self.query_one("#runs-filter", Input)
+        if field.has_focus:
+            field.action_end()
+            return
+        if self.data is not None and self.page != self.data.pages - 1:
+            self.page = self.data.pages - 1
+            self.reload()
+        else:
+            table = self.query_one("#runs-table", DataTable)
+            table.move_cursor(row=max(0, table.row_count - 1))
 
     def action_page(self, delta: int) -> None:
         if self.data is None:

@@ -542,3 +542,6 @@ def test_a_file_with_bad_rows_is_skipped_after_max_attempts_and_the_others_load(
     result = run_one(engine, "demo.bronze.events")
     assert result.status == "success", result.error
     assert [r["id"] for r in rows_on_main(engine, "demo.bronze.events")] == [1]
+    # the run that loaded a file counts as its attempt: loaded at the first try shows 1, not 0
+    ledger = {f.file: (f.state, f.attempts) for f in engine.state.ledger.files("demo", "events")}
+    assert ledger == {"a.jsonl": ("loaded", 1), "bad.jsonl": ("skipped", 2)}

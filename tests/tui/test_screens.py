@@ -5,6 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
+from ratui.console import user_settings
 from ratui.screens.dialogs import ConfirmScreen, ErrorScreen, HelpScreen, JumpScreen, MergeScreen
 from ratui.screens.quality import QualityScreen
 from ratui.screens.run import RunScreen
@@ -170,6 +171,20 @@ def test_runs_pages_filters_and_opens(paged):
             await pilot.press("left_square_bracket", "p")
             await settle(pilot)
             assert "runs 1–100 of 268" in screen_text(app)
+            await pilot.press("end")  # the oldest runs, then home: the newest, the cursor on the first
+            await settle(pilot)
+            assert "runs 201–268 of 268" in screen_text(app)
+            await pilot.press("home")
+            await settle(pilot)
+            assert "runs 1–100 of 268" in screen_text(app) and table.cursor_row == 0
+
+            # an unknown status is said, not an empty list
+            await pilot.press("slash", *"status:bogus", "enter")
+            await settle(pilot)
+            assert any("unknown status 'bogus'" in n for n in app.notices)
+            assert "runs 1–100 of 268" in screen_text(app)
+            await pilot.press("escape")
+            await settle(pilot)
 
             # / filters by status, pipeline and text
             await pilot.press("slash")
@@ -414,16 +429,21 @@ def test_palette_jump_help_and_theme(seeded):
             await settle(pilot)
             assert isinstance(app.screen, HelpScreen)
             text = screen_text(app)
-            assert "Run x+" in text and "Full refresh" in text and "Jump" in text
+            assert "Run downstream" in text and "Full refresh" in text and "Jump" in text
             await pilot.press("escape")
             await settle(pilot)
             assert not isinstance(app.screen, HelpScreen)
 
+            # the theme says what it is now, and is remembered in the user's config folder
             dark = app.theme
             await pilot.press("ctrl+t")
-            assert app.theme != dark
+            await settle(pilot)
+            assert app.theme == "textual-light" and "Theme: Theme: light." in app.notices
+            assert user_settings.load() == {"theme": "textual-light"}
+            assert make_app(seeded).theme == "textual-light"  # the next console starts with it
             await pilot.press("ctrl+t")
-            assert app.theme == dark
+            await settle(pilot)
+            assert app.theme == dark and user_settings.load() == {"theme": dark}
             assert not app.crashes
 
     run(go())

@@ -121,10 +121,10 @@ def test_landing_lists_the_ledger_and_resets_a_file_then_a_zone(tmp_path):
             assert "✔ loaded" in text and SUCCESS_RUN in text
             assert "✘ skipped" in text and "RAT-RUN-003 quality gate" in text
 
-            # reset the skipped file: select it, r, confirm
+            # reset the skipped file: select it, u, confirm
             table = app.screen.query_one("#landing-table")
             table.move_cursor(row=table.get_row_index(f"orders\x1f{ORDERS}\x1forders_2026_03.csv"))
-            await pilot.press("r")
+            await pilot.press("u")
             await settle(pilot)
             assert isinstance(app.screen, ConfirmScreen)
             assert "orders_2026_03.csv" in flat(screen_text(app))
@@ -135,14 +135,14 @@ def test_landing_lists_the_ledger_and_resets_a_file_then_a_zone(tmp_path):
             text = screen_text(app)
             assert "skipped" not in text and "3 unloaded" in text
 
-            # reset the whole zone (R): n backs out, y resets
-            await pilot.press("R")
+            # reset the whole zone (U): n backs out, y resets
+            await pilot.press("U")
             await settle(pilot)
             assert isinstance(app.screen, ConfirmScreen)
             await pilot.press("n")
             await settle(pilot)
             assert state("orders", "orders_2026_01.csv") == "loaded"
-            await pilot.press("R", "y")
+            await pilot.press("U", "y")
             await settle(pilot)
             assert {f.state for f in ledger.files(NS, "orders")} == {"unloaded"}
             assert "✔ loaded" not in screen_text(app)
@@ -193,6 +193,8 @@ def test_reaper_settings_preview_and_run_now_removes_an_orphan_branch(tmp_path):
             assert [r.dry_run for r in reports][:2] == [False, True]
             assert reports[0].tasks["orphan_branches"].removed[0]["name"] == branch
             assert app.screen.query_one("#reaper-reports").row_count == 2
+            text = screen_text(app)  # the items of the real pass, under a header that says they are gone
+            assert "REMOVED" in text and "WOULD REMOVE" not in text and branch in text
             assert not app.crashes
 
     run(go())

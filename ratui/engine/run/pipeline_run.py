@@ -319,7 +319,7 @@ class PipelineRun:
         strategy = self.strategy = "full_refresh" if self.full_refresh else config.merge_strategy
         self.history.update_run(self.run_id, strategy=strategy)
         self.log(f"{pipeline.kind} pipeline, strategy {strategy}" +
-                 (" (forced by --full-refresh)" if self.full_refresh else ""))
+                 (" (full refresh requested)" if self.full_refresh else ""))
         return pipeline, strategy
 
     # ------------------------------------------------------------------------------------------ build

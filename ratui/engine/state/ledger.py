@@ -6,8 +6,8 @@ States follow SingleStore's pipeline file states:
     skipped    failed `max_attempts` runs in a row: left out so the other files can load
 
 A file whose size or modification time changes is a new version and becomes `unloaded` again.
-Attempts count only failures that concern the data (build, write, quality), never a cancelled run or a
-template/config error.
+Attempts count the runs that tried to load a file: failures that concern the data (build, write, quality; never
+a cancelled run or a template/config error) and the run that loaded it (a file loaded at the first try shows 1).
 
 `file` is the path relative to the zone folder: `orders_1.csv` while the file is in the zone, then
 `_processed/{run_id}/orders_1.csv` once a run archived it. An archived file keeps its row (for every pipeline
@@ -184,14 +184,14 @@ class Ledger:
         now = now_iso()
         for namespace, zone, pipeline, file in entries:
             cur = conn.execute(
-                """UPDATE landing_files SET state = 'loaded', run_id = ?, attempts = 0, last_error = NULL,
+                """UPDATE landing_files SET state = 'loaded', run_id = ?, attempts = attempts + 1, last_error = NULL,
                    updated_at = ? WHERE namespace = ? AND zone = ? AND pipeline = ? AND file = ?""",
                 (run_id, now, namespace, zone, pipeline, file))
             if cur.rowcount == 0 and not is_archived_name(file):
                 conn.execute(
-                    """UPDATE landing_files SET state = 'loaded', run_id = ?, attempts = 0, last_error = NULL,
-                       updated_at = ? WHERE namespace = ? AND zone = ? AND pipeline = ? AND state = 'unloaded'
-                       AND file LIKE ? ESCAPE '\\'""",
+                    """UPDATE landing_files SET state = 'loaded', run_id = ?, attempts = attempts + 1,
+                       last_error = NULL, updated_at = ? WHERE namespace = ? AND zone = ? AND pipeline = ?
+                       AND state = 'unloaded' AND file LIKE ? ESCAPE '\\'""",
                     (run_id, now, namespace, zone, pipeline, _like_archived(file)))
 
     def record_failure(self, entries: Iterable[tuple[str, str, str, str]], error: str) -> list[str]:

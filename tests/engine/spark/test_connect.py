@@ -1,0 +1,223 @@
+"""ratui as a Spark Connect client (spark.remote: sc://HOST:PORT) against a real server on 127.0.0.1.
+
+The server is started once for this module from pyspark's own distribution (tests/servers.py) and always stopped.
+ratui runs through its command line in processes of its own: this process holds the classic local SparkSession the
+other tests share, and a process is either a Connect client or a JVM's driver, not both.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.engine.spark.conftest import checksum_sql, sample_keys
+from tests.servers import (json_lines, main_head, make_slow_project, query, ratui, ratui_background, running_run,
+                           start_connect, wait_for, with_spark)
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    server = start_connect(tmp_path_factory.mktemp("connect-server"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def checksums(project, sql) -> dict[str, tuple[int, int]]:
+    return {row["t"]: (row["n"], row["h"]) for row in query(project, sql)}
+
+
+def run_ok(*args: str) -> list[dict]:
+    out = ratui("run", *args, "--json")
+    results = json_lines(out.stdout)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert results and all(r["status"] == "success" for r in results), results
+    return results
+
+
+def test_the_sample_project_gives_on_connect_what_it_gives_locally(server, sample_copy, local_sample):
+    with_spark(sample_copy, remote=server.url)
+    assert sample_keys(sample_copy) == sorted(local_sample["keys"])
+    run_ok("--project", str(sample_copy))
+    sql = checksum_sql(local_sample["keys"], local_sample["columns"])
+    assert checksums(sample_copy, sql) == local_sample["first"]
+    # forced, two pipelines at a time: concurrent runs, each in a server-side session of its own
+    results = run_ok("--project", str(sample_copy), "--force", "--threads", "2")
+    assert len(results) == len(local_sample["keys"])
+    assert checksums(sample_copy, sql) == local_sample["forced"]
+    # the client wrote no JVM log: there is no JVM in its process
+    assert not (sample_copy / ".ratui" / "logs" / "jvm.out").exists()
+    assert "Spark Connect" in (sample_copy / ".ratui" / "logs" / "spark.log").read_text()
+    assert not list((sample_copy / "ecommerce" / "warehouse").rglob("_SUCCESS"))
+    assert not list((sample_copy / "ecommerce" / "warehouse").rglob("*.crc"))
+
+
+CLIENT_CHECK = """\
+import json, sys
+from pathlib import Path
+import psutil
+from ratui.engine.project.settings import load_settings
+from ratui.engine.spark import session as spark_mod
+
+settings = load_settings(Path(sys.argv[1]))
+spark = spark_mod.get_spark(settings)
+run = spark_mod.new_run_session(settings, "check")
+rows = run.sql("SELECT 41 + 1 AS answer").collect()
+from pyspark import SparkContext
+print(json.dumps({
+    "answer": rows[0].answer,
+    "remote": spark_mod.is_remote(),
+    "where": spark_mod.describe(),
+    "time_zone": run.conf.get("spark.sql.session.timeZone"),
+    "timestamps": run.conf.get("spark.sql.parquet.outputTimestampType"),
+    "gateway": SparkContext._gateway is not None,
+    "java_children": [p.name() for p in psutil.Process().children(recursive=True) if "java" in p.name()],
+}))
+spark_mod.end_run("check")
+"""
+
+
+def test_the_client_has_no_jvm_and_sets_ratuis_sql_settings_on_each_session(server, tmp_path):
+    root = tmp_path / "p"
+    (root / "demo" / "pipelines").mkdir(parents=True)
+    (root / "ratui.yaml").write_text(f"namespace: demo\nspark:\n  remote: {server.url}\n")
+    out = subprocess.run([sys.executable, "-c", CLIENT_CHECK, str(root)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stderr == ""  # nothing on the terminal the console draws on
+    facts = json.loads(out.stdout)
+    assert facts == {"answer": 42, "remote": True, "where": f"Spark Connect {server.url} (server local[2])",
+                     "time_zone": "UTC", "timestamps": "TIMESTAMP_MICROS", "gateway": False, "java_children": []}
+
+
+def test_an_unreachable_server_fails_the_run_at_once_with_a_coded_error(tmp_path):
+    from tests.servers import free_port
+
+    root = tmp_path / "p"
+    (root / "demo" / "pipelines" / "bronze" / "x").mkdir(parents=True)
+    (root / "demo" / "pipelines" / "bronze" / "x" / "pipeline.sql").write_text("SELECT 1 AS id\n")
+    (root / "ratui.yaml").write_text(f"namespace: demo\nspark:\n  remote: sc://127.0.0.1:{free_port()}\n")
+    began = time.monotonic()
+    out = ratui("run", "--project", str(root), "--json", timeout=120)
+    assert time.monotonic() - began < 60  # not the Connect client's ten minutes of retries
+    (result,) = json_lines(out.stdout)
+    assert out.returncode == 1 and result["status"] == "failed"
+    assert result["error"]["code"] in ("RAT-SPK-001", "RAT-CFG-007")
+    assert "not reachable" in result["error"]["message"]
+
+
+GATE_PIPELINE = """\
+-- @merge_strategy: full_refresh
+SELECT CAST(id AS INT) AS id, CAST(amount AS INT) AS amount FROM {{ landing_zone('items') }}
+"""
+
+
+def test_a_failed_quality_gate_leaves_main_as_it_was(server, tmp_path):
+    root = tmp_path / "gate"
+    files = {
+        "ratui.yaml": f"namespace: demo\nspark:\n  remote: {server.url}\n",
+        "demo/landing/items/items.csv": "id,amount\n1,10\n2,20\n",
+        "demo/pipelines/bronze/items/pipeline.sql": GATE_PIPELINE,
+        "demo/pipelines/bronze/items/tests/quality/positive_amount.sql":
+            "-- @severity: error\nSELECT * FROM {{ this }} WHERE amount <= 0\n",
+    }
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    run_ok("--project", str(root))
+    head, others = main_head(root)
+    (root / "demo/landing/items/items.csv").write_text("id,amount\n1,10\n2,-5\n3,30\n")
+    out = ratui("run", "--project", str(root), "--json")
+    (result,) = json_lines(out.stdout)
+    assert out.returncode == 1 and result["status"] == "failed", result
+    assert result["error"]["code"] == "RAT-RUN-003"
+    assert [(q["test"], q["status"], q["violations"]) for q in result["quality"]] == [
+        ("positive_amount", "failed", 1)]
+    assert main_head(root) == (head, others) == (head, [])  # main unchanged, the run's branch gone
+    assert query(root, "SELECT id, amount FROM bronze.items ORDER BY id") == [
+        {"id": 1, "amount": 10}, {"id": 2, "amount": 20}]
+
+
+STRATEGY_CONFIG = {
+    "full_refresh": "",
+    "append_only": "",
+    "incremental": "-- @unique_key: id\n",
+    "delete_insert": "-- @unique_key: id\n",
+    "scd2": "-- @unique_key: id\n",
+    "snapshot": "-- @partition_column: grp\n",
+}
+
+
+def test_every_merge_strategy_on_connect(server, tmp_path):
+    root = tmp_path / "strategies"
+    files = {"ratui.yaml": f"namespace: demo\nspark:\n  remote: {server.url}\n",
+             "demo/landing/items/items_1.csv": "id,grp,val\n1,a,10\n2,a,20\n3,b,30\n"}
+    for strategy, extra in STRATEGY_CONFIG.items():
+        files[f"demo/pipelines/silver/{strategy}/pipeline.sql"] = (
+            f"-- @merge_strategy: {strategy}\n-- @landing_mode: new_files\n{extra}"
+            "SELECT CAST(id AS INT) AS id, grp, CAST(val AS INT) AS val FROM {{ landing_zone('items') }}\n")
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    run_ok("--project", str(root))
+    (root / "demo/landing/items/items_2.csv").write_text("id,grp,val\n2,a,25\n5,a,50\n")
+    results = run_ok("--project", str(root))
+    assert {r["pipeline"].rsplit(".", 1)[1]: r["strategy"] for r in results} == {s: s for s in STRATEGY_CONFIG}
+    rows = {s: [(r["id"], r["grp"], r["val"]) for r in query(root, f"SELECT id, grp, val FROM silver.{s} "
+                                                                       "ORDER BY id, val")]
+            for s in STRATEGY_CONFIG}
+    assert rows == {
+        # a rebuild reads every file of the zone, new_files or not
+        "full_refresh": [(1, "a", 10), (2, "a", 20), (2, "a", 25), (3, "b", 30), (5, "a", 50)],
+        "append_only": [(1, "a", 10), (2, "a", 20), (2, "a", 25), (3, "b", 30), (5, "a", 50)],
+        "incremental": [(1, "a", 10), (2, "a", 25), (3, "b", 30), (5, "a", 50)],
+        "delete_insert": [(1, "a", 10), (2, "a", 25), (3, "b", 30), (5, "a", 50)],
+        "scd2": [(1, "a", 10), (2, "a", 20), (2, "a", 25), (3, "b", 30), (5, "a", 50)],
+        "snapshot": [(2, "a", 25), (3, "b", 30), (5, "a", 50)],
+    }
+    open_versions = query(root, "SELECT id, val FROM silver.scd2 WHERE valid_to IS NULL ORDER BY id")
+    assert [(r["id"], r["val"]) for r in open_versions] == [(1, 10), (2, 25), (3, 30), (5, 50)]
+
+
+def test_cancel_interrupts_a_running_job_and_another_run_goes_on_beside_it(server, tmp_path):
+    # 120 one-second tasks on the server's 2 cores: about a minute of work, in short tasks, so another session's
+    # job gets cores as soon as a task ends (the server's FAIR pools)
+    project = make_slow_project(tmp_path / "slow", rows=120, parts=120, remote=server.url)
+    root = str(project.root)
+    run_ok("--project", root, "slow")  # version 1 on main, quickly
+    for marker in project.markers.iterdir():
+        marker.unlink()
+    project.set(version=2, delay=1.0)
+    slow = ratui_background("run", "--project", root, "--force", "--json", "slow", log=tmp_path / "slow.log")
+    try:
+        run_id = running_run(project.root, "slow", time.monotonic() + 60)
+        wait_for(lambda: list(project.markers.iterdir()), 60, "a task of the slow job running on the server")
+        # a second process runs another pipeline while the slow job holds the server
+        began = time.monotonic()
+        run_ok("--project", root, "fast")
+        assert slow.poll() is None and time.monotonic() - began < 40
+        head, _ = main_head(project.root)
+        began = time.monotonic()
+        out = ratui("cancel", "--project", root, run_id)
+        assert out.returncode == 0, out.stdout + out.stderr
+        slow.wait(timeout=30)
+        ended = time.monotonic() - began
+    finally:
+        if slow.poll() is None:
+            slow.kill()
+    (result,) = json_lines((tmp_path / "slow.log").read_text())
+    assert result["status"] == "cancelled" and result["error"]["code"] == "RAT-RUN-001", result
+    assert ended < 15, ended
+    assert len(project.marker_lines()) < 120  # the job did not run to its end
+    assert main_head(project.root) == (head, [])
+    assert query(project.root, "SELECT version, count(*) AS n FROM bronze.slow GROUP BY version") == [
+        {"version": 1, "n": 120}]
+    assert query(project.root, "SELECT count(*) AS n FROM bronze.fast") == [{"n": 100}]
+    # the server is still fine for the next client
+    assert query(project.root, "SELECT 1 AS one") == [{"one": 1}]

@@ -1,0 +1,375 @@
+"""Real Spark servers for the slow tests, started from pyspark's own distribution on 127.0.0.1.
+
+    master = start_master(tmp)                        # a standalone Master
+    worker = start_worker(master, tmp, cores=2)       # ... and a Worker registered with it
+    connect = start_connect(tmp)                      # a Spark Connect server (local[2] inside)
+    ...
+    worker.stop(); master.stop(); connect.stop()      # the whole process group, always
+
+Every server runs in a process group of its own (so stopping it takes its executors and Python workers along), binds
+to the loopback address only, writes its log to a file of the test's temporary folder, and must be ready within a
+deadline (its port accepts connections, the Master's JSON says the Worker is alive), or the start fails with the
+log's tail. Ports are picked free.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyspark
+
+SPARK_HOME = Path(pyspark.__file__).resolve().parent
+LOOPBACK = "127.0.0.1"
+START_SECONDS = 90.0  # a cold JVM on a busy 2-core machine; a server is usually up in 6-20 s
+
+# What a Spark Connect server needs for ratui (spark/session.py CONNECT_SERVER_CONF, README "Beyond one machine")
+CONNECT_SERVER_CONF = {
+    "spark.scheduler.mode": "FAIR",
+    "spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
+    "spark.hadoop.parquet.enable.summary-metadata": "false",
+    "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
+}
+
+# The FAIR scheduler's default pool is FIFO inside: jobs of different Connect sessions share it, so it is made FAIR.
+FAIR_POOLS = """<?xml version="1.0"?>
+<allocations>
+  <pool name="default"><schedulingMode>FAIR</schedulingMode><weight>1</weight><minShare>0</minShare></pool>
+</allocations>
+"""
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOOPBACK, 0))
+        return sock.getsockname()[1]
+
+
+def port_open(port: int, host: str = LOOPBACK) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+@dataclass
+class Server:
+    name: str
+    process: subprocess.Popen
+    log: Path
+    url: str = ""
+    extra: dict = field(default_factory=dict)
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def kill(self) -> None:
+        """SIGKILL to the whole process group at once: what a machine that dies does to it."""
+        _signal_group(self.process, signal.SIGKILL)
+        self.process.wait(timeout=30)
+
+    def stop(self, grace: float = 15.0) -> None:
+        """SIGTERM to the process group, SIGKILL to whatever is left after `grace` seconds."""
+        if self.process.poll() is None:
+            _signal_group(self.process, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                pass
+        _signal_group(self.process, signal.SIGKILL)  # children (executors, Python workers) too
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def _signal_group(process: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(process.pid, sig)  # start_new_session: the group's id is the leader's pid
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def spark_env(tmp: Path) -> dict[str, str]:
+    """The environment of a server: pyspark's distribution, this interpreter for Python workers, loopback only, an
+    empty configuration folder (no user's spark-defaults.conf), logs and scratch space in `tmp`."""
+    conf_dir = tmp / "conf"
+    conf_dir.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))}
+    env.update({
+        "SPARK_HOME": str(SPARK_HOME),
+        "SPARK_CONF_DIR": str(conf_dir),
+        "SPARK_LOG_DIR": str(tmp / "logs"),
+        "SPARK_LOCAL_DIRS": str(tmp / "local"),
+        "SPARK_LOCAL_IP": LOOPBACK,
+        "SPARK_NO_DAEMONIZE": "1",
+        "PYSPARK_PYTHON": sys.executable,
+        "PYTHONHASHSEED": "0",
+    })
+    return env
+
+
+def _launch(name: str, args: list[str], tmp: Path) -> Server:
+    tmp.mkdir(parents=True, exist_ok=True)
+    log = tmp / f"{name}.log"
+    with open(log, "wb") as out:
+        process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   env=spark_env(tmp), cwd=tmp, start_new_session=True)
+    return Server(name, process, log)
+
+
+def _wait(server: Server, ready, what: str, seconds: float = START_SECONDS) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not server.alive():
+            raise RuntimeError(f"{server.name} exited ({server.process.returncode}) before {what}:\n"
+                               f"{server.log_tail()}")
+        try:
+            if ready():
+                return
+        except Exception:  # not up yet
+            pass
+        time.sleep(0.25)
+    server.stop()
+    raise RuntimeError(f"{server.name}: no {what} within {seconds:.0f} s:\n{server.log_tail()}")
+
+
+def master_state(server: Server) -> dict:
+    with urllib.request.urlopen(f"http://{LOOPBACK}:{server.extra['webui']}/json/", timeout=2) as response:
+        return json.load(response)
+
+
+def start_master(tmp: Path) -> Server:
+    port, webui = free_port(), free_port()
+    server = _launch("master", [str(SPARK_HOME / "bin" / "spark-class"), "org.apache.spark.deploy.master.Master",
+                                "--host", LOOPBACK, "--port", str(port), "--webui-port", str(webui)], tmp)
+    server.url = f"spark://{LOOPBACK}:{port}"
+    server.extra["webui"] = webui
+    _wait(server, lambda: port_open(port) and master_state(server)["status"] == "ALIVE", "master listening")
+    return server
+
+
+def start_worker(master: Server, tmp: Path, *, cores: int, memory: str = "2g", name: str = "worker") -> Server:
+    work_dir = tmp / f"{name}-work"
+    work_dir.mkdir(parents=True, exist_ok=True)
+    before = {w["id"] for w in master_state(master)["workers"] if w["state"] == "ALIVE"}
+    server = _launch(name, [str(SPARK_HOME / "bin" / "spark-class"), "org.apache.spark.deploy.worker.Worker",
+                            master.url, "--cores", str(cores), "--memory", memory, "--host", LOOPBACK,
+                            "--webui-port", str(free_port()), "--work-dir", str(work_dir)], tmp)
+    server.extra["work_dir"] = work_dir
+
+    def registered() -> bool:
+        alive = [w for w in master_state(master)["workers"] if w["state"] == "ALIVE" and w["id"] not in before]
+        if alive:
+            server.extra["id"] = alive[0]["id"]
+        return bool(alive)
+
+    _wait(server, registered, "registration with the master")
+    return server
+
+
+def start_connect(tmp: Path, *, master: str = "local[2]") -> Server:
+    """`spark-submit --class org.apache.spark.sql.connect.service.SparkConnectServer` in the foreground, with
+    the settings ratui needs of a Connect server (CONNECT_SERVER_CONF)."""
+    port = free_port()
+    pools = tmp / "fairscheduler.xml"
+    tmp.mkdir(parents=True, exist_ok=True)
+    pools.write_text(FAIR_POOLS)
+    conf = {
+        "spark.connect.grpc.binding.address": LOOPBACK,
+        "spark.connect.grpc.binding.port": str(port),
+        "spark.driver.host": LOOPBACK,
+        "spark.driver.bindAddress": LOOPBACK,
+        "spark.ui.enabled": "false",
+        "spark.scheduler.allocation.file": str(pools),
+        **CONNECT_SERVER_CONF,
+    }
+    args = [str(SPARK_HOME / "bin" / "spark-submit"), "--master", master, "--driver-memory", "2g",
+            "--class", "org.apache.spark.sql.connect.service.SparkConnectServer"]
+    jars = sorted((SPARK_HOME / "jars").glob("spark-connect_*.jar"))
+    if not jars:  # the server's classes ship in pyspark's jars folder; older layouts kept them elsewhere
+        raise RuntimeError(f"no spark-connect jar in {SPARK_HOME / 'jars'}")
+    for key, value in conf.items():
+        args += ["--conf", f"{key}={value}"]
+    args.append("spark-internal")
+    server = _launch("connect", args, tmp)
+    server.url = f"sc://{LOOPBACK}:{port}"
+    _wait(server, lambda: port_open(port), "Spark Connect port")
+    return server
+
+
+# ------------------------------------------------------------------------------------------ ratui as a black box
+
+
+def ratui(*args: str, timeout: float = 600, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """`python -m ratui ARGS` in a process of its own (this process already holds a local SparkSession)."""
+    return subprocess.run([sys.executable, "-m", "ratui", *args], capture_output=True, text=True, timeout=timeout,
+                          env=ratui_env(env), stdin=subprocess.DEVNULL)
+
+
+def ratui_background(*args: str, log: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
+    with open(log, "wb") as out:
+        return subprocess.Popen([sys.executable, "-m", "ratui", *args], stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, env=ratui_env(env), start_new_session=True)
+
+
+def ratui_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED")}
+    env.update(extra or {})
+    return env
+
+
+def json_lines(text: str) -> list[dict]:
+    return [json.loads(line) for line in text.splitlines() if line.strip().startswith("{")]
+
+
+def query(project: Path, sql: str) -> list[dict]:
+    out = ratui("query", "--project", str(project), "--format", "json", sql)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return json_lines(out.stdout)
+
+
+def with_spark(project: Path, *, master: str | None = None, remote: str | None = None,
+               config: dict[str, str] | None = None) -> Path:
+    """Point a project's ratui.yaml at a master or a Connect server (the rest of it unchanged)."""
+    import yaml
+
+    path = project / "ratui.yaml"
+    data = yaml.safe_load(path.read_text()) or {}
+    spark = data.setdefault("spark", {})
+    spark.pop("master", None)
+    spark.pop("remote", None)
+    if master:
+        spark["master"] = master
+    if remote:
+        spark["remote"] = remote
+    spark.setdefault("config", {}).update(config or {})
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return project
+
+
+# ------------------------------------------------------------------------------------------ test projects
+
+SLOW_PIPELINE = '''\
+# @merge_strategy: full_refresh
+# A Python UDF that sleeps on the executors: each task appends the executor's working folder to a marker file
+# named after its partition and attempt, so a test sees where (and when) tasks ran.
+from pathlib import Path
+
+CONTROL = Path(r"{control}")
+
+
+def run(ctx):
+    from pyspark.sql import functions as F
+
+    version = int((CONTROL / "version").read_text())
+    delay = float((CONTROL / "delay").read_text())
+    markers = str(CONTROL / "markers")
+
+    @F.udf("long")
+    def slow(x):
+        import os
+        import time
+        from pyspark import TaskContext
+
+        task = TaskContext.get()
+        with open(os.path.join(markers, f"{{task.partitionId()}}-{{task.attemptNumber()}}"), "a") as fh:
+            fh.write(os.getcwd() + "\\n")
+        time.sleep(delay)
+        return x
+
+    return ctx.spark.range(0, {rows}, 1, {parts}).select(slow("id").alias("id"), F.lit(version).alias("version"))
+'''
+
+FAST_PIPELINE = '''\
+-- @merge_strategy: full_refresh
+SELECT id, id * 2 AS doubled FROM range(0, 100)
+'''
+
+
+@dataclass
+class SlowProject:
+    root: Path
+    control: Path
+
+    @property
+    def markers(self) -> Path:
+        return self.control / "markers"
+
+    def set(self, *, version: int, delay: float) -> None:
+        (self.control / "version").write_text(str(version))
+        (self.control / "delay").write_text(str(delay))
+
+    def marker_lines(self) -> dict[str, list[str]]:
+        """partition-attempt -> the working folder of the executor of each row it processed."""
+        return {p.name: p.read_text().splitlines() for p in sorted(self.markers.iterdir())}
+
+
+def make_slow_project(root: Path, *, rows: int, parts: int, master: str | None = None,
+                      remote: str | None = None) -> SlowProject:
+    """A project of two pipelines: bronze.slow (a sleeping Python UDF, its pace set by files in `control/`) and
+    bronze.fast (plain SQL)."""
+    control = root.parent / f"{root.name}-control"
+    (control / "markers").mkdir(parents=True)
+    spark: dict = {"config": {"spark.sql.shuffle.partitions": 2}}
+    if master:
+        spark["master"] = master
+    if remote:
+        spark["remote"] = remote
+    import yaml
+
+    files = {
+        "ratui.yaml": yaml.safe_dump({"namespace": "demo", "spark": spark}, sort_keys=False),
+        "demo/pipelines/bronze/slow/pipeline.py": SLOW_PIPELINE.format(control=control, rows=rows, parts=parts),
+        "demo/pipelines/bronze/fast/pipeline.sql": FAST_PIPELINE,
+    }
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    project = SlowProject(root, control)
+    project.set(version=1, delay=0)
+    return project
+
+
+def running_run(project: Path, pipeline: str, deadline: float) -> str:
+    """The id of `pipeline`'s running run, once it is recorded as running."""
+    while time.monotonic() < deadline:
+        out = ratui("runs", "--project", str(project), "--json", "--status", "running", "--pipeline", pipeline)
+        runs = json_lines(out.stdout)
+        if runs:
+            return runs[0]["id"]
+        time.sleep(0.5)
+    raise AssertionError(f"no running run of {pipeline}")
+
+
+def wait_for(condition, seconds: float, what: str, every: float = 0.2):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError(f"{what}: not within {seconds:.0f} s")
+
+
+def main_head(project: Path) -> tuple[str, list[str]]:
+    """main's head and the names of every other ref."""
+    refs = json_lines(ratui("branches", "--project", str(project), "--json").stdout)
+    head = next(r["head"] for r in refs if r["name"] == "main")
+    return head, sorted(r["name"] for r in refs if r["name"] != "main")

@@ -50,6 +50,8 @@ from ratui.screens.runs import RunsScreen
 
 log = logging.getLogger("ratui.console")
 
+NARROW_BELOW = 110  # columns: the console's compact layout below this width (an 80x24 terminal)
+
 # what `:` takes for a run id: its time-ordered digits and hex (run ids are 18 characters; a prefix of 6 will do)
 RUN_ID_LIKE = re.compile(r"^[0-9]{6}[0-9a-f]{0,12}$")
 
@@ -137,6 +139,8 @@ class ConsoleCommands(Provider):
 class RatuiApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "ratui"
+    # below 110 columns every screen gets `-narrow` (app.tcss): panes stack or share the width, labels shorten
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_BELOW, "-wide")]
     MODES = {
         "pipelines": PipelinesScreen,
         "runs": RunsScreen,

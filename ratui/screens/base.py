@@ -70,12 +70,58 @@ class Loader:
             self.app.show_error(error, f"while loading ({message.kind.__doc__ or message.kind.__name__})")
 
 
+NARROW = 110  # columns (the App's breakpoint): below it the footer is compact
+
+# keys a narrow footer leaves to `?` (they all stay bound): quit, reload/refresh (screens follow the state on
+# their own), paging. What is left fits 80 columns with w, : and ? always on it.
+FOOTER_SPARE = {"app.quit", "app.theme", "pipelines.reload", "runs.refresh", "quality.refresh", "branches.refresh",
+                "landing.refresh", "reaper.refresh", "runs.next", "runs.prev", "quality.passed"}
+# and shorter words for the rest (the help screen keeps the full ones)
+FOOTER_SHORT = {"pipelines.run_descendants": "Downstream", "pipelines.run_all": "All", "pipelines.full_refresh": "Full",
+                "pipelines.cancel": "Stop", "run.cancel": "Stop", "run.debug": "Debug", "reaper.preview": "Preview",
+                "branches.merge": "Merge"}
+
+
+def is_narrow(width: int) -> bool:
+    return width < NARROW
+
+
 class ConsoleScreen(Guarded, Loader, Screen):
     """A top-level screen (one per mode)."""
 
     MODE = ""
 
+    def on_resize(self, event) -> None:
+        self.fit(is_narrow(event.size.width))
+
+    def fit(self, narrow: bool) -> None:
+        """The terminal's width crossed the breakpoint (or the screen opened): shorten what must fit. The
+        footer drops its padding so the keys everyone needs (w, :, ?) stay on it."""
+        from textual.widgets import Footer
+
+        for footer in self.query(Footer):
+            footer.compact = narrow
+        self.refresh_bindings()
+
+    @property
+    def active_bindings(self):
+        """The footer's keys: below the breakpoint, the ones in FOOTER_SPARE are left to the help screen."""
+        from dataclasses import replace
+
+        active = super().active_bindings
+        if not is_narrow(self.app.size.width):
+            return active
+        out = {}
+        for key, ab in active.items():
+            if ab.binding.id in FOOTER_SPARE:
+                ab = ab._replace(binding=replace(ab.binding, show=False))
+            elif ab.binding.id in FOOTER_SHORT:
+                ab = ab._replace(binding=replace(ab.binding, description=FOOTER_SHORT[ab.binding.id]))
+            out[key] = ab
+        return out
+
     def on_mount(self) -> None:
+        self.fit(is_narrow(self.app.size.width))
         app = self.app
         app.project_loaded.subscribe(self, self._project_loaded)
         app.runs_changed.subscribe(self, self.runs_changed)

@@ -19,7 +19,7 @@ from ratui.console.format import fmt_count, fmt_ms, fmt_time, glyph, short_key, 
 from ratui.engine.errors import RatuiError
 from ratui.engine.vocabulary import LAYERS
 from ratui.messages import RecentRunsLoaded
-from ratui.screens.base import ConsoleScreen
+from ratui.screens.base import ConsoleScreen, is_narrow
 from ratui.widgets.chrome import NavBar, StatusLine
 
 STRATEGY_WIDTH = 13
@@ -127,8 +127,7 @@ class PipelinesScreen(ConsoleScreen):
         keep = self.selected
         tree.clear()
         self.nodes = {}
-        names = [p.name for p in compiled.pipelines.values()]
-        self.name_width = min(28, max([14, *map(len, names)]))
+        self.name_width = self._name_width()
         if compiled.errors:
             problems = tree.root.add(Text(f"⚠ {len(compiled.errors)} project problem(s)", style="bold red"),
                                      data=("problems",), expand=True)
@@ -161,6 +160,10 @@ class PipelinesScreen(ConsoleScreen):
             tree.move_cursor(target)
             self.selected = target.data
         self.show_detail()
+
+    def _name_width(self) -> int:
+        names = [p.name for p in self.compiled.pipelines.values()] if self.compiled else []
+        return min(20 if self.narrow else 28, max([14, *map(len, names)]))
 
     def select_key(self, key: str) -> None:
         """Select a pipeline in the tree (the jump to a pipeline by name)."""
@@ -201,11 +204,23 @@ class PipelinesScreen(ConsoleScreen):
         text.append(name)
         text.append(" ")
         text.append_text(status_text)
+        if self.narrow:  # the name, its state and time win; strategy and history are in the detail pane
+            return text
         strategy = pipeline.config.merge_strategy if pipeline.config else "?"
         text.append(f" {strategy:<{STRATEGY_WIDTH}}", style="dim")
         text.append(" ")
         text.append(sparkline([r["duration_ms"] for r in reversed(runs)], 8), style="cyan")
         return text
+
+    @property
+    def narrow(self) -> bool:
+        return is_narrow(self.app.size.width)
+
+    def fit(self, narrow: bool) -> None:
+        super().fit(narrow)
+        if self.compiled is not None and self.nodes:
+            self.name_width = self._name_width()
+            self.refresh_labels()
 
     def refresh_labels(self) -> None:
         if self.compiled is None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from rich.console import Group
+from rich.table import Table
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -13,7 +15,7 @@ from textual.widgets import DataTable, Footer, Static
 from ratui.console.format import fmt_time
 from ratui.widgets.chrome import NavBar, StatusLine
 from ratui.messages import ReaperPreviewed, ReaperRan, ReaperReportsLoaded, ReaperSettingsLoaded
-from ratui.screens.base import ConsoleScreen
+from ratui.screens.base import ConsoleScreen, is_narrow
 from ratui.screens.dialogs import ConfirmScreen
 from ratui.engine.vocabulary import REAPER_TASK_TITLES, format_bytes
 
@@ -99,17 +101,30 @@ class ReaperScreen(ConsoleScreen):
 
     @on(ReaperSettingsLoaded)
     def _settings_loaded(self, message: ReaperSettingsLoaded) -> None:
-        settings = message.value
-        text = Text("Settings (ratui.yaml reaper:)\n", style="bold")
-        items = list(settings.items())
-        for index, (key, value) in enumerate(items):
-            text.append(f"  {key} ", style="dim")
-            text.append(str(value), style="bold")
-            if index % 3 == 2 and index != len(items) - 1:
-                text.append("\n")
-        schedule = self.app.reaper_schedule_text()
-        text.append(f"\n  schedule: {schedule}", style="dim")
-        self.query_one("#reaper-settings", Static).update(text)
+        self.settings_values = message.value
+        self.show_settings()
+
+    def show_settings(self) -> None:
+        """The settings as a grid of name/value pairs: three pairs a line, two on a narrow terminal."""
+        settings = getattr(self, "settings_values", None)
+        if settings is None:
+            return
+        per_line = 2 if is_narrow(self.app.size.width) else 3
+        grid = Table.grid(padding=(0, 1))
+        for _ in range(per_line):
+            grid.add_column(style="dim", no_wrap=True)
+            grid.add_column(style="bold", no_wrap=True, min_width=5)
+        items = [(key, str(value)) for key, value in settings.items()]
+        for start in range(0, len(items), per_line):
+            row = [cell for pair in items[start:start + per_line] for cell in pair]
+            grid.add_row(*(row + [""] * (2 * per_line - len(row))))
+        schedule = Text(f"schedule: {self.app.reaper_schedule_text()}", style="dim")
+        self.query_one("#reaper-settings", Static).update(
+            Group(Text("Settings (ratui.yaml reaper:)", style="bold"), grid, schedule))
+
+    def fit(self, narrow: bool) -> None:
+        super().fit(narrow)
+        self.show_settings()
 
     @on(ReaperReportsLoaded)
     def _reports_loaded(self, message: ReaperReportsLoaded) -> None:

@@ -11,7 +11,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Footer, Label, RichLog, Static
 
 from ratui.console.format import fmt_count, fmt_ms, fmt_time, glyph
@@ -22,6 +22,19 @@ from ratui.messages import RunRecordLoaded
 from ratui.screens.base import ConsoleScreen
 
 LEVEL_STYLE = {"error": "red", "warning": "yellow", "debug": "dim", "info": ""}
+
+
+class RunLog(RichLog):
+    """The run's log; it wraps its lines again when its width changes (a narrow terminal stacks the panes)."""
+
+    _width = 0
+
+    def on_resize(self, event) -> None:
+        if event.size.width != self._width:
+            self._width = event.size.width
+            relog = getattr(self.screen, "relog", None)
+            if relog is not None:
+                self.call_after_refresh(relog)
 
 
 class RunScreen(ConsoleScreen):
@@ -51,17 +64,17 @@ class RunScreen(ConsoleScreen):
         yield NavBar(self.origin or "")
         with Vertical(id="run-main"):
             yield Static(Text("loading run…", style="dim"), id="run-head")
+            yield Static(id="run-error")  # first thing under the head: what went wrong, at any size
             with Horizontal(id="run-body"):
-                with Vertical(id="run-left"):
+                with VerticalScroll(id="run-left"):
                     yield Label("Phases", classes="section")
                     yield PhaseTable(id="run-phases")
                     yield Label("Quality", classes="section")
                     yield QualitySummary(id="run-quality")
-                    yield Static(id="run-error")
                 with Vertical(id="run-right"):
                     yield Label("Log", classes="section")
-                    yield RichLog(id="run-log", max_lines=2000, wrap=True, markup=False, highlight=False,
-                                  auto_scroll=True, min_width=20)
+                    yield RunLog(id="run-log", max_lines=2000, wrap=True, markup=False, highlight=False,
+                                 auto_scroll=True, min_width=20)
         yield StatusLine()
         yield Footer()
 
@@ -250,6 +263,13 @@ class RunScreen(ConsoleScreen):
     def action_quality(self) -> None:
         if self.run_id:
             self.app.open_quality(self.run_id)
+
+    def relog(self) -> None:
+        """The log's lines were wrapped for its old width: write them again for the new one."""
+        if self.run is not None:
+            self.logged = 0
+            self.query_one("#run-log", RichLog).clear()
+            self.write_logs()
 
     def action_toggle_debug(self) -> None:
         self.show_debug = not self.show_debug

@@ -315,7 +315,7 @@ def test_branches_diff_merge_and_delete(tmp_path):
             assert "ecommerce.bronze.base" in text and "5 rows" in text
 
             goto("dev")
-            await settle(pilot)
+            await wait_for(pilot, lambda: "ecommerce.bronze.fresh" in screen_text(app), 10)
             text = screen_text(app)
             assert "Diff of dev against main: 1 table(s) changed" in text
             assert "ecommerce.bronze.fresh" in text and "added" in text and "3 rows" in text

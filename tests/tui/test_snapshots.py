@@ -1,4 +1,5 @@
-"""Snapshot tests (pytest-textual-snapshot) for every screen and dialog, at a fixed 120x40.
+"""Snapshot tests (pytest-textual-snapshot) for every screen and dialog, at a fixed 120x40, and every screen at
+80x24 (the compact layout: panes share the width or stack, the footer keeps w, : and ?).
 
 Deterministic by construction: seeded history with fixed ids, times and durations; a frozen clock; Spark's
 state pinned; no blinking cursor; every worker awaited before the picture is taken. Branch data (hashes, snapshot
@@ -16,7 +17,7 @@ from .seed import FAILED_RUN, SUCCESS_RUN
 SIZE = (120, 40)
 
 
-def snap(snap_compare, app, *steps):
+def snap(snap_compare, app, *steps, size=SIZE):
     """Take the picture after the app settles and after each step (keys as a tuple, or a callable on the app)."""
 
     async def run_before(pilot) -> None:
@@ -28,7 +29,7 @@ def snap(snap_compare, app, *steps):
                 await pilot.press(*step)
             await settle(pilot)
 
-    return snap_compare(app, terminal_size=SIZE, run_before=run_before)
+    return snap_compare(app, terminal_size=size, run_before=run_before)
 
 
 class StubBranches(Controller):
@@ -157,3 +158,44 @@ def test_watch_on(snap_compare, seeded):
     # the "Watching ..." toast arrives from the watcher's thread: clear it so only the status line is pictured
     assert snap(snap_compare, make_app(seeded, controller=RecordingWatch(seeded)), ("w",),
                 lambda app: app.clear_notifications())
+
+
+# ---------------------------------------------------------------------------------------------------- 80x24
+
+SMALL = (80, 24)
+
+
+def test_pipelines_80x24(snap_compare, seeded):
+    assert snap(snap_compare, make_app(seeded), size=SMALL)
+
+
+def test_run_detail_failed_80x24(snap_compare, seeded):
+    assert snap(snap_compare, make_app(seeded), lambda app: app.open_run(FAILED_RUN), size=SMALL)
+
+
+def test_runs_80x24(snap_compare, paged_for_snapshots):
+    assert snap(snap_compare, make_app(paged_for_snapshots), ("2",), size=SMALL)
+
+
+def test_quality_80x24(snap_compare, seeded):
+    assert snap(snap_compare, make_app(seeded), ("3",), size=SMALL)
+
+
+def test_branches_80x24(snap_compare, seeded):
+    assert snap(snap_compare, stub_app(seeded), ("4",), ("down",), size=SMALL)
+
+
+def test_landing_80x24(snap_compare, tmp_path):
+    from .test_watch_landing_reaper import seed_ledger
+
+    root = copy_sample(tmp_path)
+    seed_ledger(root)
+    assert snap(snap_compare, make_app(root), ("5",), size=SMALL)
+
+
+def test_reaper_80x24(snap_compare, tmp_path):
+    assert snap(snap_compare, make_app(copy_sample(tmp_path)), ("6",), size=SMALL)
+
+
+def test_help_80x24(snap_compare, seeded):
+    assert snap(snap_compare, make_app(seeded), ("question_mark",), size=SMALL)

@@ -171,7 +171,7 @@ def test_reaper_settings_preview_and_run_now_removes_an_orphan_branch(tmp_path):
             await settle(pilot)
             assert isinstance(app.screen, ReaperScreen)
             text = screen_text(app)
-            assert "orphan_branch_max_age_hours 6" in text and "interval_minutes 60" in text
+            assert "orphan_branch_max_age_hours 6" in flat(text) and "interval_minutes 60" in flat(text)
             assert "no passes yet" in text and "schedule: off in this console" in text
 
             await pilot.press("p")

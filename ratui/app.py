@@ -31,13 +31,14 @@ from textual.reactive import reactive
 from textual.signal import Signal
 
 from ratui.console.controller import BatchItem, Controller, EngineItem, SparkItem, WatchItem, utc_now
+from ratui.console.follow import StateItem
 from ratui.console.format import batch_summary, fmt_ms, short_key
 from ratui.console import user_settings
 from ratui.console.live import LiveRun, RunStore
 from ratui.engine.errors import RatuiError
 from ratui.messages import (
     CancelOutcomes, ControllerEvents, EngineOpened, Failed, ProjectCompiled, QuitReady, ReaperPassDone, RunLaunched,
-    RunLookedUp, ThemeSaved, WatchToggled,
+    RunLookedUp, SparkWhere, ThemeSaved, WatchToggled,
 )
 from ratui.screens.branches import BranchesScreen
 from ratui.screens.dialogs import CancelRunScreen, ConfirmScreen, ErrorScreen, HelpScreen, JumpScreen
@@ -49,6 +50,9 @@ from ratui.screens.run import RunScreen
 from ratui.screens.runs import RunsScreen
 
 log = logging.getLogger("ratui.console")
+
+# How often the status line asks again where Spark runs (a cluster's executors come and go).
+SPARK_WHERE_SECONDS = 15.0
 
 NARROW_BELOW = 110  # columns: the console's compact layout below this width (an 80x24 terminal)
 
@@ -166,6 +170,7 @@ class RatuiApp(App[None]):
     ]
 
     spark_state = reactive("idle")
+    spark_where = reactive("")  # where Spark runs and its executors (the status line)
     active_runs = reactive(0)
     project_name = reactive("")
     watch_mode = reactive("off")  # off | starting | watching | pending | running | stopping (the status line)
@@ -189,6 +194,9 @@ class RatuiApp(App[None]):
         self.notices: deque[str] = deque(maxlen=100)  # every toast shown, newest last
         self.project_loaded: Signal = Signal(self, "project-loaded")
         self.runs_changed: Signal = Signal(self, "runs-changed")
+        self.state_changed: Signal = Signal(self, "state-changed")  # other processes' commits (follow.py)
+        self.others_active = 0  # runs in flight in other processes
+        self._last_error: tuple[str, float] | None = None
         self.project_failed: Signal = Signal(self, "project-failed")
         self.boot_error: BaseException | None = None
         self._closing = False
@@ -212,6 +220,23 @@ class RatuiApp(App[None]):
         elif self.controller.spark_started():
             self.spark_state = "ready"
         self._boot()
+        if self.fixed_spark_state is None:
+            self._ask_spark_where()
+            # executors come and go (a cluster's Worker lost or added): ask again now and then while Spark is up
+            self.set_interval(SPARK_WHERE_SECONDS, self._ask_spark_where_if_ready, name="spark-where")
+
+    def _ask_spark_where(self) -> None:
+        if self.fixed_spark_state is None and not self._closing:
+            self.background(self.controller.spark_where, SparkWhere, "asking where Spark runs", group="spark-where",
+                            exclusive=True)
+
+    def _ask_spark_where_if_ready(self) -> None:
+        if self.spark_state == "ready":
+            self._ask_spark_where()
+
+    @on(SparkWhere)
+    def _spark_where(self, message: SparkWhere) -> None:
+        self.spark_where = message.value or ""
 
     def background(self, work: Callable[[], Any], done: Callable[[Any], Message], context: str, *,
                    group: str, exclusive: bool = False) -> None:
@@ -280,7 +305,7 @@ class RatuiApp(App[None]):
     @on(ProjectCompiled)
     def _compiled(self, message: ProjectCompiled) -> None:
         self._project_compiled(message.value)
-        if message.reloaded:
+        if message.reloaded and not message.automatic:
             self.notify("Project reloaded.", timeout=2)
         else:  # the heavy imports wait until the first screen has its data (or a second has passed)
             self.set_timer(1.0, self._open_engine)
@@ -350,11 +375,11 @@ class RatuiApp(App[None]):
         self.boot_error = None
         self._boot()
 
-    def reload_project(self) -> None:
+    def reload_project(self, automatic: bool = False) -> None:
         if self.compiled is None:
             return
-        self.background(self.controller.compile, partial(ProjectCompiled, reloaded=True), "reloading the project",
-                        group="compile", exclusive=True)
+        self.background(self.controller.compile, partial(ProjectCompiled, reloaded=True, automatic=automatic),
+                        "reloading the project", group="compile", exclusive=True)
 
     def on_unmount(self) -> None:
         self._closing = True
@@ -377,8 +402,20 @@ class RatuiApp(App[None]):
             elif isinstance(item, SparkItem):
                 if self.fixed_spark_state is None:
                     self.spark_state = item.state
+                    self._ask_spark_where()
             elif isinstance(item, BatchItem):
                 self._batch_done(item.batch)
+            elif isinstance(item, StateItem):
+                self._state_changed(item)
+
+    def _state_changed(self, item: StateItem) -> None:
+        """Another process committed (runs, branches, ledger, reaper), or the project tree changed on disk."""
+        if item.kind == "project":
+            self.reload_project(automatic=True)
+            return
+        self.others_active = item.others_active
+        self.active_runs = len(self.store.active()) + self.others_active
+        self.state_changed.publish(item)
 
     def _apply_runs(self, items: list[EngineItem]) -> None:
         known = set(self.store.runs)
@@ -389,7 +426,7 @@ class RatuiApp(App[None]):
                 batch = self.controller.batches.get(run.batch or "")
                 forced = bool(batch and batch.full_refresh) or run.run_id in self._forced_full_refresh
                 run.strategy = self._strategy(run.pipeline, forced)
-        self.active_runs = len(self.store.active())
+        self.active_runs = len(self.store.active()) + self.others_active
         if ended and self.spark_state == "starting" and self.fixed_spark_state is None:
             if not self.controller.spark_started():  # the run gave up on a Spark that never came up
                 self.spark_state = "failed"
@@ -732,6 +769,15 @@ class RatuiApp(App[None]):
         log_file = self._log_error(error, context)
         if isinstance(self.screen, ErrorScreen):
             return
+        # the same failure again soon after (a screen that follows the database reloads on its own): a toast,
+        # not the error screen over and over
+        key = f"{type(error).__name__}: {error}"
+        now = time.monotonic()
+        if self._last_error is not None and self._last_error[0] == key and now - self._last_error[1] < 30:
+            self.notify(f"{key} (again; details in .ratui/logs/console.log)", title="Error", severity="error",
+                        timeout=5, markup=False)
+            return
+        self._last_error = (key, now)
         self.push_screen(ErrorScreen(error, context, log_file))
 
     def _log_error(self, error: BaseException, context: str) -> str | None:

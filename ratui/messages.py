@@ -31,9 +31,10 @@ class Result(Message):
 class ProjectCompiled(Result):
     """The project was opened or reloaded: `value` is the CompiledProject."""
 
-    def __init__(self, value: Any, reloaded: bool = False) -> None:
+    def __init__(self, value: Any, reloaded: bool = False, automatic: bool = False) -> None:
         super().__init__(value)
         self.reloaded = reloaded
+        self.automatic = automatic  # the project tree changed on disk (no toast: the screens just follow)
 
 
 class EngineOpened(Result):
@@ -54,6 +55,10 @@ class RunLookedUp(Result):
 
 class CancelOutcomes(Result):
     """`value`: [(run_id, 'requested' | 'finished' | 'unknown'), ...]."""
+
+
+class SparkWhere(Result):
+    """Where Spark runs and with what executors (the status line): `value` is the text."""
 
 
 class WatchToggled(Result):

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ratui.engine.errors import RatuiError
 from ratui.engine.events import Event, RunQueued
-from ratui.engine.vocabulary import MAIN, RUN_STATUSES
+from ratui.console.follow import Follower, StateItem
+from ratui.engine.vocabulary import ACTIVE, MAIN, RUN_STATUSES
 
 if TYPE_CHECKING:
     from ratui.engine.project.compiler import CompiledProject
@@ -185,7 +186,7 @@ class BatchItem:
     batch: Batch  # it ended (all its runs did, or it was cancelled)
 
 
-Item = EngineItem | WatchItem | SparkItem | BatchItem
+Item = EngineItem | WatchItem | SparkItem | BatchItem | StateItem
 
 
 class Controller:
@@ -205,6 +206,7 @@ class Controller:
         self._batch_of_run: dict[str, str] = {}
         self.batches: dict[str, Batch] = {}
         self.watcher = None  # the watch toggle's Watcher, made on first use
+        self.follower: Follower | None = None  # other processes' commits and the project tree (follow.py)
 
     # ------------------------------------------------------------------------------------------- life
 
@@ -238,6 +240,15 @@ class Controller:
         engine.recover()
         engine.start_monitor()
         engine.refs()  # opens the catalog now rather than on the first click
+        if self.follower is None:
+            self.follower = Follower(self.root, engine.settings.db_path, self._post, self.others_active).start()
+
+    def others_active(self) -> int:
+        """Runs in flight in other processes (a CLI run, watch, another console)."""
+        import os
+
+        engine = self.require_engine()
+        return sum(1 for r in engine.state.history.runs_in(ACTIVE) if r.get("pid") != os.getpid())
 
     def require_engine(self, timeout: float = 120.0) -> "Engine":
         """The engine, waiting for boot() if it is still opening (call from a worker thread)."""
@@ -248,6 +259,8 @@ class Controller:
         return self.engine
 
     def close(self) -> None:
+        if self.follower is not None:
+            self.follower.stop()
         if self.watcher is not None:  # never wait on the event loop: its threads end on their own
             try:
                 self.watcher.stop(timeout=0)
@@ -337,6 +350,25 @@ class Controller:
 
     def prewarm_spark(self) -> None:
         self.require_engine().start_spark()
+
+    def spark_where(self) -> str:
+        """Where Spark runs and with what (the status line): "local[2], 2 cores", "cluster spark://..., 1 executor,
+        2 cores", "Spark Connect sc://..." once it started; ratui.yaml's word for it before. Asks the driver (never a
+        job): call it from a worker thread. Never raises."""
+        from ratui.engine.spark import session as spark_mod
+
+        try:
+            described = spark_mod.describe()
+        except Exception:  # a driver going down: say what ratui.yaml says
+            described = None
+        if described:
+            return described
+        settings = self.settings
+        if settings is None:
+            return ""
+        if settings.spark_remote:
+            return f"Spark Connect {spark_mod.display_url(settings.spark_remote)}"
+        return settings.spark_where
 
     # ---------------------------------------------------------------------------------------- history
 

@@ -125,6 +125,7 @@ class ConsoleScreen(Guarded, Loader, Screen):
         app = self.app
         app.project_loaded.subscribe(self, self._project_loaded)
         app.runs_changed.subscribe(self, self.runs_changed)
+        app.state_changed.subscribe(self, self.state_changed)
         app.project_failed.subscribe(self, self.project_error)
         if app.compiled is not None:
             self.call_later(self.project_ready, app.compiled)
@@ -142,6 +143,10 @@ class ConsoleScreen(Guarded, Loader, Screen):
         for widget in self.query("*"):
             if widget.loading:
                 widget.loading = False
+
+    def state_changed(self, item) -> None:
+        """Another process committed to the state database (a run started or ended elsewhere, a branch, the
+        ledger, a reaper pass): show it without being asked."""
 
     def runs_changed(self, change) -> None:
         """Live runs changed (coalesced): `change.changed` run ids, `change.ended` runs that just finished."""

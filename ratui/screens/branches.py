@@ -21,6 +21,9 @@ from ratui.screens.dialogs import ConfirmScreen, MergeScreen
 CHANGE_STYLE = {"added": "green", "modified": "yellow", "dropped": "red", "table": ""}
 
 
+AGE_TICK = 15.0  # seconds
+
+
 class BranchesScreen(TableScreen):
     MODE = "branches"
     COLUMNS = (("ref", "REF"), ("head", "HEAD"), ("created", "CREATED (UTC)"), ("age", "AGE"), ("run", "RUN"),
@@ -52,6 +55,14 @@ class BranchesScreen(TableScreen):
 
     def reload(self) -> None:
         self.load(BranchesLoaded, self.app.controller.branches)
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.set_interval(AGE_TICK, self._tick)  # AGE keeps counting while the screen is open
+
+    def _tick(self) -> None:
+        if self.is_current and self.app.compiled is not None:
+            self.reload()
 
     def runs_changed(self, change) -> None:
         # a run creates its branch, then merges and deletes it: refresh (at most once a second) while in view

@@ -65,6 +65,7 @@ class PipelinesScreen(ConsoleScreen):
         self.nodes: dict[str, TreeNode] = {}
         self.selected: tuple | None = None
         self.name_width = 20
+        self._recent_timer = None
 
     def compose(self) -> ComposeResult:
         yield NavBar("pipelines")
@@ -109,6 +110,15 @@ class PipelinesScreen(ConsoleScreen):
         tree = self.query_one(PipelineTree)
         tree.loading = False
         self.app.mark("pipelines_ready")
+
+    def state_changed(self, item) -> None:
+        # a run of another process started or ended: the tree's last status and times follow
+        if self.compiled is not None and self._recent_timer is None:
+            self._recent_timer = self.set_timer(0.3, self._reload_recent)
+
+    def _reload_recent(self) -> None:
+        self._recent_timer = None
+        self.load(RecentRunsLoaded, self.app.controller.recent)
 
     def runs_changed(self, change) -> None:
         if self.compiled is None:

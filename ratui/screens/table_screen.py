@@ -94,3 +94,6 @@ class TableScreen(ConsoleScreen):
 
     def action_refresh(self) -> None:
         self.reload()
+
+    def state_changed(self, item) -> None:
+        self.reload_soon(0.3)

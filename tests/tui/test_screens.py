@@ -522,3 +522,53 @@ def test_status_line_follows_spark(seeded):
             assert "no runs in flight" in screen_text(app)
 
     run(go())
+
+
+def test_screens_follow_other_processes_and_the_project_tree_without_being_asked(tmp_path):
+    """A run another process starts and ends, a template broken and fixed on disk, a new pipeline folder: each
+    shows within seconds, watch mode off and no ctrl+r."""
+    import os
+
+    from ratui.engine.project.settings import load_settings
+    from ratui.engine.state.history import History
+
+    root = copy_sample(tmp_path)
+    seed_history(root)
+    app = make_app(root)
+    other = History(load_settings(root).db_path)  # another writer of the same database, as a CLI run would be
+    run_id = "261123130000d00d01"
+
+    async def go():
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await wait_for(pilot, lambda: app.controller.follower is not None, 20)
+            await pilot.press("2")
+            await settle(pilot)
+            assert run_id not in screen_text(app) and "no runs in flight" in screen_text(app)
+
+            other.create_run(run_id, "ecommerce.bronze.raw_orders", "cli", "full_refresh", None)
+            other.update_run(run_id, status="running", started_at="2026-03-01T12:00:00.000000+00:00",
+                             pid=os.getppid())  # a live process that is not this one
+            await wait_for(pilot, lambda: run_id in screen_text(app) and "1 run in flight" in screen_text(app), 10)
+            other.update_run(run_id, status="success", finished_at="2026-03-01T12:00:05.000000+00:00",
+                             duration_ms=5000)
+            await wait_for(pilot, lambda: "no runs in flight" in screen_text(app), 10)
+
+            # the project tree: a broken template shows its error, the fix clears it, a new folder appears
+            await pilot.press("1")
+            await settle(pilot)
+            sql = root / "ecommerce/pipelines/bronze/raw_products/pipeline.sql"
+            good = sql.read_text()
+            sql.write_text(good + "\n{{ oops(\n")
+            await wait_for(pilot, lambda: "RAT-TPL" in screen_text(app), 10)
+            assert "✘ raw_products" in screen_text(app)
+            sql.write_text(good)
+            await wait_for(pilot, lambda: "RAT-TPL" not in screen_text(app), 10)
+            new = root / "ecommerce/pipelines/gold/brand_new"
+            new.mkdir()
+            (new / "pipeline.sql").write_text("-- @merge_strategy: full_refresh\nSELECT 1 AS one\n")
+            await wait_for(pilot, lambda: "brand_new" in screen_text(app), 10)
+            assert not any("Project reloaded" in n for n in app.notices)  # followed quietly
+            assert not app.crashes
+
+    run(go())

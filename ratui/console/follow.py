@@ -1,0 +1,114 @@
+"""Following what changes outside the console: the state database and the project tree, polled on a thread.
+
+Other processes write the same SQLite file (a `ratui run` in another terminal, `ratui watch`, a second console, the
+dead-run monitor, the reaper): SQLite's `PRAGMA data_version` changes on this follower's own connection whenever
+another connection commits, so one cheap query a second says whether anything is new, and only then do the
+screens reload. The project tree (ratui.yaml and every pipeline folder's files) is compared by name, size and
+modification time: a saved template, a fixed error or a new pipeline folder reaches the Pipelines screen within
+about a second, watch mode or not.
+
+Nothing here touches the event loop: the follower posts items to the controller's queue, as engine events do.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+log = logging.getLogger("ratui.console.follow")
+
+INTERVAL = 1.0  # seconds
+
+
+@dataclass(frozen=True)
+class StateItem:
+    kind: str  # "db": another process committed to the state database | "project": the project tree changed
+    others_active: int = 0  # "db": runs in flight in other processes
+
+
+def project_fingerprint(root: Path) -> tuple:
+    """ratui.yaml and the files and folders under every namespace's pipelines/ folder: (path, size, mtime)."""
+    out = []
+    for name in ("ratui.yaml",):
+        try:
+            st = (root / name).stat()
+            out.append((name, st.st_size, st.st_mtime_ns))
+        except OSError:
+            pass
+    try:
+        namespaces = [p for p in root.iterdir() if not p.name.startswith(".") and (p / "pipelines").is_dir()]
+    except OSError:
+        return tuple(out)
+    for ns in sorted(namespaces):
+        for folder, dirs, files in os.walk(ns / "pipelines"):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
+            rel = os.path.relpath(folder, root)
+            out.append((rel + "/", 0, 0))
+            for file in sorted(files):
+                if file.startswith(".") or file.endswith(("~", ".swp", ".tmp")):
+                    continue
+                try:
+                    st = os.stat(os.path.join(folder, file))
+                except OSError:
+                    continue
+                out.append((f"{rel}/{file}", st.st_size, st.st_mtime_ns))
+    return tuple(out)
+
+
+class Follower:
+    """Polls every INTERVAL seconds until stopped; calls `post(StateItem)` when something changed."""
+
+    def __init__(self, root: Path, db_path: Path, post: Callable[[StateItem], None],
+                 others_active: Callable[[], int]):
+        self.root = Path(root)
+        self.db_path = Path(db_path)
+        self.post = post
+        self.others_active = others_active
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> "Follower":
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="ratui-follow", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _loop(self) -> None:
+        conn = None
+        version = None
+        tree = project_fingerprint(self.root)
+        others = 0  # what the App assumes until told otherwise
+        while not self._stop.wait(INTERVAL):
+            try:
+                if conn is None:
+                    conn = sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True, timeout=1.0)
+                now = conn.execute("PRAGMA data_version").fetchone()[0]
+                if now != version:
+                    changed = version is not None
+                    version = now
+                    count = self.others_active()
+                    if changed or count != others:
+                        others = count
+                        self.post(StateItem("db", count))
+            except Exception:  # a busy or missing database: try again next time
+                log.debug("following the state database failed", exc_info=True)
+                if conn is not None:
+                    conn.close()
+                    conn = None
+            try:
+                now_tree = project_fingerprint(self.root)
+                if now_tree != tree:
+                    tree = now_tree
+                    self.post(StateItem("project"))
+            except Exception:
+                log.debug("following the project tree failed", exc_info=True)
+        if conn is not None:
+            conn.close()

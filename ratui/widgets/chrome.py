@@ -61,6 +61,7 @@ class StatusLine(Static):
 
     def on_mount(self) -> None:
         self.watch(self.app, "spark_state", lambda _: self.refresh(), init=False)
+        self.watch(self.app, "spark_where", lambda _: self.refresh(), init=False)
         self.watch(self.app, "active_runs", lambda _: self.refresh(), init=False)
         self.watch(self.app, "watch_mode", lambda _: self.refresh(), init=False)
 
@@ -79,4 +80,12 @@ class StatusLine(Static):
             text.append(f"● {active} run{'s' if active != 1 else ''} in flight", style="cyan")
         else:
             text.append("no runs in flight", style="dim")
+        # where Spark runs (local, a cluster and its executors, a Connect server), on the right when there is room
+        where = getattr(self.app, "spark_where", "") if state != "idle" else ""
+        room = self.size.width - text.cell_len - 4
+        if where and room >= 12:
+            if len(where) > room:
+                where = where[:room - 1] + "…"
+            text.append(" " * (self.size.width - text.cell_len - len(where) - 1))
+            text.append(where, style="dim")
         return text

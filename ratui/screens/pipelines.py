@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Group, RenderableType
-from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 from textual import on
@@ -20,6 +19,7 @@ from ratui.engine.errors import RatuiError
 from ratui.engine.vocabulary import LAYERS
 from ratui.messages import RecentRunsLoaded
 from ratui.screens.base import ConsoleScreen, is_narrow
+from ratui.widgets.code import code_view
 from ratui.widgets.chrome import NavBar, StatusLine
 
 STRATEGY_WIDTH = 13
@@ -226,6 +226,12 @@ class PipelinesScreen(ConsoleScreen):
     def narrow(self) -> bool:
         return is_narrow(self.app.size.width)
 
+    def on_mount(self) -> None:
+        super().on_mount()
+        # the SQL's colours follow the theme (ansi_dark / ansi_light)
+        self.watch(self.app, "theme", lambda _: self.show_detail() if self.compiled is not None else None,
+                   init=False)
+
     def fit(self, narrow: bool) -> None:
         super().fit(narrow)
         if self.compiled is not None and self.nodes:
@@ -376,10 +382,11 @@ class PipelinesScreen(ConsoleScreen):
         parts.append(tests)
         info.update(Group(*parts))
         if pipeline.text:
+            # the lines its errors point at in this very file are marked
+            marked = [e.line for e in pipeline.errors if e.line and pipeline.file and e.file == str(pipeline.file)]
             sql.update(Group(Text(pipeline.kind.upper() if pipeline.kind else "", style="bold"),
-                             Syntax(pipeline.text, "sql" if pipeline.kind == "sql" else "python",
-                                    theme="ansi_dark", line_numbers=True, word_wrap=False,
-                                    background_color="default")))
+                             code_view(pipeline.text, "sql" if pipeline.kind == "sql" else "python",
+                                       dark=self.app.current_theme.dark, error_lines=marked)))
 
     # --------------------------------------------------------------------------------------- actions
 

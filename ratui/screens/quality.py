@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.syntax import Syntax
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -17,6 +16,7 @@ from ratui.console.format import fmt_ms, fmt_time, glyph, short_key
 from ratui.widgets.chrome import NavBar, StatusLine
 from ratui.messages import QualityLoaded
 from ratui.screens.table_screen import TableScreen
+from ratui.widgets.code import code_view
 
 ORDER = {"failed": 0, "error": 0, "warned": 1, "passed": 2}
 RECENT_LIMIT = 500
@@ -156,8 +156,7 @@ class QualityScreen(TableScreen):
         label = self.query_one("#sample-label", Label)
         label.update(f"Sample violating rows ({len(rows)} of {violations:,})" if rows else
                      "No sample rows" + (" (the test passed)" if q.get("status") == "passed" else ""))
-        sql.update(Syntax(q.get("sql") or "-- no SQL recorded", "sql", theme="ansi_dark", line_numbers=True,
-                          word_wrap=True, background_color="default"))
+        sql.update(code_view(q.get("sql") or "-- no SQL recorded", "sql", dark=self.app.current_theme.dark))
 
     # --------------------------------------------------------------------------------------- actions
 

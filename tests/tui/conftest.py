@@ -20,6 +20,14 @@ def copy_sample(dest_parent: Path, name: str = "sample") -> Path:
     return dest
 
 
+@pytest.fixture(autouse=True)
+def fresh_user_settings(user_config_home):
+    """Each test starts with no remembered theme (a test that toggles it must not recolour the next one)."""
+    yield
+    for leftover in user_config_home.glob("ratui/console.yaml*"):
+        leftover.unlink()
+
+
 @pytest.fixture(scope="module")
 def seeded(tmp_path_factory) -> Path:
     """A sample project with fixed history (shared by a module's read-only tests)."""

@@ -572,3 +572,33 @@ def test_screens_follow_other_processes_and_the_project_tree_without_being_asked
             assert not app.crashes
 
     run(go())
+
+
+def test_sql_wraps_long_lines_marks_the_error_line_and_follows_the_theme(tmp_path, monkeypatch):
+    import ratui.screens.pipelines as pipelines_screen
+
+    root = copy_sample(tmp_path)
+    sql = root / "ecommerce/pipelines/bronze/raw_products/pipeline.sql"
+    good = sql.read_text().rstrip("\n")
+    bad_line = len(good.splitlines()) + 2
+    sql.write_text(good + "\n-- " + "x" * 150 + " END_OF_A_LONG_LINE\nJOIN {{ ref('bronze.nosuch') }} ON 1 = 1\n")
+    themes: list[bool] = []
+    real = pipelines_screen.code_view
+    monkeypatch.setattr(pipelines_screen, "code_view",
+                        lambda *a, **kw: themes.append(kw["dark"]) or real(*a, **kw))
+    app = make_app(root)
+
+    async def go():
+        async with app.run_test(size=(100, 60)) as pilot:
+            await settle(pilot)
+            app.screen.select_key("ecommerce.bronze.raw_products")
+            await settle(pilot)
+            text = screen_text(app)
+            assert "END_OF_A_LONG_LINE" in text  # wrapped, not clipped
+            assert f"❱ {bad_line}" in text  # the line the error points at
+            assert themes and themes[-1] is True
+            await pilot.press("ctrl+t")
+            await settle(pilot)
+            assert app.theme == "textual-light" and themes[-1] is False  # drawn again in the light theme's colours
+
+    run(go())

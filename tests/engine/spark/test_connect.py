@@ -221,3 +221,44 @@ def test_cancel_interrupts_a_running_job_and_another_run_goes_on_beside_it(serve
     assert query(project.root, "SELECT count(*) AS n FROM bronze.fast") == [{"n": 100}]
     # the server is still fine for the next client
     assert query(project.root, "SELECT 1 AS one") == [{"one": 1}]
+
+
+MOR_PIPELINE = """\
+-- @merge_strategy: incremental
+-- @unique_key: id
+-- @landing_mode: new_files
+SELECT CAST(id AS INT) AS id, CAST(val AS INT) AS val FROM {{ landing_zone('many') }}
+"""
+
+
+def test_position_deletes_are_written_read_and_compacted_on_connect(server, tmp_path):
+    # a few changed keys of a 100-row file: merge-on-read (position deletes, read back with Spark's row index), then
+    # the reaper's compaction rewrites the file without them (a write that keeps each file's layout)
+    root = tmp_path / "mor"
+    files = {
+        "ratui.yaml": f"namespace: demo\nspark:\n  remote: {server.url}\nreaper:\n  compact_deleted_percent: 1\n",
+        "demo/landing/many/many_1.csv": "id,val\n" + "".join(f"{i},{i}\n" for i in range(1, 101)),
+        "demo/pipelines/silver/many/pipeline.sql": MOR_PIPELINE,
+    }
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    run_ok("--project", str(root))
+    (root / "demo/landing/many/many_2.csv").write_text("id,val\n5,500\n6,600\n")
+    (second,) = run_ok("--project", str(root))
+    assert second["write"]["delete_files_added"] == 1 and second["write"]["rows_deleted_by_position"] == 2, second
+    (root / "demo/landing/many/many_3.csv").write_text("id,val\n7,700\n5,5000\n")
+    # 7 is found in the 100-row file, which has deletes already (read without its deleted rows); 5 is now in the
+    # second run's 2-row file, rewritten whole
+    (third,) = run_ok("--project", str(root))
+    assert third["write"]["rows_deleted_by_position"] == 1 and third["write"]["files_rewritten"] == 1, third
+
+    def table() -> list[dict]:
+        return query(root, "SELECT count(*) AS n, count(DISTINCT id) AS ids, sum(val) AS total FROM silver.many")
+
+    assert table() == [{"n": 100, "ids": 100, "total": 5050 - 5 - 6 - 7 + 5000 + 600 + 700}]
+    out = ratui("reap", "--project", str(root), "--json")
+    assert out.returncode == 0, out.stdout + out.stderr
+    compaction = json.loads(out.stdout)["tasks"]["compaction"]
+    assert compaction["error"] is None and len(compaction["removed"]) == 1, compaction
+    assert table() == [{"n": 100, "ids": 100, "total": 5050 - 5 - 6 - 7 + 5000 + 600 + 700}]

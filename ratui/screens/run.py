@@ -7,6 +7,7 @@ second while another process is still running it.
 
 from __future__ import annotations
 
+from rich.table import Table
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -14,7 +15,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Footer, Label, RichLog, Static
 
-from ratui.console.format import fmt_count, fmt_ms, fmt_time, glyph
+from ratui.console.format import OUTCOME_WORDS, fmt_count, fmt_ms, fmt_time, glyph, short_key
 from ratui.console.live import LiveRun
 from ratui.widgets.chrome import NavBar, StatusLine
 from ratui.widgets.run_view import PhaseTable, QualitySummary
@@ -71,6 +72,8 @@ class RunScreen(ConsoleScreen):
                     yield PhaseTable(id="run-phases")
                     yield Label("Quality", classes="section")
                     yield QualitySummary(id="run-quality")
+                    yield Label("Batch", classes="section hidden", id="run-batch-label")
+                    yield Static(id="run-batch", classes="hidden")
                 with Vertical(id="run-right"):
                     yield Label("Log", classes="section")
                     yield RunLog(id="run-log", max_lines=2000, wrap=True, markup=False, highlight=False,
@@ -154,6 +157,7 @@ class RunScreen(ConsoleScreen):
         self.query_one("#run-head", Static).update(self.header(run, now))
         self.query_one(PhaseTable).show(run, now, self.frame)
         self.query_one(QualitySummary).show(run)
+        self.show_batch()
         error = self.query_one("#run-error", Static)
         if run.error:
             e = run.error
@@ -231,6 +235,31 @@ class RunScreen(ConsoleScreen):
             log.write(line)
         self.logged = len(entries)
 
+    def show_batch(self) -> None:
+        """A batch's overview: every pipeline of it in order, with its state (waiting, running, how it ended)."""
+        if self.batch is None:
+            return
+        batch = self.app.controller.batches.get(self.batch)
+        runs = {r.pipeline: r for r in self.app.store.in_batch(self.batch)}
+        keys = batch.keys if batch is not None else list(runs)
+        table = Table.grid(padding=(0, 1))
+        for key in keys:
+            run = runs.get(key)
+            if run is None:
+                state = "not started" if batch is not None and batch.done else "waiting"
+                table.add_row(Text("·", style="dim"), Text(short_key(key, key.split(".")[0])),
+                              Text(state, style="dim"), "")
+                continue
+            word = OUTCOME_WORDS.get(run.outcome, run.outcome) if run.finished else (run.current_phase or run.status)
+            icon, style = glyph("warned" if run.outcome == "warned" else run.status)
+            table.add_row(Text(icon, style=style), Text(short_key(key, key.split(".")[0]),
+                                                       style="bold" if run.run_id == self.run_id else ""),
+                          Text(word, style=style), Text(fmt_ms(run.elapsed_ms(self.app.clock())), style="dim"))
+        self.query_one("#run-batch-label", Label).remove_class("hidden")
+        widget = self.query_one("#run-batch", Static)
+        widget.remove_class("hidden")
+        widget.update(table)
+
     def tick(self) -> None:
         self.frame += 1
         run = self.run
@@ -239,6 +268,7 @@ class RunScreen(ConsoleScreen):
             self.query_one(PhaseTable).show(run, now, self.frame)
             if self.frame % 4 == 0:
                 self.query_one("#run-head", Static).update(self.header(run, now))
+                self.show_batch()
 
     # --------------------------------------------------------------------------------------- actions
 

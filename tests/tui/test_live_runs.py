@@ -206,6 +206,9 @@ def test_skips_say_why_forced_runs_run_anyway_and_a_batch_counts_each_outcome(sp
             await pilot.press("plus")
             await wait_for(pilot, lambda: any("1 of 2 succeeded" in n for n in app.notices), RUN_TIMEOUT)
             assert "Batch finished: 1 of 2 succeeded, 1 unchanged (skipped)." in app.notices, list(app.notices)
+            await settle(pilot)
+            text = flat(screen_text(app))  # the batch's overview: each pipeline with how it ended
+            assert "Batch" in text and "bronze.a unchanged (skipped)" in text and "silver.b succeeded" in text
 
             # asked whether to stop a run that then ends by itself: the question goes, and says why
             from ratui.engine.events import PhaseStarted

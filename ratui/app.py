@@ -166,7 +166,7 @@ class RatuiApp(App[None]):
         Binding("colon", "jump", "Jump", id="app.jump", key_display=":"),
         Binding("question_mark", "help", "Help", id="app.help", key_display="?"),
         Binding("ctrl+t", "toggle_theme", "Theme", id="app.theme", show=False),
-        Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),
+        Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True, show=False),  # in ? and the palette
     ]
 
     spark_state = reactive("idle")

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import shlex
+import subprocess
+
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -9,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
+from textual.app import SuspendNotSupported
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer, Static, Tree
@@ -54,6 +59,7 @@ class PipelinesScreen(ConsoleScreen):
         Binding("f", "full_refresh", "Full refresh", id="pipelines.full_refresh"),
         Binding("F", "force_run", "Force run", id="pipelines.force_run", key_display="F", show=False),
         Binding("c", "cancel", "Cancel", id="pipelines.cancel"),
+        Binding("e", "edit", "Edit", id="pipelines.edit"),
         Binding("enter", "open_run", "Open run", id="pipelines.open_run", show=False),
         Binding("ctrl+r", "reload", "Reload", id="pipelines.reload"),
     ]
@@ -440,6 +446,27 @@ class PipelinesScreen(ConsoleScreen):
     def action_run_all(self) -> None:
         if self.compiled is not None:
             self.app.run_batch(self.compiled.graph.order(), "all pipelines", whole_project=True)
+
+    def action_edit(self) -> None:
+        """Open the selected pipeline's file in $VISUAL / $EDITOR (vi without either); the console hands the
+        terminal over, takes it back when the editor exits, and reloads the project."""
+        keys = self._selected_keys()
+        pipeline = self.compiled.pipelines.get(keys[0]) if len(keys) == 1 and self.compiled else None
+        if pipeline is None or pipeline.file is None:
+            self.notify("Select a pipeline to edit its file.", severity="warning")
+            return
+        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+        try:
+            with self.app.suspend():
+                subprocess.run([*shlex.split(editor), str(pipeline.file)], check=False)
+        except SuspendNotSupported:
+            self.notify("This terminal cannot be handed to an editor.", severity="warning")
+            return
+        except OSError as exc:
+            self.notify(f"Could not start the editor '{editor}': {exc}. Set $EDITOR.", severity="error",
+                        markup=False)
+            return
+        self.app.reload_project()
 
     def action_cancel(self) -> None:
         runs = [r for k in self._selected_keys() for r in self.app.store.active_for(k)]

@@ -85,3 +85,93 @@ def test_run_a_pipeline_in_a_real_terminal(sample_copy: Path):
         assert not stray, "Spark/Java output reached the screen:\n" + "\n".join(stray[:20])
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
+def wait_screen(session: str, predicate, timeout: float, frames: list[str], what: str) -> str:
+    deadline = time.monotonic() + timeout
+    while True:
+        screen = capture(session)
+        frames.append(screen)
+        if predicate(screen):
+            return screen
+        assert time.monotonic() < deadline, f"{what} did not show within {timeout:.0f}s:\n{screen}"
+        time.sleep(0.3)
+
+
+def keys(session: str, *names: str) -> None:
+    for name in names:  # one at a time: an Escape followed at once by a key would read as Alt+key
+        subprocess.run(["tmux", "send-keys", "-t", session, name], check=True)
+        time.sleep(0.4 if name == "Escape" else 0.1)
+
+
+# what each screen's footer must carry whole at 80 columns (the keys to act, and w, : and ? everywhere)
+FOOTERS = {
+    "1": ("r Run", "+ Downstream", "c Stop", "e Edit", "w Watch", ": Jump", "? Help"),
+    "2": ("/ Filter", "R Re-run", "w Watch", ": Jump", "? Help"),
+    "3": ("s SQL", "o Open run", "w Watch", ": Jump", "? Help"),
+    "4": ("m Merge", "d Delete", "o Open run", "w Watch", ": Jump", "? Help"),
+    "5": ("u Reset file", "U Reset zone", "w Watch", ": Jump", "? Help"),
+    "6": ("p Preview", "x Run now", "w Watch", ": Jump", "? Help"),
+}
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_at_80x24_run_cancel_edit_and_read_every_screen(sample_copy: Path, tmp_path: Path):
+    binary = ratui_binary()
+    assert binary, "the ratui command is not installed"
+    editor = tmp_path / "editor.sh"  # an "editor" that appends a comment to the file it is given, then exits
+    editor.write_text("#!/bin/sh\nprintf -- '-- touched by the editor\\n' >> \"$1\"\n")
+    editor.chmod(0o755)
+    session = f"ratui-e2e-{uuid.uuid4().hex[:8]}"
+    env = {**os.environ, "TERM": "xterm-256color", "EDITOR": str(editor), "VISUAL": ""}
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "24",
+                    f"{binary} tui --project {sample_copy}"], check=True, env=env)
+    frames: list[str] = []
+    try:
+        wait_screen(session, lambda s: "raw_customers" in s, 60, frames, "the console")
+
+        # run the first pipeline; its detail fits: head, phases, log and the footer's keys
+        keys(session, "r")
+        screen = wait_screen(session, lambda s: "✔ success" in s, TIMEOUT, frames, "a successful run")
+        assert "? Help" in screen.splitlines()[-1] and "R Re-run" in screen.splitlines()[-1]
+
+        # run raw_orders and stop it: the question says what each answer does
+        keys(session, "Escape")
+        wait_screen(session, lambda s: "✔ raw_customers" in s, 20, frames, "the tree")
+        keys(session, "Down", "Down")
+        keys(session, "F")
+        wait_screen(session, lambda s: "ecommerce.bronze.raw_orders   ● running" in s, 60, frames,
+                    "raw_orders running")
+        keys(session, "c")
+        wait_screen(session, lambda s: "Stop the run (y)" in s and "Keep it running (n)" in s, 20, frames,
+                    "the stop question")
+        keys(session, "y")
+        wait_screen(session, lambda s: "■ cancelled" in s, 60, frames, "the cancelled run")
+
+        # every screen, and the help: whole labels, the keys everyone needs on the footer
+        keys(session, "Escape")
+        for key, labels in FOOTERS.items():
+            keys(session, key)
+            screen = wait_screen(session, lambda s, ls=labels: all(label in s.splitlines()[-1] for label in ls),
+                                 20, frames, f"screen {key}'s footer")
+            assert "6 Reaper" in screen.splitlines()[0]
+        keys(session, "?")
+        screen = wait_screen(session, lambda s: "ratui keys" in s and "Everywhere" in s, 20, frames, "the help")
+        keys(session, "Escape", "1")
+
+        # e opens the selected pipeline's file in $EDITOR and the console comes back, reloaded
+        wait_screen(session, lambda s: "✔ raw_customers" in s, 20, frames, "the tree")
+        keys(session, "Up", "Up")
+        keys(session, "e")
+        pipeline_sql = sample_copy / "ecommerce/pipelines/bronze/raw_customers/pipeline.sql"
+        deadline = time.monotonic() + 20
+        while "touched by the editor" not in pipeline_sql.read_text():
+            assert time.monotonic() < deadline, "the editor was not started on the pipeline's file"
+            time.sleep(0.3)
+        wait_screen(session, lambda s: "✔ raw_customers" in s and "? Help" in s.splitlines()[-1], 20, frames,
+                    "the console back from the editor")
+
+        stray = [line for frame in frames for line in foreign_lines(frame)]
+        assert not stray, "Spark/Java output reached the screen:\n" + "\n".join(stray[:20])
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)

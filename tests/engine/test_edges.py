@@ -250,6 +250,8 @@ def test_full_refresh_rebuilds_from_every_file_the_ledger_knows(make_project, sp
     result = run_one(engine, "demo.bronze.events", full_refresh=True)
     assert result.status == "success", result.error
     assert [r["id"] for r in rows_on_main(engine, "demo.bronze.events")] == [1, 2, 3]
+    logs = [line["message"] for line in engine.state.history.get_run(result.run_id)["logs"]]
+    assert any("(full refresh requested)" in m for m in logs)  # the same words in the CLI and the console
 
     # an archived file gone: the rebuild refuses, naming it, and main keeps every row
     before = main_fingerprint(root)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pyarrow as pa
 import pytest
 
 from ratui.console import user_settings
+from ratui.console.controller import utc_now
 from ratui.screens.dialogs import ConfirmScreen, ErrorScreen, HelpScreen, JumpScreen, MergeScreen
 from ratui.screens.quality import QualityScreen
 from ratui.screens.run import RunScreen
@@ -430,6 +434,8 @@ def test_palette_jump_help_and_theme(seeded):
             assert isinstance(app.screen, HelpScreen)
             text = screen_text(app)
             assert "Run downstream" in text and "Full refresh" in text and "Jump" in text
+            run_detail = dict(app.help_sections())["Run detail"]
+            assert ("v", "Debug log") in run_detail and ("R", "Re-run") in run_detail
             await pilot.press("escape")
             await settle(pilot)
             assert not isinstance(app.screen, HelpScreen)
@@ -569,7 +575,42 @@ def test_screens_follow_other_processes_and_the_project_tree_without_being_asked
             (new / "pipeline.sql").write_text("-- @merge_strategy: full_refresh\nSELECT 1 AS one\n")
             await wait_for(pilot, lambda: "brand_new" in screen_text(app), 10)
             assert not any("Project reloaded" in n for n in app.notices)  # followed quietly
+
+            # a run whose process died: failed as soon as the dead-run monitor notices, without a keypress
+            dead = subprocess.Popen([sys.executable, "-c", "pass"])
+            dead.wait()
+            gone = "261123130000d00d02"
+            other.create_run(gone, "ecommerce.bronze.raw_events", "cli", "append_only", None)
+            other.update_run(gone, status="running", started_at="2026-03-01T12:01:00.000000+00:00", pid=dead.pid,
+                             pid_started=None)
+            await pilot.press("2")
+            await wait_for(pilot, lambda: gone in screen_text(app), 10)
+            await wait_for(pilot, lambda: any(gone in line and "✘ failed" in line
+                                              for line in screen_text(app).splitlines()), 15)
             assert not app.crashes
+
+    run(go())
+
+
+def test_branch_ages_keep_counting(tmp_path, monkeypatch):
+    from datetime import timedelta
+
+    import ratui.screens.branches as branches_screen
+
+    monkeypatch.setattr(branches_screen, "AGE_TICK", 0.5)
+    root = copy_sample(tmp_path)
+    clock = {"now": None}
+    app = make_app(root, now=lambda: clock["now"] or utc_now())
+
+    async def go():
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await pilot.press("4")
+            await wait_for(pilot, lambda: "main" in screen_text(app), 10)
+            table = app.screen.query_one("#branches-table")
+            assert str(table.get_row_at(0)[3]) in ("0s", "1s", "2s")
+            clock["now"] = utc_now() + timedelta(hours=2, minutes=5)
+            await wait_for(pilot, lambda: str(table.get_row_at(0)[3]) == "2h", 10)
 
     run(go())
 

@@ -19,9 +19,35 @@ def error_line(exc: BaseException) -> int | None:
 def error_message(exc: BaseException) -> str:
     """The first meaningful line of a Spark error (Py4J's or Spark Connect's), without the JVM stack, the server's
     class name or the position (which refers to the rendered SQL; callers report the template's own line)."""
+    rpc = _rpc_failure(exc)
+    if rpc is not None:
+        return rpc
     text = str(getattr(exc, "desc", None) or exc)
     for line in text.splitlines():
         line = _SERVER_CLASS.sub("", line.strip())
         if line and not line.startswith(("at ", "JVM stacktrace", "Traceback", "==")):
             return _POSITION_TEXT.sub("", line).strip()[:500]
     return type(exc).__name__
+
+
+_RPC_TEXT = re.compile(r"status = StatusCode\.(\w+).*?details = \"(.*?)\"", re.S)
+
+
+def _rpc_failure(exc: BaseException) -> str | None:
+    """A gRPC failure of the Spark Connect client (the server gone, a call that gave up), in words: its status and
+    details, not the call object's text ("<_MultiThreadedRendezvous of RPC that terminated with: ...")."""
+    status: str | None = None
+    text = ""
+    code, details = getattr(exc, "code", None), getattr(exc, "details", None)
+    if callable(code) and callable(details) and type(exc).__module__.split(".")[0] == "grpc":
+        try:
+            status, text = getattr(code(), "name", str(code())), str(details() or "")
+        except Exception:
+            pass
+    if status is None:
+        match = _RPC_TEXT.search(str(exc))
+        if match is None or not str(exc).lstrip().startswith("<_"):
+            return None
+        status, text = match.group(1), match.group(2)
+    prefix = "Spark Connect server unreachable" if status == "UNAVAILABLE" else "Spark Connect call failed"
+    return f"{prefix} ({status}): {' '.join(text.split())}"[:500]

@@ -3,8 +3,8 @@ reached:
 
     local[N]            (the default, local[*]) Spark in ratui's own JVM
     spark://HOST:PORT   a standalone cluster: ratui's JVM is the driver, the work runs on the cluster's executors
-    sc://HOST:PORT      (spark.remote, or SPARK_REMOTE) a Spark Connect client: no JVM and no py4j in ratui's
-                        process; the server runs the driver and owns the executors
+    sc://HOST:PORT      (spark.remote, or SPARK_REMOTE) a Spark Connect client: no JVM and no py4j gateway in
+                        ratui's process; the server runs the driver and owns the executors
 
 Nothing the JVM prints may reach the terminal (Textual draws on it): the JVM is launched with its stdout
 and stderr redirected to a file, log4j2 writes to a file under `.ratui/logs/`, the console progress bar is
@@ -29,6 +29,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 import weakref
 from pathlib import Path
 from typing import Any, Callable
@@ -87,6 +88,14 @@ CONNECT_SERVER_CONF = {
 # How long ratui waits for a Spark Connect server or a cluster master to accept a connection before it gives
 # up (the Connect client alone would retry an unreachable server for ten minutes).
 CONNECT_TIMEOUT_SECONDS = 5.0
+
+# A Connect server that stops answering mid-run (restarted, gone): how long a call keeps retrying before the run
+# fails (the client's default is ten minutes). Backoff 0.05, 0.2, 0.8, 3.2 s, then 10 s: about 44 s in all. Once a
+# call has given up, the calls that follow within CONNECT_GONE_SECONDS (the failed run's cleanup: its views, its
+# session) try once each instead of waiting as long again.
+CONNECT_MAX_RETRIES, CONNECT_MAX_BACKOFF_MS = 8, 10_000
+CONNECT_GONE_SECONDS = 60.0
+_connect_gone_at: float | None = None
 
 # The code of "Spark cannot be reached" (a registered code of its own when errors.yaml has one).
 UNREACHABLE_CODE = "RAT-SPK-001" if "RAT-SPK-001" in CODES else "RAT-CFG-007"
@@ -242,10 +251,13 @@ def _start_classic(settings: Settings):
 
 
 def _start_connect(settings: Settings):
-    """A Spark Connect client: no JVM and no py4j in this process. The SQL settings ratui needs (and ratui.yaml's
-    spark.sql.* ones) are set on every session; the server's static settings are its own (connect_server_conf)."""
+    """A Spark Connect client: no JVM and no py4j gateway in this process. The SQL settings ratui needs (and
+    ratui.yaml's spark.sql.* ones) are set on every session; the server's static settings are its own
+    (connect_server_conf)."""
     global _remote_url, _session_conf, _server
     os.environ.setdefault("GRPC_VERBOSITY", "NONE")  # gRPC's C core would print to the terminal the console draws on
+    # a call that gives up says so with a warning on stderr as well as with its error
+    warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]", category=UserWarning)
     _quiet_python_loggers()
     _quiet_connect_client(settings)
     url = settings.spark_remote
@@ -256,6 +268,7 @@ def _start_connect(settings: Settings):
 
     try:
         session = SparkSession.builder.remote(url).create()
+        _bounded_retries(session)
     except Exception as exc:  # e.g. PACKAGE_NOT_INSTALLED: the connect extra is missing
         raise RatuiError(UNREACHABLE_CODE, f"cannot start a Spark Connect client for {display_url(url)}: "
                          f"{_first_line(exc)}", file=str(settings.root / SETTINGS_FILE),
@@ -288,6 +301,45 @@ def _start_connect(settings: Settings):
         _all_remote.add(session)
     _session_conf, _server, _remote_url = applied, server, url
     return session
+
+
+def _bounded_retries(session) -> None:
+    """A Connect session whose calls give up after about 44 s of retries, not the client's ten minutes, and try only
+    once while the server is known to be gone."""
+    try:
+        session.client.set_retry_policies([_retry_policy()])
+    except Exception:  # another client version: its own policy holds
+        log.debug("could not bound the Spark Connect client's retries", exc_info=True)
+
+
+_policy_class: Any = None
+
+
+def _retry_policy():
+    global _policy_class
+    if _policy_class is None:
+        from pyspark.sql.connect.client.retries import DefaultPolicy, RetryPolicyState
+
+        class GiveUpState(RetryPolicyState):
+            def next_attempt(self, exception=None):
+                global _connect_gone_at
+                wait = super().next_attempt(exception)
+                if wait is None:  # this call gave up: the server is gone for now
+                    _connect_gone_at = time.monotonic()
+                return wait
+
+        class RatuiPolicy(DefaultPolicy):
+            def can_retry(self, exception: BaseException) -> bool:
+                gone = _connect_gone_at
+                if gone is not None and time.monotonic() - gone < CONNECT_GONE_SECONDS:
+                    return False
+                return super().can_retry(exception)
+
+            def to_state(self):
+                return GiveUpState(self)
+
+        _policy_class = RatuiPolicy
+    return _policy_class(max_retries=CONNECT_MAX_RETRIES, max_backoff=CONNECT_MAX_BACKOFF_MS)
 
 
 def connect_server_conf() -> dict[str, str]:
@@ -511,6 +563,7 @@ def new_session(settings: Settings):
 def _fresh(root):
     session = root.newSession()
     if _remote_url is not None:
+        _bounded_retries(session)
         # a new Connect session starts from the server's defaults: ratui's SQL settings again
         _set_all(session, _session_conf)
         with _sessions_lock:

@@ -262,3 +262,35 @@ def test_position_deletes_are_written_read_and_compacted_on_connect(server, tmp_
     compaction = json.loads(out.stdout)["tasks"]["compaction"]
     assert compaction["error"] is None and len(compaction["removed"]) == 1, compaction
     assert table() == [{"n": 100, "ids": 100, "total": 5050 - 5 - 6 - 7 + 5000 + 600 + 700}]
+
+
+def test_a_server_gone_mid_run_fails_the_run_cleanly(tmp_path):
+    # a server of this test's own (the module's serves the other tests), killed while a job runs on it
+    own = start_connect(tmp_path / "server")
+    try:
+        project = make_slow_project(tmp_path / "slow", rows=60, parts=60, remote=own.url)
+        root = str(project.root)
+        run_ok("--project", root, "slow")  # version 1 on main
+        head = main_head(project.root)
+        for marker in project.markers.iterdir():
+            marker.unlink()
+        project.set(version=2, delay=1.0)
+        slow = ratui_background("run", "--project", root, "--force", "--json", "slow", log=tmp_path / "slow.log")
+        try:
+            wait_for(lambda: list(project.markers.iterdir()), 90, "a task of the slow job running on the server")
+            own.kill()
+            began = time.monotonic()
+            slow.wait(timeout=120)
+            ended = time.monotonic() - began
+        finally:
+            if slow.poll() is None:
+                slow.kill()
+    finally:
+        own.stop()
+    (result,) = json_lines((tmp_path / "slow.log").read_text())
+    # a coded error, well before the Connect client's own ten minutes of retries
+    assert slow.returncode == 1 and result["status"] == "failed" and result["error"]["code"] == "RAT-PY-004", result
+    assert result["error"]["message"].startswith("Spark Connect server unreachable (UNAVAILABLE)"), result
+    assert ended < 90, ended
+    # main as it was, and no branch left: the catalog is ratui's own (SQLite), not the server's
+    assert main_head(project.root) == head

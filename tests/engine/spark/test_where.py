@@ -33,6 +33,10 @@ def test_connect_errors_read_like_classic_ones():
     assert not spark_mod.is_cancellation(Exception("[DIVIDE_BY_ZERO] Division by zero."))
     assert error_message(Exception("[TABLE_OR_VIEW_NOT_FOUND] The table `x` cannot be found.; line 1 pos 14")) == \
         "[TABLE_OR_VIEW_NOT_FOUND] The table `x` cannot be found."
+    gone = ('<_MultiThreadedRendezvous of RPC that terminated with:\n\tstatus = StatusCode.UNAVAILABLE\n\tdetails = '
+            '"failed to connect to all addresses; last error: Connection refused"\n\tdebug_error_string = "x"\n>')
+    assert error_message(Exception(gone)) == ("Spark Connect server unreachable (UNAVAILABLE): "
+                                              "failed to connect to all addresses; last error: Connection refused")
 
 
 def test_nothing_listening_is_a_coded_error_at_once():

@@ -663,6 +663,22 @@ def is_cancellation(exc: BaseException) -> bool:
     return any(marker in text for marker in CANCELLATION_TEXTS)
 
 
+# What a Spark that went away says: a Connect server that stopped answering (errors.py words it), a JVM of our own
+# that died or was stopped
+UNREACHABLE_TEXTS = ("Spark Connect server unreachable", "SparkContext was shut down",
+                     "Cannot call methods on a stopped SparkContext", "Answer from Java side is empty")
+
+
+def is_unreachable(exc: BaseException) -> bool:
+    """Spark itself went away during the work (not the pipeline's fault, nor its data's)."""
+    from ratui.engine.spark.errors import error_message
+
+    if type(exc).__name__ == "Py4JNetworkError":
+        return True
+    text = f"{error_message(exc)}\n{exc}"
+    return any(marker in text for marker in UNREACHABLE_TEXTS)
+
+
 def stop() -> None:
     global _session, _remote_url
     with _lock:

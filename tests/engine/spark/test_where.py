@@ -37,6 +37,8 @@ def test_connect_errors_read_like_classic_ones():
             '"failed to connect to all addresses; last error: Connection refused"\n\tdebug_error_string = "x"\n>')
     assert error_message(Exception(gone)) == ("Spark Connect server unreachable (UNAVAILABLE): "
                                               "failed to connect to all addresses; last error: Connection refused")
+    assert spark_mod.is_unreachable(Exception(gone)) and not spark_mod.is_cancellation(Exception(gone))
+    assert not spark_mod.is_unreachable(Exception("[DIVIDE_BY_ZERO] Division by zero."))
 
 
 def test_nothing_listening_is_a_coded_error_at_once():

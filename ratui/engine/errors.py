@@ -15,6 +15,7 @@ JSON output and run records depend on them. Add new codes, never renumber. The f
     RAT-RUN-*   the run itself (cancellation, internal failures)
     RAT-RPR-*   the reaper (cleanup tasks)
     RAT-PTH-*   paths: nothing outside the project root unless ratui.yaml allows it
+    RAT-SPK-*   reaching Spark (a cluster's master, a Spark Connect server)
     RAT-PY-*    Python pipelines
     RAT-CLI-*   command-line usage
 """

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import urlparse
 
-from ratui.engine.errors import CODES, RatuiError
+from ratui.engine.errors import RatuiError
 from ratui.engine.project.settings import DEFAULT_SPARK_CONFIG, SETTINGS_FILE, Settings
 
 log = logging.getLogger("ratui.spark")
@@ -97,8 +97,8 @@ CONNECT_MAX_RETRIES, CONNECT_MAX_BACKOFF_MS = 8, 10_000
 CONNECT_GONE_SECONDS = 60.0
 _connect_gone_at: float | None = None
 
-# The code of "Spark cannot be reached" (a registered code of its own when errors.yaml has one).
-UNREACHABLE_CODE = "RAT-SPK-001" if "RAT-SPK-001" in CODES else "RAT-CFG-007"
+# The code of "Spark cannot be reached"
+UNREACHABLE_CODE = "RAT-SPK-001"
 
 _lock = threading.Lock()
 _session: Any = None

@@ -128,7 +128,7 @@ def test_at_80x24_run_cancel_edit_and_read_every_screen(sample_copy: Path, tmp_p
                     f"{binary} tui --project {sample_copy}"], check=True, env=env)
     frames: list[str] = []
     try:
-        wait_screen(session, lambda s: "raw_customers" in s, 60, frames, "the console")
+        wait_screen(session, lambda s: "raw_customers" in s, 120, frames, "the console")
 
         # run the first pipeline; its detail fits: head, phases, log and the footer's keys
         keys(session, "r")
@@ -137,13 +137,17 @@ def test_at_80x24_run_cancel_edit_and_read_every_screen(sample_copy: Path, tmp_p
 
         # run raw_orders and stop it: the question says what each answer does
         keys(session, "Escape")
-        wait_screen(session, lambda s: "✔ raw_customers" in s, 20, frames, "the tree")
-        keys(session, "Down", "Down")
+        wait_screen(session, lambda s: "✔ raw_customers" in s, 60, frames, "the tree")
+        keys(session, ":")  # jump to it by name: arrow keys sent while the screen changes can be lost
+        wait_screen(session, lambda s: "a screen · a pipeline" in s, 60, frames, "the jump field")
+        subprocess.run(["tmux", "send-keys", "-t", session, "-l", "raw_orders"], check=True)
+        keys(session, "Enter")
+        time.sleep(1.0)
         keys(session, "F")
         wait_screen(session, lambda s: "ecommerce.bronze.raw_orders   ● running" in s, 60, frames,
                     "raw_orders running")
         keys(session, "c")
-        wait_screen(session, lambda s: "Stop the run (y)" in s and "Keep it running (n)" in s, 20, frames,
+        wait_screen(session, lambda s: "Stop the run (y)" in s and "Keep it running (n)" in s, 60, frames,
                     "the stop question")
         keys(session, "y")
         wait_screen(session, lambda s: "■ cancelled" in s, 60, frames, "the cancelled run")
@@ -153,22 +157,26 @@ def test_at_80x24_run_cancel_edit_and_read_every_screen(sample_copy: Path, tmp_p
         for key, labels in FOOTERS.items():
             keys(session, key)
             screen = wait_screen(session, lambda s, ls=labels: all(label in s.splitlines()[-1] for label in ls),
-                                 20, frames, f"screen {key}'s footer")
+                                 60, frames, f"screen {key}'s footer")
             assert "6 Reaper" in screen.splitlines()[0]
         keys(session, "?")
-        screen = wait_screen(session, lambda s: "ratui keys" in s and "Everywhere" in s, 20, frames, "the help")
+        screen = wait_screen(session, lambda s: "ratui keys" in s and "Everywhere" in s, 60, frames, "the help")
         keys(session, "Escape", "1")
 
         # e opens the selected pipeline's file in $EDITOR and the console comes back, reloaded
-        wait_screen(session, lambda s: "✔ raw_customers" in s, 20, frames, "the tree")
-        keys(session, "Up", "Up")
+        wait_screen(session, lambda s: "✔ raw_customers" in s, 60, frames, "the tree")
+        keys(session, ":")
+        wait_screen(session, lambda s: "a screen · a pipeline" in s, 60, frames, "the jump field")
+        subprocess.run(["tmux", "send-keys", "-t", session, "-l", "raw_customers"], check=True)
+        keys(session, "Enter")
+        time.sleep(1.0)
         keys(session, "e")
         pipeline_sql = sample_copy / "ecommerce/pipelines/bronze/raw_customers/pipeline.sql"
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 60
         while "touched by the editor" not in pipeline_sql.read_text():
             assert time.monotonic() < deadline, "the editor was not started on the pipeline's file"
             time.sleep(0.3)
-        wait_screen(session, lambda s: "✔ raw_customers" in s and "? Help" in s.splitlines()[-1], 20, frames,
+        wait_screen(session, lambda s: "✔ raw_customers" in s and "? Help" in s.splitlines()[-1], 60, frames,
                     "the console back from the editor")
 
         stray = [line for frame in frames for line in foreign_lines(frame)]

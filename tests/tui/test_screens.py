@@ -537,6 +537,7 @@ def test_screens_follow_other_processes_and_the_project_tree_without_being_asked
 
     from ratui.engine.project.settings import load_settings
     from ratui.engine.state.history import History
+    from ratui.engine.state.processes import started_at
 
     root = copy_sample(tmp_path)
     seed_history(root)
@@ -553,8 +554,10 @@ def test_screens_follow_other_processes_and_the_project_tree_without_being_asked
             assert run_id not in screen_text(app) and "no runs in flight" in screen_text(app)
 
             other.create_run(run_id, "ecommerce.bronze.raw_orders", "cli", "full_refresh", None)
+            # a live process that is not this one, with its own start time (else the dead-run monitor takes the
+            # pid for a reused one and fails the run)
             other.update_run(run_id, status="running", started_at="2026-03-01T12:00:00.000000+00:00",
-                             pid=os.getppid())  # a live process that is not this one
+                             pid=os.getppid(), pid_started=started_at(os.getppid()))
             await wait_for(pilot, lambda: run_id in screen_text(app) and "1 run in flight" in screen_text(app), 10)
             other.update_run(run_id, status="success", finished_at="2026-03-01T12:00:05.000000+00:00",
                              duration_ms=5000)

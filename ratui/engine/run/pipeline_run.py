@@ -145,6 +145,8 @@ class PipelineRun:
                 status = "failed" if self.control.cancel_error else "cancelled"
                 error = self.control.cancel_error or RatuiError("RAT-RUN-001", f"run {self.run_id} of {self.key} "
                                                                 "was cancelled")
+            elif spark_mod.is_unreachable(exc):
+                error = RatuiError(spark_mod.UNREACHABLE_CODE, spark_errors.error_message(exc))
             else:
                 self.log(traceback.format_exc(), "error")
                 error = RatuiError("RAT-RUN-002", f"{type(exc).__name__}: {_first_line(exc)}")
@@ -166,8 +168,9 @@ class PipelineRun:
                                     inputs={"tables": tables, "zones": zones})
         elif (status == "failed" and error is not None and consumed
               and self.failed_phase in ("build", "write", "quality") and not is_definition_error(error.code)
-              and not error.code.startswith("RAT-S3-")):
-            # only failures that can be the data's fault count against the files (not an unreachable store)
+              and not error.code.startswith(("RAT-S3-", "RAT-SPK-"))):
+            # only failures that can be the data's fault count against the files (not an unreachable store or
+            # Spark)
             # a read error names its file: only that file is to blame, the others of the batch are not
             named = [e for e in consumed if error.file and error.file.endswith("/" + e[3])]
             skipped = self.state.ledger.record_failure(named or consumed, str(error))
@@ -343,7 +346,7 @@ class PipelineRun:
             try:
                 df = session.sql(sql)
             except Exception as exc:
-                raise _spark_error(exc, "RAT-SQL-001", file, pipeline.text, sql) from None
+                raise self._query_error(exc, pipeline, sql) from None
         else:
             ctx = PythonContext(session, context.ref, context.landing_zone,
                                 context.this.strip("`") if self.catalog.table_exists(self.branch, self.key) else None,
@@ -362,6 +365,8 @@ class PipelineRun:
             return exc
         if self.control.cancel_requested.is_set() and spark_mod.is_cancellation(exc):
             return Cancelled()
+        if spark_mod.is_unreachable(exc):  # Spark went away (a Connect server gone): not the pipeline's fault
+            return RatuiError(spark_mod.UNREACHABLE_CODE, spark_errors.error_message(exc))
         file, _config = pipeline.loaded()
         if pipeline.kind == "sql":
             return _spark_error(exc, "RAT-SQL-001", file, pipeline.text, sql)

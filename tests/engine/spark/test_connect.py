@@ -289,7 +289,7 @@ def test_a_server_gone_mid_run_fails_the_run_cleanly(tmp_path):
         own.stop()
     (result,) = json_lines((tmp_path / "slow.log").read_text())
     # a coded error, well before the Connect client's own ten minutes of retries
-    assert slow.returncode == 1 and result["status"] == "failed" and result["error"]["code"] == "RAT-PY-004", result
+    assert slow.returncode == 1 and result["status"] == "failed" and result["error"]["code"] == "RAT-SPK-001", result
     assert result["error"]["message"].startswith("Spark Connect server unreachable (UNAVAILABLE)"), result
     assert ended < 90, ended
     # main as it was, and no branch left: the catalog is ratui's own (SQLite), not the server's

@@ -21,6 +21,7 @@ from ratui.engine.project.templating import TemplateContext, parse_ref
 from ratui.engine.run.landing_reader import ZoneFile, ZoneReader
 from ratui.engine.state.ledger import zone_digest
 from ratui.engine.state.project_state import ProjectState
+from ratui.engine.vocabulary import format_bytes
 
 Log = Callable[..., None]
 
@@ -169,8 +170,8 @@ class RunSources:
 
         paths = s3.fetch(chosen, staged, progress, check=self.check)
         if chosen:
-            self.log(f"landing zone {zone_name}: fetched {len(chosen)} object(s), {_size(total_bytes)}, from {s3.url}"
-                     f" in {time.monotonic() - began:.1f} s")
+            self.log(f"landing zone {zone_name}: fetched {len(chosen)} object(s), {format_bytes(total_bytes)}, "
+                     f"from {s3.url} in {time.monotonic() - began:.1f} s")
         files = [ZoneFile(paths[f.name], f.name, s3.uri(f.name)) for f in chosen]
         df = self._read_zone(zone, files) if files else None
         if df is None:
@@ -252,15 +253,6 @@ class RunSources:
         text = _timestamp_text(value)
         self.log(f"watermark {column} = {text}" + (" (from file statistics)" if exact else " (scanned)"))
         return text
-
-
-def _size(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.0f} B"
 
 
 def _timestamp_text(value: Any) -> str:

@@ -43,8 +43,11 @@ from ratui.messages import (
 from ratui.screens.branches import BranchesScreen
 from ratui.screens.dialogs import CancelRunScreen, ConfirmScreen, ErrorScreen, HelpScreen, JumpScreen
 from ratui.screens.landing import LandingScreen
+from ratui.screens.lineage import LineageScreen
+from ratui.screens.logs import SparkLogScreen
 from ratui.screens.pipelines import PipelinesScreen
 from ratui.screens.quality import QualityScreen
+from ratui.screens.query import QueryScreen
 from ratui.screens.reaper import ReaperScreen
 from ratui.screens.run import RunScreen
 from ratui.screens.runs import RunsScreen
@@ -66,6 +69,9 @@ SCREEN_ALIASES = {
     "branches": "branches", "branch": "branches", "refs": "branches", "b": "branches", "4": "branches",
     "landing": "landing", "ledger": "landing", "files": "landing", "l": "landing", "5": "landing",
     "reaper": "reaper", "cleanup": "reaper", "gc": "reaper", "6": "reaper",
+    "query": "query", "sql": "query", "7": "query",
+    "lineage": "lineage", "graph": "lineage", "dag": "lineage", "8": "lineage",
+    "logs": "logs", "log": "logs", "spark": "logs", "9": "logs",
 }
 
 KEY_NAMES = {
@@ -101,6 +107,9 @@ class ConsoleCommands(Provider):
             ("Open Branches", "refs, diffs, merge and delete (4)", partial(app.action_open, "branches")),
             ("Open Landing", "the landing-file ledger, reset (5)", partial(app.action_open, "landing")),
             ("Open Reaper", "cleanup: settings, reports, preview, run now (6)", partial(app.action_open, "reaper")),
+            ("Open Query", "SQL over a ref's tables, paged results, export (7)", partial(app.action_open, "query")),
+            ("Open Lineage", "the project's DAG as a graph (8)", partial(app.action_open, "lineage")),
+            ("Open Logs", "Spark's log with a level filter, search (9)", partial(app.action_open, "logs")),
             ("Toggle watch", "run what each file save affects (w)", app.action_toggle_watch),
             ("Toggle theme", "switch between dark and light", app.action_toggle_theme),
             ("Reload project", "re-read the project files (ctrl+r on Pipelines)", app.reload_project),
@@ -152,6 +161,9 @@ class RatuiApp(App[None]):
         "branches": BranchesScreen,
         "landing": LandingScreen,
         "reaper": ReaperScreen,
+        "query": QueryScreen,
+        "lineage": LineageScreen,
+        "logs": SparkLogScreen,
     }
     DEFAULT_MODE = "pipelines"
     COMMANDS = App.COMMANDS | {ConsoleCommands}
@@ -162,6 +174,9 @@ class RatuiApp(App[None]):
         Binding("4", "open('branches')", "Branches", id="app.branches", show=False),
         Binding("5", "open('landing')", "Landing", id="app.landing", show=False),
         Binding("6", "open('reaper')", "Reaper", id="app.reaper", show=False),
+        Binding("7", "open('query')", "Query", id="app.query", show=False),
+        Binding("8", "open('lineage')", "Lineage", id="app.lineage", show=False),
+        Binding("9", "open('logs')", "Logs", id="app.logs", show=False),
         Binding("w", "toggle_watch", "Watch", id="app.watch"),
         Binding("colon", "jump", "Jump", id="app.jump", key_display=":"),
         Binding("question_mark", "help", "Help", id="app.help", key_display="?"),
@@ -676,7 +691,8 @@ class RatuiApp(App[None]):
             self.jump_to_run(raw)
         else:
             self.notify(f"Nothing is called '{raw}': type a screen (pipelines, runs, quality, branches, landing, "
-                        "reaper), a pipeline's name, a run id, help or quit.", severity="warning", markup=False)
+                        "reaper, query, lineage, logs), a pipeline's name, a run id, help or quit.",
+                        severity="warning", markup=False)
 
     def _pipeline_named(self, text: str) -> str | None:
         """The pipeline `text` names: its key, layer.name or name, else the one pipeline whose name starts so."""
@@ -720,7 +736,8 @@ class RatuiApp(App[None]):
         for title, screen in (("Pipelines (1)", PipelinesScreen), ("Runs (2)", RunsScreen),
                               ("Quality (3)", QualityScreen), ("Branches (4)", BranchesScreen),
                               ("Landing (5)", LandingScreen), ("Reaper (6)", ReaperScreen),
-                              ("Run detail", RunScreen)):
+                              ("Query (7)", QueryScreen), ("Lineage (8)", LineageScreen),
+                              ("Logs (9)", SparkLogScreen), ("Run detail", RunScreen)):
             sections.append((title, [(key_text(b), b.description) for b in screen.BINDINGS]))
         sections[1][1].extend([("↑ ↓", "Move in the tree"), ("enter", "Open the pipeline's latest run")])
         sections[2][1].append(("enter", "Open the run"))

@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 SCREENS = (("pipelines", "Pipelines"), ("runs", "Runs"), ("quality", "Quality"), ("branches", "Branches"),
-           ("landing", "Landing"), ("reaper", "Reaper"))
+           ("landing", "Landing"), ("reaper", "Reaper"), ("query", "Query"), ("lineage", "Lineage"), ("logs", "Logs"))
 
 SPARK_TEXT = {
     "idle": ("○", "Spark not started (starts on the first run)", "dim"),
@@ -28,8 +28,8 @@ WATCH_TEXT = {
 
 
 class NavBar(Static):
-    """`1 Pipelines  2 Runs  3 Quality  4 Branches  5 Landing  6 Reaper` with the current one lit, the project on
-    the right."""
+    """`1 Pipelines  2 Runs  3 Quality  ...  9 Logs` with the current one lit, the project on the right. When the
+    titles do not fit (80 columns), the others shorten to their first three letters: `2 Run  3 Qua`."""
 
     def __init__(self, current: str, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -39,20 +39,27 @@ class NavBar(Static):
         self.watch(self.app, "project_name", lambda _: self.refresh(), init=False)
 
     def render(self) -> Text:
+        text = self._tabs(short=False)
+        if text.cell_len > self.size.width:
+            text = self._tabs(short=True)
+        project = getattr(self.app, "project_name", "")
+        if project and text.cell_len + len(project) + 2 <= self.size.width:
+            pad = max(1, self.size.width - text.cell_len - len(project) - 1)
+            text.append(" " * pad)
+            text.append(project, style="bold")
+        return text
+
+    def _tabs(self, short: bool) -> Text:
         text = Text(" ratui ", style="bold reverse")
-        text.append("  ")
+        text.append(" " if short else "  ")
         for index, (mode, title) in enumerate(SCREENS, start=1):
             if mode == self.current:
                 text.append(f" {index} {title} ", style="bold reverse")
             else:
                 text.append(f" {index} ", style="dim")
-                text.append(f"{title} ")
-            text.append(" ")
-        project = getattr(self.app, "project_name", "")
-        if project:
-            pad = max(1, self.size.width - text.cell_len - len(project) - 1)
-            text.append(" " * pad)
-            text.append(project, style="bold")
+                text.append(f"{title[:3] if short else title} ")
+            if not short:
+                text.append(" ")
         return text
 
 

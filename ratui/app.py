@@ -706,15 +706,16 @@ class RatuiApp(App[None]):
         starts = [k for k in keys if k.rsplit(".", 1)[1].startswith(text) or k.split(".", 1)[1].startswith(text)]
         return starts[0] if len(starts) == 1 else None
 
-    def show_pipeline(self, key: str) -> None:
-        """Pipelines, with `key` selected."""
-        self.action_open("pipelines")
-        self.call_later(lambda: self.call_later(self._select_pipeline, key))
+    def show_pipeline(self, key: str, mode: str = "pipelines") -> None:
+        """A screen (Pipelines, Lineage, Query) with the pipeline `key` selected: its `select_key(key)`."""
+        self.action_open(mode)
+        self.call_later(lambda: self.call_later(self._select_pipeline, key, mode))
 
-    def _select_pipeline(self, key: str) -> None:
+    def _select_pipeline(self, key: str, mode: str) -> None:
         screen = self.screen
-        if isinstance(screen, PipelinesScreen):
-            screen.select_key(key)
+        select = getattr(screen, "select_key", None)
+        if getattr(screen, "MODE", None) == mode and select is not None:
+            select(key)
 
     def jump_to_run(self, run_id: str) -> None:
         """Open a run by id (or a unique prefix), after looking it up: an unknown id says so."""

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ratui.engine.errors import RatuiError
 from ratui.engine.events import Event, RunQueued
+from ratui.console.data import QueryHistory, QueryPage
 from ratui.console.follow import Follower, StateItem
 from ratui.engine.vocabulary import ACTIVE, MAIN, RUN_STATUSES
 
@@ -207,6 +208,8 @@ class Controller:
         self.batches: dict[str, Batch] = {}
         self.watcher = None  # the watch toggle's Watcher, made on first use
         self.follower: Follower | None = None  # other processes' commits and the project tree (follow.py)
+        self._queries: dict[str, Any] = {}  # query id -> its QueryResult on Spark (the Query screen's)
+        self.query_history = QueryHistory(self.root)
 
     # ------------------------------------------------------------------------------------------- life
 
@@ -259,6 +262,11 @@ class Controller:
         return self.engine
 
     def close(self) -> None:
+        for query_id in list(self._queries):
+            try:
+                self.close_query(query_id)
+            except Exception:  # a Spark already gone: nothing to release
+                pass
         if self.follower is not None:
             self.follower.stop()
         if self.watcher is not None:  # never wait on the event loop: its threads end on their own
@@ -450,6 +458,73 @@ class Controller:
     def live_run_of(self, ref: str) -> dict[str, Any] | None:
         """The run still going (in any process) whose branch `ref` is."""
         return self.require_engine().live_run_of(ref)
+
+    # ------------------------------------------------------------------------------------- data (Query)
+
+    def table_names(self, ref: str = MAIN) -> list[str]:
+        """The tables at a ref (keys), for the Query screen's completion and table list."""
+        return sorted(self.require_engine().table_pointers(ref))
+
+    def query_refs(self) -> list[str]:
+        """What a query can read: main first, then every other ref (dev branches, run branches while they live)."""
+        names = [r.name for r in self.require_engine().refs()]
+        return [MAIN] + sorted(n for n in names if n != MAIN)
+
+    def open_query(self, sql: str, ref: str, query_id: str) -> "QueryPage":
+        """Run a query and fetch its first page; the result stays on Spark until close_query. The query goes into
+        the history whether it works or not (a failed one is the one to fix)."""
+        engine = self.require_engine()
+        self.query_history.add(sql)
+        started = time.perf_counter()
+        result = engine.open_query(sql, ref=ref, query_id=query_id)
+        with self._lock:
+            self._queries[query_id] = result
+        try:
+            return self._page(result, 0, started)
+        except BaseException:
+            self.close_query(query_id)
+            raise
+
+    def query_page(self, query_id: str, offset: int) -> "QueryPage":
+        return self._page(self._query(query_id), max(0, offset), time.perf_counter())
+
+    def query_count(self, query_id: str) -> int:
+        return self._query(query_id).count()
+
+    def export_query(self, query_id: str, target: str) -> Path:
+        return self._query(query_id).export(target)
+
+    def cancel_query(self, query_id: str) -> None:
+        self.require_engine().cancel_query(query_id)
+
+    def close_query(self, query_id: str) -> None:
+        with self._lock:
+            result = self._queries.pop(query_id, None)
+        if result is not None:
+            result.close()
+
+    def _query(self, query_id: str):
+        with self._lock:
+            result = self._queries.get(query_id)
+        if result is None:
+            raise RatuiError("RAT-QRY-004", "that query's result is gone (a newer query replaced it)")
+        return result
+
+    @staticmethod
+    def _page(result, offset: int, started: float) -> "QueryPage":
+        from ratui.console.data import PAGE_SIZE, QueryPage
+
+        rows, more = result.page(offset, PAGE_SIZE)
+        return QueryPage(result.query_id, result.ref, result.columns, result.types, rows, offset, more,
+                         result.known_count, time.perf_counter() - started)
+
+    def describe_table(self, ref: str, key: str):
+        """A table's schema, partition spec, snapshot history and column statistics (metadata only)."""
+        return self.require_engine().describe_table(ref, key)
+
+    def preview_table(self, ref: str, key: str, limit: int = 20) -> tuple[list[str], list[list[Any]]]:
+        """The first rows of a table (starts Spark if it is not up)."""
+        return self.require_engine().preview_table(ref, key, limit)
 
     # ---------------------------------------------------------------------------------------- landing
 

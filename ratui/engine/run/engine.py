@@ -204,6 +204,39 @@ class Engine:
         finally:
             spark_mod.release(session)
 
+    def open_query(self, sql: str, *, ref: str = MAIN, query_id: str | None = None):
+        """A QueryResult kept on Spark (pages, count, export); close() it when done. Cancel with cancel_query."""
+        from ratui.engine.run.query import QueryResult
+
+        session = spark_mod.new_session(self.settings)
+        try:
+            return QueryResult(self._state, session, sql, ref=ref, query_id=query_id)
+        except BaseException:
+            spark_mod.release(session)
+            raise
+
+    def cancel_query(self, query_id: str) -> None:
+        from ratui.engine.run.query import cancel
+
+        cancel(query_id)
+
+    def describe_table(self, ref: str, key: str):
+        """A table's schema, partition spec, snapshot history and column statistics from its metadata (no scan)."""
+        from ratui.engine.iceberg.describe import describe
+
+        return describe(self._state.catalog.load_table(ref, key), key)
+
+    def preview_table(self, ref: str, key: str, limit: int = 20) -> tuple[list[str], list[list[Any]]]:
+        """The first rows of a table at a ref (Spark reads them, deletes applied)."""
+        from ratui.engine.iceberg.read import read_table
+
+        session = spark_mod.new_session(self.settings)
+        try:
+            df = read_table(session, self._state.catalog.load_table(ref, key))
+            return list(df.columns), [list(r) for r in df.limit(limit).collect()]
+        finally:
+            spark_mod.release(session)
+
     # ---------------------------------------------------------------------------------------- landing
 
     def landing_files(self, zone: str | None = None, pipeline: str | None = None) -> list:

@@ -1,22 +1,39 @@
 """Ad-hoc SQL over the tables at a ref: `silver.clean_orders` or `ecommerce.silver.clean_orders`.
 
-Spark's temp views cannot carry dotted names, so each table of the ref becomes a view and the query's
-table names are rewritten to those views (outside string literals and quoted identifiers).
+Spark's temp views cannot carry dotted names, so each table the query names becomes a view and the query's table
+names are rewritten to those views (outside string literals and quoted identifiers).
+
+A `QueryResult` keeps the query on Spark: the first page is fetched at once (`LIMIT`), further pages with
+`OFFSET ... LIMIT`, the row count in a job of its own when asked for, and an export writes the whole result from
+Spark to a file. No more than one page of rows ever reaches Python, whatever the result's size. Each table is read
+at the snapshot the ref pointed to when the query was opened, so the pages of one result agree with each other.
+Its Spark jobs carry the query's id (a job group, or a tag on Spark Connect): `cancel(query_id)` interrupts them.
 """
 
 from __future__ import annotations
 
 import re
+import shutil
+import threading
+import uuid
+from pathlib import Path
 from typing import Any
 
 from ratui.engine.errors import RatuiError
+from ratui.engine.iceberg.read import read_table
+from ratui.engine.project.names import sql_ident
+from ratui.engine.spark import session as spark_mod
 from ratui.engine.state.project_state import ProjectState
 from ratui.engine.vocabulary import MAIN
-from ratui.engine.project.names import sql_ident
-from ratui.engine.iceberg.read import read_table
 
 # a string literal, a back-quoted identifier, or a dotted name of two or three parts
 _TOKEN = re.compile(r"('(?:[^'\\]|\\.|'')*')|(`[^`]*`)|\b([A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*){1,2})\b")
+
+# where Spark says an error is: "(line 2, pos 7)" (parser), "line 2 pos 7" (analyzer)
+_POSITION = re.compile(r"line (\d+),? pos (\d+)")
+
+EXPORT_FORMATS = ("csv", "parquet")
+EXPORT_FOLDER = ".ratui/exports"
 
 
 def rewrite(sql: str, tables: dict[str, str], default_namespace: str) -> tuple[str, set[str]]:
@@ -37,22 +54,144 @@ def rewrite(sql: str, tables: dict[str, str], default_namespace: str) -> tuple[s
     return _TOKEN.sub(swap, sql), used
 
 
+def error_position(message: str) -> tuple[int | None, int | None]:
+    """(line, column) of the first position Spark's message names (1-based line, 0-based column), or Nones."""
+    match = _POSITION.search(message)
+    return (int(match.group(1)), int(match.group(2))) if match else (None, None)
+
+
+def query_error(exc: BaseException, ref: str, keys) -> RatuiError:
+    """A failed query as RAT-SQL-004, with the line Spark names and the tables there are at the ref."""
+    if isinstance(exc, RatuiError):
+        return exc
+    text = str(getattr(exc, "desc", None) or exc).strip()
+    first = text.splitlines()[0][:500] if text else type(exc).__name__
+    line, column = error_position(text)
+    where = f" (line {line}, column {column + 1})" if line is not None and column is not None else ""
+    tables = ", ".join(sorted(k.split(".", 1)[1] for k in keys)) or "none yet"
+    return RatuiError("RAT-SQL-004", f"query failed{where}: {first}", line=line,
+                      hint=f"Fix the query. Tables at {ref}: {tables}.", details={"column": column})
+
+
+class QueryResult:
+    """One query's result, kept on Spark (see the module's docstring). Close it when done."""
+
+    def __init__(self, state: ProjectState, session, sql: str, *, ref: str = MAIN,
+                 query_id: str | None = None) -> None:
+        self.state = state
+        self.session = session
+        self.sql = sql
+        self.ref = ref
+        self.query_id = query_id or f"query-{uuid.uuid4().hex[:12]}"
+        self._lock = threading.Lock()
+        self._count: int | None = None
+        catalog = state.catalog
+        catalog.get_ref(ref)  # RAT-CAT-002 for an unknown ref
+        self.keys = sorted(catalog.table_pointers(ref))
+        views = {key: sql_ident(*key.split(".")) for key in self.keys}
+        text, used = rewrite(sql, views, state.settings.namespace)
+        self.tables = sorted(used)
+        self._bind()
+        try:
+            for key in used:
+                read_table(session, catalog.load_table(ref, key)).createOrReplaceTempView(views[key].strip("`"))
+            self.df = session.sql(text)
+            self.columns = list(self.df.columns)
+            self.types = [f.dataType.simpleString() for f in self.df.schema.fields]
+        except Exception as exc:
+            raise self._error(exc) from None
+
+    # ------------------------------------------------------------------------------------------ pages
+
+    def page(self, offset: int, size: int) -> tuple[list[list[Any]], bool]:
+        """Rows offset .. offset+size-1 and whether more follow (one row more is fetched to know)."""
+        self._bind()
+        try:
+            frame = self.df.offset(offset) if offset else self.df
+            rows = frame.limit(size + 1).collect()
+        except Exception as exc:
+            raise self._error(exc) from None
+        if len(rows) <= size and self._count is None:
+            self._count = offset + len(rows)  # the last page: the count is known without a job
+        return [list(r) for r in rows[:size]], len(rows) > size
+
+    def count(self) -> int:
+        """Rows in the whole result (a Spark job, once)."""
+        if self._count is None:
+            self._bind()
+            try:
+                self._count = self.df.count()
+            except Exception as exc:
+                raise self._error(exc) from None
+        return self._count
+
+    @property
+    def known_count(self) -> int | None:
+        return self._count
+
+    # ----------------------------------------------------------------------------------------- export
+
+    def export(self, target: str | Path, fmt: str | None = None) -> Path:
+        """Write the whole result to one file inside the project (CSV with a header, or Parquet), from Spark."""
+        root = self.state.root.resolve()
+        path = Path(target)
+        path = (path if path.is_absolute() else root / path).resolve()
+        fmt = (fmt or path.suffix.lstrip(".")).lower()
+        if fmt not in EXPORT_FORMATS:
+            raise RatuiError("RAT-QRY-001", f"cannot export as '{fmt or path.name}': csv or parquet",
+                             file=str(target))
+        if not path.is_relative_to(root):
+            raise RatuiError("RAT-QRY-002", f"{target} is outside the project", file=str(target))
+        if path.exists():
+            raise RatuiError("RAT-QRY-003", f"{path.relative_to(root)} exists already", file=str(target))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        staging = path.parent / f".{path.name}.{uuid.uuid4().hex[:8]}.part"
+        self._bind()
+        try:
+            writer = self.df.coalesce(1).write.mode("error")
+            if fmt == "csv":
+                writer.option("header", True).csv(str(staging))
+            else:
+                writer.parquet(str(staging))
+            parts = sorted(staging.glob(f"part-*.{fmt}*")) or sorted(staging.glob("part-*"))
+            if not parts:
+                raise RatuiError("RAT-QRY-001", f"Spark wrote no {fmt} file for the result", file=str(target))
+            parts[0].replace(path)
+        except RatuiError:
+            raise
+        except Exception as exc:
+            raise self._error(exc) from None
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        return path
+
+    # ------------------------------------------------------------------------------------------- misc
+
+    def close(self) -> None:
+        spark_mod.end_run(self.query_id)
+        spark_mod.release(self.session)
+
+    def _bind(self) -> None:
+        # job groups and Connect tags belong to the thread that runs the job: every call binds its own thread
+        spark_mod.bind_thread(self.session, self.query_id)
+
+    def _error(self, exc: BaseException) -> RatuiError:
+        if spark_mod.is_cancellation(exc):
+            return RatuiError("RAT-QRY-004", "the query was cancelled")
+        if spark_mod.is_unreachable(exc):
+            return RatuiError(spark_mod.UNREACHABLE_CODE, f"Spark cannot be reached: {str(exc).splitlines()[0]}")
+        return query_error(exc, self.ref, self.keys)
+
+
+def cancel(query_id: str) -> None:
+    """Interrupt the query's running Spark jobs (from any thread)."""
+    spark_mod.cancel_run(query_id)
+
+
 def run_query(state: ProjectState, session, sql: str, *, ref: str = MAIN,
               limit: int = 1000) -> tuple[list[str], list[list[Any]], bool]:
     """Run `sql` on `session` (a Spark session of its own) over the tables of `ref`: (columns, rows, truncated)."""
-    catalog = state.catalog
-    catalog.get_ref(ref)  # RAT-CAT-002 for an unknown ref
-    keys = catalog.table_pointers(ref)
-    views = {key: sql_ident(*key.split(".")) for key in keys}
-    text, used = rewrite(sql, views, state.settings.namespace)
-    for key in used:
-        read_table(session, catalog.load_table(ref, key)).createOrReplaceTempView(views[key].strip("`"))
-    try:
-        df = session.sql(text)
-        rows = df.limit(limit + 1).collect()
-    except Exception as exc:
-        message = str(getattr(exc, "desc", None) or exc).strip().splitlines()[0][:500]
-        raise RatuiError("RAT-SQL-001", f"query failed: {message}",
-                         hint=f"Tables at {ref}: {', '.join(sorted(k.split('.', 1)[1] for k in keys)) or 'none yet'}."
-                         ) from None
-    return list(df.columns), [list(r) for r in rows[:limit]], len(rows) > limit
+    result = QueryResult(state, session, sql, ref=ref)
+    rows, more = result.page(0, limit)
+    spark_mod.end_run(result.query_id)
+    return result.columns, rows, more

@@ -1,0 +1,94 @@
+"""What the console shows of the data: a query's pages, a table's description, the query history.
+
+Textual-free. A query's result stays on Spark (engine/run/query.py); the console holds its id and one page
+(`QueryPage`) at a time. The query history is the project's `.ratui/query_history.jsonl`, one query a line, newest
+last, kept to its last HISTORY_LIMIT entries.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HISTORY_FILE = ".ratui/query_history.jsonl"
+HISTORY_LIMIT = 200
+
+PAGE_SIZE = 200  # rows a page of the Query screen holds
+
+
+@dataclass(frozen=True)
+class QueryPage:
+    query_id: str
+    ref: str
+    columns: list[str]
+    types: list[str]
+    rows: list[list[Any]]
+    offset: int
+    more: bool  # rows follow this page
+    count: int | None  # rows in the whole result, once known
+    seconds: float  # how long this page took
+
+    @property
+    def page(self) -> int:
+        return self.offset // PAGE_SIZE
+
+    def describe(self) -> str:
+        if not self.rows:
+            return "no rows" if self.offset == 0 else f"no rows after {self.offset:,}"
+        first, last = self.offset + 1, self.offset + len(self.rows)
+        total = f"{self.count:,}" if self.count is not None else (f"{last:,}+" if self.more else f"{last:,}")
+        return f"rows {first:,}-{last:,} of {total}"
+
+
+class QueryHistory:
+    """The project's query history file (read and appended from worker threads)."""
+
+    def __init__(self, root: Path) -> None:
+        self.path = Path(root) / HISTORY_FILE
+        self._lock = threading.Lock()
+
+    def load(self) -> list[str]:
+        """The queries, oldest first (a line that does not parse is left out, never fatal)."""
+        try:
+            lines = self.path.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            return []
+        out = []
+        for line in lines:
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(entry, dict) and isinstance(entry.get("sql"), str):
+                out.append(entry["sql"])
+        return out
+
+    def add(self, sql: str) -> list[str]:
+        """Remember `sql` (moved to the end if it was there already); returns the history."""
+        sql = sql.strip()
+        with self._lock:
+            queries = [q for q in self.load() if q != sql]
+            if sql:
+                queries.append(sql)
+            queries = queries[-HISTORY_LIMIT:]
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            part = self.path.with_suffix(".part")
+            part.write_text("".join(json.dumps({"sql": q}) + "\n" for q in queries), encoding="utf-8")
+            part.replace(self.path)
+        return queries
+
+
+def table_completions(prefix: str, keys: list[str], namespace: str) -> list[str]:
+    """Table names that complete `prefix`: `layer.name` for the project's namespace, `namespace.layer.name` for
+    another, matched on the short or the full form (case-insensitive)."""
+    prefix = prefix.lower()
+    out = []
+    for key in keys:
+        short = key.split(".", 1)[1] if key.startswith(namespace + ".") else key
+        name = key.rsplit(".", 1)[1]
+        if short.lower().startswith(prefix) or key.lower().startswith(prefix) or name.startswith(prefix):
+            out.append(short)
+    return sorted(set(out))

@@ -1,0 +1,74 @@
+"""The Query screen's SQL editor: a highlighted TextArea whose tab completes table names.
+
+Tab after the start of a name (`sil`, `silver.cl`) completes it from the tables at the query's ref: one match is
+written in full, several are completed as far as they agree and listed (`Completions`). Tab anywhere else moves
+the focus on, as everywhere in the console.
+"""
+
+from __future__ import annotations
+
+import re
+
+from textual import events
+from textual.message import Message
+from textual.widgets import TextArea
+
+_WORD = re.compile(r"[A-Za-z_][\w.]*$")
+
+
+class SqlEditor(TextArea):
+    class Completions(Message):
+        """Several tables complete what was typed: `names` (the screen shows them)."""
+
+        def __init__(self, names: list[str]) -> None:
+            super().__init__()
+            self.names = names
+
+    def __init__(self, text: str = "", **kwargs) -> None:
+        try:
+            super().__init__(text, language="sql", tab_behavior="focus", show_line_numbers=True,
+                             soft_wrap=False, **kwargs)
+        except Exception:  # no SQL grammar installed: the editor works unhighlighted
+            super().__init__(text, tab_behavior="focus", show_line_numbers=True, soft_wrap=False, **kwargs)
+        self.complete_from: list[str] = []  # table names at the query's ref (`layer.name`)
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.key == "tab" and self.complete():
+            event.stop()
+            event.prevent_default()
+            return
+        await super()._on_key(event)
+
+    def prefix(self) -> str:
+        """The name being typed just before the cursor ('' when none)."""
+        row, column = self.cursor_location
+        line = self.document.get_line(row)[:column]
+        match = _WORD.search(line)
+        return match.group(0) if match else ""
+
+    def complete(self) -> bool:
+        """Complete the name before the cursor; False when there is nothing to complete (tab moves on)."""
+        from ratui.console.data import table_completions
+
+        typed = self.prefix()
+        if not typed or self.selection.start != self.selection.end:
+            return False
+        names = table_completions(typed, self.complete_from, "")
+        names = [n for n in names if n.lower().startswith(typed.lower())] or names
+        if not names:
+            return False
+        common = names[0] if len(names) == 1 else _common_prefix(names)
+        if len(common) > len(typed):
+            row, column = self.cursor_location
+            self.replace(common, (row, column - len(typed)), (row, column))
+        if len(names) > 1:
+            self.post_message(self.Completions(names))
+        return True
+
+
+def _common_prefix(names: list[str]) -> str:
+    first, last = min(names), max(names)
+    size = 0
+    while size < min(len(first), len(last)) and first[size].lower() == last[size].lower():
+        size += 1
+    return first[:size]

@@ -152,3 +152,58 @@ class ReaperPreviewed(Loaded):
 
 class ReaperRan(Loaded):
     """Reaper: a real pass's report."""
+
+
+# ------------------------------------------------------------------------------------- Query and table view
+
+
+class QueryRefsLoaded(Loaded):
+    """Query: the refs a query can read (main first)."""
+
+
+class QueryTablesLoaded(Loaded):
+    """Query: (ref, the table keys at it)."""
+
+
+class QueryHistoryLoaded(Loaded):
+    """Query: the project's earlier queries, oldest first."""
+
+
+class QueryPageLoaded(Loaded):
+    """Query: one page of a result (QueryPage)."""
+
+
+class QueryCounted(Loaded):
+    """Query: (query id, rows in the whole result)."""
+
+
+class QueryCancelled(Loaded):
+    """Query: a query was asked to stop, or a result was released."""
+
+
+class QueryExported(Loaded):
+    """Query: the file the whole result was written to."""
+
+
+class TableDescribed(Loaded):
+    """Table view: the table's description from its metadata (TableDescription)."""
+
+
+class TablePreviewed(Loaded):
+    """Table view: (columns, the first rows)."""
+
+
+class LogRead(Loaded):
+    """Logs: the log files there are, and the newest part of the one shown ((files, LogFile, LogChunk))."""
+
+
+class LogPolled(Loaded):
+    """Logs, following: (LogFile, what the file gained since the last read, or None)."""
+
+
+class PreviousRunFound(Loaded):
+    """Runs: (run, the run of its pipeline just before it, or None), for `c` (compare)."""
+
+
+class CompareLoaded(Loaded):
+    """Compare: two runs side by side (a console.compare.Comparison)."""

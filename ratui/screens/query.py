@@ -98,7 +98,7 @@ class QueryScreen(ConsoleScreen):
     #query-editor { width: 1fr; height: 100%; }
     #query-side { width: 34; height: 100%; padding: 0 0 0 1; }
     #query-ref { width: 100%; }
-    #query-tables { height: 1fr; border: none; }
+    #query-tables { height: 1fr; border: none; text-wrap: nowrap; text-overflow: ellipsis; }
     #query-info { height: 1; padding: 0 1; }
     #query-error { height: auto; max-height: 4; padding: 0 1; color: $error; }
     #query-results { height: 1fr; }
@@ -192,7 +192,8 @@ class QueryScreen(ConsoleScreen):
         tables = self.query_one("#query-tables", OptionList)
         highlighted = tables.highlighted
         tables.clear_options()
-        tables.add_options([Option(name, id=key) for name, key in zip(names, keys)])
+        tables.add_options([Option(Text(name, no_wrap=True, overflow="ellipsis"), id=key)
+                            for name, key in zip(names, keys)])
         if not keys:
             tables.add_option(Option(Text(f"no tables at {ref} yet", style="dim"), disabled=True))
         elif highlighted is not None and highlighted < len(keys):
@@ -213,6 +214,10 @@ class QueryScreen(ConsoleScreen):
     def _table_chosen(self, event: OptionList.OptionSelected) -> None:
         if event.option.id:
             self.open_table(event.option.id)
+
+    @on(SqlEditor.Leave)
+    def _leave_editor(self) -> None:
+        self.query_one("#query-results", DataTable).focus()
 
     @on(SqlEditor.Completions)
     def _completions(self, message: SqlEditor.Completions) -> None:

@@ -2,7 +2,8 @@
 
 Tab after the start of a name (`sil`, `silver.cl`) completes it from the tables at the query's ref: one match is
 written in full, several are completed as far as they agree and listed (`Completions`). Tab anywhere else moves
-the focus on, as everywhere in the console.
+the focus on, as everywhere in the console. Escape leaves the editor (unless a query is running: then the
+screen's escape stops it).
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ class SqlEditor(TextArea):
             super().__init__()
             self.names = names
 
+    class Leave(Message):
+        """Escape with nothing to stop: the screen takes the focus back (so its keys work again)."""
+
     def __init__(self, text: str = "", **kwargs) -> None:
         try:
             super().__init__(text, language="sql", tab_behavior="focus", show_line_numbers=True,
@@ -36,6 +40,11 @@ class SqlEditor(TextArea):
         if event.key == "tab" and self.complete():
             event.stop()
             event.prevent_default()
+            return
+        if event.key == "escape" and not getattr(self.screen, "running", False):
+            event.stop()
+            event.prevent_default()
+            self.post_message(self.Leave())
             return
         await super()._on_key(event)
 

@@ -127,3 +127,13 @@ def short_key(key: str, namespace: str | None = None) -> str:
     if namespace and key.startswith(namespace + "."):
         return key[len(namespace) + 1:]
     return key
+
+
+def spark_progress(progress) -> str:
+    """A running phase's Spark jobs in a few words: `37/200 tasks · stage 1/2` (SparkProgress)."""
+    if progress is None or not progress.tasks_total:
+        return "Spark job starting…" if progress is not None else ""
+    text = f"{progress.tasks_done:,}/{progress.tasks_total:,} tasks"
+    if progress.stages_total > 1:
+        text += f" · stage {min(progress.stages_done + 1, progress.stages_total)}/{progress.stages_total}"
+    return text

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from ratui.engine.events import (
     Event, LogLine, PhaseFinished, PhaseStarted, QualityResultEvent, RunFinished, RunQueued, RunStarted,
-    StagingProgress,
+    SparkProgress, StagingProgress,
 )
 from ratui.console.format import outcome
 from ratui.engine.vocabulary import FINAL, PHASES
@@ -62,6 +62,8 @@ class LiveRun:
     logs: deque = field(default_factory=lambda: deque(maxlen=LOG_LIMIT))
     # while an object-store zone is fetched: (zone, objects done, of how many)
     staging: tuple[str, int, int] | None = None
+    # while a phase runs Spark jobs: their stages and tasks (None when no job runs)
+    spark: SparkProgress | None = None
 
     @property
     def finished(self) -> bool:
@@ -101,10 +103,13 @@ class LiveRun:
             phase.state, phase.started = "running", now
             if self.status == "pending":
                 self.status = "running"
+        elif isinstance(event, SparkProgress):
+            self.spark = event if event.jobs_running and not self.finished else None
         elif isinstance(event, StagingProgress):
             self.staging = (event.zone, event.done, event.total) if event.done < event.total else None
         elif isinstance(event, PhaseFinished):
             self.staging = None
+            self.spark = None
             phase = self.phases.setdefault(event.phase, PhaseState(event.phase))
             phase.state = event.status if event.status in ("done", "failed", "cancelled", "skipped") else "done"
             phase.duration_ms = phase.prior_ms + event.duration_ms
@@ -115,6 +120,7 @@ class LiveRun:
         elif isinstance(event, LogLine):
             self.logs.append(LogEntry(clock_text, event.level, event.message))
         elif isinstance(event, RunFinished):
+            self.spark = None
             self.status = event.status
             self.reason = event.reason or self.reason
             if event.status == "skipped":

@@ -80,6 +80,24 @@ class StagingProgress(Event):
 
 
 @dataclass(frozen=True)
+class SparkProgress(Event):
+    """The run's Spark jobs right now (Spark's status tracker, or Spark Connect's progress reports): jobs done so
+    far in the run, and the stages and tasks of the jobs running. `jobs_running` 0: no job runs at the moment."""
+    jobs_done: int
+    jobs_running: int
+    stages_done: int
+    stages_total: int
+    tasks_done: int
+    tasks_running: int
+    tasks_total: int
+    bytes_read: int | None = None  # Spark Connect reports it; the status tracker does not
+
+    @property
+    def fraction(self) -> float | None:
+        return self.tasks_done / self.tasks_total if self.tasks_total else None
+
+
+@dataclass(frozen=True)
 class RunFinished(Event):
     pipeline: str
     status: str  # success | failed | cancelled | skipped

@@ -6,7 +6,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from ratui.console.format import PHASE_STATE, SPINNER, bar, fmt_ms, glyph
+from ratui.console.format import PHASE_STATE, SPINNER, bar, fmt_ms, glyph, spark_progress
 from ratui.console.live import LiveRun
 from ratui.engine.vocabulary import PHASE_TITLES
 
@@ -37,6 +37,11 @@ def phase_table(run: LiveRun, now: float, frame: int = 0) -> Table:
             if run.staging is not None:
                 zone, done, of = run.staging
                 profile = Text(f"fetching {zone}: {done}/{of} objects", style="cyan")
+            elif run.spark is not None:  # Spark's own progress of the phase's running job
+                done = bar(run.spark.fraction or 0.0, BAR_WIDTH)
+                profile = Text(done, style="cyan")
+                profile.append("░" * (BAR_WIDTH - len(done)), style="dim")
+                profile.append(f" {spark_progress(run.spark)}", style="cyan")
         elif phase.duration_ms is not None:
             share = phase.duration_ms / total
             time_text = Text(fmt_ms(phase.duration_ms))

@@ -25,6 +25,7 @@ from ratui.engine.project.compiler import CompiledProject, compile_project
 from ratui.engine.project.discovery import Pipeline
 from ratui.engine.run.control import CancelPoller, RunControl, request_cancel
 from ratui.engine.run.invocation import Invocation, OnResult
+from ratui.engine.run.progress import ProgressReporter
 from ratui.engine.run.recovery import Recovery
 from ratui.engine.run.results import RunResult, new_run_id
 from ratui.engine.project.settings import Settings, load_settings
@@ -42,6 +43,7 @@ class Engine:
         self._controls: dict[str, RunControl] = {}
         self._lock = threading.Lock()
         self._poller = CancelPoller(state.history, self.active_runs, self._cancel_local)
+        self._progress = ProgressReporter(self._bus, self.active_runs)
         self._recovery = Recovery(state, self._bus, self._is_ours)
 
     @classmethod
@@ -215,6 +217,10 @@ class Engine:
             spark_mod.release(session)
             raise
 
+    def query_progress(self, query_id: str) -> dict | None:
+        """What a running query's Spark jobs are doing (SparkProgress's fields), or None."""
+        return spark_mod.progress(query_id)
+
     def cancel_query(self, query_id: str) -> None:
         from ratui.engine.run.query import cancel
 
@@ -301,6 +307,7 @@ class Engine:
         with self._lock:
             control = self._controls.setdefault(run_id, RunControl(run_id))
         self._poller.ensure_running()
+        self._progress.ensure_running()
         from ratui.engine.run.pipeline_run import PipelineRun  # Spark, PyIceberg: loaded when a run needs them
 
         try:

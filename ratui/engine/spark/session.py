@@ -608,6 +608,77 @@ def new_run_session(settings: Settings, run_id: str):
     return session
 
 
+# Spark Connect: the latest progress report of each run's (or query's) operation, and the operations it finished
+_remote_progress: dict[str, dict[str, Any]] = {}
+_remote_jobs_done: dict[str, int] = {}
+
+
+def progress(run_id: str) -> dict[str, int | None] | None:
+    """What the run's (or query's) Spark jobs are doing now: jobs done, the running jobs' stages and tasks (done,
+    running, total), as SparkProgress's fields; None when Spark is not up or nothing of the run has started. Never
+    starts Spark. From Spark's status tracker (job group = run id) or, on Spark Connect, the server's progress
+    reports."""
+    if _session is None:
+        return None
+    if _remote_url is not None:
+        with _sessions_lock:
+            latest = _remote_progress.get(run_id)
+            done = _remote_jobs_done.get(run_id, 0)
+        if latest is None:
+            return None if not done else _progress_fields(done, 0, 0, 0, 0, 0, 0, None)
+        return dict(latest, jobs_done=done)
+    tracker = _session.sparkContext.statusTracker()
+    jobs_done = jobs_running = stages_done = stages_total = tasks_done = tasks_running = tasks_total = 0
+    job_ids = tracker.getJobIdsForGroup(run_id)
+    if not job_ids:
+        return None
+    for job_id in job_ids:
+        job = tracker.getJobInfo(job_id)
+        if job is None:
+            continue
+        if job.status == "SUCCEEDED":
+            jobs_done += 1
+            continue
+        if job.status != "RUNNING":
+            continue
+        jobs_running += 1
+        for stage_id in job.stageIds:
+            stages_total += 1
+            stage = tracker.getStageInfo(stage_id)
+            if stage is None:  # not submitted yet (or skipped: its output was there already)
+                continue
+            tasks_total += stage.numTasks
+            tasks_done += stage.numCompletedTasks
+            tasks_running += stage.numActiveTasks
+            if stage.numTasks and stage.numCompletedTasks >= stage.numTasks:
+                stages_done += 1
+    return _progress_fields(jobs_done, jobs_running, stages_done, stages_total, tasks_done, tasks_running,
+                            tasks_total, None)
+
+
+def _progress_fields(jobs_done, jobs_running, stages_done, stages_total, tasks_done, tasks_running, tasks_total,
+                     bytes_read) -> dict[str, int | None]:
+    return {"jobs_done": jobs_done, "jobs_running": jobs_running, "stages_done": stages_done,
+            "stages_total": stages_total, "tasks_done": tasks_done, "tasks_running": tasks_running,
+            "tasks_total": tasks_total, "bytes_read": bytes_read}
+
+
+def _remote_progress_handler(run_id: str) -> Callable[..., None]:
+    def handler(stages, inflight_tasks, operation_id, done, **_ignored) -> None:
+        stages = list(stages or ())
+        report = _progress_fields(0, 0 if done else 1, sum(1 for s in stages if s.done), len(stages),
+                                  sum(s.num_completed_tasks for s in stages), inflight_tasks,
+                                  sum(s.num_tasks for s in stages), sum(s.num_bytes_read for s in stages))
+        with _sessions_lock:
+            if done:
+                _remote_progress.pop(run_id, None)
+                _remote_jobs_done[run_id] = _remote_jobs_done.get(run_id, 0) + 1
+            else:
+                _remote_progress[run_id] = report
+
+    return handler
+
+
 def run_tag(run_id: str) -> str:
     """The Spark job tag of a run's operations (Spark Connect)."""
     return f"ratui-run-{run_id}"
@@ -620,8 +691,14 @@ def bind_thread(session, run_id: str) -> None:
         session.addTag(run_tag(run_id))
         with _sessions_lock:
             sessions = _run_sessions.setdefault(run_id, [])
-            if not any(s is session for s in sessions):
+            known = any(s is session for s in sessions)
+            if not known:
                 sessions.append(session)
+        if not known:
+            try:  # the server's progress reports of this session's operations (progress())
+                session.registerProgressHandler(_remote_progress_handler(run_id))
+            except Exception:  # a client without progress reports: no live bar, the run goes on
+                log.debug("no Spark Connect progress handler", exc_info=True)
         return
     sc = session.sparkContext
     sc.setJobGroup(run_id, f"ratui run {run_id}", interruptOnCancel=True)
@@ -649,6 +726,8 @@ def end_run(run_id: str) -> None:
     go). Nothing to do on a JVM of our own."""
     with _sessions_lock:
         sessions = _run_sessions.pop(run_id, [])
+        _remote_progress.pop(run_id, None)
+        _remote_jobs_done.pop(run_id, None)
     for session in sessions:
         release(session)
 

@@ -117,6 +117,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("watch", help="watch the project and re-run what each saved file affects (Ctrl-C stops)")
     _project_arg(p)
     p.add_argument("--json", action="store_true", help="one JSON object per watch event")
+
+    p = sub.add_parser("web", help="serve the console to a browser (one console and one Spark per browser tab; "
+                                   "Ctrl-C stops)")
+    _project_arg(p)
+    p.add_argument("--port", type=int, default=8000, metavar="N", help="port to listen on (default: 8000)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default: 127.0.0.1, this machine only; there is no login, so "
+                        "anyone who reaches another address can run the project's pipelines)")
+    p.add_argument("--json", action="store_true", help="one JSON object per server event (serving, stopped)")
     return parser
 
 
@@ -525,9 +534,22 @@ def cmd_watch(args) -> int:
     return EXIT_OK
 
 
+def cmd_web(args) -> int:
+    from ratui.engine.project.settings import find_project_root
+
+    root = find_project_root(Path(args.project))  # not a project: the same RAT-PRJ-005 as `ratui tui`
+    try:
+        from ratui.web import serve
+    except ImportError as exc:  # textual-serve missing from this install
+        raise RatuiError("RAT-RUN-002", f"ratui web cannot start: {exc}",
+                         hint="Install ratui with its dependencies (textual-serve).") from exc
+    serve(root, args.host, args.port, as_json=args.json)
+    return EXIT_OK
+
+
 COMMANDS = {"run": cmd_run, "query": cmd_query, "runs": cmd_runs, "show": cmd_show, "branches": cmd_branches,
             "init": cmd_init, "landing": cmd_landing, "cancel": cmd_cancel, "check": cmd_check, "tui": cmd_tui,
-            "watch": cmd_watch, "reap": cmd_reap}
+            "watch": cmd_watch, "reap": cmd_reap, "web": cmd_web}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -207,3 +207,11 @@ class PreviousRunFound(Loaded):
 
 class CompareLoaded(Loaded):
     """Compare: two runs side by side (a console.compare.Comparison)."""
+
+
+class LineageRunsLoaded(Loaded):
+    """Lineage: the last run of every pipeline (its node's icon and colour)."""
+
+
+class QueryProgressed(Loaded):
+    """Query: (query id, what its Spark jobs are doing: SparkProgress's fields, or None)."""

@@ -494,6 +494,13 @@ class Controller:
     def export_query(self, query_id: str, target: str) -> Path:
         return self._query(query_id).export(target)
 
+    def query_progress(self, query_id: str) -> tuple[str, Any]:
+        """(query id, its running Spark jobs' progress as a SparkProgress, or None)."""
+        from ratui.engine.events import SparkProgress
+
+        fields = self.require_engine().query_progress(query_id)
+        return query_id, SparkProgress(query_id, **fields) if fields else None
+
     def cancel_query(self, query_id: str) -> None:
         self.require_engine().cancel_query(query_id)
 

@@ -60,6 +60,8 @@ class PipelinesScreen(ConsoleScreen):
         Binding("F", "force_run", "Force run", id="pipelines.force_run", key_display="F", show=False),
         Binding("c", "cancel", "Cancel", id="pipelines.cancel"),
         Binding("e", "edit", "Edit", id="pipelines.edit"),
+        Binding("g", "graph", "Graph", id="pipelines.graph", show=False),  # the footer is full: in ? and the help
+        Binding("t", "table", "Table", id="pipelines.table", show=False),
         Binding("enter", "open_run", "Open run", id="pipelines.open_run", show=False),
         Binding("ctrl+r", "reload", "Reload", id="pipelines.reload"),
     ]
@@ -209,7 +211,11 @@ class PipelinesScreen(ConsoleScreen):
             icon, style = glyph("running")
             run = active[-1]
             phase = run.current_phase or run.status
-            status_text = Text(f"{phase:>8}", style="cyan")
+            fraction = run.spark.fraction if run.spark is not None else None
+            if fraction is not None:  # Spark's progress of the phase's running job
+                status_text = Text(f"{phase[:4]} {fraction * 100:2.0f}%".rjust(8), style="cyan")
+            else:
+                status_text = Text(f"{phase:>8}", style="cyan")
         elif runs:
             icon, style = glyph(runs[0]["status"])
             status_text = Text(f"{fmt_ms(runs[0]['duration_ms']):>8}")
@@ -467,6 +473,24 @@ class PipelinesScreen(ConsoleScreen):
                         markup=False)
             return
         self.app.reload_project()
+
+    def action_table(self) -> None:
+        """The selected pipeline's table on main: schema, history, column statistics, preview."""
+        from ratui.screens.table_view import TableViewScreen
+
+        keys = self._selected_keys()
+        if len(keys) != 1:
+            self.app.notify("Select one pipeline: t shows its table.", severity="warning", timeout=3)
+            return
+        self.app.push_screen(TableViewScreen(keys[0], "main", origin="pipelines"))
+
+    def action_graph(self) -> None:
+        """The selected pipeline on the Lineage screen."""
+        keys = self._selected_keys()
+        if len(keys) == 1:
+            self.app.show_pipeline(keys[0], "lineage")
+        else:
+            self.app.action_open("lineage")
 
     def action_cancel(self) -> None:
         runs = [r for k in self._selected_keys() for r in self.app.store.active_for(k)]

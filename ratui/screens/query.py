@@ -24,17 +24,18 @@ from textual.widgets import DataTable, Footer, Input, Label, OptionList, Select,
 from textual.widgets.option_list import Option
 
 from ratui.console.data import PAGE_SIZE, QueryPage
-from ratui.console.format import short_key
+from ratui.console.format import bar, short_key, spark_progress
 from ratui.engine.errors import RatuiError
 from ratui.engine.vocabulary import MAIN
 from ratui.messages import (
-    QueryCancelled, QueryCounted, QueryExported, QueryHistoryLoaded, QueryPageLoaded, QueryRefsLoaded,
-    QueryTablesLoaded,
+    QueryCancelled, QueryCounted, QueryExported, QueryHistoryLoaded, QueryPageLoaded, QueryProgressed,
+    QueryRefsLoaded, QueryTablesLoaded,
 )
 from ratui.screens.base import ConsoleScreen, Guarded
 from ratui.widgets.chrome import NavBar, StatusLine
 from ratui.widgets.sql_editor import SqlEditor
 
+PROGRESS_SECONDS = 0.5  # how often a running query's Spark progress is asked for
 CELL_WIDTH = 60  # characters of a value shown in a cell (the table view and an export have the rest)
 
 _NAME = re.compile(r"[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*){1,2}")
@@ -111,6 +112,7 @@ class QueryScreen(ConsoleScreen):
         self.ref = MAIN
         self.query_id: str | None = None  # the result shown (or being fetched)
         self._busy = False
+        self._progress_timer = None
         self._shown_page: QueryPage | None = None
         self.history: list[str] = []
         self.history_at: int | None = None  # index into history while recalling
@@ -144,6 +146,28 @@ class QueryScreen(ConsoleScreen):
     def running(self, value: bool) -> None:
         self._busy = value
         self.refresh_bindings()  # Stop shows only while a query runs
+        if value and self._progress_timer is None:  # Spark's progress of the query's jobs, while it runs
+            self._progress_timer = self.set_interval(PROGRESS_SECONDS, self._ask_progress, name="query-progress")
+        elif not value and self._progress_timer is not None:
+            self._progress_timer.stop()
+            self._progress_timer = None
+
+    def _ask_progress(self) -> None:
+        if self.running and self.query_id is not None:
+            self.load(QueryProgressed, self.app.controller.query_progress, self.query_id)
+
+    @on(QueryProgressed)
+    def _progressed(self, message: QueryProgressed) -> None:
+        query_id, progress = message.value
+        if not self.running or query_id != self.query_id or progress is None or not progress.jobs_running:
+            return
+        text = Text(f"running on {self.ref}… ", style="yellow")
+        if progress.fraction is not None:
+            done = bar(progress.fraction, 16)
+            text.append(done, style="cyan")
+            text.append("░" * (16 - len(done)), style="dim")
+        text.append(f" {spark_progress(progress)} · escape stops it", style="yellow")
+        self.set_info(text)
 
     @property
     def page(self) -> QueryPage | None:

@@ -85,6 +85,18 @@ class TableViewScreen(ConsoleScreen):
     def state_changed(self, item) -> None:
         self.load(TableDescribed, self.app.controller.describe_table, self.ref, self.key)
 
+    def load_failed(self, kind, error: BaseException) -> bool:
+        from ratui.engine.errors import RatuiError
+
+        if not isinstance(error, RatuiError):
+            return False
+        where = "#table-head" if kind is TableDescribed else "#table-preview-note"
+        text = Text(f"{error.code} {error.message}", style="red")
+        if kind is TableDescribed and self.description is None:
+            text.append(f"\nhint: {error.hint}" if error.hint else "", style="dim")
+        self.query_one(where, Static).update(text)
+        return True
+
     @on(TableDescribed)
     def _described(self, message: TableDescribed) -> None:
         d = self.description = message.value

@@ -11,6 +11,7 @@ from ratui.console.live import LiveRun
 from ratui.engine.vocabulary import PHASE_TITLES
 
 BAR_WIDTH = 24
+TASK_BAR_WIDTH = 12  # a running phase's Spark tasks: the bar and "1,234/5,000 tasks" fit the profile column
 QUALITY_ORDER = {"failed": 0, "error": 0, "warned": 1, "passed": 2}
 
 
@@ -29,19 +30,24 @@ def phase_table(run: LiveRun, now: float, frame: int = 0) -> Table:
     total = sum(spent(p) for p in run.phases.values()) or 1  # shares of the time so far
     for phase in run.phases.values():
         icon, style = PHASE_STATE.get(phase.state, ("?", ""))
+        state_text = f"{icon} {phase.state}"
         if phase.state == "running":
             icon = SPINNER[frame % len(SPINNER)]
+            state_text = f"{icon} {phase.state}"
             elapsed = spent(phase)
             time_text = Text(fmt_ms(elapsed), style="cyan")
             profile = Text(bar(elapsed / total, BAR_WIDTH), style="cyan dim")
             if run.staging is not None:
                 zone, done, of = run.staging
                 profile = Text(f"fetching {zone}: {done}/{of} objects", style="cyan")
-            elif run.spark is not None:  # Spark's own progress of the phase's running job
-                done = bar(run.spark.fraction or 0.0, BAR_WIDTH)
+            elif run.spark is not None:  # Spark's own progress of the phase's running job: tasks, stage
+                done = bar(run.spark.fraction or 0.0, TASK_BAR_WIDTH)
                 profile = Text(done, style="cyan")
-                profile.append("░" * (BAR_WIDTH - len(done)), style="dim")
-                profile.append(f" {spark_progress(run.spark)}", style="cyan")
+                profile.append("░" * (TASK_BAR_WIDTH - len(done)), style="dim")
+                tasks, _, stage = spark_progress(run.spark).partition(" · ")
+                profile.append(f" {tasks}", style="cyan")
+                if stage:
+                    state_text = f"{icon} {stage}"
         elif phase.duration_ms is not None:
             share = phase.duration_ms / total
             time_text = Text(fmt_ms(phase.duration_ms))
@@ -49,7 +55,7 @@ def phase_table(run: LiveRun, now: float, frame: int = 0) -> Table:
             profile.append(f" {share * 100:3.0f}%", style="dim")
         else:
             time_text, profile = Text("-", style="dim"), Text("")
-        table.add_row(Text(PHASE_TITLES.get(phase.name, phase.name)), Text(f"{icon} {phase.state}", style=style),
+        table.add_row(Text(PHASE_TITLES.get(phase.name, phase.name)), Text(state_text, style=style),
                       time_text, profile)
     return table
 

@@ -166,8 +166,9 @@ async def test_escape_stops_a_running_query(project):
         editor = screen.query_one("#query-editor")
         editor.text = "SELECT sum(hash(id)) FROM range(0, 3000000000)"
         await pilot.press("ctrl+j")
-        await pilot.pause(2.0)
-        assert screen.running
+        # while it runs, Spark's own progress of its job: tasks done of the total
+        await wait_for(pilot, lambda: "tasks" in screen_text(app), timeout=60)
+        assert screen.running and "0/2 tasks" in screen_text(app)  # range()'s two partitions, none done yet
         await pilot.press("escape")
         await wait_for(pilot, lambda: not screen.running, timeout=60)
         await settle(pilot)
@@ -214,6 +215,21 @@ async def test_escape_leaves_the_editor_so_the_screen_keys_work_again(seeded):
         await pilot.press("escape", "2")
         await settle(pilot)
         assert app.current_mode == "runs"
+
+
+@pilot_test
+async def test_t_on_a_pipeline_never_run_says_there_is_no_table_yet(seeded):
+    app = make_app(seeded)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("t")  # on Pipelines: the selected pipeline's table
+        await settle(pilot)
+        text = screen_text(app)
+        assert "RAT-CAT-005" in text and "raw_customers" in text and "Run the pipeline" in text
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.current_mode == "pipelines" and len(app.screen_stack) == 1
+        assert not app.crashes
 
 
 # ------------------------------------------------------------------------------------------ snapshots

@@ -613,7 +613,7 @@ _remote_progress: dict[str, dict[str, Any]] = {}
 _remote_jobs_done: dict[str, int] = {}
 
 
-def progress(run_id: str) -> dict[str, int | None] | None:
+def progress(run_id: str) -> dict[str, Any] | None:
     """What the run's (or query's) Spark jobs are doing now: jobs done, the running jobs' stages and tasks (done,
     running, total), as SparkProgress's fields; None when Spark is not up or nothing of the run has started. Never
     starts Spark. From Spark's status tracker (job group = run id) or, on Spark Connect, the server's progress
@@ -657,7 +657,7 @@ def progress(run_id: str) -> dict[str, int | None] | None:
 
 
 def _progress_fields(jobs_done, jobs_running, stages_done, stages_total, tasks_done, tasks_running, tasks_total,
-                     bytes_read) -> dict[str, int | None]:
+                     bytes_read) -> dict[str, Any]:
     return {"jobs_done": jobs_done, "jobs_running": jobs_running, "stages_done": stages_done,
             "stages_total": stages_total, "tasks_done": tasks_done, "tasks_running": tasks_running,
             "tasks_total": tasks_total, "bytes_read": bytes_read}

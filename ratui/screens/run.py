@@ -13,16 +13,19 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Footer, Label, RichLog, Static
+from textual.widgets import Footer, Input, Label, RichLog, Static
 
+from ratui.console.logs import match_spans
 from ratui.console.format import OUTCOME_WORDS, fmt_count, fmt_ms, fmt_time, glyph, short_key
 from ratui.console.live import LiveRun
 from ratui.widgets.chrome import NavBar, StatusLine
 from ratui.widgets.run_view import PhaseTable, QualitySummary
 from ratui.messages import RunRecordLoaded
-from ratui.screens.base import ConsoleScreen
+from ratui.screens.base import ConsoleScreen, is_narrow
 
 LEVEL_STYLE = {"error": "red", "warning": "yellow", "debug": "dim", "info": ""}
+MATCH_STYLE = "reverse"
+CURRENT_STYLE = "bold black on yellow"
 
 
 class RunLog(RichLog):
@@ -39,14 +42,35 @@ class RunLog(RichLog):
 
 
 class RunScreen(ConsoleScreen):
+    DEFAULT_CSS = """
+    #run-search {
+        margin-top: 1;
+    }
+    """
     BINDINGS = [
         Binding("escape,backspace", "back", "Back", id="run.back"),
+        Binding("slash", "search", "Search log", id="run.search", key_display="/"),
+        Binding("n", "next_match(1)", "Next match", id="run.next", show=False),
+        Binding("N", "next_match(-1)", "Previous match", id="run.prev", show=False, key_display="N"),
         Binding("c", "cancel", "Cancel run", id="run.cancel"),
         Binding("q", "quality", "Quality", id="run.quality"),
         Binding("v", "toggle_debug", "Debug log", id="run.debug"),
         Binding("R", "rerun", "Re-run", id="run.rerun", key_display="R"),
         Binding("F", "toggle_follow", "Follow batch", id="run.follow", show=False),
     ]
+
+    # below the breakpoint the footer has no room for these (they stay bound, and in `?`)
+    FOOTER_SPARE_HERE = {"run.search"}
+
+    @property
+    def active_bindings(self):
+        from dataclasses import replace
+
+        active = super().active_bindings
+        if not is_narrow(self.app.size.width):
+            return active
+        return {key: (ab._replace(binding=replace(ab.binding, show=False))
+                      if ab.binding.id in self.FOOTER_SPARE_HERE else ab) for key, ab in active.items()}
 
     def __init__(self, run_id: str | None = None, *, batch: str | None = None, origin: str = "") -> None:
         super().__init__()
@@ -58,6 +82,12 @@ class RunScreen(ConsoleScreen):
         self.frame = 0
         self.show_debug = False
         self.logged = 0  # log entries already written to the RichLog
+        # `/` search in the log: the text, its matches ((entry index, start, end) in the written line), the current
+        # one, and the RichLog line (counted from the first ever written: it drops old ones) of each entry written
+        self.search = ""
+        self.matches: list[tuple[int, int, int]] = []
+        self.current: int | None = None
+        self.line_of: dict[int, int] = {}
         self._ticker = None
         self._poller = None
 
@@ -75,11 +105,17 @@ class RunScreen(ConsoleScreen):
                     yield Label("Batch", classes="section hidden", id="run-batch-label")
                     yield Static(id="run-batch", classes="hidden")
                 with Vertical(id="run-right"):
-                    yield Label("Log", classes="section")
+                    yield Label("Log", classes="section", id="run-log-label")
+                    yield Input(placeholder="search the log (enter finds, esc closes)", id="run-search",
+                                classes="hidden", compact=True)
                     yield RunLog(id="run-log", max_lines=2000, wrap=True, markup=False, highlight=False,
                                  auto_scroll=True, min_width=20)
         yield StatusLine()
         yield Footer()
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.query_one("#run-search", Input).cursor_blink = self.app.cursor_blink
 
     # ------------------------------------------------------------------------------------------ data
 
@@ -226,14 +262,27 @@ class RunScreen(ConsoleScreen):
         run = self.run
         log = self.query_one("#run-log", RichLog)
         entries = list(run.logs)
-        for entry in entries[self.logged:]:
+        if self.logged == 0:
+            self.line_of.clear()
+            self.matches = []
+        for index, entry in enumerate(entries[self.logged:], start=self.logged):
             if entry.level == "debug" and not self.show_debug:
                 continue
             line = Text(f"{entry.at} ", style="dim")
             line.append(f"{entry.level:<7} ", style=LEVEL_STYLE.get(entry.level, "") or "dim")
             line.append(entry.message, style=LEVEL_STYLE.get(entry.level, ""))
+            if self.search:
+                for start, end in match_spans(line.plain, self.search):
+                    self.matches.append((index, start, end))
+                    current = self.current is not None and len(self.matches) - 1 == self.current
+                    line.stylize(CURRENT_STYLE if current else MATCH_STYLE, start, end)
+            self.line_of[index] = getattr(log, "_start_line", 0) + len(log.lines)
             log.write(line)
         self.logged = len(entries)
+        if self.current is not None and self.current >= len(self.matches):  # fewer lines shown (debug hidden)
+            self.current = len(self.matches) - 1 if self.matches else None
+        if self.search:
+            self.show_search()
 
     def show_batch(self) -> None:
         """A batch's overview: every pipeline of it in order, with its state (waiting, running, how it ended)."""
@@ -273,6 +322,14 @@ class RunScreen(ConsoleScreen):
     # --------------------------------------------------------------------------------------- actions
 
     def action_back(self) -> None:
+        field = self.query_one("#run-search", Input)
+        if not field.has_class("hidden"):  # esc closes the search field first, then clears the search
+            field.add_class("hidden")
+            self.query_one("#run-log", RichLog).focus()
+            return
+        if self.search and not field.has_focus:
+            self.find("")
+            return
         self.dismiss()
 
     def action_cancel(self) -> None:
@@ -300,6 +357,83 @@ class RunScreen(ConsoleScreen):
             self.logged = 0
             self.query_one("#run-log", RichLog).clear()
             self.write_logs()
+            if self.current is not None:
+                self.call_after_refresh(self.scroll_to_match)
+
+    # ----------------------------------------------------------------------------------------- search
+
+    def action_search(self) -> None:
+        field = self.query_one("#run-search", Input)
+        field.remove_class("hidden")
+        field.value = self.search
+        field.focus()
+
+    @on(Input.Submitted, "#run-search")
+    def _search_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        field = self.query_one("#run-search", Input)
+        field.add_class("hidden")
+        self.query_one("#run-log", RichLog).focus()
+        self.find(event.value.strip())
+
+    def find(self, text: str) -> None:
+        """Light every match of `text` in the log (case-insensitive) and go to the first; while a search is on,
+        the log stays where the match is instead of following new lines."""
+        self.search = text
+        self.current = 0 if text else None  # the first match found is lit as the current one
+        log = self.query_one("#run-log", RichLog)
+        log.auto_scroll = not text
+        self.matches = []
+        if self.run is not None:
+            self.logged = 0
+            log.clear()
+            self.write_logs()
+        if not self.matches:
+            self.current = None
+        self.show_search()
+        if self.current is not None:
+            self.call_after_refresh(self.scroll_to_match)
+        elif not text:
+            log.scroll_end(animate=False)
+
+    def action_next_match(self, step: int) -> None:
+        if self.query_one("#run-search", Input).has_focus:
+            return
+        if not self.matches:
+            self.notify(f"No match for '{self.search}' in the log." if self.search else
+                        "Search the log first: / and the text to find.", title="Search", timeout=2, markup=False)
+            return
+        self.current = ((self.current or 0) + step) % len(self.matches)
+        log = self.query_one("#run-log", RichLog)
+        self.logged = 0
+        log.clear()
+        self.write_logs()
+        self.show_search()
+        self.call_after_refresh(self.scroll_to_match)
+
+    def scroll_to_match(self) -> None:
+        if self.current is None or self.current >= len(self.matches):
+            return
+        log = self.query_one("#run-log", RichLog)
+        entry = self.matches[self.current][0]
+        line = self.line_of.get(entry, 0) - getattr(log, "_start_line", 0)
+        height = log.scrollable_content_region.height
+        if not log.scroll_y <= line < log.scroll_y + height:
+            log.scroll_to(y=max(0, line - height // 3), animate=False)
+
+    def show_search(self) -> None:
+        label = self.query_one("#run-log-label", Label)
+        if not self.search:
+            label.update("Log")
+            return
+        text = Text("Log   ")
+        text.append(f"/{self.search}", style="bold")
+        if self.matches:
+            text.append(f"  {(self.current or 0) + 1}/{len(self.matches)} matches", style="")
+            text.append(" (n / N, esc clears)", style="dim")
+        else:
+            text.append("  no match", style="yellow")
+        label.update(text)
 
     def action_toggle_debug(self) -> None:
         self.show_debug = not self.show_debug

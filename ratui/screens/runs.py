@@ -9,10 +9,11 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import DataTable, Footer, Input
 
+from ratui.console import compare
 from ratui.console.controller import RunFilter, RunsPage
 from ratui.console.format import fmt_count, fmt_ms, fmt_time, glyph, short_key
 from ratui.widgets.chrome import NavBar, StatusLine
-from ratui.messages import RunsPageLoaded
+from ratui.messages import PreviousRunFound, RunsPageLoaded
 from ratui.screens.table_screen import TableScreen
 
 PAGE_SIZE = 100
@@ -45,13 +46,18 @@ class RunsScreen(TableScreen):
         Binding("ctrl+r", "refresh", "Refresh", id="runs.refresh"),
         Binding("q", "quality", "Quality", id="runs.quality"),
         Binding("R", "rerun", "Re-run", id="runs.rerun", key_display="R"),
+        Binding("space", "mark", "Mark for compare", id="runs.mark", show=False),
+        Binding("c", "compare", "Compare", id="runs.compare"),
     ]
+
+    MARK_STYLE = "bold reverse magenta"
 
     def __init__(self) -> None:
         super().__init__()
         self.page = 0
         self.filter = RunFilter()
         self.data: RunsPage | None = None
+        self.marks: dict[str, str] = {}  # run id -> its pipeline, the two (at most) marked for comparing
 
     def compose(self) -> ComposeResult:
         yield NavBar("runs")
@@ -79,8 +85,8 @@ class RunsScreen(TableScreen):
         self.data = data
         self.page = data.page
         self.refill((row["id"], [
-            row["id"], short_key(row["pipeline"], self.namespace), status_cell(row), row.get("run_type") or "-",
-            row.get("strategy") or "-",
+            self.run_cell(row["id"]), short_key(row["pipeline"], self.namespace), status_cell(row),
+            row.get("run_type") or "-", row.get("strategy") or "-",
             row.get("trigger") or "-", Text(fmt_count(row.get("rows_written")), justify="right"),
             Text(fmt_ms(row.get("duration_ms")), justify="right"),
             fmt_time(row.get("started_at") or row.get("queued_at")), Text(row.get("error_code") or "", style="red"),
@@ -102,6 +108,13 @@ class RunsScreen(TableScreen):
             last = data.page * data.size + len(data.rows)
             info.append(f"runs {first:,}–{last:,} of {data.total:,}", style="bold")
             info.append(f"   page {data.page + 1:,}/{data.pages:,}", style="dim")
+            if not self.marks:
+                info.append("   space marks runs, c compares", style="dim")
+        if self.marks:
+            info.append("   marked: ", style="dim")
+            info.append(" · ".join(self.marks), style=self.MARK_STYLE.replace("reverse ", ""))
+            info.append("  (c compares" + (" them)" if len(self.marks) == 2 else " with the cursor's run)"),
+                        style="dim")
         if self.filter.active:
             info.append("   filter: ", style="dim")
             info.append(self.filter.describe(), style="bold yellow")
@@ -195,3 +208,75 @@ class RunsScreen(TableScreen):
         run_id = self.cursor_key()
         if run_id:
             self.app.open_quality(run_id)
+
+    # ----------------------------------------------------------------------------------- comparing
+
+    def run_cell(self, run_id: str) -> Text:
+        return Text(run_id, style=self.MARK_STYLE if run_id in self.marks else "")
+
+    def row_of(self, run_id: str | None) -> dict | None:
+        return next((r for r in (self.data.rows if self.data else []) if r["id"] == run_id), None)
+
+    def action_mark(self) -> None:
+        """Mark the run under the cursor for comparing (again: unmark it); a third mark replaces the oldest."""
+        row = self.row_of(self.cursor_key())
+        if row is None:
+            return
+        run_id = row["id"]
+        changed = {run_id}
+        if run_id in self.marks:
+            del self.marks[run_id]
+        else:
+            self.marks[run_id] = row["pipeline"]
+            while len(self.marks) > 2:
+                oldest = next(iter(self.marks))
+                del self.marks[oldest]
+                changed.add(oldest)
+        table = self.table
+        for key in changed:
+            if key in table.rows:
+                table.update_cell(key, "run", self.run_cell(key))
+        self.show_info()
+
+    def action_compare(self) -> None:
+        """Compare the two marked runs; one marked: it with the run under the cursor; none: the cursor's run with
+        the run of its pipeline before it."""
+        cursor = self.row_of(self.cursor_key())
+        marked = list(self.marks.items())
+        if len(marked) == 2:
+            pair = marked
+        elif len(marked) == 1 and cursor is not None and cursor["id"] != marked[0][0]:
+            pair = [marked[0], (cursor["id"], cursor["pipeline"])]
+        elif marked or cursor is not None:
+            run_id, pipeline = marked[0] if marked else (cursor["id"], cursor["pipeline"])
+            run = {"id": run_id, "pipeline": pipeline}
+            runs_page = self.app.controller.runs_page
+            self.load(PreviousRunFound, lambda: (run, compare.previous_run(runs_page, run,
+                                                                            lambda p: RunFilter(pipeline=p))))
+            return
+        else:
+            self.notify("No run to compare: mark two runs with space, or put the cursor on one.", title="Compare",
+                        severity="warning", markup=False)
+            return
+        (a, pipeline_a), (b, pipeline_b) = pair
+        if pipeline_a != pipeline_b:
+            self.notify(f"{a} is a run of {short_key(pipeline_a, self.namespace)} and {b} of "
+                        f"{short_key(pipeline_b, self.namespace)}: compare two runs of one pipeline.",
+                        title="Cannot compare", severity="warning", timeout=6, markup=False)
+            return
+        self.open_compare(a, b)
+
+    @on(PreviousRunFound)
+    def _previous_found(self, message: PreviousRunFound) -> None:
+        run, previous = message.value
+        if previous is None:
+            self.notify(f"{run['id']} is the first run of {short_key(run['pipeline'], self.namespace)}: nothing "
+                        "before it to compare with. Mark two runs with space.", title="Compare",
+                        severity="warning", timeout=6, markup=False)
+            return
+        self.open_compare(previous["id"], run["id"])
+
+    def open_compare(self, a: str, b: str) -> None:
+        from ratui.screens.compare import CompareScreen
+
+        self.app.push_screen(CompareScreen(a, b, origin=self.app.current_mode))

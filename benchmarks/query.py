@@ -98,7 +98,7 @@ def main() -> None:
             files = [local_file(table, f.file_path) for f in data_files(table)]
             sql = f"SELECT * FROM silver.{name}"
 
-            def first_page():
+            def first_page(sql=sql):
                 result = engine.open_query(sql)
                 try:
                     return result.page(0, PAGE_SIZE)
@@ -117,11 +117,11 @@ def main() -> None:
             result.close()
             ratui_rss = rss_mb() - before
 
-            plain_s, _ = timed(lambda: spark.read.parquet(*files).limit(PAGE_SIZE).collect())
+            plain_s, _ = timed(lambda files=files: spark.read.parquet(*files).limit(PAGE_SIZE).collect())
 
             gc.collect()
             before = rss_mb()
-            naive_s, arrow = timed(lambda: spark.read.parquet(*files).toArrow(), repeat=1)
+            naive_s, arrow = timed(lambda files=files: spark.read.parquet(*files).toArrow(), repeat=1)
             naive_rss = rss_mb() - before
             del arrow
             gc.collect()

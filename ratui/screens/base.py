@@ -76,7 +76,8 @@ NARROW = 110  # columns (the App's breakpoint): below it the footer is compact
 # their own), paging. What is left fits 80 columns with w, : and ? always on it.
 FOOTER_SPARE = {"app.quit", "app.theme", "pipelines.reload", "runs.refresh", "quality.refresh", "branches.refresh",
                 "landing.refresh", "reaper.refresh", "runs.next", "runs.prev", "quality.passed",
-                "table.schema", "table.history", "table.stats", "table.preview", "query.prev", "query.next"}
+                "table.schema", "table.history", "table.stats", "table.preview", "query.prev", "query.next",
+                "run.search"}
 # and shorter words for the rest (the help screen keeps the full ones)
 FOOTER_SHORT = {"pipelines.run_descendants": "Downstream", "pipelines.run_all": "All", "pipelines.full_refresh": "Full",
                 "pipelines.cancel": "Stop", "run.cancel": "Stop", "run.debug": "Debug", "reaper.preview": "Preview",

@@ -21,7 +21,7 @@ from ratui.console.live import LiveRun
 from ratui.widgets.chrome import NavBar, StatusLine
 from ratui.widgets.run_view import PhaseTable, QualitySummary
 from ratui.messages import RunRecordLoaded
-from ratui.screens.base import ConsoleScreen, is_narrow
+from ratui.screens.base import ConsoleScreen
 
 LEVEL_STYLE = {"error": "red", "warning": "yellow", "debug": "dim", "info": ""}
 MATCH_STYLE = "reverse"
@@ -58,19 +58,6 @@ class RunScreen(ConsoleScreen):
         Binding("R", "rerun", "Re-run", id="run.rerun", key_display="R"),
         Binding("F", "toggle_follow", "Follow batch", id="run.follow", show=False),
     ]
-
-    # below the breakpoint the footer has no room for these (they stay bound, and in `?`)
-    FOOTER_SPARE_HERE = {"run.search"}
-
-    @property
-    def active_bindings(self):
-        from dataclasses import replace
-
-        active = super().active_bindings
-        if not is_narrow(self.app.size.width):
-            return active
-        return {key: (ab._replace(binding=replace(ab.binding, show=False))
-                      if ab.binding.id in self.FOOTER_SPARE_HERE else ab) for key, ab in active.items()}
 
     def __init__(self, run_id: str | None = None, *, batch: str | None = None, origin: str = "") -> None:
         super().__init__()

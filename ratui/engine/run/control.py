@@ -55,13 +55,17 @@ def request_cancel(history: History, run_id: str) -> tuple[str, dict | None]:
     return "requested", run
 
 
-class CancelPoller:
-    """Honours cancel requests other processes wrote for the runs of this process, while it has any."""
+class WhileRunsActive:
+    """A daemon thread that calls `tick(active run ids)` every `interval` seconds while this process has runs in
+    flight, and ends when it has none (`ensure_running()` when a run starts brings it back). A tick that raises is
+    logged and the next one comes: a busy database or a JVM starting must not stop it."""
 
-    def __init__(self, history: History, active: Callable[[], list[str]], cancel_local: Callable[[str], object]):
-        self._history = history
+    def __init__(self, name: str, active: Callable[[], list[str]], tick: Callable[[list[str]], None],
+                 interval: float):
+        self._name = name
         self._active = active
-        self._cancel_local = cancel_local
+        self._tick = tick
+        self._interval = interval
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
@@ -69,19 +73,31 @@ class CancelPoller:
         with self._lock:
             if self._thread is not None and self._thread.is_alive():
                 return
-            self._thread = threading.Thread(target=self._poll, name="ratui-cancel-poller", daemon=True)
+            self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
             self._thread.start()
 
-    def _poll(self) -> None:
+    def _loop(self) -> None:
         while True:
-            with self._lock:  # decided under the lock ensure_running() takes: no run is left without a poller
+            with self._lock:  # decided under the lock ensure_running() takes: no run is left without a thread
                 active = self._active()
                 if not active:
                     self._thread = None
                     return
             try:
-                for run_id in self._history.cancel_requested(active):
-                    self._cancel_local(run_id)
-            except Exception:  # a busy database must not kill the poller
-                log.debug("cancel poll failed", exc_info=True)
-            time.sleep(POLL_SECONDS)
+                self._tick(active)
+            except Exception:
+                log.debug("%s: tick failed", self._name, exc_info=True)
+            time.sleep(self._interval)
+
+
+class CancelPoller(WhileRunsActive):
+    """Honours cancel requests other processes wrote for the runs of this process, while it has any."""
+
+    def __init__(self, history: History, active: Callable[[], list[str]], cancel_local: Callable[[str], object]):
+        super().__init__("ratui-cancel-poller", active, self._poll, POLL_SECONDS)
+        self._history = history
+        self._cancel_local = cancel_local
+
+    def _poll(self, active: list[str]) -> None:
+        for run_id in self._history.cancel_requested(active):
+            self._cancel_local(run_id)

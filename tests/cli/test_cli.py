@@ -98,7 +98,7 @@ def test_query_formats_and_refs(project, capsys):
     code, _, err = cli(capsys, "query", "SELECT 1", "--project", str(project), "--ref", "nope")
     assert code != 0 and "RAT-CAT-002" in err
     code, _, err = cli(capsys, "query", "SELECT * FROM silver.unknown_table", "--project", str(project))
-    assert code == 1 and "RAT-SQL-001" in err and "silver.items_clean" in err
+    assert code == 1 and "RAT-SQL-004" in err and "silver.items_clean" in err
 
 
 def test_runs_show_and_branches(project, capsys):

@@ -8,10 +8,13 @@ last, kept to its last HISTORY_LIMIT entries.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+log = logging.getLogger("ratui.console")
 
 HISTORY_FILE = ".ratui/query_history.jsonl"
 HISTORY_LIMIT = 200
@@ -74,10 +77,13 @@ class QueryHistory:
             if sql:
                 queries.append(sql)
             queries = queries[-HISTORY_LIMIT:]
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            part = self.path.with_suffix(".part")
-            part.write_text("".join(json.dumps({"sql": q}) + "\n" for q in queries), encoding="utf-8")
-            part.replace(self.path)
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                part = self.path.with_suffix(".part")
+                part.write_text("".join(json.dumps({"sql": q}) + "\n" for q in queries), encoding="utf-8")
+                part.replace(self.path)
+            except OSError as exc:  # a read-only project: the query still runs, only its history is not kept
+                log.warning("query history not saved in %s: %s", self.path, exc)
         return queries
 
 

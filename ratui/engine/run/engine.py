@@ -200,6 +200,7 @@ class Engine:
         """Ad-hoc SQL over the tables at a ref: (columns, rows, truncated)."""
         from ratui.engine.run.query import run_query
 
+        self._state.catalog.get_ref(ref)  # RAT-CAT-002 for a mistyped ref, before any JVM starts
         session = spark_mod.new_session(self.settings)
         try:
             return run_query(self._state, session, sql, ref=ref, limit=limit)
@@ -210,6 +211,7 @@ class Engine:
         """A QueryResult kept on Spark (pages, count, export); close() it when done. Cancel with cancel_query."""
         from ratui.engine.run.query import QueryResult
 
+        self._state.catalog.get_ref(ref)  # RAT-CAT-002 before Spark starts
         session = spark_mod.new_session(self.settings)
         try:
             return QueryResult(self._state, session, sql, ref=ref, query_id=query_id)

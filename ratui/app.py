@@ -851,8 +851,24 @@ def _configure_logging(root: Path) -> None:
         root_logger.setLevel(logging.WARNING)
 
 
+def _dump_threads_on_sigusr1(root: Path) -> None:
+    """`kill -USR1 PID` writes every thread's stack to .ratui/logs/console.log (a console that seems stuck can
+    say where it is, without stopping it)."""
+    import faulthandler
+    import signal
+
+    if not hasattr(signal, "SIGUSR1"):
+        return
+    try:
+        stream = (root / ".ratui" / "logs" / "console.log").open("a", encoding="utf-8")
+    except OSError:
+        return
+    faulthandler.register(signal.SIGUSR1, file=stream, all_threads=True)
+
+
 def run_app(root: Path) -> None:
     """`ratui` / `ratui tui --project DIR`: open the console on the project at `root`."""
     root = Path(root).resolve()
     _configure_logging(root)
+    _dump_threads_on_sigusr1(root)
     RatuiApp(root, prewarm=True).run()

@@ -33,6 +33,23 @@ def capture(session: str) -> str:
                           check=True).stdout
 
 
+def thread_dump(session: str, project: Path) -> str:
+    """Where a console that seems stuck is: SIGUSR1 makes it write every thread's stack to console.log."""
+    import signal
+
+    import psutil
+
+    pane = subprocess.run(["tmux", "display", "-p", "-t", session, "#{pane_pid}"], capture_output=True, text=True)
+    try:
+        shell = psutil.Process(int(pane.stdout.strip()))
+        consoles = [p for p in [shell, *shell.children(recursive=True)] if "tui" in p.cmdline()]
+        os.kill(consoles[-1].pid, signal.SIGUSR1)
+        time.sleep(1.0)
+        return (project / ".ratui" / "logs" / "console.log").read_text()[-20000:]
+    except (ValueError, IndexError, OSError, psutil.Error) as exc:
+        return f"(no thread dump: {exc})"
+
+
 def foreign_lines(screen: str) -> list[str]:
     return [line for line in screen.splitlines() if any(word in line for word in FOREIGN)]
 
@@ -67,7 +84,8 @@ def test_run_a_pipeline_in_a_real_terminal(sample_copy: Path):
             if "ecommerce.bronze.raw_customers" in screen and "✔ success" in screen:
                 break
             assert "✘ failed" not in screen, f"the run failed:\n{screen}"
-            assert time.monotonic() < deadline, f"no success after {TIMEOUT}s:\n{screen}"
+            assert time.monotonic() < deadline, \
+                f"no success after {TIMEOUT}s:\n{screen}\n{thread_dump(session, sample_copy)}"
             time.sleep(0.5)
         assert "rows written 5,000" in screen
         assert "5 resolve" in screen and "merged run-" in screen

@@ -47,10 +47,12 @@ class ProjectState:
     @property
     def catalog(self) -> "SqliteBranchCatalog":
         if self._catalog is None:
+            # imported before the lock is taken: a thread holding a lock while it imports can deadlock with a
+            # thread that holds an import lock (its own first imports) and then waits for this lock
+            from ratui.engine.state.catalog.sqlite import SqliteBranchCatalog
+
             with self._lock:
                 if self._catalog is None:
-                    from ratui.engine.state.catalog.sqlite import SqliteBranchCatalog
-
                     self._catalog = SqliteBranchCatalog(self.settings.db_path, self.settings.root,
                                                         self.settings.allow_outside)
         return self._catalog

@@ -133,7 +133,13 @@ def test_export_writes_the_whole_result_inside_the_project_only(numbers):
             with pytest.raises(RatuiError) as caught:
                 result.export(target)
             assert caught.value.code == code, target
-        assert not (root.parent / "outside.csv").exists()
+        outside = root.parent / "elsewhere"
+        outside.mkdir(exist_ok=True)
+        (root / "link").symlink_to(outside, target_is_directory=True)  # a folder in the project that leads out
+        with pytest.raises(RatuiError) as caught:
+            result.export("link/numbers.csv")
+        assert caught.value.code == "RAT-QRY-002"
+        assert not (root.parent / "outside.csv").exists() and not list(outside.iterdir())
         assert not list(root.glob("**/.*.part"))  # no staging folder left behind
     finally:
         result.close()

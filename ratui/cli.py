@@ -14,11 +14,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ratui import cli_branches
 from ratui.engine.errors import ProjectErrors, RatuiError, is_usage_error
 from ratui.engine.vocabulary import ACTIVE, format_bytes, format_duration
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a reader that went away
+from ratui.cli_common import (  # noqa: F401 - shared with cli_branches.py
+    EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_OK, EXIT_USAGE, cell as _cell, engine as _engine, err as _err,
+    positive_int as _positive_int, project_arg as _project_arg, table as _table,
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -28,21 +31,6 @@ class _Parser(argparse.ArgumentParser):
         error = RatuiError("RAT-CLI-001", f"{self.prog}: {message}", hint=f"`{self.prog} --help` lists what it takes.")
         _err(error, "--json" in sys.argv[1:])
         sys.exit(EXIT_USAGE)
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
-    return value
-
-
-def _project_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--project", "-p", default=".", metavar="DIR",
-                   help="project folder (the one holding ratui.yaml; default: current directory)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -63,12 +51,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="run even the pipelines whose inputs did not change")
     p.add_argument("--threads", type=_positive_int, default=None, metavar="N",
                    help="run up to N independent pipelines at once (default: run.threads in ratui.yaml, else 1)")
+    p.add_argument("--ref", default="main", metavar="BRANCH",
+                   help="run on a branch of yours: runs fork from it and merge into it (default: main)")
+    p.add_argument("--atomic", action="store_true",
+                   help="publish every selected pipeline in one commit, or none if any fails (main is never half "
+                        "updated)")
     p.add_argument("--json", action="store_true", help="one JSON object per run")
 
     p = sub.add_parser("query", help="run a SQL query against the tables at a ref")
     p.add_argument("sql", metavar="SQL")
     _project_arg(p)
-    p.add_argument("--ref", default="main", help="branch to read (default: main)")
+    p.add_argument("--ref", default="main", help="branch to read, or a past state REF@COMMIT (default: main)")
+    p.add_argument("--at", metavar="TIME", help="read the ref as it was at this time (ISO, UTC unless it says)")
     p.add_argument("--format", choices=("table", "csv", "json"), default="table")
     p.add_argument("--limit", type=_positive_int, default=1000, help="most rows to print (default: 1000)")
 
@@ -81,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("show", help="show one run: phases, quality results, log")
     p.add_argument("run_id", metavar="RUN_ID")
+    p.add_argument("--sql", action="store_true", help="print only the exact SQL the run executed")
     _project_arg(p)
     p.add_argument("--json", action="store_true")
 
@@ -126,25 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="address to listen on (default: 127.0.0.1, this machine only; there is no login, so "
                         "anyone who reaches another address can run the project's pipelines)")
     p.add_argument("--json", action="store_true", help="one JSON object per server event (serving, stopped)")
+    cli_branches.add_parsers(sub)
     return parser
-
-
-def _err(error: RatuiError, as_json: bool = False) -> None:
-    if as_json:
-        print(json.dumps({"error": error.to_dict()}))
-    else:
-        print(error.render(), file=sys.stderr)
-
-
-def _engine(project: str, *, recover: bool = False):
-    """The project's engine. `recover`: first record runs whose process died (commands that run or reap)."""
-    from ratui.engine.run.engine import Engine
-    from ratui.engine.project.settings import find_project_root
-
-    engine = Engine.open(find_project_root(Path(project)))
-    if recover:
-        engine.recover()
-    return engine
 
 
 STATUS_TAG = {"success": "OK", "failed": "FAIL", "cancelled": "CANCEL", "skipped": "SKIP", "running": "RUN",
@@ -196,8 +174,6 @@ def cmd_run(args) -> int:
         return EXIT_USAGE
     for e in problems:
         print(f"warning: not selected, but broken: {e}", file=sys.stderr)
-    if not args.json:
-        print(f"Running {len(keys)} pipeline(s) in {engine.root}", flush=True)
 
     def show(result) -> None:
         if args.json:
@@ -205,22 +181,41 @@ def cmd_run(args) -> int:
         else:
             print(_result_line(result), flush=True)
 
+    invocation = engine.invocation(keys, trigger="cli", full_refresh=args.full_refresh, force=args.force,
+                                   on_result=show, threads=args.threads, ref=args.ref, atomic=args.atomic)
+    if not args.json:
+        where = f" on {args.ref}" if args.ref != "main" else ""
+        if args.atomic:
+            where += f", atomically through {invocation.ref}"
+        print(f"Running {len(keys)} pipeline(s) in {engine.root}{where}", flush=True)
+
     began = time.monotonic()
-    results = engine.run(keys, trigger="cli", full_refresh=args.full_refresh, force=args.force, on_result=show,
-                         threads=args.threads)
+    results = invocation.run()
     wall_ms = int((time.monotonic() - began) * 1000)
+    publish = invocation.publish
+    if publish is not None:
+        if args.json:
+            print(json.dumps(publish.to_dict(), default=str), flush=True)
+        else:
+            print(f"\n{'published' if publish.merged else 'NOT published'}: {publish.reason}"
+                  + (f" (commit {publish.commit[:12]})" if publish.commit else ""))
     ok = sum(1 for r in results if r.status == "success")
     unchanged = sum(1 for r in results if r.status == "skipped" and r.run_type == "skip" and not r.error)
     if not args.json:
         warned = sum(1 for r in results if r.status == "success" and r.warnings)
         print(f"\n{ok} succeeded ({warned} with warnings), {unchanged} unchanged (skipped), "
               f"{len(results) - ok - unchanged} not succeeded, in {format_duration(wall_ms)}")
+    if publish is not None and not publish.merged:
+        return EXIT_FAILED
     return EXIT_OK if ok + unchanged == len(results) else EXIT_FAILED
 
 
 def cmd_query(args) -> int:
     engine = _engine(args.project)
-    columns, rows, truncated = engine.query(args.sql, ref=args.ref, limit=args.limit)
+    ref = engine.resolve_ref(args.ref, args.at)
+    if args.at and not args.json and args.format == "table":
+        print(f"-- {args.ref} at {args.at}: {ref}", file=sys.stderr)
+    columns, rows, truncated = engine.query(args.sql, ref=ref, limit=args.limit)
     if args.format == "json":
         for row in rows:
             print(json.dumps(dict(zip(columns, row)), default=str))
@@ -232,20 +227,6 @@ def cmd_query(args) -> int:
         print(_table(columns, [[_cell(v) for v in row] for row in rows]))
         print(f"({len(rows)} row{'s' if len(rows) != 1 else ''}{', truncated' if truncated else ''})")
     return EXIT_OK
-
-
-def _cell(value: Any) -> str:
-    return "NULL" if value is None else str(value)
-
-
-def _table(columns: list[str], rows: list[list[str]]) -> str:
-    widths = [len(c) for c in columns]
-    for row in rows:
-        widths = [max(w, len(v)) for w, v in zip(widths, row)]
-    line = lambda vals: "  ".join(v.ljust(w) for v, w in zip(vals, widths)).rstrip()  # noqa: E731
-    out = [line(columns), "  ".join("-" * w for w in widths)]
-    out.extend(line(r) for r in rows)
-    return "\n".join(out)
 
 
 def cmd_runs(args) -> int:
@@ -269,11 +250,22 @@ def cmd_show(args) -> int:
     if run is None:
         _err(RatuiError("RAT-RUN-004", f"no run '{args.run_id}'"), args.json)
         return EXIT_USAGE
+    if args.sql:
+        sql = next((e["message"].split("\n", 1)[1] for e in run["logs"]
+                    if e["message"].startswith("compiled SQL:\n")), None)
+        if sql is None:
+            _err(RatuiError("RAT-RUN-004", f"run {run['id']} has no compiled SQL",
+                            hint="Python pipelines and runs that stopped before their build phase have none."),
+                 args.json)
+            return EXIT_FAILED
+        print(json.dumps({"run": run["id"], "version": run.get("version"), "sql": sql}) if args.json else sql)
+        return EXIT_OK
     if args.json:
         print(json.dumps(run, default=str))
         return EXIT_OK
     print(f"run {run['id']}  {run['pipeline']}  {run['status']}")
-    print(f"  strategy {run.get('strategy') or '-'}, trigger {run['trigger']}, branch {run.get('branch') or '-'}")
+    print(f"  strategy {run.get('strategy') or '-'}, trigger {run['trigger']}, branch {run.get('branch') or '-'}"
+          f", merges into {run.get('ref') or 'main'}" + (f", version {run['version']}" if run.get("version") else ""))
     if run.get("run_type"):
         print(f"  run type {run['run_type']}: {run.get('reason')}")
     print(f"  started {run.get('started_at')}, finished {run.get('finished_at')}, "
@@ -549,7 +541,7 @@ def cmd_web(args) -> int:
 
 COMMANDS = {"run": cmd_run, "query": cmd_query, "runs": cmd_runs, "show": cmd_show, "branches": cmd_branches,
             "init": cmd_init, "landing": cmd_landing, "cancel": cmd_cancel, "check": cmd_check, "tui": cmd_tui,
-            "watch": cmd_watch, "reap": cmd_reap, "web": cmd_web}
+            "watch": cmd_watch, "reap": cmd_reap, "web": cmd_web, **cli_branches.COMMANDS}
 
 
 def main(argv: list[str] | None = None) -> int:

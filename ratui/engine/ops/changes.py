@@ -10,6 +10,10 @@
 The inputs a run read (upstream tables' metadata locations at its fork point, landing files with size and
 mtime) and its definition's hashes are stored with the run, so the next decision compares like with like.
 The landing ledger counts too: a file the pipeline has not loaded (a reset, a failed run) makes it run.
+
+Decisions are per ref: on a dev or publish branch the last run that counts is the newest one merged into that
+branch, or, before the branch has one, the one its tables came from (merged into the ref it was created from
+before it was created).
 """
 
 from __future__ import annotations
@@ -38,6 +42,11 @@ class Decision:
     @property
     def runs(self) -> bool:
         return self.run_type != "skip"
+
+
+def version_of(hashes: dict[str, str]) -> str:
+    """One short hash of a whole definition (SQL/Python, config, tests): the pipeline's version."""
+    return hashlib.sha256(json.dumps(hashes, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def definition_hashes(pipeline: Pipeline) -> dict[str, str]:
@@ -76,33 +85,58 @@ def _changed_files(old: dict[str, str], new: dict[str, str]) -> list[str]:
     return sorted(name for name in set(old) | set(new) if old.get(name) != new.get(name))
 
 
-def decide(state: ProjectState, pipeline: Pipeline, *, force: bool = False) -> Decision:
+def decide(state: ProjectState, pipeline: Pipeline, *, force: bool = False, ref: str = MAIN) -> Decision:
     key = pipeline.key
     strategy = pipeline.config.merge_strategy if pipeline.config else "full_refresh"
     on_change = "full" if strategy == "full_refresh" else "incremental"
-    decision = _natural(state, pipeline, on_change)
+    decision = _natural(state, pipeline, on_change, ref)
     if force and not decision.runs:
         return Decision(key, on_change, f"forced ({decision.reason})")
     return decision
 
 
-def _natural(state: ProjectState, pipeline: Pipeline, on_change: str) -> Decision:
+def last_success_on(state: ProjectState, key: str, ref: str) -> dict[str, Any] | None:
+    """The run whose output `ref` holds for `key`: its newest run there, else (a branch) the newest run merged
+    into the ref it was created from before it was, and so on up to main."""
+    cutoff = None
+    for _ in range(64):  # a chain of branches of branches; never a cycle, but bounded all the same
+        last = state.history.last_success(key, ref, merged_before=cutoff)
+        if last is not None or ref == MAIN:
+            return last
+        origin = branch_origin(state, ref)
+        if origin is None:
+            return None
+        ref, cutoff = origin
+    return None
+
+
+def branch_origin(state: ProjectState, ref: str) -> tuple[str, str] | None:
+    """(the ref a branch was created from, when), from its creation commit."""
+    for commit in state.catalog.log(ref, limit=100_000):
+        if commit.ref == ref and commit.meta.get("kind") == "branch":
+            return commit.meta.get("from") or MAIN, commit.created_at
+        if commit.ref != ref:
+            break
+    return None
+
+
+def _natural(state: ProjectState, pipeline: Pipeline, on_change: str, ref: str = MAIN) -> Decision:
     key = pipeline.key
-    last = state.history.last_success(key)
+    last = last_success_on(state, key, ref)
     if last is None or not last.get("fingerprint"):
-        return Decision(key, "backfill", "first run")
-    if not state.catalog.table_exists(MAIN, key):
-        return Decision(key, "backfill", "its table is missing on main")
+        return Decision(key, "backfill", "first run" if ref == MAIN else f"first run on {ref}")
+    if not state.catalog.table_exists(ref, key):
+        return Decision(key, "backfill", f"its table is missing on {ref}")
     changed = _changed_files(json.loads(last["fingerprint"]), definition_hashes(pipeline))
     if changed:
         return Decision(key, "backfill", f"definition changed: {', '.join(changed)}")
     inputs = json.loads(last.get("inputs") or "{}")
-    pointers = state.catalog.table_pointers(MAIN)
+    pointers = state.catalog.table_pointers(ref)
     moved = [ref for ref in pipeline.refs if inputs.get("tables", {}).get(ref) != pointers.get(ref)]
     if moved:
         names = ", ".join(m.split(".", 1)[1] for m in moved)
         return Decision(key, on_change, f"upstream changed: {names}")
-    pending = state.ledger.unloaded(pipeline.namespace, pipeline.zones, key) if pipeline.zones else []
+    pending = state.ledger.unloaded(pipeline.namespace, pipeline.zones, key, ref) if pipeline.zones else []
     if pending:
         names = ", ".join(f.name for f in pending[:3]) + (f" and {len(pending) - 3} more" if len(pending) > 3 else "")
         return Decision(key, on_change, f"landing files to load: {names}")

@@ -8,6 +8,9 @@ alone. The mark walks, for every table pointer of every ref in one consistent re
     see MARK_DELETED_ENTRIES for why tombstones are not counted)
     statistics files
 
+Every commit of a live ref inside the snapshot retention window is marked too (commit_pointers): a rollback or a
+time-travel read may point at it again.
+
 The sweep lists the files under each `{namespace}/warehouse/` and removes only those that no ref reaches AND
 whose modification time is older than the threshold (a younger file may belong to a write that has not
 committed yet), AND that are not in the data folder of a run still going (`data/run-{run_id}-*`).
@@ -55,6 +58,9 @@ class Pointer:
     location: str
     previous: str | None = None
     view: bool = False
+    # a past commit's pointer: only the state it recorded (its metadata file and current snapshot) is kept, so
+    # snapshot expiry still frees older snapshots; a metadata file already gone protects nothing and is skipped
+    past: bool = False
 
 
 def live_pointers(catalog: BranchCatalog) -> list[Pointer]:
@@ -83,6 +89,26 @@ def live_pointers(catalog: BranchCatalog) -> list[Pointer]:
     out: list[Pointer] = []
     for ref in catalog.list_refs():
         out.extend(Pointer(ref.name, key, loc) for key, loc in sorted(catalog.table_pointers(ref.name).items()))
+    return out
+
+
+def commit_pointers(catalog: BranchCatalog, since: str, skip: set[str] = frozenset()) -> list[Pointer]:
+    """The table pointers of every commit of every live ref made at or after `since` (ISO, UTC), and of the
+    commit in force at `since`: what a rollback or a time-travel read inside the retention window can reach
+    (the Marker keeps each one's metadata file and current snapshot).
+    Commits reachable only from deleted branches are not marked (Nessie's GC does the same)."""
+    out: list[Pointer] = []
+    seen: set[tuple[str, str]] = set()
+    for ref in catalog.list_refs():
+        if ref.name in skip:
+            continue
+        for commit in catalog.log(ref.name, limit=1_000_000):
+            for key, location in commit.pointers.items():
+                if (key, location) not in seen:
+                    seen.add((key, location))
+                    out.append(Pointer(f"{ref.name}@{commit.hash}", key, location, past=True))
+            if commit.created_at < since:
+                break  # the state in force when the window opens: older ones are out of it
     return out
 
 
@@ -154,20 +180,36 @@ class Marker:
 
         expire = expire or {}
         result = MarkResult()
-        seen: set[tuple[str, frozenset[int]]] = set()
+        seen: set[tuple[str, frozenset[int], bool]] = set()
         for pointer in pointers:
             self._add(result, pointer.location)
             self._add(result, pointer.previous)
             if pointer.view:
                 continue  # a view's metadata references no data files (ratui writes none)
+            if pointer.past:
+                path = local_path(pointer.location, self._locations)
+                if path is not None and not os.path.exists(path):
+                    continue
             skip = frozenset(expire.get((pointer.ref, pointer.table), ()))
-            if (pointer.location, skip) in seen:
-                continue  # another ref points at the very same metadata file: already walked
-            seen.add((pointer.location, skip))
+            if (pointer.location, skip, pointer.past) in seen or (pointer.past and (pointer.location, skip, False)
+                                                                 in seen):
+                continue  # another ref points at the very same metadata file: already walked (a live walk covers
+                # a past one, never the other way round)
+            seen.add((pointer.location, skip, pointer.past))
             try:
                 io = load_file_io(self._locations.file_io_properties() if self._locations else {}, pointer.location)
                 metadata = FromInputFile.table_metadata(io.new_input(pointer.location))
                 result.metadata_files += 1
+                if pointer.past:
+                    current = metadata.current_snapshot()
+                    for snapshot in [current] if current is not None else []:
+                        result.snapshots += 1
+                        self._add(result, snapshot.manifest_list)
+                        for manifest_path in self._manifests(io, snapshot):
+                            self._add(result, manifest_path)
+                            for data_path in self._entries(io, manifest_path):
+                                self._add(result, data_path)
+                    continue
                 log = [entry.metadata_file for entry in metadata.metadata_log]
                 if skip:
                     keep = max(1, int(metadata.properties.get(PREVIOUS_VERSIONS_MAX, PREVIOUS_VERSIONS_MAX_DEFAULT)))

@@ -329,6 +329,9 @@ class Reaper:
         max_age = timedelta(hours=self.settings.reaper_orphan_branch_max_age_hours)
         live = self._live_runs(ctx)
         for ref in self.catalog.list_refs():
+            if ref.name.startswith("publish-"):  # an atomic publish's branch, kept when it did not land
+                self._orphan_publish(ctx, task, ref, max_age)
+                continue
             if ref.name == MAIN or not ref.name.startswith("run-"):
                 continue
             run_id = ref.run_id or ref.name[len("run-"):]
@@ -359,6 +362,30 @@ class Reaper:
                 continue
             ctx.branches_removed.add(ref.name)
             task.removed.append(item)
+
+    def _orphan_publish(self, ctx: _Pass, task: TaskReport, ref, max_age: timedelta) -> None:
+        created = parse_time(ref.created_at)
+        age_h = (ctx.now - created).total_seconds() / 3600 if created else None
+        item = {"name": ref.name, "ref": ref.name, "run_id": None, "created_at": ref.created_at,
+                "age_hours": round(age_h, 2) if age_h is not None else None}
+        if created is not None and ctx.now - created <= max_age:
+            return
+        if self.state.history.active_on(ref.name):
+            task.kept.append({**item, "reason": "runs of its publish are still going"})
+            return
+        task.found.append(item)
+        ctx.branches_removed.add(ref.name)
+        if ctx.dry_run:
+            return
+        try:
+            self.catalog.delete_branch(ref.name, in_tx=lambda conn: self.state.ledger.drop_ref(conn, ref.name))
+        except RatuiError as exc:
+            if exc.code != "RAT-CAT-002":
+                raise
+            task.kept.append({**item, "reason": "already deleted"})
+            ctx.branches_removed.discard(ref.name)
+            return
+        task.removed.append(item)
 
     # ----------------------------------------------------------------------------------- run history
 
@@ -581,6 +608,12 @@ class Reaper:
         pointers = orphans.live_pointers(self.catalog)
         if ctx.dry_run:
             pointers = [p for p in pointers if p.ref not in ctx.branches_removed]
+        # every commit of a live ref inside the snapshot retention window (and the one in force when it opens)
+        # keeps what it points at: a rollback or a time-travel read may still need it
+        retention = ctx.now - timedelta(days=self.settings.reaper_snapshot_max_age_days)
+        history = orphans.commit_pointers(self.catalog, retention.isoformat(timespec="microseconds"),
+                                          skip=ctx.branches_removed if ctx.dry_run else set())
+        pointers = pointers + history
         expire = {(MAIN, key): ids for key, ids in ctx.expiry.items()}
         mark = orphans.Marker(self.catalog.locations).mark(pointers, expire=expire)
         live = self._live_runs(ctx)

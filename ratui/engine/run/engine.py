@@ -87,20 +87,42 @@ class Engine:
 
     def start(self, keys: list[str], *, trigger: str = "console", full_refresh: bool = False, force: bool = False,
               on_result: OnResult | None = None, on_done: Callable[[Invocation], None] | None = None,
-              invocation_id: str | None = None, threads: int | None = None) -> Invocation:
+              invocation_id: str | None = None, threads: int | None = None, ref: str = MAIN,
+              atomic: bool = False) -> Invocation:
         """Queue the pipelines and run them in a background thread; returns the invocation at once (its run ids
         are known already). `invocation_id` names it (its RunQueued events carry it). `threads`: how many
-        independent pipelines run at once (default: ratui.yaml's run.threads)."""
-        return Invocation(self, self.compile(), keys, trigger=trigger, full_refresh=full_refresh, force=force,
-                          on_result=on_result, on_done=on_done, invocation_id=invocation_id,
-                          threads=threads or self.settings.run_threads).start()
+        independent pipelines run at once (default: ratui.yaml's run.threads). `ref`: the branch the runs merge
+        into; `atomic`: all of them land on `ref` in one commit or none does (run/publish.py)."""
+        return self.invocation(keys, trigger=trigger, full_refresh=full_refresh, force=force, on_result=on_result,
+                               on_done=on_done, invocation_id=invocation_id, threads=threads, ref=ref,
+                               atomic=atomic).start()
 
     def run(self, keys: list[str], *, trigger: str = "cli", full_refresh: bool = False, force: bool = False,
-            on_result: OnResult | None = None, threads: int | None = None) -> list[RunResult]:
+            on_result: OnResult | None = None, threads: int | None = None, ref: str = MAIN,
+            atomic: bool = False) -> list[RunResult]:
         """Run the pipelines in dependency order from the calling thread (up to `threads` at once, default
         ratui.yaml's run.threads); returns when every one has ended."""
-        return Invocation(self, self.compile(), keys, trigger=trigger, full_refresh=full_refresh, force=force,
-                          on_result=on_result, threads=threads or self.settings.run_threads).run()
+        return self.invocation(keys, trigger=trigger, full_refresh=full_refresh, force=force, on_result=on_result,
+                               threads=threads, ref=ref, atomic=atomic).run()
+
+    def invocation(self, keys: list[str], *, trigger: str, full_refresh: bool = False, force: bool = False,
+                   on_result: OnResult | None = None, on_done: Callable[[Invocation], None] | None = None,
+                   invocation_id: str | None = None, threads: int | None = None, ref: str = MAIN,
+                   atomic: bool = False) -> Invocation:
+        """An invocation not started yet (start() or run() it). The ref is checked first (RAT-CAT-002/-007/-012);
+        an atomic one creates its publish branch here."""
+        from ratui.engine.ops.branches import check_writable
+        from ratui.engine.run.publish import start_publish
+
+        check_writable(self._state, ref)
+        compiled = self.compile()
+        invocation = Invocation(self, compiled, keys, trigger=trigger, full_refresh=full_refresh, force=force,
+                                on_result=on_result, on_done=on_done, invocation_id=invocation_id,
+                                threads=threads or self.settings.run_threads, ref=ref)
+        if atomic:
+            invocation.ref = start_publish(self._state, invocation.id, ref)
+            invocation.publish_into = ref
+        return invocation
 
     def cancel(self, run_id: str, error: RatuiError | None = None) -> str:
         """Ask a run to stop, from any thread or process.
@@ -170,16 +192,81 @@ class Engine:
     def diff(self, ref: str, against: str = MAIN) -> list:
         return self._state.catalog.diff(ref, against)
 
-    def merge(self, ref: str, *, message: str | None = None, dry_run: bool = False):
-        """Merge a branch into main by hand (no quality gate: that is the run's own resolve phase). A live run's
-        branch is refused (RAT-CAT-009)."""
+    def merge(self, ref: str, *, into: str = MAIN, message: str | None = None, dry_run: bool = False):
+        """Merge a branch into `into` by hand (no quality gate: that is each run's own resolve phase), with the
+        landing files its merged pipelines loaded. A live run's branch is refused (RAT-CAT-009)."""
+        from ratui.engine.ops import branches
+
         if not dry_run:
             self._refuse_live_branch(ref, "merge")
-        return self._state.catalog.merge(ref, message=message, dry_run=dry_run)
+        return branches.merge(self._state, ref, into=into, message=message, dry_run=dry_run)
+
+    def create_branch(self, name: str, *, from_ref: str = MAIN):
+        """A dev branch (RAT-CAT-001 exists, -006 bad name, -012 reserved name, -010 unknown past state)."""
+        from ratui.engine.ops import branches
+
+        return branches.create(self._state, name, from_ref=from_ref)
 
     def delete_branch(self, ref: str) -> None:
+        from ratui.engine.ops import branches
+
         self._refuse_live_branch(ref, "delete")
-        self._state.catalog.delete_branch(ref)
+        if ref.startswith(branches.RUN_PREFIX):
+            self._state.catalog.delete_branch(ref)  # a dead run's branch (the reaper's job too)
+        else:
+            branches.delete(self._state, ref)
+
+    def diff_refs(self, left: str, right: str = MAIN) -> list:
+        """Per table, what differs between two refs (or past states "ref@HASH"): see ops/branches.py."""
+        from ratui.engine.ops import branches
+
+        return branches.diff(self._state, left, right)
+
+    def log(self, ref: str = MAIN, *, table: str | None = None, limit: int = 50, details: bool = True) -> list:
+        """The ref's commits, newest first, with the tables each changed, the run, pipeline and version."""
+        from ratui.engine.ops import branches
+
+        if table is not None:
+            table = self.resolve_table(table, ref)
+        return branches.log(self._state, ref, table=table, limit=limit, details=details)
+
+    def plan_rollback(self, ref: str, to: str, table: str | None = None):
+        from ratui.engine.ops import branches
+
+        if table is not None:
+            table = self.resolve_table(table, ref)
+        return branches.plan_rollback(self._state, ref, to, table)
+
+    def rollback(self, plan):
+        from ratui.engine.ops import branches
+
+        return branches.rollback(self._state, plan)
+
+    def resolve_ref(self, ref: str, at: str | None = None) -> str:
+        """`ref` checked (a branch or "ref@HASH"); with `at` (a time) the ref's past state then, as "ref@HASH"."""
+        from ratui.engine.ops.branches import parse_when
+        from ratui.engine.state.catalog.base import split_spec
+
+        catalog = self._state.catalog
+        if at is None:
+            catalog.get_ref(ref)
+            return ref
+        name, _ = split_spec(ref)
+        return f"{name}@{catalog.commit_at(name, parse_when(at)).hash}"
+
+    def resolve_table(self, name: str, ref: str = MAIN) -> str:
+        """"clean_orders", "silver.clean_orders" or the full key -> the table key (RAT-CAT-005 if none)."""
+        keys = set(self._state.catalog.table_pointers(ref))
+        if name in keys:
+            return name
+        matches = sorted(k for k in keys if k.endswith("." + name))
+        if not matches:
+            compiled = {k for k in self.compile().pipelines}
+            matches = sorted(k for k in compiled if k == name or k.endswith("." + name))
+        if len(matches) == 1:
+            return matches[0]
+        raise RatuiError("RAT-CAT-005", f"no table '{name}' at {ref}" if not matches else
+                         f"'{name}' names {len(matches)} tables: {', '.join(matches)}")
 
     def live_run_of(self, ref: str) -> dict | None:
         """The run still going (in any process) that owns branch `ref`, if any."""
@@ -274,38 +361,41 @@ class Engine:
 
     # -------------------------------------------------------------------- for invocations (run package)
 
-    def _queue(self, key: str, *, trigger: str, invocation: str | None, compiled: CompiledProject) -> str:
+    def _queue(self, key: str, *, trigger: str, invocation: str | None, compiled: CompiledProject,
+               ref: str = MAIN) -> str:
         """Record a pending run, ready to be cancelled before it starts."""
         run_id = new_run_id()
         pipeline = compiled.pipelines.get(key)
         strategy = pipeline.config.merge_strategy if pipeline is not None and pipeline.config else None
-        self._state.history.create_run(run_id, key, trigger, strategy, invocation)
+        self._state.history.create_run(run_id, key, trigger, strategy, invocation, ref=ref)
         with self._lock:
             self._controls[run_id] = RunControl(run_id)
         self._poller.ensure_running()
         self._bus.emit(RunQueued(run_id, key, trigger, invocation))
         return run_id
 
-    def _new_skipped(self, key: str, *, trigger: str, invocation: str | None, compiled: CompiledProject) -> str:
+    def _new_skipped(self, key: str, *, trigger: str, invocation: str | None, compiled: CompiledProject,
+                     ref: str = MAIN) -> str:
         """The record of a run that is skipped without being queued (it never gets a branch)."""
         run_id = new_run_id()
         pipeline = compiled.pipelines.get(key)
         strategy = pipeline.config.merge_strategy if pipeline is not None and pipeline.config else None
-        self._state.history.create_run(run_id, key, trigger, strategy, invocation, run_type="skip")
+        self._state.history.create_run(run_id, key, trigger, strategy, invocation, run_type="skip", ref=ref)
         self._bus.emit(RunQueued(run_id, key, trigger, invocation))  # observers learn its trigger and batch
         return run_id
 
-    def _decide(self, pipeline: Pipeline, *, force: bool = False, full_refresh: bool = False) -> Decision:
+    def _decide(self, pipeline: Pipeline, *, force: bool = False, full_refresh: bool = False,
+                ref: str = MAIN) -> Decision:
         if full_refresh:
             return Decision(pipeline.key, "full", "--full-refresh: rebuild from scratch")
         if not pipeline.ok:
             return Decision(pipeline.key, "backfill", "definition has errors")  # the run reports them
-        return decide(self._state, pipeline, force=force)
+        return decide(self._state, pipeline, force=force, ref=ref)
 
     def _note_decision(self, run_id: str, decision: Decision) -> None:
         self._state.history.update_run(run_id, run_type=decision.run_type, reason=decision.reason)
 
-    def _execute(self, run_id: str, key: str, *, full_refresh: bool = False) -> RunResult:
+    def _execute(self, run_id: str, key: str, *, full_refresh: bool = False, ref: str = MAIN) -> RunResult:
         with self._lock:
             control = self._controls.setdefault(run_id, RunControl(run_id))
         self._poller.ensure_running()
@@ -313,7 +403,8 @@ class Engine:
         from ratui.engine.run.pipeline_run import PipelineRun  # Spark, PyIceberg: loaded when a run needs them
 
         try:
-            return PipelineRun(self._state, self._bus, run_id, key, control, full_refresh, self.compile).go()
+            return PipelineRun(self._state, self._bus, run_id, key, control, full_refresh, self.compile,
+                               target=ref).go()
         finally:
             spark_mod.end_run(run_id)  # a Spark Connect run's session is released
             self._release(run_id)

@@ -18,6 +18,11 @@ thread is free; each run is its own Spark job group in its own FAIR pool (spark/
 pipelines share the cores instead of queueing behind each other. Results and `on_result` come from the
 invocation's own thread, in the order the runs end. Nothing stops an invocation from the side but
 `cancel()`: callers never raise through its callbacks.
+
+`ref`: the branch every run forks from and merges into (main by default, or a dev branch). An atomic publish
+(`publish_into`) runs them all on one publish branch and, once every run passed its gate, merges that branch into
+`publish_into` in one commit (`publish` says what happened); if any run failed or the invocation was cancelled,
+`publish_into` is untouched and the publish branch is kept for inspection (the reaper removes it later).
 """
 
 from __future__ import annotations
@@ -30,7 +35,9 @@ from typing import TYPE_CHECKING, Callable
 from ratui.engine.errors import RatuiError
 from ratui.engine.ops.changes import Decision
 from ratui.engine.project.compiler import CompiledProject
+from ratui.engine.run.publish import PublishOutcome, finish_publish
 from ratui.engine.run.results import RunResult
+from ratui.engine.vocabulary import MAIN
 
 if TYPE_CHECKING:
     from ratui.engine.run.engine import Engine
@@ -42,7 +49,7 @@ class Invocation:
     def __init__(self, engine: "Engine", compiled: CompiledProject, keys: list[str], *, trigger: str,
                  full_refresh: bool = False, force: bool = False, on_result: OnResult | None = None,
                  on_done: Callable[["Invocation"], None] | None = None, invocation_id: str | None = None,
-                 threads: int = 1):
+                 threads: int = 1, ref: str = MAIN, publish_into: str | None = None):
         self.id = invocation_id or uuid.uuid4().hex[:12]
         self.keys = list(keys)
         self.trigger = trigger
@@ -53,6 +60,9 @@ class Invocation:
         self.threads = max(1, threads)
         self.in_flight: list[str] = []  # the runs executing now, in start order
         self.error: BaseException | None = None  # the invocation's own failure (never a run's: see results)
+        self.ref = ref
+        self.publish_into = publish_into
+        self.publish: PublishOutcome | None = None  # an atomic publish's outcome, once the invocation ended
         self._engine = engine
         self._compiled = compiled
         self._on_result = on_result
@@ -121,7 +131,8 @@ class Invocation:
         return self
 
     def _queue(self, key: str) -> str:
-        run_id = self._engine._queue(key, trigger=self.trigger, invocation=self.id, compiled=self._compiled)
+        run_id = self._engine._queue(key, trigger=self.trigger, invocation=self.id, compiled=self._compiled,
+                                     ref=self.ref)
         with self._lock:
             self.run_ids.append(run_id)
         return run_id
@@ -180,8 +191,8 @@ class Invocation:
 
     def _skip(self, key: str, reason: str, error: RatuiError | None) -> RunResult:
         """A pipeline that does not run gets a run record saying why (a queued one is updated)."""
-        run_id = self._queued.pop(key, None) or self._engine._new_skipped(key, trigger=self.trigger,
-                                                                          invocation=self.id, compiled=self._compiled)
+        run_id = self._queued.pop(key, None) or self._engine._new_skipped(
+            key, trigger=self.trigger, invocation=self.id, compiled=self._compiled, ref=self.ref)
         if run_id not in self.run_ids:
             with self._lock:
                 self.run_ids.append(run_id)
@@ -191,7 +202,7 @@ class Invocation:
         engine = self._engine
         pipeline = self._compiled.pipelines[key]
         try:
-            decision = engine._decide(pipeline, force=self.force, full_refresh=self.full_refresh)
+            decision = engine._decide(pipeline, force=self.force, full_refresh=self.full_refresh, ref=self.ref)
         except Exception as exc:  # deciding reads files and SQLite: never lose the run over it
             decision = Decision(key, "backfill", f"change detection failed ({exc}); running")
         if not decision.runs:
@@ -203,7 +214,7 @@ class Invocation:
             engine._note_decision(run_id, decision)
             if self._cancelled.is_set():
                 engine._cancel_local(run_id)  # cancelled between its queueing and its start: it stops at once
-            result = engine._execute(run_id, key, full_refresh=self.full_refresh)
+            result = engine._execute(run_id, key, full_refresh=self.full_refresh, ref=self.ref)
         finally:
             with self._lock:
                 self.in_flight.remove(run_id)
@@ -217,6 +228,8 @@ class Invocation:
                 self._engine._record_not_started(run_id, "cancelled before it started" if self.cancelled else
                                                  "the invocation stopped before it started")
             self._queued.clear()
+            if self.publish_into is not None:
+                self.publish = finish_publish(self._engine.state, self)
         finally:
             self._done.set()
             if self._on_done is not None:

@@ -1,14 +1,16 @@
 """One run of one pipeline: one branch, six timed phases, events out, cancellation in.
 
-    0 branch   create run-{run_id} from main's head
+    0 branch   create run-{run_id} from the target ref's head (main, or a dev or publish branch)
     1 config   re-read the pipeline from disk and validate it
     2 build    render the template and plan it on Spark over every source on the branch (landing files are
                read and checked here); nothing is executed yet
     3 write    execute the query once, straight into the merge strategy, on the table on the branch
     4 quality  run the quality tests against the branch
-    5 resolve  merge the branch into main (a conflict re-runs the whole run, up to merge.retries attempts)
+    5 resolve  merge the branch into the target (a conflict re-runs the whole run, up to merge.retries attempts)
 
-The branch is deleted whatever happens, so a run that fails or is cancelled leaves main exactly as it was.
+The branch is deleted whatever happens, so a run that fails or is cancelled leaves its target exactly as it was.
+A run on a dev or publish branch reads and marks landing files in that branch's view of the ledger, never
+archives them (main has not loaded them), and never counts its failures against them.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from ratui.engine.events import (
     StagingProgress,
 )
 from ratui.engine.iceberg.schema import check_columns
-from ratui.engine.ops.changes import definition_hashes
+from ratui.engine.ops.changes import definition_hashes, version_of
 from ratui.engine.project.compiler import CompiledProject, compile_pipeline
 from ratui.engine.project.discovery import Pipeline, discover_pipeline
 from ratui.engine.project.templating import line_mapper, render
@@ -44,7 +46,7 @@ from ratui.engine.spark import session as spark_mod
 from ratui.engine.state import processes
 from ratui.engine.state.ledger import archive, is_archived_name
 from ratui.engine.state.project_state import ProjectState
-from ratui.engine.vocabulary import now_iso
+from ratui.engine.vocabulary import MAIN, now_iso
 from ratui.engine.write.strategies import WriteOutcome, WriteRequest, write
 
 
@@ -52,7 +54,7 @@ class PipelineRun:
     """One run of one pipeline (all attempts)."""
 
     def __init__(self, state: ProjectState, bus: EventBus[Event], run_id: str, key: str, control: RunControl,
-                 full_refresh: bool, compile_project: Callable[[], CompiledProject]):
+                 full_refresh: bool, compile_project: Callable[[], CompiledProject], target: str = MAIN):
         self.state = state
         self.settings = state.settings
         self.catalog = state.catalog
@@ -64,6 +66,8 @@ class PipelineRun:
         self.control = control
         self.full_refresh = full_refresh
         self.branch = f"run-{run_id}"
+        self.target = target  # the ref the run forks from and merges into
+        self.version: str | None = None  # the pipeline definition's hash
         self.phases: dict[str, int] = {}
         self.phase_status: dict[str, str] = {}
         self.quality: list[QualityOutcome] = []
@@ -166,7 +170,7 @@ class PipelineRun:
             tables = {ref: self.fork_pointers.get(ref) for ref in self.pipeline.refs}
             self.history.update_run(self.run_id, fingerprint=definition_hashes(self.pipeline),
                                     inputs={"tables": tables, "zones": zones})
-        elif (status == "failed" and error is not None and consumed
+        elif (status == "failed" and error is not None and consumed and self.target == MAIN
               and self.failed_phase in ("build", "write", "quality") and not is_definition_error(error.code)
               and not error.code.startswith(("RAT-S3-", "RAT-SPK-"))):
             # only failures that can be the data's fault count against the files (not an unreachable store or
@@ -227,9 +231,9 @@ class PipelineRun:
 
     def _once(self) -> None:
         with self.phase("branch"):
-            self.catalog.create_branch(self.branch, run_id=self.run_id)
+            self.catalog.create_branch(self.branch, from_ref=self.target, run_id=self.run_id)
             self.fork_pointers = self.catalog.table_pointers(self.branch)
-            self.log(f"branch {self.branch} created from main")
+            self.log(f"branch {self.branch} created from {self.target}")
         with self.phase("config"):
             pipeline, strategy = self._load_pipeline()
             _file, config = pipeline.loaded()
@@ -249,17 +253,25 @@ class PipelineRun:
         with self.phase("resolve"):
             # the landing files this run read become `loaded` in the merge's own transaction
             result = self.catalog.merge(
-                self.branch, message=f"run {self.run_id}: {self.key}",
-                in_tx=self._in_merge_tx)
+                self.branch, self.target, message=f"run {self.run_id}: {self.key}", in_tx=self._in_merge_tx,
+                meta={"kind": "run", "run_id": self.run_id, "pipeline": self.key, "version": self.version,
+                      "strategy": self.strategy})
             self.control.merged.set()
-            self.log(f"merged {self.branch} into main ({', '.join(result.tables) or 'no table changes'})")
+            self.log(f"merged {self.branch} into {self.target} ({', '.join(result.tables) or 'no table changes'})")
         if config.archive_landing_zones and sources.consumed:
-            self._archive(sources.consumed)
+            if self.target == MAIN:
+                self._archive(sources.consumed)
+            else:
+                self.log(f"landing files not archived: the run merged into {self.target}, and main has not loaded "
+                         "them")
 
-    def _in_merge_tx(self, conn, _result) -> None:
-        """Inside the merge's transaction: the landing files become loaded, the run is marked merged."""
-        self.state.ledger.mark_loaded(conn, self.run_id, self.sources.consumed if self.sources else [])
-        self.history.mark_merged(conn, self.run_id)
+    def _in_merge_tx(self, conn, result) -> None:
+        """Inside the merge's transaction: the landing files become loaded (on the target), the run is marked
+        merged."""
+        at = result.commit.created_at if result.commit is not None else None
+        self.state.ledger.mark_loaded(conn, self.run_id, self.sources.consumed if self.sources else [],
+                                      ref=self.target, at=at)
+        self.history.mark_merged(conn, self.run_id, at)
 
     def _staging_progress(self, zone: str, done: int, total: int, size: int, total_bytes: int) -> None:
         self.bus.emit(StagingProgress(self.run_id, zone, done, total, size, total_bytes))
@@ -320,7 +332,8 @@ class PipelineRun:
         self.pipeline = pipeline
         _file, config = pipeline.loaded()
         strategy = self.strategy = "full_refresh" if self.full_refresh else config.merge_strategy
-        self.history.update_run(self.run_id, strategy=strategy)
+        self.version = version_of(definition_hashes(pipeline))
+        self.history.update_run(self.run_id, strategy=strategy, version=self.version)
         self.log(f"{pipeline.kind} pipeline, strategy {strategy}" +
                  (" (full refresh requested)" if self.full_refresh else ""))
         return pipeline, strategy
@@ -333,7 +346,8 @@ class PipelineRun:
         session = self.session = spark_mod.new_run_session(self.settings, self.run_id)
         # a retry starts from a fresh session and fresh sources: views of an earlier attempt are gone
         sources = self.sources = RunSources(
-            self.state, session, key=self.key, branch=self.branch, pipeline=pipeline, strategy=strategy,
+            self.state, session, key=self.key, branch=self.branch, target=self.target, pipeline=pipeline,
+            strategy=strategy,
             full_refresh=self.full_refresh, run_started_at=self.run_started_at, staging=self.staging, log=self.log,
             notes=self.notes)
         sources.on_progress = self._staging_progress

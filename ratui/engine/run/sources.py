@@ -21,7 +21,7 @@ from ratui.engine.project.templating import TemplateContext, parse_ref
 from ratui.engine.run.landing_reader import ZoneFile, ZoneReader
 from ratui.engine.state.ledger import zone_digest
 from ratui.engine.state.project_state import ProjectState
-from ratui.engine.vocabulary import format_bytes
+from ratui.engine.vocabulary import MAIN, format_bytes
 
 Log = Callable[..., None]
 
@@ -29,11 +29,12 @@ Log = Callable[..., None]
 class RunSources:
     def __init__(self, state: ProjectState, session: Any, *, key: str, branch: str, pipeline: Pipeline,
                  strategy: str, full_refresh: bool, run_started_at: str, staging: Path, log: Log,
-                 notes: list[str]):
+                 notes: list[str], target: str = MAIN):
         self.state = state
         self.session = session
         self.key = key
         self.branch = branch
+        self.target = target  # whose view of the landing ledger this run reads and loads
         self.pipeline = pipeline
         self.strategy = strategy
         self.full_refresh = full_refresh
@@ -116,7 +117,8 @@ class RunSources:
         """Sync the ledger with the zone's active files; (every row, the rows this run reads, rebuild, mode)."""
         config = self.pipeline.config
         mode = config.landing_mode if config else "all"
-        entries = self.state.ledger.sync(namespace, zone_name, self.key, active, forget_missing=mode == "all")
+        entries = self.state.ledger.on_ref(self.target, self.state.ledger.sync(
+            namespace, zone_name, self.key, active, forget_missing=mode == "all"))
         rebuild = self.strategy == "full_refresh"
         wanted = [e for e in entries if e.state != "skipped" and (
             rebuild or e.state == "unloaded" or (mode == "all" and not e.archived))]

@@ -16,7 +16,7 @@ from typing import Any
 import sqlite_utils
 
 from ratui.engine.state.db import open_db
-from ratui.engine.vocabulary import FINAL, now_iso, parse_time
+from ratui.engine.vocabulary import FINAL, MAIN, now_iso, parse_time
 from ratui.engine.state.processes import started_at
 
 
@@ -34,6 +34,10 @@ RUN_COLUMNS = {
     "merged_at": str,
     # each phase's final state (done | failed | cancelled), beside its duration in `phases`
     "phase_status": str,
+    # the ref the run merges into (main unless a dev or publish branch); NULL in older databases means main
+    "ref": str,
+    # the hash of the pipeline's whole definition (SQL/Python, config, tests): its version
+    "version": str,
 }
 
 
@@ -72,6 +76,10 @@ class History:
                 self.db.table("quality_results").create_index(["run_id"], if_not_exists=True)
             elif "line" not in self.db.table("quality_results").columns_dict:  # from an older ratui
                 self.db.table("quality_results").add_column("line", int)
+            if "landings" not in self.db.table_names():
+                # a run merged into a branch that was then merged into another ref landed there too
+                self.db.execute("create table if not exists landings (run_id text not null, ref text not null, "
+                                "at text not null, primary key (run_id, ref))")
             if "run_logs" not in self.db.table_names():
                 self.db.table("run_logs").create({"id": int, "run_id": str, "at": str, "level": str, "message": str},
                                            pk="id", if_not_exists=True)
@@ -83,13 +91,13 @@ class History:
     # ------------------------------------------------------------------------------------------- writes
 
     def create_run(self, run_id: str, pipeline: str, trigger: str, strategy: str | None, invocation: str | None,
-                   run_type: str | None = None, reason: str | None = None) -> None:
+                   run_type: str | None = None, reason: str | None = None, ref: str = MAIN) -> None:
         with self._lock:
             self.db.table("runs").insert({
                 "id": run_id, "pipeline": pipeline, "status": "pending", "trigger": trigger, "strategy": strategy,
                 "queued_at": now_iso(), "rows_written": 0, "warnings": 0, "invocation": invocation,
                 "pid": os.getpid(), "host": socket.gethostname(), "pid_started": started_at(),
-                "run_type": run_type, "reason": reason,
+                "run_type": run_type, "reason": reason, "ref": ref,
             })
 
     def update_run(self, run_id: str, **values: Any) -> None:
@@ -130,10 +138,11 @@ class History:
             return cur.rowcount == 1
 
     @staticmethod
-    def mark_merged(conn: Any, run_id: str) -> None:
-        """Inside the merge's own transaction (on its connection): the run's data is on main now. A process
-        killed after this commit is still recorded as succeeded by crash recovery."""
-        conn.execute("UPDATE runs SET merged_at = ? WHERE id = ?", (now_iso(), run_id))
+    def mark_merged(conn: Any, run_id: str, at: str | None = None) -> None:
+        """Inside the merge's own transaction (on its connection): the run's data is on its ref now (`at`: the
+        merge commit's time). A process killed after this commit is still recorded as succeeded by crash
+        recovery."""
+        conn.execute("UPDATE runs SET merged_at = ? WHERE id = ?", (at or now_iso(), run_id))
 
     def add_log(self, run_id: str, level: str, message: str) -> None:
         with self._lock:
@@ -178,13 +187,47 @@ class History:
         row["columns"] = json.loads(row["columns"] or "[]")
         return row
 
-    def last_success(self, pipeline: str) -> dict[str, Any] | None:
-        """The newest successful run of a pipeline (its fingerprint and inputs drive change detection)."""
+    def last_success(self, pipeline: str, ref: str = MAIN, merged_before: str | None = None) -> dict[str, Any] | None:
+        """The newest successful run of a pipeline on `ref` (its fingerprint and inputs drive change detection);
+        `merged_before`: only runs merged before that time (what a branch created then inherited)."""
+        clause, params = "", [ref, pipeline, ref]
+        if merged_before is not None:
+            clause, params = " and coalesce(l.at, r.merged_at) < ?", [*params, merged_before]
         with self._lock:
             rows = list(self.db.query(
-                "select id, fingerprint, inputs, finished_at from runs where pipeline = ? and status = 'success' "
-                "order by started_at desc limit 1", [pipeline]))
+                "select r.id, r.fingerprint, r.inputs, r.finished_at from runs r left join landings l "
+                "on l.run_id = r.id and l.ref = ? where r.pipeline = ? and r.status = 'success' "
+                f"and (coalesce(r.ref, 'main') = ? or l.run_id is not null){clause} "
+                "order by coalesce(l.at, r.merged_at, r.started_at) desc, r.started_at desc limit 1", params))
         return rows[0] if rows else None
+
+    @staticmethod
+    def record_landings(conn: Any, run_ids: list[str], pipelines: list[str], ref: str, at: str) -> None:
+        """Inside a branch merge's transaction: these runs' results (of the merged pipelines) are on `ref` now."""
+        if not run_ids or not pipelines:
+            return
+        runs, keys = ",".join("?" * len(run_ids)), ",".join("?" * len(pipelines))
+        conn.execute(f"INSERT OR REPLACE INTO landings (run_id, ref, at) SELECT id, ?, ? FROM runs WHERE id IN "
+                     f"({runs}) AND pipeline IN ({keys}) AND status = 'success'", (ref, at, *run_ids, *pipelines))
+
+    def versions(self, run_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """id -> {pipeline, version} of these runs."""
+        out: dict[str, dict[str, Any]] = {}
+        with self._lock:
+            for start in range(0, len(run_ids), 500):
+                chunk = run_ids[start:start + 500]
+                for row in self.db.query(f"select id, pipeline, version from runs where id in "
+                                         f"({','.join('?' * len(chunk))})", chunk):
+                    out[row["id"]] = {"pipeline": row["pipeline"], "version": row["version"]}
+        return out
+
+    def active_on(self, ref: str, pipelines: list[str] | None = None) -> list[dict[str, Any]]:
+        """Runs still going (any process) that will merge into `ref`, of these pipelines (default: any)."""
+        with self._lock:
+            rows = list(self.db.query(
+                "select id, pipeline, status from runs where status in ('pending', 'running') and merged_at is null "
+                "and coalesce(ref, 'main') = ?", [ref]))
+        return [r for r in rows if pipelines is None or r["pipeline"] in pipelines]
 
     def _where(self, pipeline: str | None, status: str | None, text: str | None) -> tuple[str, list[Any]]:
         clauses, params = [], []
@@ -271,13 +314,13 @@ class History:
         with self._lock:
             rows = list(self.db.query(
                 """SELECT id, pipeline, status, started_at, queued_at, finished_at FROM (
-                       SELECT *, row_number() OVER (PARTITION BY pipeline
+                       SELECT *, row_number() OVER (PARTITION BY pipeline, coalesce(ref, 'main')
                                                     ORDER BY coalesce(started_at, queued_at) DESC, id DESC) AS rn
                        FROM runs)
                    WHERE rn > ? ORDER BY pipeline, coalesce(started_at, queued_at), id""", [keep]))
             last_success = {r["id"] for r in self.db.query(
-                """SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY pipeline ORDER BY started_at DESC)
-                                   AS rn FROM runs WHERE status = 'success') WHERE rn = 1""")}
+                """SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY pipeline, coalesce(ref, 'main')
+                                   ORDER BY started_at DESC) AS rn FROM runs WHERE status = 'success') WHERE rn = 1""")}
         return rows, last_success
 
     def delete_finished(self, run_ids: list[str]) -> set[str]:

@@ -14,6 +14,13 @@ a cancelled run or a template/config error) and the run that loaded it (a file l
 reading the zone), so a full refresh can rebuild from it and a new file of the same name is a new row. In
 `landing_mode: all` the zone folder is the truth: a file the user removed from it is forgotten; archived files
 are not (archiving is bookkeeping, and a table never shrinks because of bookkeeping).
+
+The states above are main's. A dev or publish branch has tables of its own, so it has its own idea of what is
+loaded: `landing_loads` holds, per ref other than main, the files loaded on that ref (copied from the ref it was
+created from, added by the runs that merge into it). A file is loaded on such a ref when a row of the same name and
+size (and modification time, unless archived since) is there; `skipped` stays shared (a file that cannot be read
+cannot be read on any branch). Merging a branch hands its loads on with the tables it merges; a rollback makes
+the files loaded after the restored commit loadable again (`loaded_at` is the loading merge's commit time).
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from typing import Any, Iterable
 
 from ratui.engine.state.db import open_db, write_tx
 from ratui.engine.errors import RatuiError
-from ratui.engine.vocabulary import now_iso
+from ratui.engine.vocabulary import MAIN, now_iso
 
 MAX_ATTEMPTS = 3
 
@@ -47,9 +54,22 @@ CREATE TABLE IF NOT EXISTS landing_files (
     archived_to TEXT,
     purged_at TEXT,                -- when the reaper removed the archived file (it cannot be read again)
     updated_at TEXT NOT NULL,
+    loaded_at TEXT,                -- the commit time of the merge that loaded it on main
     PRIMARY KEY (namespace, zone, pipeline, file)
 );
 CREATE INDEX IF NOT EXISTS landing_files_state ON landing_files (namespace, zone, state);
+CREATE TABLE IF NOT EXISTS landing_loads (
+    ref TEXT NOT NULL,             -- a ref other than main
+    namespace TEXT NOT NULL,
+    zone TEXT NOT NULL,
+    pipeline TEXT NOT NULL,
+    name TEXT NOT NULL,            -- the file's own name (wherever it is now)
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    run_id TEXT,
+    loaded_at TEXT NOT NULL,
+    PRIMARY KEY (ref, namespace, zone, pipeline, name)
+);
 """
 
 
@@ -68,6 +88,7 @@ class LandingFile:
     archived_to: str | None
     updated_at: str
     purged_at: str | None = None
+    loaded_at: str | None = None
 
     @property
     def archived(self) -> bool:
@@ -102,6 +123,9 @@ class Ledger:
         with self._conn() as conn:
             conn.executescript(SCHEMA)
             columns = {row[1] for row in conn.execute("PRAGMA table_info(landing_files)")}
+            if "loaded_at" not in columns:  # a ledger from an older ratui: loads before it count as old
+                with write_tx(conn):
+                    conn.execute("ALTER TABLE landing_files ADD COLUMN loaded_at TEXT")
             if "purged_at" not in columns:  # a ledger from an older ratui
                 with write_tx(conn):
                     conn.execute("ALTER TABLE landing_files ADD COLUMN purged_at TEXT")
@@ -151,17 +175,53 @@ class Ledger:
                     (namespace, zone, pipeline, *names))
         return self.files(namespace, zone, pipeline)
 
-    def unloaded(self, namespace: str, zones: Iterable[str], pipeline: str) -> list[LandingFile]:
-        """The files a pipeline still has to load (new, failed before, or reset), in every zone it reads."""
+    def unloaded(self, namespace: str, zones: Iterable[str], pipeline: str, ref: str = MAIN) -> list[LandingFile]:
+        """The files a pipeline still has to load on `ref` (new, failed before, or reset), in every zone it
+        reads."""
         zones = list(zones)
         if not zones:
             return []
         marks = ",".join("?" * len(zones))
         with self._conn() as conn:
+            if ref == MAIN:
+                rows = conn.execute(
+                    f"SELECT * FROM landing_files WHERE namespace = ? AND pipeline = ? AND zone IN ({marks}) "
+                    "AND state = 'unloaded' ORDER BY zone, file", (namespace, pipeline, *zones)).fetchall()
+                return [_row(r) for r in rows]
             rows = conn.execute(
                 f"SELECT * FROM landing_files WHERE namespace = ? AND pipeline = ? AND zone IN ({marks}) "
-                "AND state = 'unloaded' ORDER BY zone, file", (namespace, pipeline, *zones)).fetchall()
-        return [_row(r) for r in rows]
+                "ORDER BY zone, file", (namespace, pipeline, *zones)).fetchall()
+            entries = self._on(conn, ref, [_row(r) for r in rows])
+        return [e for e in entries if e.state == "unloaded"]
+
+    def on_ref(self, ref: str, entries: list[LandingFile]) -> list[LandingFile]:
+        """`entries` (rows of landing_files) with their state on `ref`: main's as they are; on another ref a row
+        is loaded if the ref loaded that file, skipped if skipped, else unloaded."""
+        if ref == MAIN or not entries:
+            return entries
+        with self._conn() as conn:
+            return self._on(conn, ref, entries)
+
+    @staticmethod
+    def _on(conn: sqlite3.Connection, ref: str, entries: list[LandingFile]) -> list[LandingFile]:
+        from dataclasses import replace
+
+        loads: dict[tuple, sqlite3.Row] = {}
+        for namespace, zone, pipeline in {(e.namespace, e.zone, e.pipeline) for e in entries}:
+            for row in conn.execute("SELECT * FROM landing_loads WHERE ref = ? AND namespace = ? AND zone = ? AND "
+                                    "pipeline = ?", (ref, namespace, zone, pipeline)):
+                loads[(namespace, zone, pipeline, row["name"])] = row
+        out = []
+        for e in entries:
+            row = loads.get((e.namespace, e.zone, e.pipeline, e.name))
+            same = row is not None and row["size"] == e.size and (e.archived or row["mtime_ns"] == e.mtime_ns)
+            if e.state == "skipped":
+                out.append(e)
+            elif same:
+                out.append(replace(e, state="loaded", run_id=row["run_id"], loaded_at=row["loaded_at"]))
+            else:
+                out.append(replace(e, state="unloaded", run_id=None, loaded_at=None))
+        return out
 
     def files(self, namespace: str | None = None, zone: str | None = None, pipeline: str | None = None,
               state: str | None = None) -> list[LandingFile]:
@@ -176,23 +236,94 @@ class Ledger:
                                 params).fetchall()
         return [_row(r) for r in rows]
 
-    def mark_loaded(self, conn: sqlite3.Connection, run_id: str, entries: Iterable[tuple[str, str, str, str]]) -> None:
-        """Inside the merge's transaction: these (namespace, zone, pipeline, file) are now loaded.
+    def mark_loaded(self, conn: sqlite3.Connection, run_id: str, entries: Iterable[tuple[str, str, str, str]], *,
+                    ref: str = MAIN, at: str | None = None) -> None:
+        """Inside the merge's transaction: these (namespace, zone, pipeline, file) are now loaded on `ref`, at
+        `at` (the merge commit's time).
 
         A file another pipeline's run archived while this run was reading it is matched under its archived name.
         """
         now = now_iso()
+        at = at or now
         for namespace, zone, pipeline, file in entries:
+            if ref != MAIN:
+                row = conn.execute(
+                    "SELECT size, mtime_ns FROM landing_files WHERE namespace = ? AND zone = ? AND pipeline = ? AND "
+                    "(file = ? OR file LIKE ? ESCAPE '\\') ORDER BY file = ? DESC LIMIT 1",
+                    (namespace, zone, pipeline, file, _like_archived(file.rsplit("/", 1)[-1]), file)).fetchone()
+                if row is not None:
+                    conn.execute("INSERT OR REPLACE INTO landing_loads VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                 (ref, namespace, zone, pipeline, file.rsplit("/", 1)[-1], row[0], row[1], run_id, at))
+                continue
             cur = conn.execute(
                 """UPDATE landing_files SET state = 'loaded', run_id = ?, attempts = attempts + 1, last_error = NULL,
-                   updated_at = ? WHERE namespace = ? AND zone = ? AND pipeline = ? AND file = ?""",
-                (run_id, now, namespace, zone, pipeline, file))
+                   updated_at = ?, loaded_at = ? WHERE namespace = ? AND zone = ? AND pipeline = ? AND file = ?""",
+                (run_id, now, at, namespace, zone, pipeline, file))
             if cur.rowcount == 0 and not is_archived_name(file):
                 conn.execute(
                     """UPDATE landing_files SET state = 'loaded', run_id = ?, attempts = attempts + 1,
-                       last_error = NULL, updated_at = ? WHERE namespace = ? AND zone = ? AND pipeline = ?
-                       AND state = 'unloaded' AND file LIKE ? ESCAPE '\\'""",
-                    (run_id, now, namespace, zone, pipeline, _like_archived(file)))
+                       last_error = NULL, updated_at = ?, loaded_at = ? WHERE namespace = ? AND zone = ?
+                       AND pipeline = ? AND state = 'unloaded' AND file LIKE ? ESCAPE '\\'""",
+                    (run_id, now, at, namespace, zone, pipeline, _like_archived(file)))
+
+    # ------------------------------------------------------------------ branches (inside catalog transactions)
+
+    @staticmethod
+    def fork(conn: sqlite3.Connection, source: str, ref: str) -> None:
+        """A new ref starts with what `source` had loaded."""
+        conn.execute("DELETE FROM landing_loads WHERE ref = ?", (ref,))
+        if source == MAIN:
+            conn.execute(
+                "INSERT OR REPLACE INTO landing_loads SELECT ?, namespace, zone, pipeline, "
+                "CASE WHEN instr(file, '/') THEN replace(file, rtrim(file, replace(file, '/', '')), '') ELSE file END,"
+                " size, mtime_ns, run_id, COALESCE(loaded_at, updated_at) FROM landing_files WHERE state = 'loaded'",
+                (ref,))
+        else:
+            conn.execute("INSERT OR REPLACE INTO landing_loads SELECT ?, namespace, zone, pipeline, name, size, "
+                         "mtime_ns, run_id, loaded_at FROM landing_loads WHERE ref = ?", (ref, source))
+
+    def hand_on(self, conn: sqlite3.Connection, source: str, into: str, pipelines: Iterable[str], at: str) -> int:
+        """A merge of `source` into `into` carried these pipelines' tables: the files they had loaded on `source`
+        are loaded on `into` now (at the merge's commit time). Returns how many files changed state."""
+        changed = 0
+        for pipeline in pipelines:
+            rows = conn.execute("SELECT * FROM landing_loads WHERE ref = ? AND pipeline = ?",
+                                (source, pipeline)).fetchall()
+            for row in rows:
+                if into != MAIN:
+                    conn.execute("INSERT OR REPLACE INTO landing_loads VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                 (into, row["namespace"], row["zone"], pipeline, row["name"], row["size"],
+                                  row["mtime_ns"], row["run_id"], at))
+                    changed += 1
+                    continue
+                changed += conn.execute(
+                    """UPDATE landing_files SET state = 'loaded', run_id = ?, attempts = attempts + 1,
+                       last_error = NULL, updated_at = ?, loaded_at = ? WHERE namespace = ? AND zone = ?
+                       AND pipeline = ? AND state = 'unloaded' AND size = ? AND (file = ? OR file LIKE ? ESCAPE
+                       '\\')""",
+                    (row["run_id"], now_iso(), at, row["namespace"], row["zone"], pipeline, row["size"], row["name"],
+                     _like_archived(row["name"]))).rowcount
+        return changed
+
+    @staticmethod
+    def unload_after(conn: sqlite3.Connection, ref: str, pipelines: Iterable[str], after: str) -> int:
+        """A rollback on `ref` to a commit made at `after`: the files these pipelines loaded there since are
+        loadable again. Returns how many."""
+        changed = 0
+        for pipeline in pipelines:
+            if ref == MAIN:
+                changed += conn.execute(
+                    "UPDATE landing_files SET state = 'unloaded', attempts = 0, run_id = NULL, loaded_at = NULL, "
+                    "updated_at = ? WHERE pipeline = ? AND state = 'loaded' AND loaded_at > ?",
+                    (now_iso(), pipeline, after)).rowcount
+            else:
+                changed += conn.execute("DELETE FROM landing_loads WHERE ref = ? AND pipeline = ? AND loaded_at > ?",
+                                        (ref, pipeline, after)).rowcount
+        return changed
+
+    @staticmethod
+    def drop_ref(conn: sqlite3.Connection, ref: str) -> None:
+        conn.execute("DELETE FROM landing_loads WHERE ref = ?", (ref,))
 
     def record_failure(self, entries: Iterable[tuple[str, str, str, str]], error: str) -> list[str]:
         """Count a failed attempt; files at max_attempts become skipped. Returns the names newly skipped."""

@@ -19,8 +19,8 @@ deleted by the catalog.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from ratui.engine.vocabulary import MAIN
 
@@ -50,7 +50,11 @@ class Ref:
 
 @dataclass(frozen=True)
 class Commit:
-    """One recorded state of a ref: `pointers` maps every table key to its Iceberg metadata location."""
+    """One recorded state of a ref: `pointers` maps every table key to its Iceberg metadata location.
+
+    `meta` says what made it, for history and rollback: {"kind": "run" | "merge" | "rollback" | "branch" |
+    "reaper", "run_id", "pipeline", "version" (the pipeline definition's hash), "from" (a merged ref),
+    "runs" (the runs a merged ref carried), "to" (a rollback's target commit)}: whichever apply."""
 
     hash: str
     parent: str | None
@@ -58,6 +62,7 @@ class Commit:
     message: str
     created_at: str  # ISO-8601, UTC
     pointers: dict[str, str]
+    meta: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,13 @@ class MergeResult:
     commit: Commit | None
     dry_run: bool
     conflicts: list[str]
+
+
+def split_spec(spec: str) -> tuple[str, str | None]:
+    """"main@3f2a9c" -> ("main", "3f2a9c"); "main" -> ("main", None). A ref at a commit reads the tables as that
+    commit recorded them (time travel); it cannot be written."""
+    name, at, commit = spec.partition("@")
+    return name, (commit if at else None)
 
 
 def split_key(key: str) -> tuple[tuple[str, ...], str]:
@@ -142,24 +154,52 @@ class BranchCatalog(ABC):
         """The ref's current table key -> metadata location map."""
 
     @abstractmethod
-    def record_commit(self, ref: str, message: str) -> Commit:
+    def commit(self, spec: str) -> Commit:
+        """The commit "ref@HASH" names (HASH: a unique prefix of 6+ hex digits, in the ref's history), or the
+        ref's head for a plain "ref". RAT-CAT-010 if there is no such commit on that ref."""
+
+    @abstractmethod
+    def commit_at(self, ref: str, when: str) -> Commit:
+        """The ref's commit in force at ISO time `when` (the newest at or before it). RAT-CAT-010 if none."""
+
+    @abstractmethod
+    def restore(self, ref: str, pointers: dict[str, str | None], expected: dict[str, str | None], message: str,
+                meta: dict | None = None, in_tx: Callable[[Any, Commit], None] | None = None) -> Commit:
+        """One new commit on `ref` that sets each table key to the given metadata location (None: the table is
+        not on the ref), if each key still has its `expected` location (else RAT-CAT-003, nothing changed).
+        History is never rewritten: a rollback is such a commit."""
+
+    @abstractmethod
+    def record_commit(self, ref: str, message: str, meta: dict | None = None) -> Commit:
         """Record the ref's current pointers as a new commit on top of its head, and move the head there.
         The run engine calls it after each table write on a branch."""
 
     # Conveniences with a default implementation on top of `iceberg()`.
 
     def load_table(self, ref: str, key: str) -> Table:
-        """The table as it is now on `ref` (always freshly loaded). RAT-CAT-005 if absent."""
+        """The table as it is now on `ref` (always freshly loaded), or as commit "ref@HASH" recorded it (read
+        only). RAT-CAT-005 if absent."""
         from pyiceberg.exceptions import NoSuchTableError
 
         from ratui.engine.errors import RatuiError
 
+        if split_spec(ref)[1] is not None:
+            location = self.table_pointers(ref).get(key)
+            if location is None:
+                raise RatuiError("RAT-CAT-005", f"table '{key}' does not exist at {ref}")
+            return self.static_table(location)
         catalog = self.iceberg(ref)
         namespace, name = split_key(key)
         try:
             return catalog.load_table(namespace + (name,))
         except NoSuchTableError:
             raise RatuiError("RAT-CAT-005", f"table '{key}' does not exist on '{ref}'") from None
+
+    def static_table(self, location: str) -> Table:
+        """A read-only table from one metadata file (a past state)."""
+        from pyiceberg.table import StaticTable
+
+        return StaticTable.from_metadata(location)
 
     def table_exists(self, ref: str, key: str) -> bool:
         return key in self.table_pointers(ref)

@@ -8,7 +8,8 @@ ARE that ref's table pointers (table key -> metadata location).
 Our own tables, next to PyIceberg's:
 
     catalog_refs(name PK, head, created_at, fork_hash, run_id)          live refs
-    catalog_commits(hash PK, parent, ref, message, created_at, pointers) every commit ever made (kept for audit)
+    catalog_commits(hash PK, parent, ref, message, created_at, pointers, meta)
+                                                                         every commit ever made (kept for audit)
     catalog_fork_pointers(ref, table_key, metadata_location)             the source ref's pointers at branch time
     project_roots(root PK, first_seen)                                   every folder the project has lived at
 
@@ -44,7 +45,9 @@ from sqlalchemy.schema import CreateTable
 from ratui.engine.state.db import open_db, sqlalchemy_engine, write_tx
 from ratui.engine.errors import RatuiError
 from ratui.engine.locations import ProjectLocations, plain_path
-from ratui.engine.state.catalog.base import MAIN, BranchCatalog, Commit, MergeResult, Ref, TableChange
+from ratui.engine.state.catalog.base import (
+    MAIN, BranchCatalog, Commit, MergeResult, Ref, TableChange, split_key, split_spec,
+)
 
 BRANCH_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
@@ -62,7 +65,8 @@ CREATE TABLE IF NOT EXISTS catalog_commits (
     ref         TEXT NOT NULL,
     message     TEXT NOT NULL,
     created_at  TEXT NOT NULL,
-    pointers    TEXT NOT NULL            -- JSON object: table key -> metadata location
+    pointers    TEXT NOT NULL,           -- JSON object: table key -> metadata location
+    meta        TEXT                     -- JSON object: what made the commit (Commit.meta)
 );
 CREATE INDEX IF NOT EXISTS catalog_commits_ref ON catalog_commits (ref);
 CREATE TABLE IF NOT EXISTS project_roots (
@@ -166,6 +170,8 @@ class SqliteBranchCatalog(BranchCatalog):
             for stmt in [*_iceberg_ddl(), *_SCHEMA.split(";")]:
                 if stmt.strip():
                     conn.execute(stmt)
+            if "meta" not in {row[1] for row in conn.execute("PRAGMA table_info(catalog_commits)")}:
+                conn.execute("ALTER TABLE catalog_commits ADD COLUMN meta TEXT")  # a catalog from an older ratui
             if conn.execute("SELECT 1 FROM catalog_refs WHERE name = ?", (MAIN,)).fetchone() is None:
                 commit = self._insert_commit(conn, None, MAIN, "init", self._pointers(conn, MAIN))
                 conn.execute(
@@ -222,32 +228,37 @@ class SqliteBranchCatalog(BranchCatalog):
 
     @staticmethod
     def _insert_commit(
-        conn: sqlite3.Connection, parent: str | None, ref: str, message: str, pointers: dict[str, str]
+        conn: sqlite3.Connection, parent: str | None, ref: str, message: str, pointers: dict[str, str],
+        meta: dict | None = None,
     ) -> Commit:
         created_at = _now()
         pointers_json = json.dumps(pointers, sort_keys=True)
         h = _commit_hash(parent, ref, message, created_at, pointers_json)
         conn.execute(
-            "INSERT INTO catalog_commits (hash, parent, ref, message, created_at, pointers) VALUES (?, ?, ?, ?, ?, ?)",
-            (h, parent, ref, message, created_at, pointers_json),
+            "INSERT INTO catalog_commits (hash, parent, ref, message, created_at, pointers, meta)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (h, parent, ref, message, created_at, pointers_json, json.dumps(meta, sort_keys=True) if meta else None),
         )
-        return Commit(h, parent, ref, message, created_at, dict(pointers))
+        return Commit(h, parent, ref, message, created_at, dict(pointers), dict(meta or {}))
 
-    def _advance(self, conn: sqlite3.Connection, ref: Ref, message: str) -> Commit:
+    def _advance(self, conn: sqlite3.Connection, ref: Ref, message: str, meta: dict | None = None) -> Commit:
         """Record `ref`'s current pointers as a commit on top of its head and move the head. Inside a write tx."""
-        commit = self._insert_commit(conn, ref.head, ref.name, message, self._pointers(conn, ref.name))
+        commit = self._insert_commit(conn, ref.head, ref.name, message, self._pointers(conn, ref.name), meta)
         conn.execute("UPDATE catalog_refs SET head = ? WHERE name = ?", (commit.hash, ref.name))
         return commit
 
     @staticmethod
     def _commit_from_row(row: sqlite3.Row) -> Commit:
         return Commit(
-            row["hash"], row["parent"], row["ref"], row["message"], row["created_at"], json.loads(row["pointers"])
+            row["hash"], row["parent"], row["ref"], row["message"], row["created_at"], json.loads(row["pointers"]),
+            json.loads(row["meta"]) if row["meta"] else {},
         )
 
     # ---------------------------------------------------------------- refs
 
-    def create_branch(self, name: str, *, from_ref: str = MAIN, run_id: str | None = None) -> Ref:
+    def create_branch(self, name: str, *, from_ref: str = MAIN, run_id: str | None = None,
+                      in_tx: Callable[[sqlite3.Connection], None] | None = None) -> Ref:
+        """See BranchCatalog.create_branch; `in_tx` runs inside the transaction (e.g. the ledger's fork)."""
         if not BRANCH_NAME_RE.match(name):
             raise RatuiError("RAT-CAT-006", f"branch name '{name[:40]}' is not valid")
         with self._connect() as conn, write_tx(conn):
@@ -277,12 +288,15 @@ class SqliteBranchCatalog(BranchCatalog):
                 "INSERT INTO catalog_fork_pointers (ref, table_key, metadata_location) VALUES (?, ?, ?)",
                 [(name, key, loc) for key, loc in fork.items()],
             )
-            commit = self._insert_commit(conn, source.head, name, f"create branch {name} from {from_ref}", fork)
+            commit = self._insert_commit(conn, source.head, name, f"create branch {name} from {from_ref}", fork,
+                                         {"kind": "branch", "from": from_ref})
             ref = Ref(name, commit.hash, commit.created_at, source.head, run_id)
             conn.execute(
                 "INSERT INTO catalog_refs (name, head, created_at, fork_hash, run_id) VALUES (?, ?, ?, ?, ?)",
                 (ref.name, ref.head, ref.created_at, ref.fork_hash, ref.run_id),
             )
+            if in_tx is not None:
+                in_tx(conn)
         return ref
 
     def list_refs(self) -> list[Ref]:
@@ -295,10 +309,14 @@ class SqliteBranchCatalog(BranchCatalog):
         return [Ref(*row) for row in rows]
 
     def get_ref(self, name: str) -> Ref:
+        """The ref; for "ref@HASH" the ref too, once the commit is found in its history (RAT-CAT-010 if not)."""
+        base, at = split_spec(name)
+        if at is not None:
+            self.commit(name)
         with self._connect() as conn:
-            return self._ref_row(conn, name)
+            return self._ref_row(conn, base)
 
-    def delete_branch(self, name: str) -> None:
+    def delete_branch(self, name: str, in_tx: Callable[[sqlite3.Connection], None] | None = None) -> None:
         if name == MAIN:
             raise RatuiError("RAT-CAT-004", "main cannot be deleted")
         with self._connect() as conn, write_tx(conn):
@@ -308,16 +326,100 @@ class SqliteBranchCatalog(BranchCatalog):
             conn.execute("DELETE FROM iceberg_namespace_properties WHERE catalog_name = ?", (name,))
             conn.execute("DELETE FROM catalog_fork_pointers WHERE ref = ?", (name,))
             conn.execute("DELETE FROM catalog_refs WHERE name = ?", (name,))
+            if in_tx is not None:
+                in_tx(conn)
         with self._lock:
             self._catalogs.pop(name, None)
 
     # ---------------------------------------------------------------- commits
 
-    def record_commit(self, ref: str, message: str) -> Commit:
+    def record_commit(self, ref: str, message: str, meta: dict | None = None) -> Commit:
         with self._connect() as conn, write_tx(conn):
-            return self._advance(conn, self._ref_row(conn, ref), message)
+            return self._advance(conn, self._ref_row(conn, ref), message, meta)
+
+    _HISTORY = """
+        WITH RECURSIVE chain(hash, depth) AS (
+            SELECT ?, 0
+            UNION ALL
+            SELECT c.parent, chain.depth + 1 FROM catalog_commits c JOIN chain ON c.hash = chain.hash
+            WHERE c.parent IS NOT NULL AND chain.depth + 1 < ?
+        )
+        SELECT c.* FROM chain JOIN catalog_commits c ON c.hash = chain.hash {where} ORDER BY chain.depth {limit}
+    """
+
+    def commit(self, spec: str) -> Commit:
+        name, at = split_spec(spec)
+        with self._connect() as conn:
+            head = self._head(conn, name)
+            if at is None:
+                row = conn.execute("SELECT * FROM catalog_commits WHERE hash = ?", (head,)).fetchone()
+                return self._commit_from_row(row)
+            if not re.fullmatch(r"[0-9a-fA-F]{6,64}", at):
+                raise RatuiError("RAT-CAT-010", f"'{at[:70]}' is not a commit hash (6 to 64 hex digits)",
+                                 details={"ref": name})
+            rows = conn.execute(self._HISTORY.format(where="WHERE c.hash LIKE ?", limit="LIMIT 2"),
+                                (head, 1_000_000, at.lower() + "%")).fetchall()
+        if len(rows) != 1:
+            raise RatuiError("RAT-CAT-010", f"{'no' if not rows else 'more than one'} commit {at} in the history "
+                             f"of {name}", details={"ref": name})
+        return self._commit_from_row(rows[0])
+
+    def commit_at(self, ref: str, when: str) -> Commit:
+        with self._connect() as conn:
+            head = self._head(conn, ref)
+            row = conn.execute(self._HISTORY.format(where="WHERE c.created_at <= ?", limit="LIMIT 1"),
+                               (head, 1_000_000, when)).fetchone()
+        if row is None:
+            raise RatuiError("RAT-CAT-010", f"{ref} has no commit at or before {when}", details={"ref": ref})
+        return self._commit_from_row(row)
+
+    def _head(self, conn: sqlite3.Connection, ref: str) -> str:
+        row = conn.execute("SELECT head FROM catalog_refs WHERE name = ?", (ref,)).fetchone()
+        if row is None:
+            raise RatuiError("RAT-CAT-002", f"branch '{ref}' does not exist")
+        return row[0]
+
+    def restore(self, ref: str, pointers: dict[str, str | None], expected: dict[str, str | None], message: str,
+                meta: dict | None = None, in_tx: Callable[[sqlite3.Connection, Commit], None] | None = None) -> Commit:
+        with self._connect() as conn, write_tx(conn):
+            target = self._ref_row(conn, ref)
+            now = self._pointers(conn, ref)
+            moved = sorted(k for k in pointers if now.get(k) != expected.get(k))
+            if moved:
+                raise self._conflict(ref, ref, moved, f"{ref} changed {', '.join(moved)} meanwhile")
+            for key, location in sorted(pointers.items()):
+                if location == now.get(key):
+                    continue
+                namespace, name = key.rsplit(".", 1)
+                if location is None:
+                    conn.execute("DELETE FROM iceberg_tables WHERE catalog_name = ? AND table_namespace = ? AND "
+                                 "table_name = ?", (ref, namespace, name))
+                elif key in now:
+                    conn.execute("UPDATE iceberg_tables SET metadata_location = ?, previous_metadata_location = ?"
+                                 " WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?",
+                                 (location, now[key], ref, namespace, name))
+                else:
+                    split_key(key)
+                    conn.execute(
+                        "INSERT INTO iceberg_namespace_properties (catalog_name, namespace, property_key,"
+                        " property_value) SELECT ?, ?, 'exists', 'true' WHERE NOT EXISTS (SELECT 1 FROM"
+                        " iceberg_namespace_properties WHERE catalog_name = ? AND namespace = ?)",
+                        (ref, namespace, ref, namespace))
+                    conn.execute(
+                        "INSERT INTO iceberg_tables (catalog_name, table_namespace, table_name, metadata_location,"
+                        " previous_metadata_location, iceberg_type) VALUES (?, ?, ?, ?, NULL, 'TABLE')",
+                        (ref, namespace, name, location))
+            commit = self._advance(conn, target, message, meta)
+            if in_tx is not None:
+                in_tx(conn, commit)
+        return commit
 
     def log(self, ref: str, limit: int = 50) -> list[Commit]:
+        if split_spec(ref)[1] is not None:  # the history up to a past commit
+            start = self.commit(ref)
+            with self._connect() as conn:
+                rows = conn.execute(self._HISTORY.format(where="", limit=""), (start.hash, limit)).fetchall()
+            return [self._commit_from_row(r) for r in rows]
         with self._connect() as conn:
             row = conn.execute("SELECT head FROM catalog_refs WHERE name = ?", (ref,)).fetchone()
             if row is None:
@@ -388,6 +490,7 @@ class SqliteBranchCatalog(BranchCatalog):
         message: str | None = None,
         dry_run: bool = False,
         in_tx: Callable[[sqlite3.Connection, MergeResult], None] | None = None,
+        meta: dict | None = None,
     ) -> MergeResult:
         """See BranchCatalog.merge. The merge base is the source ref's pointers when `ref` was created, so merge
         into the ref it was created from (a different target only ever errs on the side of conflicts).
@@ -413,17 +516,19 @@ class SqliteBranchCatalog(BranchCatalog):
             for change in changes:
                 self._apply(conn, ref, into, change)
             target = self._ref_row(conn, into)
-            commit = self._advance(conn, target, message or f"merge {ref} into {into}: {', '.join(tables)}")
+            commit = self._advance(conn, target, message or f"merge {ref} into {into}: {', '.join(tables)}",
+                                   meta or {"kind": "merge", "from": ref})
             result = MergeResult(ref, into, tables, commit, False, [])
             if in_tx is not None:
                 in_tx(conn, result)
         return result
 
     @staticmethod
-    def _conflict(ref: str, into: str, tables: list[str]) -> RatuiError:
+    def _conflict(ref: str, into: str, tables: list[str], message: str | None = None) -> RatuiError:
         return RatuiError(
             "RAT-CAT-003",
-            f"cannot merge '{ref}' into '{into}': {into} changed {', '.join(tables)} since the branch was created",
+            message or f"cannot merge '{ref}' into '{into}': {into} changed {', '.join(tables)} since the branch "
+                       "was created",
             details={"tables": tables},
         )
 
@@ -466,6 +571,8 @@ class SqliteBranchCatalog(BranchCatalog):
     # ---------------------------------------------------------------- tables
 
     def iceberg(self, ref: str) -> SqlCatalog:
+        if split_spec(ref)[1] is not None:
+            raise RatuiError("RAT-CAT-007", f"{ref} is a past state of a branch: it can be read, not written")
         with self._lock:
             catalog = self._catalogs.get(ref)
         if catalog is not None:
@@ -483,7 +590,14 @@ class SqliteBranchCatalog(BranchCatalog):
                 )
             return self._catalogs[ref]
 
+    def static_table(self, location: str) -> Table:
+        from pyiceberg.table import StaticTable
+
+        return StaticTable.from_metadata(location, properties=self.locations.file_io_properties())
+
     def table_pointers(self, ref: str) -> dict[str, str]:
+        if split_spec(ref)[1] is not None:
+            return dict(self.commit(ref).pointers)
         with self._connect() as conn:
             conn.execute("BEGIN")
             try:

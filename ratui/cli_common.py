@@ -1,0 +1,61 @@
+"""What the command line's modules share: exit codes, the project's engine, coded errors and plain tables."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ratui.engine.errors import RatuiError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a reader that went away
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
+
+
+def project_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--project", "-p", default=".", metavar="DIR",
+                   help="project folder (the one holding ratui.yaml; default: current directory)")
+
+
+def err(error: RatuiError, as_json: bool = False) -> None:
+    if as_json:
+        print(json.dumps({"error": error.to_dict()}))
+    else:
+        print(error.render(), file=sys.stderr)
+
+
+def engine(project: str, *, recover: bool = False):
+    """The project's engine. `recover`: first record runs whose process died (commands that run or reap)."""
+    from ratui.engine.run.engine import Engine
+    from ratui.engine.project.settings import find_project_root
+
+    engine = Engine.open(find_project_root(Path(project)))
+    if recover:
+        engine.recover()
+    return engine
+
+
+def cell(value: Any) -> str:
+    return "NULL" if value is None else str(value)
+
+
+def table(columns: list[str], rows: list[list[str]]) -> str:
+    widths = [len(c) for c in columns]
+    for row in rows:
+        widths = [max(w, len(v)) for w, v in zip(widths, row)]
+    line = lambda vals: "  ".join(v.ljust(w) for v, w in zip(vals, widths)).rstrip()  # noqa: E731
+    out = [line(columns), "  ".join("-" * w for w in widths)]
+    out.extend(line(r) for r in rows)
+    return "\n".join(out)

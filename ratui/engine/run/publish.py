@@ -1,0 +1,85 @@
+"""Atomic publish: a selection of pipelines lands on its ref in one commit, or not at all.
+
+    branch = start_publish(state, invocation_id, into="main")   # publish-{invocation} from main, ledger included
+    ... every run of the invocation forks from the publish branch and merges into it (downstream runs read their
+        upstream's new tables there) ...
+    outcome = finish_publish(state, invocation)                  # after the last run
+
+If every run succeeded or was unchanged, the publish branch merges into `into` (Nessie's rule: a table `into`
+changed meanwhile is a conflict and nothing lands) with the landing files its runs loaded, and is deleted. If a run
+failed, was cancelled or never ran, `into` is untouched and the branch is kept so its tables can be looked at
+(`ratui query --ref publish-...`); the reaper's orphan-branch task deletes it after the usual age.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from ratui.engine.errors import RatuiError
+from ratui.engine.ops import branches
+
+if TYPE_CHECKING:
+    from ratui.engine.run.invocation import Invocation
+    from ratui.engine.state.project_state import ProjectState
+
+
+@dataclass(frozen=True)
+class PublishOutcome:
+    branch: str
+    into: str
+    merged: bool
+    tables: list[str]  # what landed on `into` (merged) or would have (kept)
+    reason: str
+    commit: str | None = None
+    error: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"event": "publish", **asdict(self)}
+
+
+def publish_branch(invocation_id: str) -> str:
+    return f"{branches.PUBLISH_PREFIX}{invocation_id}"
+
+
+def start_publish(state: ProjectState, invocation_id: str, into: str) -> str:
+    branches.check_writable(state, into)
+    name = publish_branch(invocation_id)
+    state.catalog.create_branch(name, from_ref=into, in_tx=lambda conn: state.ledger.fork(conn, into, name))
+    return name
+
+
+def finish_publish(state: ProjectState, invocation: Invocation) -> PublishOutcome:
+    """Never raises: a failure to publish is the outcome's error, and `into` is unchanged."""
+    branch, into = invocation.ref, invocation.publish_into or "main"
+    results = invocation.results
+    bad = [r for r in results if r.status != "success" and not (r.status == "skipped" and r.run_type == "skip"
+                                                                 and not r.error)]
+    missing = len(results) < len(invocation.keys)
+    try:
+        pending = [c.table for c in state.catalog.diff(branch, into)]
+    except RatuiError:
+        pending = []
+    if invocation.cancelled or bad or missing or invocation.error is not None:
+        why = (f"{len(bad)} of {len(invocation.keys)} pipeline(s) did not succeed: "
+               + ", ".join(f"{r.pipeline} ({r.status})" for r in bad[:5]) if bad else
+               "the publish was cancelled" if invocation.cancelled else "not every pipeline ran")
+        return PublishOutcome(branch, into, False, pending, f"{into} unchanged: {why}; {branch} kept for inspection")
+    try:
+        result = branches.merge(state, branch, into=into, kind="publish",
+                                message=f"publish {len(invocation.keys)} pipeline(s) into {into}")
+    except RatuiError as exc:
+        return PublishOutcome(branch, into, False, pending, f"{into} unchanged: {exc.message}; {branch} kept",
+                              error=exc.to_dict())
+    except Exception as exc:  # noqa: BLE001 - never lose the invocation over it; say what happened
+        return PublishOutcome(branch, into, False, pending, f"{into} unchanged: {type(exc).__name__}: {exc}",
+                              error=RatuiError("RAT-RUN-002", str(exc)).to_dict())
+    try:
+        branches.delete(state, branch)
+    except RatuiError:
+        pass  # the reaper removes it
+    if result.commit is None:
+        return PublishOutcome(branch, into, True, [], f"nothing to publish: {into} already has every table")
+    return PublishOutcome(branch, into, True, result.tables,
+                          f"published {len(result.tables)} table(s) into {into} in one commit",
+                          result.commit.hash)

@@ -213,7 +213,7 @@ def cmd_run(args) -> int:
 def cmd_query(args) -> int:
     engine = _engine(args.project)
     ref = engine.resolve_ref(args.ref, args.at)
-    if args.at and not args.json and args.format == "table":
+    if args.at and args.format == "table":
         print(f"-- {args.ref} at {args.at}: {ref}", file=sys.stderr)
     columns, rows, truncated = engine.query(args.sql, ref=ref, limit=args.limit)
     if args.format == "json":

@@ -93,6 +93,7 @@ class PipelineRun:
     def phase(self, name: str) -> Iterator[None]:
         self.control.check()
         failpoint(f"kill:{name}")
+        failpoint(f"kill:{name}:{self.key}")  # one pipeline of several (an atomic publish killed midway)
         self.bus.emit(PhaseStarted(self.run_id, name))
         began = time.monotonic()
         status = "failed"

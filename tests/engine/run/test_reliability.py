@@ -78,6 +78,7 @@ def test_reaper_sweeps_what_the_killed_runs_left_and_nothing_else(killed_project
                            str(killed_project)], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == -9
     engine = Engine.open(killed_project)
+    engine.recover()  # as the next ratui start does: the dead run fails and its branch goes
     counts = {t: q(engine, f"SELECT count(*) AS n, sum(v) AS s FROM bronze.{t}") if t != "app" else
               q(engine, "SELECT count(*) AS n FROM bronze.app") for t in ("full", "inc", "app")}
     warehouse = killed_project / "demo" / "warehouse"
@@ -101,6 +102,36 @@ def test_reaper_sweeps_what_the_killed_runs_left_and_nothing_else(killed_project
              q(engine, "SELECT count(*) AS n FROM bronze.app") for t in ("full", "inc", "app")}
     assert again == counts
     assert all(r.status == "success" for r in engine.run(engine.compile().select([]), force=True))
+
+
+def test_an_atomic_publish_killed_midway_leaves_main_byte_for_byte(killed_project):
+    """Two of three pipelines merged into the publish branch, the process killed while the third writes: main
+    is as it was (pointers and metadata bytes), recovery fails the run, and the kept publish branch is reaped."""
+    from datetime import datetime, timedelta, timezone
+
+    engine = Engine.open(killed_project)
+    order = engine.compile().select([])
+    before = engine.state.catalog.table_pointers("main")
+    raw = {key: open(loc.removeprefix("file://"), "rb").read() for key, loc in before.items()}
+    head = engine.state.catalog.get_ref("main").head
+    env = dict(os.environ, RATUI_FAILPOINT=f"kill:write:{order[-1]}")
+    proc = subprocess.run([sys.executable, "-m", "ratui", "run", "--atomic", "--force", "--project",
+                           str(killed_project)], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == -9, proc.stdout + proc.stderr
+    assert engine.state.catalog.table_pointers("main") == before
+    assert {key: open(loc.removeprefix("file://"), "rb").read() for key, loc in before.items()} == raw
+    assert engine.state.catalog.get_ref("main").head == head
+    (publish,) = [r for r in refs(engine) if r.startswith("publish-")]
+    merged = {e.pipeline for e in engine.log(publish, limit=5) if e.kind == "run" and e.ref == publish}
+    assert merged == set(order[:-1])  # the first two did land on the publish branch, and only there
+
+    again = Engine.open(killed_project)
+    (dead,) = again.recover()
+    assert again.state.history.get_run(dead)["pipeline"] == order[-1]
+    later = datetime.now(timezone.utc) + timedelta(hours=7)
+    report = again.reaper(clock=lambda: later).run(tasks=["orphan_branches"])
+    assert [i["name"] for i in report.tasks["orphan_branches"].removed] == [publish]
+    assert refs(again) == ["main"] and again.state.catalog.table_pointers("main") == before
 
 
 def test_kill_after_the_merge_committed_counts_as_success(make_project, spark):

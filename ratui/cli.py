@@ -410,7 +410,8 @@ def cmd_reap(args) -> int:
                     + (f", this process: cancel {item.get('cancel', 'not sent (dry run)')}"
                        if item.get("this_process") else ""))
         if task == "orphan_branches":
-            return f"created {(item.get('created_at') or '?')[:19]}, run {item['run_id']}"
+            return f"created {(item.get('created_at') or '?')[:19]}, " + (
+                f"run {item['run_id']}" if item.get("run_id") else "an atomic publish that did not land")
         if task == "run_history":
             return f"{item['pipeline']} {item['status']}, finished {(item.get('finished_at') or '?')[:19]}"
         if task == "snapshots":

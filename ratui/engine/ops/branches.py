@@ -339,7 +339,8 @@ def find_target(state: ProjectState, ref: str, to: str, table: str | None = None
     history = state.catalog.log(ref, limit=100_000)
     by_run = [c for c in history if c.ref == ref and c.meta.get("kind") != "rollback" and (
         c.meta.get("run_id", "").startswith(to) or any(r.startswith(to) for r in c.meta.get("runs") or []))]
-    by_run = [c for c in by_run if table is None or table in c.pointers] if table else by_run
+    if table is not None:
+        by_run = [c for c in by_run if table in c.pointers]
     runs = {c.meta.get("run_id") for c in by_run if c.meta.get("run_id")} | {
         r for c in by_run for r in c.meta.get("runs") or [] if r.startswith(to)}
     by_hash = [c for c in history if c.hash.startswith(to.lower())] if len(to) >= 6 else []

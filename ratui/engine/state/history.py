@@ -321,6 +321,10 @@ class History:
             last_success = {r["id"] for r in self.db.query(
                 """SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY pipeline, coalesce(ref, 'main')
                                    ORDER BY started_at DESC) AS rn FROM runs WHERE status = 'success') WHERE rn = 1""")}
+            # a branch's run that landed on another ref by a merge may be that ref's last success too
+            last_success |= {r["id"] for r in self.db.query(
+                """SELECT id FROM (SELECT r.id, row_number() OVER (PARTITION BY r.pipeline, l.ref ORDER BY l.at DESC)
+                                   AS rn FROM landings l JOIN runs r ON r.id = l.run_id) WHERE rn = 1""")}
         return rows, last_success
 
     def delete_finished(self, run_ids: list[str]) -> set[str]:
@@ -338,7 +342,7 @@ class History:
                         f"SELECT id FROM runs WHERE id IN ({marks}) AND status IN ({final})", [*chunk, *FINAL])]
                     if gone:
                         gmarks = ",".join("?" * len(gone))
-                        for child in ("quality_results", "run_logs", "cancel_requests"):
+                        for child in ("quality_results", "run_logs", "cancel_requests", "landings"):
                             self._conn.execute(f"DELETE FROM {child} WHERE run_id IN ({gmarks})", gone)
                         self._conn.execute(f"DELETE FROM runs WHERE id IN ({gmarks})", gone)
                     self._conn.execute("COMMIT")

@@ -287,13 +287,13 @@ class Ledger:
         are loaded on `into` now (at the merge's commit time). Returns how many files changed state."""
         changed = 0
         for pipeline in pipelines:
-            rows = conn.execute("SELECT * FROM landing_loads WHERE ref = ? AND pipeline = ?",
-                                (source, pipeline)).fetchall()
-            for row in rows:
+            # plain tuples: the caller's connection may have any row factory
+            rows = conn.execute("SELECT namespace, zone, name, size, mtime_ns, run_id FROM landing_loads "
+                                "WHERE ref = ? AND pipeline = ?", (source, pipeline)).fetchall()
+            for namespace, zone, name, size, mtime_ns, run_id in rows:
                 if into != MAIN:
                     conn.execute("INSERT OR REPLACE INTO landing_loads VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                                 (into, row["namespace"], row["zone"], pipeline, row["name"], row["size"],
-                                  row["mtime_ns"], row["run_id"], at))
+                                 (into, namespace, zone, pipeline, name, size, mtime_ns, run_id, at))
                     changed += 1
                     continue
                 changed += conn.execute(
@@ -301,8 +301,7 @@ class Ledger:
                        last_error = NULL, updated_at = ?, loaded_at = ? WHERE namespace = ? AND zone = ?
                        AND pipeline = ? AND state = 'unloaded' AND size = ? AND (file = ? OR file LIKE ? ESCAPE
                        '\\')""",
-                    (row["run_id"], now_iso(), at, row["namespace"], row["zone"], pipeline, row["size"], row["name"],
-                     _like_archived(row["name"]))).rowcount
+                    (run_id, now_iso(), at, namespace, zone, pipeline, size, name, _like_archived(name))).rowcount
         return changed
 
     @staticmethod

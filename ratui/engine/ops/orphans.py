@@ -202,13 +202,8 @@ class Marker:
                 result.metadata_files += 1
                 if pointer.past:
                     current = metadata.current_snapshot()
-                    for snapshot in [current] if current is not None else []:
-                        result.snapshots += 1
-                        self._add(result, snapshot.manifest_list)
-                        for manifest_path in self._manifests(io, snapshot):
-                            self._add(result, manifest_path)
-                            for data_path in self._entries(io, manifest_path):
-                                self._add(result, data_path)
+                    if current is not None:
+                        self._snapshot(result, io, current)
                     continue
                 log = [entry.metadata_file for entry in metadata.metadata_log]
                 if skip:
@@ -224,14 +219,8 @@ class Marker:
                 for partition_stats in metadata.partition_statistics:
                     self._add(result, partition_stats.statistics_path)
                 for snapshot in metadata.snapshots:
-                    if snapshot.snapshot_id in skip:
-                        continue
-                    result.snapshots += 1
-                    self._add(result, snapshot.manifest_list)
-                    for manifest_path in self._manifests(io, snapshot):
-                        self._add(result, manifest_path)
-                        for data_path in self._entries(io, manifest_path):
-                            self._add(result, data_path)
+                    if snapshot.snapshot_id not in skip:
+                        self._snapshot(result, io, snapshot)
             except RatuiError:
                 raise
             except Exception as exc:
@@ -243,6 +232,15 @@ class Marker:
                 ) from exc
         result.manifests = len(self._manifest_files)
         return result
+
+    def _snapshot(self, result: MarkResult, io: Any, snapshot: Any) -> None:
+        """A snapshot's manifest list, its manifests and every file they hold."""
+        result.snapshots += 1
+        self._add(result, snapshot.manifest_list)
+        for manifest_path in self._manifests(io, snapshot):
+            self._add(result, manifest_path)
+            for data_path in self._entries(io, manifest_path):
+                self._add(result, data_path)
 
     def _manifests(self, io, snapshot) -> list[str]:
         paths = self._manifest_lists.get(snapshot.manifest_list)

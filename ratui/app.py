@@ -42,6 +42,7 @@ from ratui.messages import (
 )
 from ratui.screens.branches import BranchesScreen
 from ratui.screens.dialogs import CancelRunScreen, ConfirmScreen, ErrorScreen, HelpScreen, JumpScreen
+from ratui.screens.history import HistoryScreen
 from ratui.screens.landing import LandingScreen
 from ratui.screens.lineage import LineageScreen
 from ratui.screens.logs import SparkLogScreen
@@ -578,8 +579,29 @@ class RatuiApp(App[None]):
         errors = [batch.error] if batch.error is not None and not isinstance(batch.error, RatuiError) else []
         text, clean = batch_summary(results, len(batch.keys), batch.cancelled)
         self.notify(text, title="Batch finished", severity="information" if clean else "warning", markup=False)
+        if getattr(batch, "atomic", False):
+            self._publish_done(batch)
         for error in errors:
             self.show_error(error, "running the batch")
+
+    def _publish_done(self, batch) -> None:
+        """An atomic publish ended: what landed on its ref in one commit, or why nothing did."""
+        outcome = batch.publish
+        if outcome is None:
+            self.notify(f"NOT published: {batch.ref} unchanged (the publish did not finish: "
+                        f"{batch.error or 'no outcome'}).", title="Publish", severity="error", timeout=12,
+                        markup=False)
+        elif outcome.merged:
+            if outcome.commit:
+                text = (f"Published {len(outcome.tables)} table(s) into {outcome.into} in one commit "
+                        f"{outcome.commit[:12]}: {', '.join(short_key(t, t.split('.')[0]) for t in outcome.tables)}.")
+            else:
+                text = outcome.reason[:1].upper() + outcome.reason[1:] + "."  # nothing to publish: ...
+            self.notify(text, title="Publish", timeout=8, markup=False)
+        else:
+            code = f"{outcome.error.get('code')} " if outcome.error else ""
+            self.notify(f"NOT published: {code}{outcome.reason}.", title="Publish", severity="error", timeout=12,
+                        markup=False)
 
     # ---------------------------------------------------------------------------------------- actions
 
@@ -738,10 +760,12 @@ class RatuiApp(App[None]):
                               ("Quality (3)", QualityScreen), ("Branches (4)", BranchesScreen),
                               ("Landing (5)", LandingScreen), ("Reaper (6)", ReaperScreen),
                               ("Query (7)", QueryScreen), ("Lineage (8)", LineageScreen),
-                              ("Logs (9)", SparkLogScreen), ("Run detail", RunScreen)):
+                              ("Logs (9)", SparkLogScreen), ("Run detail", RunScreen),
+                              ("History (l on Branches, h on Pipelines)", HistoryScreen)):
             sections.append((title, [(key_text(b), b.description) for b in screen.BINDINGS]))
         sections[1][1].extend([("↑ ↓", "Move in the tree"), ("enter", "Open the pipeline's latest run")])
         sections[2][1].append(("enter", "Open the run"))
+        sections[4][1].append(("enter", "Switch to it (a run's branch: open its run)"))
         return sections
 
     def action_help(self) -> None:

@@ -215,3 +215,39 @@ class LineageRunsLoaded(Loaded):
 
 class QueryProgressed(Loaded):
     """Query: (query id, what its Spark jobs are doing: SparkProgress's fields, or None)."""
+
+
+# ------------------------------------------------------------------------------ branch workflow (issue 15)
+
+
+class BranchCreated(Loaded):
+    """Branches, new-branch dialog: the Ref created."""
+
+
+class RefSwitched(Loaded):
+    """Branches: the console's new working ref (runs from Pipelines fork from and merge into it)."""
+
+
+class MergeDryRun(Loaded):
+    """Branches: (ref, the dry-run MergeResult into the ref it came from, its diff rows against that ref, the live
+    run owning the branch or None)."""
+
+
+class HistoryLoaded(Loaded):
+    """History: (ref, table or None, the commits newest first as LogEntry)."""
+
+
+class RollbackPlanned(Loaded):
+    """History: a RollbackPlan (what a rollback would change; nothing changed yet)."""
+
+
+class RolledBack(Loaded):
+    """History: (the plan applied, the new Commit or None when nothing had to change)."""
+
+
+class PublishLaunched(Loaded):
+    """Pipelines: the Batch of an atomic publish that started (its runs are queued)."""
+
+
+class QueryRefResolved(Loaded):
+    """Query: a ref, past state "ref@HASH" or "ref at TIME" resolved to what the query reads."""

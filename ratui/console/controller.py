@@ -9,6 +9,7 @@ module imports no Textual.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 import uuid
@@ -36,6 +37,13 @@ Now = Callable[[], datetime]
 
 def utc_now() -> datetime:
     return datetime.now(timezone.utc)
+
+
+def _state_of(side: Any) -> "TableState | None":
+    """The engine's TableState of one side of a diff as the console shows it (None: not on that side)."""
+    if side is None or side.location is None:
+        return None
+    return TableState(side.snapshot_id, None, side.rows, side.files)
 
 
 @dataclass(frozen=True)
@@ -96,17 +104,34 @@ class RunsPage:
 
 @dataclass(frozen=True)
 class TableState:
-    """One table on one ref: its current snapshot and row count."""
+    """One table on one ref: its current snapshot, row count and (when known) data files."""
 
     snapshot_id: int | None
     sequence: int | None
     rows: int | None
+    files: int | None = None
 
     def describe(self) -> str:
         if self.snapshot_id is None:
             return "empty"
         rows = f"{self.rows:,} rows" if self.rows is not None else "? rows"
-        return f"#{self.sequence} {str(self.snapshot_id)[:10]} · {rows}"
+        files = f" · {self.files} file{'s' if self.files != 1 else ''}" if self.files is not None else ""
+        seq = f"#{self.sequence} " if self.sequence is not None else ""
+        return f"{seq}{str(self.snapshot_id)[:10]} · {rows}{files}"
+
+
+RESERVED_PREFIXES = ("run-", "publish-")  # branches ratui keeps for runs and atomic publishes
+
+
+def ref_kind(name: str) -> str:
+    """main | run | publish | branch (a user's own branch: the console may work on it)."""
+    if name == MAIN:
+        return "main"
+    if name.startswith("run-"):
+        return "run"
+    if name.startswith("publish-"):
+        return "publish"
+    return "branch"
 
 
 @dataclass(frozen=True)
@@ -117,14 +142,20 @@ class BranchRow:
     run_id: str | None
     tables: int
 
+    @property
+    def kind(self) -> str:
+        return ref_kind(self.name)
+
 
 @dataclass(frozen=True)
 class DiffRow:
     table: str
-    change: str  # added | modified | dropped | (main's own listing: "table")
+    change: str  # added | modified | dropped (from the branch's side) | (main's own listing: "table")
     conflict: bool
     branch: TableState | None
     main: TableState | None
+    changed_on: str = ""  # who changed it since the fork: "left" (the branch), "right" (main), "both", "" (unknown)
+    schema_changes: tuple[str, ...] = ()  # main's columns -> the branch's: "+ col type", "- col", "~ ..."
 
 
 @dataclass
@@ -137,6 +168,13 @@ class Batch:
     full_refresh: bool
     invocation: "Invocation | None" = None
     results: list[Any] = field(default_factory=list)  # RunResults as each run ends
+    ref: str = MAIN  # the ref its runs merge into
+    atomic: bool = False  # all of them land on `ref` in one commit, or none does
+
+    @property
+    def publish(self) -> Any:
+        """An atomic batch's PublishOutcome (branch, into, merged, tables, reason, commit), once it ended."""
+        return getattr(self.invocation, "publish", None) if self.invocation is not None else None
 
     @property
     def run_ids(self) -> list[str]:
@@ -210,6 +248,7 @@ class Controller:
         self.follower: Follower | None = None  # other processes' commits and the project tree (follow.py)
         self._queries: dict[str, Any] = {}  # query id -> its QueryResult on Spark (the Query screen's)
         self.query_history = QueryHistory(self.root)
+        self.ref = MAIN  # the working ref: the console's runs fork from it and merge into it (Branches switches)
 
     # ------------------------------------------------------------------------------------------- life
 
@@ -310,18 +349,31 @@ class Controller:
         return self.require_engine().compile()
 
     def start(self, key: str, *, full_refresh: bool = False, force: bool = False) -> str:
-        """Run one pipeline in the background (`force`: even when nothing changed); returns its run id at once."""
+        """Run one pipeline on the working ref in the background (`force`: even when nothing changed); returns its
+        run id at once. A working ref that is gone raises RAT-CAT-002 before anything runs."""
         return self.require_engine().start([key], trigger="console", full_refresh=full_refresh,
-                                           force=force).run_ids[0]
+                                           force=force, ref=self.ref).run_ids[0]
 
-    def start_batch(self, keys: list[str], *, full_refresh: bool = False, force: bool = False) -> Batch:
-        """Run `keys` in order in the background (a pipeline whose upstream failed is skipped). Returns at once."""
-        batch = Batch(uuid.uuid4().hex[:12], list(keys), full_refresh)
-        self.batches[batch.id] = batch
-        batch.invocation = self.require_engine().start(
-            batch.keys, trigger="console", full_refresh=full_refresh, force=force, invocation_id=batch.id,
-            on_result=batch.results.append, on_done=lambda _inv: self._post(BatchItem(batch)))
+    def start_batch(self, keys: list[str], *, full_refresh: bool = False, force: bool = False,
+                    atomic: bool = False) -> Batch:
+        """Run `keys` in order on the working ref in the background (a pipeline whose upstream failed is skipped).
+        `atomic`: on a publish branch, merged into the working ref in one commit only if every run passed (the
+        batch's `publish` says what happened). Returns at once."""
+        batch = Batch(uuid.uuid4().hex[:12], list(keys), full_refresh, ref=self.ref, atomic=atomic)
+        self.batches[batch.id] = batch  # before its runs are queued: their RunQueued events name it
+        try:
+            batch.invocation = self.require_engine().start(
+                batch.keys, trigger="console", full_refresh=full_refresh, force=force, invocation_id=batch.id,
+                on_result=batch.results.append, on_done=lambda inv: self._batch_ended(batch, inv), ref=batch.ref,
+                atomic=atomic)
+        except BaseException:  # a bad working ref (RAT-CAT-002/-012): nothing was queued
+            self.batches.pop(batch.id, None)
+            raise
         return batch
+
+    def _batch_ended(self, batch: Batch, invocation: "Invocation") -> None:
+        batch.invocation = invocation  # (an invocation may end before start() has returned it)
+        self._post(BatchItem(batch))
 
     def batch_of(self, run_id: str) -> Batch | None:
         """The unfinished batch this run belongs to."""
@@ -432,28 +484,87 @@ class Controller:
             total = int(value) if value is not None else None
         return TableState(snap.snapshot_id, snap.sequence_number, total)
 
-    def diff(self, ref: str) -> list[DiffRow]:
-        """What `ref` changed since it forked from main, with snapshot and rows on each side. For main itself:
+    def diff(self, ref: str, against: str = MAIN) -> list[DiffRow]:
+        """Per table, what differs between `ref` and `against` (main): the change from the branch's side, which side
+        changed it since the fork, snapshot, rows and files on each side, and the schema changes. For main itself:
         its tables."""
         engine = self.require_engine()
-        if ref == MAIN:
+        if ref == MAIN and against == MAIN:
             return [DiffRow(key, "table", False, None, self._table_state(MAIN, key))
                     for key in sorted(engine.table_pointers(MAIN))]
         rows = []
-        for change in engine.diff(ref):
-            branch = self._table_state(ref, change.table) if change.branch_location else None
-            main = self._table_state(MAIN, change.table) if change.main_location else None
-            rows.append(DiffRow(change.table, change.change, change.conflict, branch, main))
+        for change in engine.diff_refs(ref, against):
+            rows.append(DiffRow(change.table, change.change, change.changed_on == "both",
+                                _state_of(change.left), _state_of(change.right), change.changed_on,
+                                tuple(change.schema_changes)))
         return rows
 
+    def merge_target(self, ref: str) -> str:
+        """The ref `ref` was created from (where its merge goes), when that ref is still there; else main."""
+        engine = self.require_engine()
+        source = MAIN
+        for entry in engine.log(ref, limit=10_000, details=False):
+            if entry.ref == ref and entry.kind == "branch":
+                match = re.match(r"create branch \S+ from (\S+)", entry.message)
+                if match:
+                    source = match.group(1).partition("@")[0]
+                break
+            if entry.ref != ref:
+                break
+        if source != MAIN and source not in {r.name for r in engine.refs()}:
+            return MAIN
+        return source
+
     def merge_preview(self, ref: str):
-        return self.require_engine().merge(ref, dry_run=True)
+        """A dry-run merge of `ref` into the ref it came from (the result's `into`): nothing changes."""
+        return self.require_engine().merge(ref, into=self.merge_target(ref), dry_run=True)
 
-    def merge(self, ref: str):
-        return self.require_engine().merge(ref, message=f"console: merge {ref} into main")
+    def merge(self, ref: str, into: str = MAIN):
+        return self.require_engine().merge(ref, into=into, message=f"console: merge {ref} into {into}")
 
-    def delete_branch(self, ref: str) -> None:
+    def create_branch(self, name: str, from_ref: str = MAIN):
+        """A branch of the user's (RAT-CAT-001 exists, -006 bad name, -012 reserved, -010 unknown past state)."""
+        return self.require_engine().create_branch(name.strip(), from_ref=from_ref.strip() or MAIN)
+
+    def delete_branch(self, ref: str) -> bool:
+        """Delete a branch (a user's, or a dead run's). Returns True when it was the working ref, which is then
+        main again."""
         self.require_engine().delete_branch(ref)
+        if self.ref == ref:
+            self.ref = MAIN
+            return True
+        return False
+
+    def switch_ref(self, ref: str) -> str:
+        """Make `ref` the working ref (main or a user's branch that exists); returns it. Raises RAT-CAT-012 for a
+        run's or a publish's branch, RAT-CAT-007 for a past state, RAT-CAT-002 for a ref that is not there."""
+        ref = ref.strip()
+        if "@" in ref:
+            raise RatuiError("RAT-CAT-007", f"{ref} is a past state: runs write to a branch's head",
+                             hint=f"Create a branch from it (n on Branches, from {ref}) and work on that.")
+        if ref_kind(ref) in ("run", "publish"):
+            raise RatuiError("RAT-CAT-012", f"'{ref}' is a branch ratui keeps for a run or a publish",
+                             hint="Work on main or on a branch of your own (n on Branches creates one).")
+        self.require_engine().resolve_ref(ref)
+        self.ref = ref
+        return ref
+
+    # ---------------------------------------------------------------------------------- history, rollback
+
+    def log(self, ref: str = MAIN, table: str | None = None, limit: int = 200) -> list:
+        """The ref's commits, newest first (LogEntry: time, kind, run, pipeline, version, tables changed)."""
+        return self.require_engine().log(ref, table=table, limit=limit)
+
+    def plan_rollback(self, ref: str, to: str, table: str | None = None):
+        """What rolling `ref` (or one table of it) back to commit `to` would change; nothing is changed."""
+        return self.require_engine().plan_rollback(ref, to, table)
+
+    def rollback(self, plan):
+        return self.require_engine().rollback(plan)
+
+    def resolve_ref(self, ref: str, at: str | None = None) -> str:
+        """A ref or past state "ref@HASH" checked; with `at` (a time), the ref's state then as "ref@HASH"."""
+        return self.require_engine().resolve_ref(ref, at)
 
     def live_run_of(self, ref: str) -> dict[str, Any] | None:
         """The run still going (in any process) whose branch `ref` is."""

@@ -98,3 +98,27 @@ def table_completions(prefix: str, keys: list[str], namespace: str) -> list[str]
         if short.lower().startswith(prefix) or key.lower().startswith(prefix) or name.startswith(prefix):
             out.append(short)
     return sorted(set(out))
+
+
+def parse_ref_spec(text: str, current: str = "main") -> tuple[str, str | None] | None:
+    """What the Query screen's ref prompt took, as (ref, time or None) for the engine's resolve_ref:
+
+        dev                       -> ("dev", None)
+        main@3f2a9c1b             -> ("main@3f2a9c1b", None)      a past state by commit hash
+        @3f2a9c1b                 -> (current ref@3f2a9c1b, None)
+        main at 2026-03-01 10:00  -> ("main", "2026-03-01 10:00")  the state at that time (UTC unless a zone)
+        at 2026-03-01             -> (current ref, "2026-03-01")
+
+    None for an empty text. The engine checks what it names (RAT-CAT-002 / -010, RAT-CLI-001 for a bad time)."""
+    text = " ".join(text.split())
+    if not text:
+        return None
+    base = current.partition("@")[0] or "main"
+    head, sep, when = text.partition(" at ")
+    if not sep and text.lower().startswith("at "):
+        head, sep, when = "", " at ", text[3:]
+    if sep:
+        return (head.strip() or base).partition("@")[0], when.strip() or None
+    if text.startswith("@"):
+        return f"{base}{text}", None
+    return text, None

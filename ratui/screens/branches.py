@@ -1,27 +1,234 @@
-"""Branches: every ref with its head, creation time, age and run; its diff against main; delete and merge."""
+"""Branches: every ref (main, your branches, runs' and publishes' branches) with its head, creation time, age and
+run; the selected ref's diff against main; create, switch to, merge, delete, and its history.
+
+The working ref (`⎇`) is where the console's runs go: `s` (or enter) on main or a branch of yours switches to it, and
+the Pipelines screen says so. `n` creates a branch from the selected ref; `m` merges the selected branch into the ref
+it came from after a dry run per table; `l` opens the ref's commit history (rollback from there)."""
 
 from __future__ import annotations
 
+from rich.console import Group, RenderableType
+from rich.table import Table
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
-from textual.widgets import DataTable, Footer, Label
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, DataTable, Footer, Input, Label, Static
 
-from ratui.console.controller import BranchRow, DiffRow
-from ratui.engine.vocabulary import MAIN
-from ratui.console.format import fmt_age, fmt_time
+from ratui.console.controller import BranchRow, DiffRow, TableState, ref_kind
+from ratui.console.format import fmt_age, fmt_time, short_key
 from ratui.engine.errors import RatuiError
-from ratui.widgets.chrome import NavBar, StatusLine
-from ratui.messages import BranchDeleted, BranchMerged, BranchesLoaded, DeleteChecked, DiffLoaded, MergePreviewed
-from ratui.screens.table_screen import TableScreen
+from ratui.engine.vocabulary import MAIN
+from ratui.messages import (
+    BranchCreated, BranchDeleted, BranchMerged, BranchesLoaded, DeleteChecked, DiffLoaded, MergeDryRun, RefSwitched,
+)
+from ratui.screens.base import Guarded, Loader, is_narrow
 from ratui.screens.dialogs import ConfirmScreen, MergeScreen
+from ratui.screens.table_screen import TableScreen
+from ratui.widgets.chrome import NavBar, StatusLine
 
 CHANGE_STYLE = {"added": "green", "modified": "yellow", "dropped": "red", "table": ""}
-
+WORKING = "⎇"  # marks the working ref
 
 AGE_TICK = 15.0  # seconds
+MERGE_ROWS = 8  # tables the merge dialog lists (the diff pane has them all)
+
+
+def error_lines(error: RatuiError) -> Text:
+    """A coded error as the console says it: `CODE message` and its hint."""
+    text = Text()
+    text.append(f"{error.code} ", style="bold red")
+    text.append(error.message, style="red")
+    if error.hint:
+        text.append(f"\nhint: {error.hint}", style="italic")
+    return text
+
+
+def notify_error(app, error: RatuiError, title: str) -> None:
+    app.notify(f"{error.code} {error.message}" + (f"\nhint: {error.hint}" if error.hint else ""),
+               title=title, severity="error", timeout=10, markup=False)
+
+
+def pair(branch: TableState | None, main: TableState | None, what: str) -> Text:
+    """One measure of a table on both sides of a diff: `12,010 / 12,000` (`-` where the table is absent)."""
+
+    def one(state: TableState | None) -> str:
+        if state is None:
+            return "-"
+        value = getattr(state, what)
+        if value is None:
+            return "?" if state.snapshot_id is not None else "0"
+        return str(value)[:10] if what == "snapshot_id" else f"{value:,}"
+
+    return Text(f"{one(branch)} / {one(main)}", justify="right" if what != "snapshot_id" else "left")
+
+
+def as_changed(row: DiffRow) -> tuple[str, tuple[str, ...]]:
+    """The change and schema changes as whoever changed the table made them: a table main added since the fork is
+    "added" (by main), not "dropped" (from the branch's side, as the engine puts it)."""
+    if row.changed_on != "right":
+        return row.change, row.schema_changes
+    change = {"added": "dropped", "dropped": "added"}.get(row.change, row.change)
+    schema = []
+    for item in row.schema_changes:
+        if item.startswith("+ "):
+            schema.append("- " + item[2:].split(" ", 1)[0])
+        elif item.startswith("- "):
+            schema.append("+ " + item[2:])
+        elif " renamed to " in item:
+            old, new = item[2:].split(" renamed to ", 1)
+            schema.append(f"~ {new} renamed to {old}")
+        elif " -> " in item:
+            head, after = item.rsplit(" -> ", 1)
+            column, before = head[2:].rsplit(" ", 1)
+            schema.append(f"~ {column} {after} -> {before}")
+        else:
+            schema.append(item)
+    return change, tuple(schema)
+
+
+def changed_by(row: DiffRow, ref: str, against: str) -> Text:
+    """Who changed the table since the fork: the branch, the other side, or both (a conflict)."""
+    if row.conflict or row.changed_on == "both":
+        return Text(f"✘ both: {against} changed too", style="red")
+    if row.changed_on == "left":
+        return Text(ref if len(ref) <= 10 else "branch", style="cyan")
+    if row.changed_on == "right":
+        return Text(against, style="magenta")
+    return Text("-", style="dim")
+
+
+class NewBranchScreen(Guarded, Loader, ModalScreen[str | None]):
+    """`n`: a new branch: its name, and the ref (or past state "ref@HASH") it starts from. The engine's answer (the
+    branch, or an error with its code and hint) shows here; the dialog closes once the branch exists."""
+
+    BINDINGS = [Binding("escape", "cancel", "Back", id="new_branch.cancel")]
+    DEFAULT_CSS = """
+    NewBranchScreen { align: center middle; }
+    #new-branch { width: 76; max-width: 100%; height: auto; border: round $accent; padding: 0 1;
+                  background: $surface; }
+    #new-branch Input { margin: 0 0 1 0; }
+    #new-branch-error { height: auto; }
+    #new-branch-buttons { height: auto; align-horizontal: right; }
+    #new-branch-buttons Button { margin-left: 1; }
+    """
+
+    def __init__(self, from_ref: str) -> None:
+        super().__init__()
+        self.from_ref = from_ref
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="new-branch"):
+            yield Label(Text("New branch", style="bold"))
+            yield Label(Text("name", style="dim"))
+            yield Input(placeholder="e.g. dev, fix-revenue", id="new-branch-name")
+            yield Label(Text("from (a ref, or a past state ref@HASH)", style="dim"))
+            yield Input(value=self.from_ref, id="new-branch-from")
+            yield Static("", id="new-branch-error")
+            with Horizontal(id="new-branch-buttons"):
+                yield Button("Create (enter)", id="create", variant="primary")
+                yield Button("Back (esc)", id="back")
+
+    def on_mount(self) -> None:
+        for field in self.query(Input):
+            field.cursor_blink = getattr(self.app, "cursor_blink", True)
+        self.query_one("#new-branch-name", Input).focus()
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if event.input.id == "new-branch-name" and not self.query_one("#new-branch-from", Input).value.strip():
+            self.query_one("#new-branch-from", Input).focus()
+            return
+        self.create()
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "create":
+            self.create()
+        else:
+            self.dismiss(None)
+
+    def create(self) -> None:
+        name = self.query_one("#new-branch-name", Input).value.strip()
+        source = self.query_one("#new-branch-from", Input).value.strip() or MAIN
+        error = self.query_one("#new-branch-error", Static)
+        if not name:
+            error.update(Text("Type the new branch's name.", style="red"))
+            self.query_one("#new-branch-name", Input).focus()
+            return
+        error.update(Text(f"creating {name} from {source}…", style="yellow"))
+        self.load(BranchCreated, self.app.controller.create_branch, name, source)
+
+    @on(BranchCreated)
+    def _created(self, message: BranchCreated) -> None:
+        self.dismiss(message.value.name)
+
+    def load_failed(self, kind, error: BaseException) -> bool:
+        if isinstance(error, RatuiError):
+            self.query_one("#new-branch-error", Static).update(error_lines(error))
+            return True
+        return False
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class MergeDryRunScreen(MergeScreen):
+    """Merge a branch into the ref it came from: the dry run per table first (the change, rows on both sides, who
+    changed it); a conflict says nothing will change and the merge cannot be confirmed."""
+
+    def __init__(self, ref: str, preview, rows: list[DiffRow]) -> None:
+        self.rows = rows
+        super().__init__(ref, preview)
+        self.title_text = f"Merge {ref} into {preview.into}?"
+
+    def _body(self) -> RenderableType:
+        preview = self.preview
+        into = preview.into
+        parts: list[RenderableType] = [Text(f"Dry run of {self.ref} into {into}:", style="bold")]
+        rows = {r.table: r for r in self.rows}
+        tables = sorted(set(preview.tables) | set(preview.conflicts))
+        if tables:
+            grid = Table(box=None, padding=(0, 1), show_header=True, header_style="bold dim", expand=False)
+            grid.add_column("table", no_wrap=True, overflow="ellipsis", max_width=30)
+            grid.add_column("change", no_wrap=True)
+            grid.add_column("branch rows", justify="right", no_wrap=True)
+            grid.add_column(f"{into[:8]} rows", justify="right", no_wrap=True)
+            for table in tables[:MERGE_ROWS]:
+                row = rows.get(table)
+                conflict = table in preview.conflicts
+                change = row.change if row is not None else "modified"
+                grid.add_row(Text(short_key(table, table.split(".")[0]), style="red" if conflict else ""),
+                             Text(f"{change} ✘" if conflict else change,
+                                  style="red" if conflict else CHANGE_STYLE.get(change, "")),
+                             _rows(row.branch if row else None), _rows(row.main if row else None))
+            parts.append(grid)
+            if len(tables) > MERGE_ROWS:
+                parts.append(Text(f"… and {len(tables) - MERGE_ROWS} more (the diff on Branches lists them all)",
+                                  style="dim"))
+        if preview.conflicts:
+            parts.append(Text(f"✘ {len(preview.conflicts)} conflict(s): {into} changed "
+                              f"{', '.join(short_key(t, t.split('.')[0]) for t in preview.conflicts[:3])}"
+                              f"{' …' if len(preview.conflicts) > 3 else ''} since {self.ref} forked. The merge "
+                              "would fail (RAT-CAT-003): nothing will change.", style="red"))
+        elif preview.tables:
+            parts.append(Text(f"{len(preview.tables)} table(s) would be applied to {into} in one commit.",
+                              style="green"))
+        else:
+            parts.append(Text("No table changes: the merge records nothing.", style="dim"))
+        parts.append(Text("A manual merge skips the quality gate: the target gets the branch's tables as they are, "
+                          "tested or not.", style="yellow"))
+        return Group(*parts)
+
+
+def _rows(state: TableState | None) -> Text:
+    if state is None or state.snapshot_id is None:
+        return Text("-", style="dim")
+    return Text(f"{state.rows:,}" if state.rows is not None else "?")
 
 
 class BranchesScreen(TableScreen):
@@ -30,15 +237,19 @@ class BranchesScreen(TableScreen):
                ("tables", "TABLES"))
     AUTO_FOCUS = "#branches-table"
     BINDINGS = [
-        Binding("m", "merge", "Merge into main", id="branches.merge"),
+        Binding("n", "new", "New", id="branches.new"),
+        Binding("s", "switch", "Switch", id="branches.switch"),
+        Binding("m", "merge", "Merge", id="branches.merge"),
         Binding("d", "delete", "Delete", id="branches.delete"),
-        Binding("o", "open_run", "Open run", id="branches.open_run"),
+        Binding("l", "history", "History", id="branches.history"),
+        Binding("o", "open_run", "Open run", id="branches.open_run", show=False),  # and enter on a run's branch
         Binding("ctrl+r", "refresh", "Refresh", id="branches.refresh"),
     ]
 
     def __init__(self) -> None:
         super().__init__()
         self.refs: dict[str, BranchRow] = {}
+        self._select_after: str | None = None  # a ref to put the cursor on once the list has it (a new branch)
 
     def compose(self) -> ComposeResult:
         yield NavBar("branches")
@@ -50,6 +261,10 @@ class BranchesScreen(TableScreen):
                 yield DataTable(id="diff-table", cursor_type="row", zebra_stripes=True)
         yield StatusLine()
         yield Footer()
+
+    @property
+    def working(self) -> str:
+        return self.app.controller.ref
 
     # ------------------------------------------------------------------------------------------ data
 
@@ -73,16 +288,40 @@ class BranchesScreen(TableScreen):
         refs = message.value
         self.refs = {r.name: r for r in refs}
         now = self.app.now()
-        self.refill((ref.name, [Text(ref.name, style="bold" if ref.name == MAIN else ""), ref.head[:12],
-                                fmt_time(ref.created_at), fmt_age(ref.created_at, now), ref.run_id or "-",
+        working = self.working
+        self.refill((ref.name, [self.ref_label(ref.name, working), ref.head[:12], fmt_time(ref.created_at),
+                                fmt_age(ref.created_at, now), self.run_label(ref),
                                 Text(str(ref.tables), justify="right")]) for ref in refs)
-        others = len(refs) - 1
+        if self._select_after in self.refs:
+            self.table.move_cursor(row=self.table.get_row_index(self._select_after), animate=False)
+            self._select_after = None
+        kinds = [r.kind for r in refs]
         info = Text()
         info.append(f"{len(refs)} ref(s)", style="bold")
-        info.append(f"   main + {others} branch(es)" if others else "   only main: every run merges and deletes its "
-                    "branch, so a branch left here is a run in flight or one that died", style="dim")
+        mine, machine = kinds.count("branch"), kinds.count("run") + kinds.count("publish")
+        if mine or machine:
+            info.append(f"   main + {mine} of yours" + (f" + {machine} of runs/publishes" if machine else ""),
+                        style="dim")
+        else:
+            info.append("   only main: n creates a branch of yours", style="dim")
+        info.append("   ")
+        info.append(f"{WORKING} working on {working}", style="bold cyan" if working != MAIN else "cyan")
         self.set_info(info)
         self.show_diff()
+
+    @staticmethod
+    def ref_label(name: str, working: str) -> Text:
+        """The ref's name; the working ref's lit (the line above the list names it too)."""
+        return Text(name, style="bold reverse cyan" if name == working else "bold" if name == MAIN else "")
+
+    @staticmethod
+    def run_label(ref: BranchRow) -> Text | str:
+        if ref.run_id:
+            return ref.run_id
+        kind = ref.kind
+        if kind == "run":
+            return ref.name[4:]
+        return Text("publish" if kind == "publish" else "-", style="dim")
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id == "branches-table":
@@ -103,10 +342,10 @@ class BranchesScreen(TableScreen):
 
     @on(DiffLoaded)
     def _diff_loaded(self, message: DiffLoaded) -> None:
-        result = message.value
-        ref, rows = result
+        ref, rows = message.value
         if ref != self.cursor_key():
             return
+        narrow = is_narrow(self.app.size.width)
         diff = self.query_one("#diff-table", DataTable)
         diff.clear(columns=True)
         if ref == MAIN:
@@ -114,30 +353,83 @@ class BranchesScreen(TableScreen):
             for row in rows:
                 diff.add_row(row.table, row.main.describe() if row.main else Text("-", style="dim"), key=row.table)
         else:
-            diff.add_columns("TABLE", "CHANGE", "ON BRANCH (snapshot · rows)", "ON MAIN (snapshot · rows)",
-                             "CONFLICT")
+            sides = f"{ref if len(ref) <= 10 else 'branch'}/main"
+            columns = ["TABLE", "CHANGE", "CHANGED BY", f"ROWS {sides}", "FILES"]
+            diff.add_columns(*columns, *([] if narrow else [f"SNAPSHOT {sides}"]), "SCHEMA")
             for row in rows:
-                diff.add_row(row.table, Text(row.change, style=CHANGE_STYLE.get(row.change, "")),
-                             row.branch.describe() if row.branch else Text("-", style="dim"),
-                             row.main.describe() if row.main else Text("-", style="dim"),
-                             Text("✘ main changed too", style="red") if row.conflict else Text("-", style="dim"),
-                             key=row.table)
+                change, changes = as_changed(row)
+                schema = "; ".join(changes) if changes else "-"
+                cells = [short_key(row.table, self.namespace),
+                         Text(change, style=CHANGE_STYLE.get(change, "")), changed_by(row, ref, MAIN),
+                         pair(row.branch, row.main, "rows"), pair(row.branch, row.main, "files")]
+                if not narrow:
+                    cells.append(pair(row.branch, row.main, "snapshot_id"))
+                cells.append(Text(schema, style="dim" if schema == "-" else "yellow"))
+                diff.add_row(*cells, key=row.table)
         title = self.query_one("#diff-title", Label)
         if ref == MAIN:
             title.update(f"Tables on main ({len(rows)})")
         else:
             conflicts = sum(1 for r in rows if r.conflict)
-            title.update(f"Diff of {ref} against main: {len(rows)} table(s) changed"
-                         + (f", {conflicts} in conflict" if conflicts else ""))
+            mine = sum(1 for r in rows if r.changed_on == "left")
+            theirs = sum(1 for r in rows if r.changed_on == "right")
+            parts = [f"{mine} changed on {ref}" if mine else "", f"{theirs} on main" if theirs else "",
+                     f"{conflicts} in conflict" if conflicts else ""]
+            said = ", ".join(p for p in parts if p)
+            title.update(f"Diff of {ref} against main: {len(rows)} table(s) differ" + (f" ({said})" if said else "")
+                         + ("" if rows else " · l: its history"))
         self.app.mark("branches_ready")
 
     def load_failed(self, kind, error: BaseException) -> bool:
         if kind is DiffLoaded and isinstance(error, RatuiError) and error.code == "RAT-CAT-002":  # deleted meanwhile
             self.reload()
             return True
+        if isinstance(error, RatuiError) and kind in (RefSwitched, BranchMerged, BranchDeleted, MergeDryRun):
+            verb = {RefSwitched: "switch", BranchMerged: "merge", BranchDeleted: "delete", MergeDryRun: "merge"}[kind]
+            notify_error(self.app, error, f"Cannot {verb}")
+            self.reload()
+            return True
         return False
 
     # --------------------------------------------------------------------------------------- actions
+
+    def action_new(self) -> None:
+        source = self.cursor_key() or MAIN
+
+        def done(name: str | None) -> None:
+            if name:
+                self._select_after = name
+                self.notify(f"Created branch {name} from {source}. s switches the console to it.",
+                            title="Branches", markup=False)
+                self.reload()
+
+        self.app.push_screen(NewBranchScreen(source), done)
+
+    def action_switch(self) -> None:
+        ref = self.cursor_key()
+        if ref is None:
+            return
+        kind = ref_kind(ref)
+        if kind in ("run", "publish"):
+            owner = "a run" if kind == "run" else "an atomic publish"
+            self.notify(f"{ref} belongs to {owner}: the console works on main or a branch of yours "
+                        "(n creates one, here from the selected ref).", title="Cannot switch", severity="warning",
+                        timeout=6, markup=False)
+            return
+        if ref == self.working:
+            self.notify(f"The console already works on {ref}.", title="Branches", timeout=3, markup=False)
+            return
+        self.load(RefSwitched, self.app.controller.switch_ref, ref)
+
+    @on(RefSwitched)
+    def _switched(self, message: RefSwitched) -> None:
+        ref = message.value
+        if ref == MAIN:
+            self.notify("Working on main: runs from Pipelines merge into main.", title="Working ref", markup=False)
+        else:
+            self.notify(f"Working on {ref}: runs from Pipelines fork from {ref} and merge into it; main is "
+                        "untouched. m merges it when it is ready.", title="Working ref", markup=False)
+        self.reload()
 
     def action_delete(self) -> None:
         ref = self.cursor_key()
@@ -160,6 +452,8 @@ class BranchesScreen(TableScreen):
         body = Text(f"Delete branch {ref} (head {row.head[:12]}, {row.tables} table(s))?\n\n")
         body.append("Its table pointers go; its commits are kept for audit; no data file is deleted. "
                     "main is not touched.", style="dim")
+        if ref == self.working:
+            body.append(f"\nThe console works on {ref}: it goes back to main.", style="yellow")
 
         def done(ok: bool | None) -> None:
             if ok:
@@ -172,14 +466,14 @@ class BranchesScreen(TableScreen):
                     f"(after its quality gate) or deletes the branch itself. Cancel the run to {what} it.",
                     title=f"Cannot {what} {ref}", severity="error", timeout=8, markup=False)
 
-    def _delete(self, ref: str) -> str:
-        self.app.controller.delete_branch(ref)
-        return ref
+    def _delete(self, ref: str) -> tuple[str, bool]:
+        return ref, bool(self.app.controller.delete_branch(ref))
 
     @on(BranchDeleted)
     def _deleted_loaded(self, message: BranchDeleted) -> None:
-        ref = message.value
-        self.notify(f"Deleted branch {ref}.", title="Branches")
+        ref, was_working = message.value
+        self.notify(f"Deleted branch {ref}." + (" The console works on main again." if was_working else ""),
+                    title="Branches", markup=False)
         self.reload()
 
     def action_merge(self) -> None:
@@ -189,35 +483,48 @@ class BranchesScreen(TableScreen):
         if ref == MAIN:
             self.notify("Pick a branch to merge into main.", severity="warning")
             return
-        self.load(MergePreviewed, self._preview, ref)
+        self.load(MergeDryRun, self._preview, ref)
 
     def _preview(self, ref: str):
-        live = self.app.controller.live_run_of(ref)
-        return ref, (None if live else self.app.controller.merge_preview(ref)), live
+        controller = self.app.controller
+        live = controller.live_run_of(ref)
+        if live:
+            return ref, None, [], live
+        preview = controller.merge_preview(ref)
+        rows = controller.diff(ref) if preview.into == MAIN else controller.diff(ref, preview.into)
+        return ref, preview, rows, None
 
-    @on(MergePreviewed)
-    def _preview_loaded(self, message: MergePreviewed) -> None:
-        ref, preview, live = message.value
+    @on(MergeDryRun)
+    def _preview_loaded(self, message: MergeDryRun) -> None:
+        ref, preview, rows, live = message.value
         if live is not None:
             self.refuse(ref, live, "merge")
             return
 
         def done(ok: bool | None) -> None:
             if ok:
-                self.load(BranchMerged, self._merge, ref)
+                self.load(BranchMerged, self._merge, ref, preview.into)
 
-        self.app.push_screen(MergeScreen(ref, preview), done)
+        self.app.push_screen(MergeDryRunScreen(ref, preview, rows), done)
 
-    def _merge(self, ref: str):
-        return ref, self.app.controller.merge(ref)
+    def _merge(self, ref: str, into: str):
+        return ref, self.app.controller.merge(ref, into)
 
     @on(BranchMerged)
     def _merged_loaded(self, message: BranchMerged) -> None:
-        result = message.value
-        ref, merged = result
+        ref, merged = message.value
         tables = ", ".join(merged.tables) or "no table changes"
-        self.notify(f"Merged {ref} into main: {tables}.", title="Branches")
+        commit = f" (commit {merged.commit.hash[:12]})" if merged.commit is not None else ""
+        self.notify(f"Merged {ref} into {merged.into}: {tables}{commit}.", title="Branches", markup=False)
         self.reload()
+
+    def action_history(self) -> None:
+        ref = self.cursor_key()
+        if ref is None:
+            return
+        from ratui.screens.history import HistoryScreen
+
+        self.app.push_screen(HistoryScreen(ref, origin="branches"))
 
     def action_open_run(self) -> None:
         ref = self.cursor_key()
@@ -228,6 +535,11 @@ class BranchesScreen(TableScreen):
             self.notify("This ref does not belong to a run.", severity="warning")
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """enter: a run's branch opens its run; main or a branch of yours becomes the working ref."""
         if event.data_table.id == "branches-table":
             event.stop()
-            self.action_open_run()
+            row = self.refs.get(self.cursor_key() or "")
+            if row is not None and row.run_id:
+                self.action_open_run()
+            else:
+                self.action_switch()

@@ -1,4 +1,7 @@
-"""Pipelines: the project as a tree (namespace > layer > pipeline) and the selected pipeline's detail."""
+"""Pipelines: the project as a tree (namespace > layer > pipeline) and the selected pipeline's detail.
+
+The line under the tabs names the working ref: runs started here fork from it and merge into it (main, or a branch of
+yours chosen on Branches). `P` publishes the selection atomically on it; `h` opens the selected table's history."""
 
 from __future__ import annotations
 
@@ -22,7 +25,8 @@ from textual.widgets.tree import TreeNode
 from ratui.console.format import fmt_count, fmt_ms, fmt_time, glyph, short_key, sparkline
 from ratui.engine.errors import RatuiError
 from ratui.engine.vocabulary import LAYERS
-from ratui.messages import RecentRunsLoaded
+from ratui.engine.vocabulary import MAIN
+from ratui.messages import PublishLaunched, RecentRunsLoaded
 from ratui.screens.base import ConsoleScreen, is_narrow
 from ratui.widgets.code import code_view
 from ratui.widgets.chrome import NavBar, StatusLine
@@ -62,6 +66,8 @@ class PipelinesScreen(ConsoleScreen):
         Binding("e", "edit", "Edit", id="pipelines.edit"),
         Binding("g", "graph", "Graph", id="pipelines.graph", show=False),  # the footer is full: in ? and the help
         Binding("t", "table", "Table", id="pipelines.table", show=False),
+        Binding("h", "history", "Table history", id="pipelines.history", show=False),
+        Binding("P", "publish", "Publish atomically", id="pipelines.publish", key_display="P", show=False),
         Binding("enter", "open_run", "Open run", id="pipelines.open_run", show=False),
         Binding("ctrl+r", "reload", "Reload", id="pipelines.reload"),
     ]
@@ -75,8 +81,13 @@ class PipelinesScreen(ConsoleScreen):
         self.name_width = 20
         self._recent_timer = None
 
+    DEFAULT_CSS = """
+    #pipelines-ref { height: 1; padding: 0 1; }
+    """
+
     def compose(self) -> ComposeResult:
         yield NavBar("pipelines")
+        yield Static(self._ref_text(MAIN), id="pipelines-ref")
         with Horizontal(id="pipelines-main"):
             tree: PipelineTree = PipelineTree("project", id="pipeline-tree")
             tree.show_root = False
@@ -91,10 +102,30 @@ class PipelinesScreen(ConsoleScreen):
         yield StatusLine()
         yield Footer()
 
+    # ------------------------------------------------------------------------------------ working ref
+
+    @staticmethod
+    def _ref_text(ref: str) -> Text:
+        text = Text()
+        if ref == MAIN:
+            text.append("⎇ on main", style="bold cyan")
+            text.append(" · runs merge into main · 4 Branches switches · h history · P publish", style="dim")
+        else:
+            text.append(f" ⎇ on {ref} ", style="bold reverse yellow")
+            text.append(f" runs fork from and merge into {ref}; main untouched · P publish", style="dim")
+        return text
+
+    def show_ref(self) -> None:
+        self.query_one("#pipelines-ref", Static).update(self._ref_text(self.app.controller.ref))
+
+    def on_screen_resume(self) -> None:
+        self.show_ref()  # the working ref may have changed on Branches
+
     # ------------------------------------------------------------------------------------------ data
 
     def project_ready(self, compiled) -> None:
         self.compiled = compiled
+        self.show_ref()
         self.build_tree()
         self.load(RecentRunsLoaded, self.app.controller.recent)
 
@@ -475,14 +506,63 @@ class PipelinesScreen(ConsoleScreen):
         self.app.reload_project()
 
     def action_table(self) -> None:
-        """The selected pipeline's table on main: schema, history, column statistics, preview."""
+        """The selected pipeline's table on the working ref: schema, history, column statistics, preview."""
         from ratui.screens.table_view import TableViewScreen
 
         keys = self._selected_keys()
         if len(keys) != 1:
             self.app.notify("Select one pipeline: t shows its table.", severity="warning", timeout=3)
             return
-        self.app.push_screen(TableViewScreen(keys[0], "main", origin="pipelines"))
+        self.app.push_screen(TableViewScreen(keys[0], self.app.controller.ref, origin="pipelines"))
+
+    def action_history(self) -> None:
+        """The commits that changed the selected pipeline's table on the working ref (rollback from there)."""
+        from ratui.screens.history import HistoryScreen
+
+        keys = self._selected_keys()
+        if len(keys) != 1:
+            self.app.notify("Select one pipeline: h shows its table's history.", severity="warning", timeout=3)
+            return
+        self.app.push_screen(HistoryScreen(self.app.controller.ref, keys[0], origin="pipelines"))
+
+    def action_publish(self) -> None:
+        """Atomic publish on the working ref: the selected layer or namespace, or the selected pipeline with
+        everything downstream of it, run on a publish branch; the working ref moves once, only if every run
+        passed. A notification says what was published (or why nothing was) when the batch ends."""
+        keys = self._selected_keys()
+        if not keys or self.compiled is None:
+            self.notify("Select a pipeline, a layer or a namespace to publish.", severity="warning")
+            return
+        if len(keys) == 1:
+            key = keys[0]
+            keys = self.compiled.graph.order({key, *self.compiled.graph.descendants(key)})
+            label = f"{short_key(key, key.split('.')[0])}+"
+        else:
+            label = f"{len(keys)} pipelines"
+        problems = [e for k in keys for e in self.compiled.pipelines[k].errors]
+        if problems:
+            first = problems[0]
+            self.notify(f"{len(problems)} problem(s) in the selection: nothing was published.\n{first.code} "
+                        f"{first.message}\nhint: {first.hint}", title=f"Cannot publish {label}", severity="error",
+                        timeout=12, markup=False)
+            return
+        ref = self.app.controller.ref
+        self.notify(f"Publishing {label} on {ref}: {len(keys)} pipeline(s) on a publish branch; {ref} moves once, "
+                    "only if all pass.", title="Atomic publish", timeout=4, markup=False)
+        self.load(PublishLaunched, self.app.controller.start_batch, keys, atomic=True)
+
+    def load_failed(self, kind, error: BaseException) -> bool:
+        if kind is PublishLaunched and isinstance(error, RatuiError):  # nothing was queued, nothing changed
+            self.notify(f"NOT published: {error.code} {error.message}\nhint: {error.hint}", title="Publish",
+                        severity="error", timeout=12, markup=False)
+            return True
+        return False
+
+    @on(PublishLaunched)
+    def _publish_launched(self, message: PublishLaunched) -> None:
+        from ratui.screens.run import RunScreen
+
+        self.app.push_screen(RunScreen(batch=message.value.id, origin="pipelines"))
 
     def action_graph(self) -> None:
         """The selected pipeline on the Lineage screen."""

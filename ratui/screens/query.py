@@ -1,7 +1,8 @@
 """Query: SQL over the tables of a ref, with paged results, history, completion, cancel and export.
 
 The editor takes multi-line SQL (highlighted); ctrl+j (or F5) runs it on the ref the picker shows (main, a branch,
-a run's branch while it lives). The result stays on Spark: the table holds one page (`[` / `]` page through it)
+a run's branch while it lives, or a past state: "main@HASH", "main at 2026-03-01 10:00", chosen as "a past
+state…" in the picker). The result stays on Spark: the table holds one page (`[` / `]` page through it)
 and the row count comes from a job of its own. Escape stops a running query. An error shows its code and line and
 puts the cursor there. ctrl+up / ctrl+down recall earlier queries; tab completes table names; ctrl+o opens the
 table under the cursor (or chosen in the list) in the table view; ctrl+s exports the whole result to CSV or
@@ -23,13 +24,13 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
-from ratui.console.data import PAGE_SIZE, QueryPage
+from ratui.console.data import PAGE_SIZE, QueryPage, parse_ref_spec
 from ratui.console.format import bar, short_key, spark_progress
 from ratui.engine.errors import RatuiError
 from ratui.engine.vocabulary import MAIN
 from ratui.messages import (
     QueryCancelled, QueryCounted, QueryExported, QueryHistoryLoaded, QueryPageLoaded, QueryProgressed,
-    QueryRefsLoaded, QueryTablesLoaded,
+    QueryRefResolved, QueryRefsLoaded, QueryTablesLoaded,
 )
 from ratui.screens.base import ConsoleScreen, Guarded
 from ratui.widgets.chrome import NavBar, StatusLine
@@ -79,6 +80,44 @@ class ExportScreen(Guarded, ModalScreen[str | None]):
         self.dismiss(None)
 
 
+PAST = "@past"  # the picker's "a past state…" entry: asks for ref@HASH or ref at TIME
+
+
+class RefPromptScreen(Guarded, ModalScreen[str | None]):
+    """A ref to read: a branch, a past state "main@HASH", or "main at 2026-03-01 10:00" (UTC unless it names a zone)."""
+
+    BINDINGS = [Binding("escape", "cancel", "Back", id="ref_prompt.cancel")]
+    DEFAULT_CSS = """
+    RefPromptScreen { align: center middle; }
+    #ref-prompt { width: 76; max-width: 100%; height: auto; border: round $accent; padding: 0 1; background: $surface; }
+    #ref-prompt-hint { color: $text-muted; }
+    """
+
+    def __init__(self, current: str) -> None:
+        super().__init__()
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="ref-prompt"):
+            yield Label(Text("Read a past state", style="bold"))
+            yield Input(placeholder=f"{self.current.partition('@')[0]} at 2026-03-01 10:00", id="ref-prompt-input")
+            yield Static("ref@HASH (a commit of History or `ratui log`), ref at TIME (its state then; UTC unless "
+                         "a zone is given), or at TIME for the current ref. enter reads it, escape goes back.",
+                         id="ref-prompt-hint")
+
+    def on_mount(self) -> None:
+        field = self.query_one(Input)
+        field.cursor_blink = getattr(self.app, "cursor_blink", True)
+        field.focus()
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value.strip() or None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
 class QueryScreen(ConsoleScreen):
     MODE = "query"
     AUTO_FOCUS = "#query-editor"
@@ -119,6 +158,8 @@ class QueryScreen(ConsoleScreen):
         self.tables: list[str] = []
         self._draft = ""  # what was typed before recalling the history
         self.namespace: str | None = None
+        self.refs: list[str] = [MAIN]
+        self.past: list[str] = []  # past states read in this screen ("main@HASH"), offered in the picker
 
     def compose(self) -> ComposeResult:
         yield NavBar("query")
@@ -197,12 +238,16 @@ class QueryScreen(ConsoleScreen):
 
     @on(QueryRefsLoaded)
     def _refs(self, message: QueryRefsLoaded) -> None:
-        refs = list(message.value)
+        self.refs = list(message.value)
+        self._fill_picker()
+
+    def _fill_picker(self) -> None:
+        refs = list(self.refs) + [p for p in self.past if p not in self.refs]
         if self.ref not in refs:
             refs.append(self.ref)  # a run's branch that has gone: still what the result was read from
         picker = self.query_one("#query-ref", Select)
         with self.prevent(Select.Changed):
-            picker.set_options([(r, r) for r in refs])
+            picker.set_options([(r, r) for r in refs] + [("a past state…", PAST)])
             picker.value = self.ref
 
     @on(QueryTablesLoaded)
@@ -229,10 +274,34 @@ class QueryScreen(ConsoleScreen):
 
     @on(Select.Changed, "#query-ref")
     def _ref_changed(self, event: Select.Changed) -> None:
-        if isinstance(event.value, str) and event.value != self.ref:
-            self.ref = event.value
-            self.load(QueryTablesLoaded, self._tables_at, self.ref)
-            self.set_info(Text(f"reading {self.ref}: ctrl+j runs the query there", style="dim"))
+        if event.value == PAST:
+            with self.prevent(Select.Changed):
+                event.select.value = self.ref
+            self.app.push_screen(RefPromptScreen(self.ref), self._ref_typed)
+        elif isinstance(event.value, str) and event.value != self.ref:
+            self.use_ref(event.value)
+
+    def use_ref(self, ref: str, note: str = "") -> None:
+        self.ref = ref
+        self.load(QueryTablesLoaded, self._tables_at, self.ref)
+        self.set_info(Text(f"reading {self.ref}{note}: ctrl+j runs the query there", style="dim"))
+
+    def _ref_typed(self, text: str | None) -> None:
+        spec = parse_ref_spec(text or "", self.ref)
+        if spec is not None:
+            self.load(QueryRefResolved, self._resolve, *spec)
+
+    def _resolve(self, ref: str, at: str | None) -> tuple[str, str | None]:
+        return self.app.controller.resolve_ref(ref, at), at
+
+    @on(QueryRefResolved)
+    def _ref_resolved(self, message: QueryRefResolved) -> None:
+        ref, at = message.value
+        if "@" in ref and ref not in self.past:
+            self.past.append(ref)
+        self.query_one("#query-error", Static).update("")
+        self.use_ref(ref, f" (its state at {at})" if at else "")
+        self._fill_picker()
 
     @on(OptionList.OptionSelected, "#query-tables")
     def _table_chosen(self, event: OptionList.OptionSelected) -> None:
@@ -355,7 +424,7 @@ class QueryScreen(ConsoleScreen):
                 self.running = False
             self.show_query_error(error)
             return True
-        if kind is QueryExported:
+        if kind in (QueryExported, QueryRefResolved):
             self.show_query_error(error)
             return True
         return False

@@ -319,10 +319,15 @@ def test_branches_diff_merge_and_delete(tmp_path):
             assert "ecommerce.bronze.base" in text and "5 rows" in text
 
             goto("dev")
-            await wait_for(pilot, lambda: "ecommerce.bronze.fresh" in screen_text(app), 10)
+            await wait_for(pilot, lambda: "bronze.fresh" in screen_text(app), 10)
             text = screen_text(app)
-            assert "Diff of dev against main: 1 table(s) changed" in text
-            assert "ecommerce.bronze.fresh" in text and "added" in text and "3 rows" in text
+            # dev added fresh; main added clash after dev forked: both differ, each said by who changed it
+            assert "Diff of dev against main: 2 table(s) differ (1 changed on dev, 1 on main)" in text
+            diff = screen.query_one("#diff-table")
+            assert [str(c) for c in diff.get_row("ecommerce.bronze.fresh")][:5] == [
+                "bronze.fresh", "added", "dev", "3 / -", "1 / -"]  # rows and files on dev / on main
+            assert [str(c) for c in diff.get_row("ecommerce.bronze.clash")][:4] == [
+                "bronze.clash", "added", "main", "- / 4"]
 
             await pilot.press("m")
             await wait_for(pilot, lambda: isinstance(app.screen, MergeScreen), 10)

@@ -137,12 +137,22 @@ def _natural(state: ProjectState, pipeline: Pipeline, on_change: str, ref: str =
         names = ", ".join(m.split(".", 1)[1] for m in moved)
         return Decision(key, on_change, f"upstream changed: {names}")
     pending = state.ledger.unloaded(pipeline.namespace, pipeline.zones, key, ref) if pipeline.zones else []
+    zones_now = None
+    if pending and (pipeline.config.landing_mode if pipeline.config else "all") == "all":
+        # in landing_mode all the zone folder is the truth: a file removed from it is not to load (the run's
+        # ledger sync forgets it); an archived one still is
+        try:
+            zones_now = zone_state(state.settings, pipeline)
+        except RatuiError as exc:
+            return Decision(key, on_change, f"landing zone not listed ({exc.code})")
+        present = {(zone, entry[0]) for zone, digest in zones_now.items() for entry in digest}
+        pending = [f for f in pending if f.archived or (f.zone, f.file) in present]
     if pending:
         names = ", ".join(f.name for f in pending[:3]) + (f" and {len(pending) - 3} more" if len(pending) > 3 else "")
         return Decision(key, on_change, f"landing files to load: {names}")
     zones_then = inputs.get("zones", {})
     try:
-        zones_now = zone_state(state.settings, pipeline)
+        zones_now = zones_now if zones_now is not None else zone_state(state.settings, pipeline)
     except RatuiError as exc:  # an object store that cannot be listed: run, and let the run say why it failed
         return Decision(key, on_change, f"landing zone not listed ({exc.code})")
     new_files = [z for z in pipeline.zones if zones_then.get(z) != zones_now.get(z)]

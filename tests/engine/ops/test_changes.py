@@ -210,3 +210,22 @@ def test_landing_cli_lists_and_resets(project, capsys):
     assert "1 ledger entry made loadable again" in capsys.readouterr().out
     assert [f.state for f in engine.state.ledger.files("demo", "events")] == ["unloaded"]
     assert cli_main(["landing", "reset", "nozone", "--project", str(project)]) == 2
+
+
+def test_a_file_removed_after_a_failed_load_is_no_reason_to_run(make_project, spark):
+    """landing_mode all: the zone folder is the truth. A file that failed its load and was then removed from the
+    zone leaves nothing to load: the pipeline is unchanged (not 'landing files to load: bad.jsonl')."""
+    root = make_project({
+        "demo/landing/events/events_1.jsonl": EVENTS_1,
+        "demo/pipelines/bronze/events/pipeline.sql": "SELECT id, kind FROM {{ landing_zone('events') }}\n",
+        "demo/pipelines/bronze/events/tests/quality/no_bad.sql": "SELECT * FROM {{ this }} WHERE kind = 'bad'\n",
+    })
+    engine = Engine.open(root)
+    first = run(engine)["demo.bronze.events"]
+    (root / "demo/landing/events/bad.jsonl").write_text('{"id": 9, "kind": "bad"}\n')
+    failed = run(engine)["demo.bronze.events"]
+    assert failed.status == "failed" and failed.reason == "landing files changed: events"
+    assert [f.name for f in engine.state.ledger.unloaded("demo", ["events"], "demo.bronze.events")] == ["bad.jsonl"]
+    (root / "demo/landing/events/bad.jsonl").unlink()
+    again = run(engine)["demo.bronze.events"]
+    assert (again.status, again.reason) == ("skipped", f"unchanged since run {first.run_id}")

@@ -9,7 +9,6 @@ module imports no Textual.
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 import uuid
@@ -501,19 +500,7 @@ class Controller:
 
     def merge_target(self, ref: str) -> str:
         """The ref `ref` was created from (where its merge goes), when that ref is still there; else main."""
-        engine = self.require_engine()
-        source = MAIN
-        for entry in engine.log(ref, limit=10_000, details=False):
-            if entry.ref == ref and entry.kind == "branch":
-                match = re.match(r"create branch \S+ from (\S+)", entry.message)
-                if match:
-                    source = match.group(1).partition("@")[0]
-                break
-            if entry.ref != ref:
-                break
-        if source != MAIN and source not in {r.name for r in engine.refs()}:
-            return MAIN
-        return source
+        return self.require_engine().branch_origin(ref)
 
     def merge_preview(self, ref: str):
         """A dry-run merge of `ref` into the ref it came from (the result's `into`): nothing changes."""

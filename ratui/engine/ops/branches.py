@@ -65,7 +65,7 @@ def create(state: ProjectState, name: str, *, from_ref: str = MAIN):
                           f"branch {name} set to {source}@{commit.hash[:12]}",
                           {"kind": "rollback", "to": commit.hash, "tables": sorted(
                               k for k in keys if now.get(k) != commit.pointers.get(k))},
-                          in_tx=lambda conn, c: state.ledger.unload_after(conn, name, sorted(keys), commit.created_at))
+                          in_tx=lambda conn, c: _unload(state, conn, name, sorted(keys), commit.created_at))
     return ref
 
 
@@ -186,8 +186,8 @@ def diff(state: ProjectState, left: str, right: str = MAIN) -> list[TableDiff]:
         ref = catalog.get_ref(left)
         if ref.fork_hash is not None:
             try:
-                for change in catalog.diff(left, right):
-                    sides[change.table] = "both" if change.conflict else "left"
+                for table_change in catalog.diff(left, right):
+                    sides[table_change.table] = "both" if table_change.conflict else "left"
             except RatuiError:
                 pass
             base = _fork_pointers(state, left)
@@ -404,7 +404,11 @@ def rollback(state: ProjectState, plan: RollbackPlan) -> Commit | None:
         plan.ref, plan.pointers, {k: plan.expected.get(k) for k in tables},
         f"rollback {what} to {plan.to.hash[:12]} ({plan.to.message})",
         {"kind": "rollback", "to": plan.to.hash, "tables": tables},
-        in_tx=lambda conn, _c: state.ledger.unload_after(conn, plan.ref, tables, plan.to.created_at))
+        in_tx=lambda conn, _c: _unload(state, conn, plan.ref, tables, plan.to.created_at))
+
+
+def _unload(state: ProjectState, conn: Any, ref: str, pipelines: list[str], after: str) -> None:
+    state.ledger.unload_after(conn, ref, pipelines, after)
 
 
 def parse_when(text: str) -> str:

@@ -92,7 +92,7 @@ def live_pointers(catalog: BranchCatalog) -> list[Pointer]:
     return out
 
 
-def commit_pointers(catalog: BranchCatalog, since: str, skip: set[str] = frozenset()) -> list[Pointer]:
+def commit_pointers(catalog: BranchCatalog, since: str, skip: set[str] | frozenset[str] = frozenset()) -> list[Pointer]:
     """The table pointers of every commit of every live ref made at or after `since` (ISO, UTC), and of the
     commit in force at `since`: what a rollback or a time-travel read inside the retention window can reach
     (the Marker keeps each one's metadata file and current snapshot).

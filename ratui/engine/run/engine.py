@@ -199,7 +199,22 @@ class Engine:
 
         if not dry_run:
             self._refuse_live_branch(ref, "merge")
+            active = self._state.history.active_on(ref)
+            if active:  # e.g. a publish branch whose invocation has not ended: its runs still merge into it
+                raise RatuiError("RAT-CAT-011", f"cannot merge {ref}: run {active[0]['id']} of "
+                                 f"{active[0]['pipeline']} is still {active[0]['status']} on it")
         return branches.merge(self._state, ref, into=into, message=message, dry_run=dry_run)
+
+    def branch_origin(self, ref: str) -> str:
+        """The ref a branch was created from (where its merge goes by default); main for main, run branches,
+        branches from before ratui recorded it, or when that ref is gone."""
+        from ratui.engine.ops.changes import branch_origin
+
+        origin = branch_origin(self._state, ref) if ref != MAIN else None
+        if origin is None:
+            return MAIN
+        name = origin[0].partition("@")[0]
+        return name if name in {r.name for r in self.refs()} else MAIN
 
     def create_branch(self, name: str, *, from_ref: str = MAIN):
         """A dev branch (RAT-CAT-001 exists, -006 bad name, -012 reserved name, -010 unknown past state)."""
@@ -243,14 +258,16 @@ class Engine:
         return branches.rollback(self._state, plan)
 
     def resolve_ref(self, ref: str, at: str | None = None) -> str:
-        """`ref` checked (a branch or "ref@HASH"); with `at` (a time) the ref's past state then, as "ref@HASH"."""
+        """`ref` checked (a branch or "ref@HASH", returned with the whole hash); with `at` (a time) the ref's past
+        state then, as "ref@HASH"."""
         from ratui.engine.ops.branches import parse_when
         from ratui.engine.state.catalog.base import split_spec
 
         catalog = self._state.catalog
         if at is None:
             catalog.get_ref(ref)
-            return ref
+            name, commit = split_spec(ref)
+            return ref if commit is None else f"{name}@{catalog.commit(ref).hash}"  # a prefix made whole
         name, _ = split_spec(ref)
         return f"{name}@{catalog.commit_at(name, parse_when(at)).hash}"
 

@@ -217,7 +217,7 @@ class Ledger:
             same = row is not None and row["size"] == e.size and (e.archived or row["mtime_ns"] == e.mtime_ns)
             if e.state == "skipped":
                 out.append(e)
-            elif same:
+            elif same and row is not None:
                 out.append(replace(e, state="loaded", run_id=row["run_id"], loaded_at=row["loaded_at"]))
             else:
                 out.append(replace(e, state="unloaded", run_id=None, loaded_at=None))

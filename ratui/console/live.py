@@ -47,6 +47,7 @@ class LiveRun:
     trigger: str | None = None
     strategy: str | None = None
     branch: str | None = None
+    ref: str = "main"  # the branch it merges into
     rows_written: int | None = None
     duration_ms: int | None = None
     warnings: int = 0
@@ -93,6 +94,7 @@ class LiveRun:
     def apply(self, event: Event, now: float, clock_text: str) -> None:
         if isinstance(event, RunQueued):
             self.trigger = event.trigger
+            self.ref = event.ref
         elif isinstance(event, RunStarted):
             self.status = "running"
             self.branch = event.branch
@@ -148,7 +150,8 @@ class LiveRun:
     @classmethod
     def from_history(cls, run: dict[str, Any]) -> "LiveRun":
         live = cls(run["id"], run["pipeline"], status=run.get("status") or "pending", trigger=run.get("trigger"),
-                   strategy=run.get("strategy"), branch=run.get("branch"), rows_written=run.get("rows_written"),
+                   strategy=run.get("strategy"), branch=run.get("branch"), ref=run.get("ref") or "main",
+                   rows_written=run.get("rows_written"),
                    duration_ms=run.get("duration_ms"), warnings=run.get("warnings") or 0,
                    started_at=run.get("started_at"), reason=run.get("reason"), run_type=run.get("run_type"),
                    live=False)

@@ -34,6 +34,7 @@ class RunQueued(Event):
     pipeline: str
     trigger: str
     invocation: str | None = None  # the invocation (CLI run, console batch, watch plan) that queued it
+    ref: str = "main"  # the branch the run merges into
 
 
 @dataclass(frozen=True)

@@ -224,6 +224,7 @@ class RunScreen(ConsoleScreen):
         fields = [
             ("run", run.run_id),
             ("branch", run.branch or "-"),
+            *([("into", run.ref)] if run.ref != "main" else []),
             ("strategy", run.strategy or "-"),
             ("trigger", run.trigger or "-"),
         ]

@@ -388,7 +388,7 @@ class Engine:
         with self._lock:
             self._controls[run_id] = RunControl(run_id)
         self._poller.ensure_running()
-        self._bus.emit(RunQueued(run_id, key, trigger, invocation))
+        self._bus.emit(RunQueued(run_id, key, trigger, invocation, ref))
         return run_id
 
     def _new_skipped(self, key: str, *, trigger: str, invocation: str | None, compiled: CompiledProject,
@@ -398,7 +398,7 @@ class Engine:
         pipeline = compiled.pipelines.get(key)
         strategy = pipeline.config.merge_strategy if pipeline is not None and pipeline.config else None
         self._state.history.create_run(run_id, key, trigger, strategy, invocation, run_type="skip", ref=ref)
-        self._bus.emit(RunQueued(run_id, key, trigger, invocation))  # observers learn its trigger and batch
+        self._bus.emit(RunQueued(run_id, key, trigger, invocation, ref))  # observers learn its trigger and batch
         return run_id
 
     def _decide(self, pipeline: Pipeline, *, force: bool = False, full_refresh: bool = False,

@@ -298,3 +298,34 @@ def test_a_branch_from_a_past_state_and_its_edges(project):
     engine.delete_branch("old")
     assert "old" not in {r.name for r in engine.refs()}
     assert engine.state.ledger.unloaded("demo", ["events"], EVENTS, "main") == []
+
+
+def test_the_branch_commands_end_to_end(project, capsys):
+    """branch create / run --ref / diff / merge --dry-run / merge / branch delete through the CLI, as a user types
+    them; every step is checked against the catalog."""
+    p = ["--project", str(project)]
+    engine = Engine.open(project)
+    assert cli_main(["run", *p]) == 0
+    assert cli_main(["branch", "create", "dev", *p]) == 0
+    assert "branch dev created from main (2 table(s))" in capsys.readouterr().out
+    (project / "demo/landing/events/e2.jsonl").write_text(E2)
+    assert cli_main(["run", "--ref", "dev", "--json", *p]) == 0
+    results = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert {r["pipeline"]: r["status"] for r in results} == {EVENTS: "success", KINDS: "success"}
+
+    assert cli_main(["diff", "dev", "--json", *p]) == 0
+    diff = {d["table"]: d for d in map(json.loads, capsys.readouterr().out.splitlines())}
+    assert (diff[EVENTS]["changed_on"], diff[EVENTS]["left"]["rows"], diff[EVENTS]["right"]["rows"]) == ("left", 3, 2)
+    head = engine.state.catalog.get_ref("main").head
+    assert cli_main(["merge", "dev", "--dry-run", *p]) == 0
+    assert "would merge 2 table(s) of dev into main" in capsys.readouterr().out
+    assert engine.state.catalog.get_ref("main").head == head
+    assert cli_main(["merge", "dev", "--json", *p]) == 0
+    merged = json.loads(capsys.readouterr().out)
+    assert sorted(merged["tables"]) == [EVENTS, KINDS] and merged["conflicts"] == []
+    assert engine.state.catalog.get_ref("main").head.startswith(merged["commit"])
+    assert rows(engine, "SELECT id FROM bronze.events") == [(1,), (2,), (3,)]
+    assert cli_main(["branch", "delete", "dev", *p]) == 0
+    assert [r.name for r in engine.refs()] == ["main"]
+    assert cli_main(["merge", "dev", *p]) == 1
+    assert "RAT-CAT-002" in capsys.readouterr().err

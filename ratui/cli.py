@@ -110,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("watch", help="watch the project and re-run what each saved file affects (Ctrl-C stops)")
+    p.add_argument("--ref", default="main", metavar="BRANCH", help="run on a branch of yours (default: main)")
     _project_arg(p)
     p.add_argument("--json", action="store_true", help="one JSON object per watch event")
 
@@ -514,7 +515,10 @@ def cmd_watch(args) -> int:
 
     signal.signal(signal.SIGTERM, interrupt)  # `kill` stops as cleanly as Ctrl-C: in-flight runs are cancelled
     engine.start_monitor()  # runs of other processes that die are recorded as failed while we watch
-    watcher = Watcher(engine=engine, on_event=show)
+    from ratui.engine.ops.branches import check_writable
+
+    check_writable(engine.state, args.ref)  # a mistyped branch fails now, not at the first save
+    watcher = Watcher(engine=engine, on_event=show, ref=args.ref)
     watcher.start()
     try:
         while True:

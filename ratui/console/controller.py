@@ -659,7 +659,7 @@ class Controller:
         """A Watcher on the console's engine: its runs go through the engine's bus like any other run."""
         from ratui.engine.ops.watch import Watcher
 
-        return Watcher(engine=self.require_engine(), on_event=on_event)
+        return Watcher(engine=self.require_engine(), on_event=on_event, ref=lambda: self.ref)
 
     def start_watch(self, timeout: float = 10.0) -> str:
         """Watch mode on: its events reach the App through this controller's queue."""

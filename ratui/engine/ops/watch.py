@@ -278,7 +278,7 @@ class Watcher:
 
     def __init__(self, root: Path | str | None = None, *, engine: Any = None, run_keys: RunKeys | None = None,
                  debounce_ms: int | None = None, on_event: Callable[[WatchEvent], None] | None = None,
-                 step_ms: int = 50):
+                 step_ms: int = 50, ref: str | Callable[[], str] = "main"):
         if engine is None and root is None:
             raise ValueError("Watcher needs a project root or an engine")
         if engine is None and run_keys is None:
@@ -287,6 +287,8 @@ class Watcher:
             engine = Engine.open(Path(str(root)))
             engine.recover()
         self.engine = engine
+        # the branch plans run on: a name, or a callable read at each plan (the console's working ref)
+        self.ref: Callable[[], str] = ref if callable(ref) else (lambda: ref)  # type: ignore[assignment]
         self.settings: Settings = engine.settings if engine is not None else load_settings(Path(str(root)))
         self.root = self.settings.root
         self._fixed_debounce = debounce_ms
@@ -540,7 +542,7 @@ class Watcher:
             if stop.is_set() and self._invocation is not None:  # stopped: the plan ends after this run
                 self._invocation.cancel()
 
-        invocation = self.engine.start(keys, trigger="watch", on_result=on_result)
+        invocation = self.engine.start(keys, trigger="watch", on_result=on_result, ref=self.ref())
         self._invocation = invocation
         if stop.is_set():  # stopped while the plan was being made
             invocation.cancel()

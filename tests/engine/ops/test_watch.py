@@ -469,6 +469,34 @@ def test_saving_a_pipeline_triggers_a_real_run(make_project, spark):
     assert len(events.of(WatchPlanStarted)) == 1
 
 
+def test_a_watch_on_a_branch_runs_there_and_leaves_main_alone(make_project, spark):
+    from ratui.engine.run.engine import Engine
+
+    root = make_project({"demo/pipelines/bronze/nums/pipeline.sql": "SELECT 1 AS id\n"}).resolve()
+    engine = Engine.open(root)
+    assert [r.status for r in engine.run(["demo.bronze.nums"])] == ["success"]
+    engine.create_branch("dev")
+    main_before = engine.table_pointers("main")
+    ref = ["dev"]
+    events = Events()
+    watcher = Watcher(engine=engine, debounce_ms=100, on_event=events, ref=lambda: ref[0]).start()
+    try:
+        save(root / "demo/pipelines/bronze/nums/pipeline.sql", "SELECT id FROM VALUES (1), (2), (3) AS t(id)\n")
+        (done,) = events.wait_for(WatchPlanFinished, timeout=120)
+        assert [(r.status, r.rows_written) for r in done.results] == [("success", 3)]
+        assert engine.get_run(done.results[0].run_id)["ref"] == "dev"
+        assert engine.table_pointers("main") == main_before
+        assert engine.query("SELECT count(*) FROM bronze.nums", ref="dev")[1] == [[3]]
+        # the branch deleted under the watch: the next plan says so and nothing runs on main
+        engine.delete_branch("dev")
+        save(root / "demo/pipelines/bronze/nums/pipeline.sql", "SELECT 7 AS id\n")
+        (failed,) = events.wait_for(WatchFailed, timeout=60)
+        assert "RAT-CAT-002" in failed.message
+    finally:
+        watcher.stop()
+    assert engine.table_pointers("main") == main_before
+
+
 def test_cli_watch_reports_a_broken_file_and_exits_0_on_ctrl_c(proj):
     import queue
 

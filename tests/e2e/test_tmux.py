@@ -127,7 +127,7 @@ FOOTERS = {
     "1": ("r Run", "+ Downstream", "c Stop", "e Edit", "w Watch", ": Jump", "? Help"),
     "2": ("/ Filter", "R Re-run", "w Watch", ": Jump", "? Help"),
     "3": ("s SQL", "o Open run", "w Watch", ": Jump", "? Help"),
-    "4": ("m Merge", "d Delete", "o Open run", "w Watch", ": Jump", "? Help"),
+    "4": ("n New", "s Switch", "m Merge", "d Delete", "l History", "w Watch", ": Jump", "? Help"),
     "5": ("u Reset file", "U Reset zone", "w Watch", ": Jump", "? Help"),
     "6": ("p Preview", "x Run now", "w Watch", ": Jump", "? Help"),
     "8": ("r Run", "u Upstream", "d Downstream", "w Watch", ": Jump", "? Help"),

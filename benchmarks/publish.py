@@ -92,7 +92,8 @@ def main() -> None:
             print(f"  {name:<40} {seconds * 1000:8.1f} ms   {seconds / one_merge:5.2f}x one run's merge")
         plan = engine.plan_rollback("main", first[0].run_id, first[0].pipeline)
         seconds, _ = timed(lambda: engine.rollback(plan))
-        print(f"  {'rollback apply, one table':<40} {seconds * 1000:8.1f} ms   {seconds / one_merge:5.2f}x one run's merge")
+        name = "rollback apply, one table"
+        print(f"  {name:<40} {seconds * 1000:8.1f} ms   {seconds / one_merge:5.2f}x one run's merge")
         engine.close()
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -70,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     _project_arg(p)
     p.add_argument("--limit", type=_positive_int, default=20)
     p.add_argument("--pipeline", help="only runs of pipelines matching this text")
+    p.add_argument("--ref", metavar="BRANCH", help="only runs on this branch (main, or a branch of yours)")
     p.add_argument("--status", choices=("pending", "running", "success", "failed", "cancelled", "skipped"))
     p.add_argument("--json", action="store_true")
 
@@ -232,7 +233,7 @@ def cmd_query(args) -> int:
 
 def cmd_runs(args) -> int:
     engine = _engine(args.project)
-    runs = engine.runs(args.limit, pipeline=args.pipeline, status=args.status)
+    runs = engine.runs(args.limit, pipeline=args.pipeline, status=args.status, ref=args.ref)
     if args.json:
         for run in runs:
             print(json.dumps(run, default=str))

@@ -162,8 +162,9 @@ class Engine:
     # ---------------------------------------------------------------------------------------- reading
 
     def runs(self, limit: int = 50, offset: int = 0, *, pipeline: str | None = None, status: str | None = None,
-             text: str | None = None) -> list[dict[str, Any]]:
-        return self._state.history.list_runs(limit, offset, pipeline=pipeline, status=status, text=text)
+             text: str | None = None, ref: str | None = None) -> list[dict[str, Any]]:
+        """Run history, newest first; `ref`: only runs that merge (or merged) into that branch."""
+        return self._state.history.list_runs(limit, offset, pipeline=pipeline, status=status, text=text, ref=ref)
 
     def count_runs(self, *, pipeline: str | None = None, status: str | None = None, text: str | None = None) -> int:
         return self._state.history.count_runs(pipeline=pipeline, status=status, text=text)

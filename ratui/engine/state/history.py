@@ -229,8 +229,12 @@ class History:
                 "and coalesce(ref, 'main') = ?", [ref]))
         return [r for r in rows if pipelines is None or r["pipeline"] in pipelines]
 
-    def _where(self, pipeline: str | None, status: str | None, text: str | None) -> tuple[str, list[Any]]:
+    def _where(self, pipeline: str | None, status: str | None, text: str | None,
+               ref: str | None = None) -> tuple[str, list[Any]]:
         clauses, params = [], []
+        if ref:
+            clauses.append("coalesce(ref, 'main') = ?")
+            params.append(ref)
         if pipeline:
             clauses.append("pipeline like ?")
             params.append(f"%{pipeline}%")
@@ -244,8 +248,8 @@ class History:
         return (" where " + " and ".join(clauses)) if clauses else "", params
 
     def list_runs(self, limit: int = 50, offset: int = 0, *, pipeline: str | None = None, status: str | None = None,
-                  text: str | None = None) -> list[dict[str, Any]]:
-        where, params = self._where(pipeline, status, text)
+                  text: str | None = None, ref: str | None = None) -> list[dict[str, Any]]:
+        where, params = self._where(pipeline, status, text, ref)
         sql = f"select * from runs{where} order by coalesce(started_at, queued_at) desc, id desc limit ? offset ?"
         with self._lock:
             return [self._decode(r) for r in self.db.query(sql, [*params, limit, offset])]

@@ -312,6 +312,10 @@ def test_the_branch_commands_end_to_end(project, capsys):
     assert cli_main(["run", "--ref", "dev", "--json", *p]) == 0
     results = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert {r["pipeline"]: r["status"] for r in results} == {EVENTS: "success", KINDS: "success"}
+    assert cli_main(["runs", "--ref", "dev", "--json", *p]) == 0
+    listed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert sorted(r["id"] for r in listed) == sorted(r["run_id"] for r in results)
+    assert {r["ref"] for r in listed} == {"dev"}
 
     assert cli_main(["diff", "dev", "--json", *p]) == 0
     diff = {d["table"]: d for d in map(json.loads, capsys.readouterr().out.splitlines())}

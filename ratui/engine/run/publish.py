@@ -56,23 +56,26 @@ def finish_publish(state: ProjectState, invocation: Invocation) -> PublishOutcom
     bad = [r for r in results if r.status != "success" and not (r.status == "skipped" and r.run_type == "skip"
                                                                  and not r.error)]
     missing = len(results) < len(invocation.keys)
-    try:
-        pending = [c.table for c in state.catalog.diff(branch, into)]
-    except RatuiError:
-        pending = []
+
+    def pending() -> list[str]:  # what would have landed (said when it did not)
+        try:
+            return [c.table for c in state.catalog.diff(branch, into)]
+        except RatuiError:
+            return []
+
     if invocation.cancelled or bad or missing or invocation.error is not None:
         why = (f"{len(bad)} of {len(invocation.keys)} pipeline(s) did not succeed: "
                + ", ".join(f"{r.pipeline} ({r.status})" for r in bad[:5]) if bad else
                "the publish was cancelled" if invocation.cancelled else "not every pipeline ran")
-        return PublishOutcome(branch, into, False, pending, f"{into} unchanged: {why}; {branch} kept for inspection")
+        return PublishOutcome(branch, into, False, pending(), f"{into} unchanged: {why}; {branch} kept for inspection")
     try:
         result = branches.merge(state, branch, into=into, kind="publish",
                                 message=f"publish {len(invocation.keys)} pipeline(s) into {into}")
     except RatuiError as exc:
-        return PublishOutcome(branch, into, False, pending, f"{into} unchanged: {exc.message}; {branch} kept",
+        return PublishOutcome(branch, into, False, pending(), f"{into} unchanged: {exc.message}; {branch} kept",
                               error=exc.to_dict())
     except Exception as exc:  # noqa: BLE001 - never lose the invocation over it; say what happened
-        return PublishOutcome(branch, into, False, pending, f"{into} unchanged: {type(exc).__name__}: {exc}",
+        return PublishOutcome(branch, into, False, pending(), f"{into} unchanged: {type(exc).__name__}: {exc}",
                               error=RatuiError("RAT-RUN-002", str(exc)).to_dict())
     try:
         branches.delete(state, branch)

@@ -272,12 +272,12 @@ class Ledger:
     def fork(conn: sqlite3.Connection, source: str, ref: str) -> None:
         """A new ref starts with what `source` had loaded."""
         conn.execute("DELETE FROM landing_loads WHERE ref = ?", (ref,))
-        if source == MAIN:
-            conn.execute(
-                "INSERT OR REPLACE INTO landing_loads SELECT ?, namespace, zone, pipeline, "
-                "CASE WHEN instr(file, '/') THEN replace(file, rtrim(file, replace(file, '/', '')), '') ELSE file END,"
-                " size, mtime_ns, run_id, COALESCE(loaded_at, updated_at) FROM landing_files WHERE state = 'loaded'",
-                (ref,))
+        if source == MAIN:  # main's loaded rows, under the file's own name (an archived one's too)
+            rows = conn.execute("SELECT namespace, zone, pipeline, file, size, mtime_ns, run_id, "
+                                "COALESCE(loaded_at, updated_at) FROM landing_files WHERE state = 'loaded'").fetchall()
+            conn.executemany("INSERT OR REPLACE INTO landing_loads VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                             [(ref, ns, zone, pipeline, file.rsplit("/", 1)[-1], size, mtime, run_id, at)
+                              for ns, zone, pipeline, file, size, mtime, run_id, at in rows])
         else:
             conn.execute("INSERT OR REPLACE INTO landing_loads SELECT ?, namespace, zone, pipeline, name, size, "
                          "mtime_ns, run_id, loaded_at FROM landing_loads WHERE ref = ?", (ref, source))

@@ -35,6 +35,11 @@ def test_a_branch_sees_its_own_loads_and_archived_files_keep_theirs(tmp_path):
     rows = ledger.files("demo", "events", P)
     assert {(e.file, e.state) for e in ledger.on_ref("dev", rows)} == {
         ("_processed/r1/a.csv", "loaded"), ("b.csv", "unloaded"), ("c.csv", "unloaded")}
+    # a branch created after the archiving inherits the load too, under the file's own name
+    closer, conn = tx(ledger)
+    with closer, write_tx(conn):
+        ledger.fork(conn, "main", "later")
+    assert [e.name for e in ledger.unloaded("demo", ["events"], P, "later")] == ["b.csv", "c.csv"]
 
     # dev loads b.csv: main does not see it as loaded
     closer, conn = tx(ledger)

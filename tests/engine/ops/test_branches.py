@@ -333,3 +333,26 @@ def test_the_branch_commands_end_to_end(project, capsys):
     assert [r.name for r in engine.refs()] == ["main"]
     assert cli_main(["merge", "dev", *p]) == 1
     assert "RAT-CAT-002" in capsys.readouterr().err
+
+
+def test_a_moved_project_still_travels_back_and_rolls_back(project, tmp_path):
+    """Iceberg metadata holds absolute paths: past commits of a moved project read and restore at its new place."""
+    import shutil
+
+    engine = Engine.open(project)
+    first = run(engine)
+    (project / "demo/landing/events/e2.jsonl").write_text(E2)
+    run(engine)
+    (old,) = [e for e in engine.log("main", limit=10) if e.run_id == first[EVENTS].run_id]
+    engine.close()
+    moved = tmp_path / "elsewhere" / "proj"
+    shutil.move(str(project), str(moved))
+
+    engine = Engine.open(moved)
+    assert rows(engine, "SELECT id FROM bronze.events", f"main@{old.hash}") == [(1,), (2,)]
+    plan = engine.plan_rollback("main", first[EVENTS].run_id, "events")
+    assert [(c.before.rows, c.after.rows) for c in plan.changes] == [(3, 2)]
+    engine.rollback(plan)
+    assert rows(engine, "SELECT id FROM bronze.events") == [(1,), (2,)]
+    assert run(engine, "events", force=True)[EVENTS].status == "success"
+    assert rows(engine, "SELECT id FROM bronze.events") == [(1,), (2,), (3,)]

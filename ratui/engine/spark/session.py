@@ -71,6 +71,15 @@ logger.parquet.name = org.apache.parquet
 logger.parquet.level = error
 """
 
+# Static settings ratui starts its own JVM with unless ratui.yaml sets them. Spark compiles each query stage it
+# generates code for and keeps the compiled classes in a cache of 100 by default; a forced run of the ten sample
+# pipelines generates about 150, so every run compiled all of its code again and the JIT then compiled those new
+# classes too (about half of the JVM's CPU in warm runs, benchmarks/README.md). With room for 1000 the runs of a
+# warm process reuse their classes.
+JVM_DEFAULT_CONF = {
+    "spark.sql.codegen.cache.maxEntries": "1000",
+}
+
 # A Spark Connect server runs with its own static settings (the ones above that are not spark.sql.*: see
 # connect_server_conf()); a client can only set SQL settings, on each of its sessions.
 CONNECT_SESSION_PREFIX = "spark.sql."
@@ -163,7 +172,53 @@ def _notify(state: str) -> None:
 
 
 def get_spark(settings: Settings):
-    """The process's SparkSession, started on first use with the project's settings."""
+    """The process's SparkSession, started on first use with the project's settings (or waited for, when
+    start_soon() is starting it)."""
+    global _wanted
+    _wanted = True
+    return _ensure_started(settings)
+
+
+# start_soon(): a JVM being started on the side, and whether anything has asked for the session since
+_wanted = False
+_soon: threading.Thread | None = None
+
+
+def start_soon(settings: Settings) -> None:
+    """Start Spark now on a thread of its own, so the JVM boots while the caller imports, compiles the project and
+    decides what to run; get_spark() then waits for it. A start that fails is left for get_spark() to try again
+    and report. When the process ends without asking for the session (every pipeline unchanged, a bad selector),
+    the JVM is killed at exit: it never finishes booting for nothing, nor writes the class archive of a JVM that
+    did no work."""
+    global _soon
+    if _session is not None or _soon is not None or settings.spark_remote:
+        return  # started already; a Connect client has no JVM to boot (it connects in a fraction of a second)
+
+    def start() -> None:
+        try:
+            _ensure_started(settings)
+        except BaseException:  # get_spark() tries again and reports it
+            log.debug("Spark start on the side failed", exc_info=True)
+
+    _soon = threading.Thread(target=start, name="ratui-spark-start", daemon=True)
+    _soon.start()
+    atexit.register(_kill_unwanted_jvm)
+
+
+def _kill_unwanted_jvm() -> None:
+    if _wanted:
+        return
+    try:
+        import psutil
+
+        for child in psutil.Process().children():
+            if "java" in child.name() and any("SparkSubmit" in part for part in child.cmdline()):
+                child.kill()
+    except Exception:  # it still ends once it reads the end of its stdin
+        log.debug("could not stop an unused JVM", exc_info=True)
+
+
+def _ensure_started(settings: Settings):
     global _session, _startup_seconds
     if _session is not None:
         return _session
@@ -208,9 +263,7 @@ def _start_classic(settings: Settings):
 
     conf = SparkConf(loadDefaults=False)
     conf.setMaster(settings.spark_master).setAppName(f"ratui:{settings.root.name}")
-    for key, value in settings.spark_config.items():
-        conf.set(key, value)
-    for key, value in REQUIRED_CONF.items():
+    for key, value in {**JVM_DEFAULT_CONF, **settings.spark_config, **REQUIRED_CONF}.items():
         conf.set(key, value)
     if master.startswith("spark://") and all(_is_loopback(h) for h, _p in _master_addresses(master)):
         # a cluster on this machine's loopback: the executors reach the driver there too (by default the driver

@@ -27,6 +27,27 @@ if TYPE_CHECKING:  # SQLAlchemy is only needed for PyIceberg's catalog: import i
 
 BUSY_TIMEOUT_MS = 30_000
 
+
+def _import_sqlite_utils():
+    """sqlite-utils, imported without pandas and numpy when nothing has imported them yet: it imports them only to
+    map their types, which ratui never hands it, and pandas alone costs about half a second of every command's
+    start (pyspark installs it). Whatever imports pandas later gets it as usual."""
+    import sys
+
+    hidden = [name for name in ("pandas", "numpy") if name not in sys.modules]
+    for name in hidden:
+        sys.modules[name] = None  # type: ignore[assignment]  # `import name` raises ImportError meanwhile
+    try:
+        import sqlite_utils
+    finally:
+        for name in hidden:
+            if sys.modules.get(name, 0) is None:
+                del sys.modules[name]
+    return sqlite_utils
+
+
+sqlite_utils = _import_sqlite_utils()
+
 _engines: dict[Path, "sqlalchemy.Engine"] = {}
 _engines_lock = threading.Lock()
 

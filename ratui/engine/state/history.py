@@ -13,9 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import sqlite_utils
-
-from ratui.engine.state.db import open_db
+from ratui.engine.state.db import open_db, sqlite_utils
 from ratui.engine.vocabulary import FINAL, MAIN, now_iso, parse_time
 from ratui.engine.state.processes import started_at
 

@@ -98,7 +98,10 @@ class Bench:
         (work / "ratui.yaml").write_text(SETTINGS)
         self.settings = load_settings(work)
         began = time.monotonic()
-        self.spark = spark_mod.get_spark(self.settings)
+        spark_mod.get_spark(self.settings)
+        # the session a run writes with (its SQL settings: adaptive execution may coalesce a cached batch's
+        # partitions, see spark/session.py), not the process's root session
+        self.spark = spark_mod.new_run_session(self.settings, "bench")
         heap = self.spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory() / 2**30
         print(f"spark up in {time.monotonic() - began:.1f}s, driver heap {heap:.1f} GiB, "
               f"{os.cpu_count()} cores", flush=True)

@@ -112,6 +112,34 @@ def batch_ranges(table: Table, batch, cols: list[str]):
     return rows, [(f, row[f"lo{i}"], row[f"hi{i}"], row[f"nn{i}"] < rows) for i, f in usable]
 
 
+def small_batch(batch, limit: int):
+    """The batch's rows on the driver (Arrow) when it holds at most `limit` of them, else None. One job, which also
+    fills the batch's cache when it is persisted; a larger batch brings at most limit + 1 rows here."""
+    rows = batch.limit(limit + 1).toArrow()
+    return rows if rows.num_rows <= limit else None
+
+
+def arrow_ranges(table: Table, rows, cols: list[str]):
+    """batch_ranges of a batch already on the driver (small_batch): the same (rows, ranges), with no Spark job."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    out = []
+    for i, f in _usable(table, cols):
+        column = rows.column(cols[i])
+        if isinstance(f.field_type, (it.TimestampType, it.TimestamptzType)):
+            # Iceberg bounds are microseconds since the epoch (UTC: Spark's session time zone)
+            column = pc.cast(column, pa.timestamp("us", tz=column.type.tz)).cast(pa.int64())
+        elif isinstance(f.field_type, it.DateType):
+            column = column.cast(pa.int32())  # days since the epoch
+        low = high = None
+        if column.null_count < len(column):
+            bounds = pc.min_max(column)
+            low, high = bounds["min"].as_py(), bounds["max"].as_py()
+        out.append((f, low, high, column.null_count > 0))
+    return rows.num_rows, out
+
+
 def files_in_ranges(files: list[DataFile], ranges) -> list[DataFile]:
     """The files whose bounds overlap every range of `ranges` (batch_ranges), or that hold NULLs where the batch
     does. No Spark job: Iceberg's per-file statistics against the batch's range. A file without bounds on a column
@@ -144,16 +172,20 @@ IN_FILTER_MAX_VALUES = 1000
 IN_FILTER_CONF = {"spark.sql.parquet.pushdown.inFilterThreshold": str(IN_FILTER_MAX_VALUES)}
 
 
-def local_keys(session, keys_df) -> tuple[Any, list[tuple[list | None, bool]]]:
-    """A small key frame brought to the driver (one job) and given back to Spark as a local relation, with, per key
+def local_keys(session, rows, schema, cols: list[str]) -> tuple[Any, list[tuple[list | None, bool]]]:
+    """The key columns `cols` of a batch on the driver (small_batch; `schema` its Spark schema) given back to Spark
+    as a local relation (columns __k0..: every join with it is a broadcast that costs no job), with, per key
     column, its distinct non-NULL values (None when there are more than IN_FILTER_MAX_VALUES) and whether it
-    holds a NULL: what locate_rows filters the table's key columns by."""
+    holds a NULL: what locate_rows filters the table's key columns by. Repeated key tuples stay: the frame is
+    only ever joined to keep or leave out the table's rows that match one."""
     import pyarrow.compute as pc
     from pyspark.sql import types as st
 
-    keys = keys_df.toArrow()
+    names = [f"__k{i}" for i in range(len(cols))]
+    keys = rows.select(cols).rename_columns(names)
+    key_schema = st.StructType([st.StructField(n, schema[c].dataType) for n, c in zip(names, cols)])
     values: list[tuple[list | None, bool]] = []
-    for field_, name in zip(keys_df.schema.fields, keys.column_names):
+    for field_, name in zip(key_schema.fields, keys.column_names):
         column = keys[name]
         # only types whose Python values make literals of exactly the column's type (timestamps, decimals and
         # floats could be compared through a conversion: never risk a superset that is not one)
@@ -162,7 +194,7 @@ def local_keys(session, keys_df) -> tuple[Any, list[tuple[list | None, bool]]]:
         if distinct is not None and len(distinct) > IN_FILTER_MAX_VALUES:
             distinct = None
         values.append((distinct, column.null_count > 0))
-    return session.createDataFrame(keys, schema=keys_df.schema), values
+    return session.createDataFrame(keys, schema=key_schema), values
 
 
 def locate_rows(session, table: Table, candidates: list[DataFile], keys_df, cols: list[str], *,
@@ -182,6 +214,31 @@ def locate_rows(session, table: Table, candidates: list[DataFile], keys_df, cols
     for c, (distinct, has_null) in zip(cols, values or []):
         if distinct is None:
             continue
-        keep = col(c).isin(distinct) if distinct else F.lit(False)
+        keep = in_list(c, distinct) if distinct else F.lit(False)
         old = old.where(keep | col(c).isNull() if has_null else keep)
     return old.join(keys_df, match_keys(old, cols, keys_df, kcols), "left_semi").select(FILE_NO, ROW_POS)
+
+
+def in_list(name: str, values: list):
+    """`name IN (values)` for ints, dates and strings (what local_keys lists), made from one SQL text: Column.isin
+    makes each value a literal through its own call into the JVM (a second for a thousand keys). A string holding
+    a quote, a backslash or a `$` (whose reading depends on the session's escaping and variable settings) goes
+    through isin."""
+    from datetime import date, datetime
+
+    from pyspark.sql import functions as F
+
+    texts = []
+    for v in values:
+        if isinstance(v, (bool, datetime)) or not isinstance(v, (int, str, date)):
+            return col(name).isin(values)
+        if isinstance(v, int):
+            texts.append(str(v))
+        elif isinstance(v, date):
+            texts.append(f"DATE'{v.isoformat()}'")
+        elif "'" in v or "\\" in v or "$" in v:
+            return col(name).isin(values)
+        else:
+            texts.append(f"'{v}'")
+    quoted = "`" + name.replace("`", "``") + "`"
+    return F.expr(f"{quoted} IN ({', '.join(texts)})")

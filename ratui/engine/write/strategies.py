@@ -63,8 +63,8 @@ from ratui.engine.write.files import (KEEP_LAYOUT_MIN_ROWS, WrittenFiles, commit
 from ratui.engine.write.keys import dedupe, key_frame, match_keys, resolve_columns
 from ratui.engine.write.prepare import aligned, prepare_table, table_names
 from ratui.engine.locations import local_file
-from ratui.engine.write.pruning import (IN_FILTER_CONF, batch_ranges, candidate_files, files_in_ranges, local_keys,
-                                        locate_rows)
+from ratui.engine.write.pruning import (IN_FILTER_CONF, arrow_ranges, batch_ranges, candidate_files, files_in_ranges,
+                                        local_keys, locate_rows, small_batch)
 
 # Keys broadcast to every task when a large rewrite keeps its files' layout (see _keeps_layout).
 BROADCAST_MAX_KEYS = 500_000
@@ -78,10 +78,11 @@ MOR_MAX_SHARE = 0.2
 # what it touches anyway).
 LOCATE_MAX_ROWS = 5_000_000
 
-# A batch of at most this many rows has its key tuples brought to the driver once: they come back to Spark as a
-# local relation (every join with them is a broadcast that costs no job, the cached batch is not scanned again),
-# and their distinct values filter the table's key columns inside the Parquet reader (pages and row groups
-# that hold none of them are skipped) before the exact NULL-safe match.
+# A batch of at most this many rows is brought to the driver once (small_batch): its count and key ranges are
+# computed there, its key tuples go back to Spark as a local relation (every join with them is a broadcast that
+# costs no job, the cached batch is not scanned again), and their distinct values filter the table's key columns
+# inside the Parquet reader (pages and row groups that hold none of them are skipped) before the exact NULL-safe
+# match.
 LOCAL_KEYS_MAX = 20_000
 
 HIT = "__ratui_hit"
@@ -215,19 +216,24 @@ def _replace_matching(req: WriteRequest, table: Table, outcome: WriteOutcome, ne
 
     new_rows = new_rows.persist()
     try:
-        # one job: the batch's rows and key ranges; the files those ranges reach come from Iceberg's statistics
-        outcome.rows_written, ranges = batch_ranges(table, new_rows, match_cols)
+        # one job: a small batch comes to the driver whole (its count, key ranges and keys need no other job);
+        # a larger one gets one more job for its count and key ranges. The files those ranges reach come from
+        # Iceberg's statistics.
+        local = small_batch(new_rows, LOCAL_KEYS_MAX)
+        if local is not None:
+            outcome.rows_written, ranges = arrow_ranges(table, local, match_cols)
+        else:
+            outcome.rows_written, ranges = batch_ranges(table, new_rows, match_cols)
         existing = data_files(table)
         if outcome.rows_written == 0:
             outcome.notes.append(empty_note)
             outcome.files_kept = len(existing)
             return _finish(req, outcome)
-        keys_df = key_frame(new_rows, match_cols, unique=unique_keys)
         values = None
-        if outcome.rows_written <= LOCAL_KEYS_MAX:
-            keys_df, values = local_keys(req.session, keys_df)
+        if local is not None:
+            keys_df, values = local_keys(req.session, local, new_rows.schema, match_cols)
         else:
-            keys_df = keys_df.persist()
+            keys_df = key_frame(new_rows, match_cols, unique=unique_keys).persist()
         try:
             candidates = files_in_ranges(existing, ranges)
             whole, rewrite, deletes = _plan(req, table, candidates, keys_df, match_cols, outcome.rows_written,

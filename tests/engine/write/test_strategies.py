@@ -574,3 +574,49 @@ def test_large_rewrites_keep_their_files_layout_without_a_shuffle(spark, project
     assert by([r for r in rows if r["k"] in (5, 250)], "k", "v", "valid_to") == [
         (5, "new", None), (5, "same", T0 + timedelta(days=1)), (250, "new", None),
         (250, "same", T0 + timedelta(days=1))]
+
+
+# ------------------------------------------------------------------------------------------- small batches
+
+
+def test_a_small_batch_on_the_driver_gives_the_key_ranges_spark_computes(spark, project):
+    """A small batch's count and key ranges are computed from its rows on the driver (no job): for every prunable
+    key type, NULLs and an all-NULL column, they equal what Spark's own aggregate gives, so files_in_ranges picks
+    the same files either way."""
+    from ratui.engine.write.pruning import arrow_ranges, batch_ranges, small_batch
+
+    schema = ("i int, l long, s string, d decimal(12,2), dt date, ts timestamp, ntz timestamp_ntz, none long, "
+              "v string")
+    rows = [(3, 2**40, "b\u00fc", Decimal("-1.50"), datetime(2026, 3, 1).date(), datetime(2026, 3, 1, 9, 30, 0, 123456,
+             tzinfo=UTC), datetime(2026, 3, 1, 9, 30), None, "x"),
+            (None, -5, "a'\\", Decimal("7.25"), datetime(1969, 12, 31).date(), datetime(1960, 1, 1, tzinfo=UTC),
+             datetime(2030, 1, 1), None, "y"),
+            (-7, None, None, None, None, None, None, None, "z")]
+    direct(spark, project, "types", "append_only", rows, schema)
+    table = project.table("types")
+    cols = ["i", "l", "s", "d", "dt", "ts", "ntz", "none"]
+    batch = spark.createDataFrame(rows, schema)
+    local = small_batch(batch, 10)
+    assert local is not None and small_batch(batch, 2) is None
+    assert arrow_ranges(table, local, cols) == batch_ranges(table, batch, cols)
+
+
+def test_merges_by_string_keys_spark_would_read_differently_in_sql_text(spark, project):
+    """The table's key columns are filtered by the batch's key values written as SQL text; values that text could
+    change (quotes, backslashes, `${...}`) go through Spark's own literals. Every key lands exactly once."""
+    from ratui.engine.iceberg.read import read_table
+
+    keys = ["plain", "it's", "back\\slash", "${spark.app.name}", "\u00fcn\u00efcode", "", "tab\there", "o'\\'k"]
+    filler = [f"f{i:03}" for i in range(100)]  # files large enough for the rows to be located (merge-on-read)
+    for part in (keys[:4] + filler[:50], keys[4:] + filler[50:]):  # two data files
+        direct(spark, project, "sk", "append_only", [(k, "old") for k in part], "k string, v string")
+    batches = ([("back\\slash", "new"), ("${spark.app.name}", "new")], [("it's", "new")],
+               [(k, "newer") for k in keys[4:6]] + [("fresh", "new")])
+    for batch in batches:
+        direct(spark, project, "sk", "incremental", batch, "k string, v string", unique_key="k")
+    expected = {"plain": "old", "it's": "new", "back\\slash": "new", "${spark.app.name}": "new",
+                "\u00fcn\u00efcode": "newer", "": "newer", "tab\there": "old", "o'\\'k": "old", "fresh": "new",
+                **{f: "old" for f in filler}}
+    for rows in (project.rows("sk"), [r.asDict() for r in read_table(spark, project.table("sk")).collect()]):
+        assert sorted((r["k"], r["v"]) for r in rows) == sorted(expected.items())
+

@@ -33,7 +33,8 @@ SETTINGS = settings(max_examples=6, deadline=None, derandomize=False,
                                            HealthCheck.function_scoped_fixture])
 
 KEYS = st.sampled_from([None, 1, 2, 3, 4])
-K2 = st.sampled_from([None, "a", "b"])
+# string keys Spark would read differently in SQL text (quote, backslash, ${...}) beside plain ones
+K2 = st.sampled_from([None, "a", "b", "it's", "c\\\\d", "${x}", "\u00fc", ""])
 WATERMARKS = st.sampled_from([None, T0, T0 + timedelta(hours=1), T0 + timedelta(days=40)])
 # merge-on-read off (None), or on with, per run of the sequence, whether the reaper compacts the table after it
 MOR = st.one_of(st.none(), st.lists(st.booleans(), min_size=4, max_size=4))

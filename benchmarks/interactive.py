@@ -11,8 +11,8 @@ What it prints:
                 files with spark.read, upstream tables as their Parquet files), running the pipeline's compiled
                 SQL and writing the result once as Parquet, plus its quality queries as one UNION ALL job.
                 Also the Spark jobs each phase ran (from Spark's status tracker, by the run's job group).
-  threads       the whole sample forced with --threads 1 and with --threads 2 (same process, warm), and whether
-                both produced the same rows
+  threads       the whole sample forced with --threads 1, 2 and 4 (same process, warm, interleaved), and
+                whether all produced the same rows
   cold          `ratui run` in a new process, from launch to the first pipeline's result line, beside a new
                 process that only starts a SparkSession with the same settings
   driver RSS    the peak RSS of this process
@@ -144,11 +144,11 @@ def warm_runs(base: Path, rounds: int) -> None:
     all_walls = [statistics.median(v) for v in walls.values()]
     print(f"median over pipelines: ratui {statistics.median(all_walls):.2f} s, ratio to floor "
           f"{statistics.median(ratios):.2f}x (worst {max(ratios):.2f}x)")
-    threads(engine, keys)
+    threads(engine, keys, rounds)
     engine.close()
 
 
-def threads(engine, keys: list[str]) -> None:
+def threads(engine, keys: list[str], rounds: int) -> None:
     from ratui.engine.iceberg.read import read_table
     from ratui.engine.spark import session as spark_mod
 
@@ -157,17 +157,23 @@ def threads(engine, keys: list[str]) -> None:
     def snapshot() -> dict[str, int]:
         return {k: read_table(spark, engine.load_table("main", k)).count() for k in keys}
 
-    timings = {}
-    for n in (1, 2):
-        began = time.monotonic()
-        results = engine.run(keys, force=True, threads=n)
-        timings[n] = time.monotonic() - began
-        assert all(r.status == "success" for r in results), [r.error for r in results if r.status != "success"]
-        if n == 1:
-            serial_rows = snapshot()
-    same = snapshot() == serial_rows
-    print(f"\nwhole sample forced, warm: --threads 1 {timings[1]:.2f} s, --threads 2 {timings[2]:.2f} s "
-          f"({timings[2] / timings[1]:.2f}x of serial), same rows in every table: {same}")
+    # interleaved (1, 2, 4, 1, 2, 4, ...), so a JVM still warming up does not favour the ones measured last
+    counts = (1, 2, 4)
+    timings: dict[int, list[float]] = {n: [] for n in counts}
+    rows: dict[int, dict[str, int]] = {}
+    for _ in range(rounds):
+        for n in counts:
+            began = time.monotonic()
+            results = engine.run(keys, force=True, threads=n)
+            timings[n].append(time.monotonic() - began)
+            assert all(r.status == "success" for r in results), [r.error for r in results if r.status != "success"]
+            rows[n] = snapshot()
+    serial = statistics.median(timings[1])
+    same = all(rows[n] == rows[1] for n in counts)
+    print(f"\nwhole sample forced, warm, median of {rounds}: --threads 1 {serial:.2f} s, "
+          + ", ".join(f"--threads {n} {statistics.median(timings[n]):.2f} s "
+                      f"({statistics.median(timings[n]) / serial:.2f}x of serial)" for n in counts[1:])
+          + f"; same rows in every table: {same}")
 
 
 def cold(base: Path) -> None:

@@ -148,3 +148,29 @@ def test_real_process_prints_nothing_from_spark(make_project, tmp_path):
     noise = ("WARN", "log4j", "SparkContext", "Using Spark", "NativeCodeLoader", "WARNING", "at org.")
     assert not any(word in proc.stdout for word in noise), proc.stdout
     assert (root / ".ratui/logs/spark.log").exists()
+    # a run that needs no Spark (everything unchanged, a selector matching nothing) has booted a JVM on the side
+    # while it started: none outlives the command, and nothing of it reaches the terminal
+    import psutil
+
+    for argv, code in ((["run", "--project", str(root)], 0), (["run", "--project", str(root), "nope"], 2)):
+        proc = subprocess.run([sys.executable, "-m", "ratui", *argv], capture_output=True, text=True, env=env,
+                              timeout=120)
+        assert proc.returncode == code, proc.stderr
+        assert not any(word in proc.stdout + proc.stderr for word in noise), proc.stdout + proc.stderr
+        left = []
+        for p in psutil.process_iter(["cmdline"]):
+            if any(str(root / ".ratui") in part for part in p.info["cmdline"] or []):
+                left.append(p.pid)
+        assert left == [], f"{argv}: processes of the project left running: {left}"
+    assert "1 unchanged" in subprocess.run([sys.executable, "-m", "ratui", "run", "--project", str(root)],
+                                           capture_output=True, text=True, env=env, timeout=120).stdout
+
+
+def test_the_engine_imports_without_pandas_which_still_imports_after():
+    """sqlite-utils would import pandas and numpy (half a second of every command's start) only to map their types:
+    the engine imports it without them, and pyspark's own later import of pandas is unaffected."""
+    script = ("import sys, ratui.cli, ratui.engine.run.engine; print('pandas' in sys.modules, 'numpy' in sys.modules);"
+              "import pandas, numpy; print(pandas.DataFrame({'a': [1]}).shape)")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[:2] == ["False False", "(1, 1)"]

@@ -205,15 +205,24 @@ def start_soon(settings: Settings) -> None:
     atexit.register(_kill_unwanted_jvm)
 
 
+LAUNCH_PARTS = ("spark-submit", "spark-class", "org.apache.spark.deploy.SparkSubmit",
+                "org.apache.spark.launcher.Main")
+
+
 def _kill_unwanted_jvm() -> None:
     if _wanted:
         return
     try:
         import psutil
 
-        for child in psutil.Process().children():
-            if "java" in child.name() and any("SparkSubmit" in part for part in child.cmdline()):
-                child.kill()
+        # the launch is a chain: spark-submit (a shell script) execs spark-class, whose launcher JVM prints the
+        # command the script then execs as the driver JVM; stop every link, so none can start the next
+        for child in psutil.Process().children(recursive=True):
+            try:
+                if any(part.endswith(LAUNCH_PARTS) for part in child.cmdline()):
+                    child.kill()
+            except psutil.Error:  # ended meanwhile
+                pass
     except Exception:  # it still ends once it reads the end of its stdin
         log.debug("could not stop an unused JVM", exc_info=True)
 

@@ -75,6 +75,20 @@ def test_run_records_phases_history_and_merges(orders_project):
         ["branch", "config", "build", "write", "quality", "resolve"]
 
 
+def test_a_warm_forced_run_reuses_the_code_spark_compiled_for_the_last_one(orders_project, spark):
+    """Spark compiles generated code for each query stage; ratui's JVM keeps room for the stages of a whole
+    project (spark.sql.codegen.cache.maxEntries 1000, Spark's own default 100), so a forced run of what ran
+    before compiles next to nothing again."""
+    assert spark.conf.get("spark.sql.codegen.cache.maxEntries") == "1000"
+    metrics = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics
+    engine = Engine.open(orders_project)
+    run(engine)
+    before = metrics.METRIC_COMPILATION_TIME().getCount()
+    results = engine.run(engine.compile().select([]), force=True)
+    assert [r.status for r in results] == ["success", "success"]
+    assert metrics.METRIC_COMPILATION_TIME().getCount() - before <= 3
+
+
 def test_incremental_uses_watermark_and_upserts(orders_project):
     engine = Engine.open(orders_project)
     run(engine)

@@ -216,6 +216,25 @@ def test_empty_files_are_warnings_and_garbage_is_refused(make_project, spark):
     assert main_fingerprint(root) == before
 
 
+def test_a_parquet_file_rewritten_in_place_is_read_with_its_new_columns(make_project, spark):
+    """Spark's schema of a Parquet landing file is remembered for the same bytes only: the same file rewritten
+    under its name with another column is read with it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root = make_project({"demo/pipelines/bronze/things/pipeline.sql": "SELECT * FROM {{ landing_zone('things') }}\n"})
+    (root / "demo/landing/things").mkdir(parents=True)
+    pq.write_table(pa.table({"id": [1, 2]}), root / "demo/landing/things/a.parquet")
+    engine = Engine.open(root)
+    assert run_one(engine, "demo.bronze.things").status == "success"
+    assert run_one(engine, "demo.bronze.things", force=True).status == "success"  # the remembered schema
+    pq.write_table(pa.table({"id": [1, 2, 3], "name": ["a", "b", "c"]}), root / "demo/landing/things/a.parquet")
+    result = run_one(engine, "demo.bronze.things", force=True)
+    assert result.status == "success", result.error
+    rows = engine.state.catalog.load_table("main", "demo.bronze.things").scan().to_arrow().to_pylist()
+    assert sorted((r["id"], r["name"]) for r in rows) == [(1, "a"), (2, "b"), (3, "c")]
+
+
 def test_hostile_file_names_load(make_project, spark):
     root = make_project({
         "demo/pipelines/bronze/people/pipeline.sql": ALL,

@@ -394,8 +394,19 @@ class ZoneReader:
                                      f"'{f.name}' as {f.type}, but '{seen[1].name}' has it as {seen[0]}",
                                      file=zf.where,
                                      hint="Write every file of a zone with the same column types.")
-        return self.session.read.option("mergeSchema", self.columns == "union").parquet(
-            *[self._spark_path(zf) for zf in files])
+        from pyspark.sql import types as st
+
+        # Spark infers a Parquet schema with a job of its own (even for one file): the same files give the same
+        # schema, remembered as for CSV and JSON
+        reader = self.session.read.option("mergeSchema", self.columns == "union")
+        key = ("parquet", _identity(files), self.columns)
+        known = _INFERRED.get(key)
+        if known is not None:
+            reader = reader.schema(st.StructType.fromJson(known))
+        df = reader.parquet(*[self._spark_path(zf) for zf in files])
+        if known is None:
+            _INFERRED.put(key, df.schema.jsonValue())
+        return df
 
     # ----------------------------------------------------------------------------------------- bad rows
 

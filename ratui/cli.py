@@ -20,7 +20,7 @@ from ratui.engine.vocabulary import ACTIVE, format_bytes, format_duration
 
 from ratui.cli_common import (  # noqa: F401 - shared with cli_branches.py
     EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_OK, EXIT_USAGE, cell as _cell, engine as _engine, err as _err,
-    positive_int as _positive_int, project_arg as _project_arg, start_spark_soon, table as _table,
+    positive_int as _positive_int, project_arg as _project_arg, table as _table,
 )
 
 
@@ -156,7 +156,6 @@ def _result_line(r: Any) -> str:
 def cmd_run(args) -> int:
     """No selector means the whole project: any compile error stops everything before a branch exists. With
     selectors, a broken pipeline outside the selection is only a warning."""
-    start_spark_soon(args.project)
     engine = _engine(args.project, recover=True)
     compiled = engine.compile()
     try:

@@ -36,21 +36,6 @@ def err(error: RatuiError, as_json: bool = False) -> None:
         print(error.render(), file=sys.stderr)
 
 
-def start_spark_soon(project: str) -> None:
-    """Boot Spark on the side while the command imports, compiles and decides what to run (a cold `ratui run`
-    otherwise does all that first, then waits seconds for the JVM). A project that cannot be read is left for the
-    engine to report."""
-    from ratui.engine.project.settings import find_project_root, load_settings
-    from ratui.engine.spark import session
-    from ratui.engine.state import db  # noqa: F401 - imported before the JVM's thread imports pandas (db.py)
-
-    try:
-        settings = load_settings(find_project_root(Path(project)))
-    except Exception:  # the engine's own open says what is wrong, with its code
-        return
-    session.start_soon(settings)
-
-
 def engine(project: str, *, recover: bool = False):
     """The project's engine. `recover`: first record runs whose process died (commands that run or reap)."""
     from ratui.engine.run.engine import Engine

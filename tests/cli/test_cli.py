@@ -148,8 +148,8 @@ def test_real_process_prints_nothing_from_spark(make_project, tmp_path):
     noise = ("WARN", "log4j", "SparkContext", "Using Spark", "NativeCodeLoader", "WARNING", "at org.")
     assert not any(word in proc.stdout for word in noise), proc.stdout
     assert (root / ".ratui/logs/spark.log").exists()
-    # a run that needs no Spark (everything unchanged, a selector matching nothing) has booted a JVM on the side
-    # while it started: none outlives the command, and nothing of it reaches the terminal
+    # a run that needs no Spark (everything unchanged, a selector matching nothing): no JVM outlives the command,
+    # nothing of Spark reaches the terminal
     import psutil
 
     for argv, code in ((["run", "--project", str(root)], 0), (["run", "--project", str(root), "nope"], 2)):

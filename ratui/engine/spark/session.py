@@ -172,62 +172,7 @@ def _notify(state: str) -> None:
 
 
 def get_spark(settings: Settings):
-    """The process's SparkSession, started on first use with the project's settings (or waited for, when
-    start_soon() is starting it)."""
-    global _wanted
-    _wanted = True
-    return _ensure_started(settings)
-
-
-# start_soon(): a JVM being started on the side, and whether anything has asked for the session since
-_wanted = False
-_soon: threading.Thread | None = None
-
-
-def start_soon(settings: Settings) -> None:
-    """Start Spark now on a thread of its own, so the JVM boots while the caller imports, compiles the project and
-    decides what to run; get_spark() then waits for it. A start that fails is left for get_spark() to try again
-    and report. When the process ends without asking for the session (every pipeline unchanged, a bad selector),
-    the JVM is killed at exit: it never finishes booting for nothing, nor writes the class archive of a JVM that
-    did no work."""
-    global _soon
-    if _session is not None or _soon is not None or settings.spark_remote:
-        return  # started already; a Connect client has no JVM to boot (it connects in a fraction of a second)
-
-    def start() -> None:
-        try:
-            _ensure_started(settings)
-        except BaseException:  # get_spark() tries again and reports it
-            log.debug("Spark start on the side failed", exc_info=True)
-
-    _soon = threading.Thread(target=start, name="ratui-spark-start", daemon=True)
-    _soon.start()
-    atexit.register(_kill_unwanted_jvm)
-
-
-LAUNCH_PARTS = ("spark-submit", "spark-class", "org.apache.spark.deploy.SparkSubmit",
-                "org.apache.spark.launcher.Main")
-
-
-def _kill_unwanted_jvm() -> None:
-    if _wanted:
-        return
-    try:
-        import psutil
-
-        # the launch is a chain: spark-submit (a shell script) execs spark-class, whose launcher JVM prints the
-        # command the script then execs as the driver JVM; stop every link, so none can start the next
-        for child in psutil.Process().children(recursive=True):
-            try:
-                if any(part.endswith(LAUNCH_PARTS) for part in child.cmdline()):
-                    child.kill()
-            except psutil.Error:  # ended meanwhile
-                pass
-    except Exception:  # it still ends once it reads the end of its stdin
-        log.debug("could not stop an unused JVM", exc_info=True)
-
-
-def _ensure_started(settings: Settings):
+    """The process's SparkSession, started on first use with the project's settings."""
     global _session, _startup_seconds
     if _session is not None:
         return _session

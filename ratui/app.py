@@ -37,8 +37,8 @@ from ratui.console import user_settings
 from ratui.console.live import LiveRun, RunStore
 from ratui.engine.errors import RatuiError
 from ratui.messages import (
-    CancelOutcomes, ControllerEvents, EngineOpened, Failed, ProjectCompiled, QuitReady, ReaperPassDone, RunLaunched,
-    RunLookedUp, SparkWhere, ThemeSaved, WatchToggled,
+    BatchLaunched, CancelOutcomes, ControllerEvents, EngineOpened, Failed, ProjectCompiled, QuitReady, ReaperPassDone,
+    RunLaunched, RunLookedUp, SparkWhere, ThemeSaved, WatchToggled,
 )
 from ratui.screens.branches import BranchesScreen
 from ratui.screens.dialogs import CancelRunScreen, ConfirmScreen, ErrorScreen, HelpScreen, JumpScreen
@@ -639,9 +639,16 @@ class RatuiApp(App[None]):
                         f"nothing was run.\n{first.code} {where}{first.message}\nhint: {first.hint}",
                         title=f"Cannot run {label}", severity="error", timeout=12, markup=False)
             return
-        batch = self.controller.start_batch(keys, full_refresh=full_refresh, force=force)
-        self.notify(f"Running {label}: {len(keys)} pipeline(s) in dependency order.", title="Batch", markup=False,
-                    timeout=4)
+        def launch() -> tuple[Any, str]:  # the first run is queued in SQLite: off the event loop
+            return self.controller.start_batch(keys, full_refresh=full_refresh, force=force), label
+
+        self.background(launch, BatchLaunched, f"starting {label}", group="launch")
+
+    @on(BatchLaunched)
+    def _batch_launched(self, message: BatchLaunched) -> None:
+        batch, label = message.value
+        self.notify(f"Running {label}: {len(batch.keys)} pipeline(s) in dependency order.", title="Batch",
+                    markup=False, timeout=4)
         self.push_screen(RunScreen(batch=batch.id, origin=self.current_mode))
 
     def confirm_cancel(self, run_ids: list[str]) -> None:

@@ -45,6 +45,10 @@ class RunLaunched(Result):
     """A run was queued from the console: `value` is (run_id, key, full_refresh)."""
 
 
+class BatchLaunched(Result):
+    """A batch was started from the console: `value` is (its Batch, the label it was started with)."""
+
+
 class ThemeSaved(Result):
     """`value`: the settings file the theme was saved in, or None when it could not be written."""
 

@@ -113,8 +113,9 @@ def batch_ranges(table: Table, batch, cols: list[str]):
 
 
 def small_batch(batch, limit: int):
-    """The batch's rows on the driver (Arrow) when it holds at most `limit` of them, else None. One job, which also
-    fills the batch's cache when it is persisted; a larger batch brings at most limit + 1 rows here."""
+    """The rows of `batch` (a few columns of it: its keys) on the driver, as Arrow, when it holds at most `limit`
+    of them, else None. One job, which also fills the cache of a persisted frame `batch` selects from; a larger
+    batch brings at most limit + 1 rows here."""
     rows = batch.limit(limit + 1).toArrow()
     return rows if rows.num_rows <= limit else None
 

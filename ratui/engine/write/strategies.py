@@ -216,10 +216,10 @@ def _replace_matching(req: WriteRequest, table: Table, outcome: WriteOutcome, ne
 
     new_rows = new_rows.persist()
     try:
-        # one job: a small batch comes to the driver whole (its count, key ranges and keys need no other job);
-        # a larger one gets one more job for its count and key ranges. The files those ranges reach come from
-        # Iceberg's statistics.
-        local = small_batch(new_rows, LOCAL_KEYS_MAX)
+        # one job: a small batch's key columns come to the driver (its count, key ranges and keys need no other
+        # job; the job also fills the batch's cache); a larger batch gets one more job for its count and key
+        # ranges. The files those ranges reach come from Iceberg's statistics.
+        local = small_batch(new_rows.select(*[F.col(f"`{c}`") for c in match_cols]), LOCAL_KEYS_MAX)
         if local is not None:
             outcome.rows_written, ranges = arrow_ranges(table, local, match_cols)
         else:

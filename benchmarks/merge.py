@@ -8,7 +8,8 @@ each table against a plain Spark write of the same rows.
 
 Every approach starts from the same table state: the base tables are written once on main, and each approach
 writes on a branch of its own forked from main (a branch copies table pointers, not data). Timed is the write
-itself, from reading the change batch to the committed snapshot. "files -" / "files +" are the data files the
+itself, from reading the change batch to the committed snapshot (the median of --repeat runs, each on a branch
+of its own). "files -" / "files +" are the data files the
 approach removed from / added to the table (compared by path before and after), "rewritten" the removed files
 that had to be read and written again.
 
@@ -30,6 +31,7 @@ import argparse
 import os
 import resource
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -109,6 +111,7 @@ class Bench:
         self.results: list[dict] = []
         self.full_refresh: dict[int, tuple[float, float]] = {}
         self.rss: dict[int, float] = {}
+        self.repeat = 1
 
     def request(self, ref: str, key: str, batch, rows: int, strategy: str, **config):
         from ratui.engine.project.config import PipelineConfig
@@ -146,26 +149,31 @@ class Bench:
         return str(folder)
 
     def measure(self, label: str, n: int, layout: str, key: str, fn) -> None:
-        branch = f"b{len(self.results)}-" + label.replace('_', '-').replace(' ', '-')
-        self.catalog.create_branch(branch)
-        before = paths_of(self.catalog.load_table(branch, key))
-        began = time.monotonic()
-        note = fn(branch)
-        seconds = time.monotonic() - began
-        table = self.catalog.load_table(branch, key)
-        after = paths_of(table)
+        """`fn` on `self.repeat` branches of main of their own; the median time is reported."""
         from ratui.engine.iceberg.read import row_count
 
-        rows = row_count(table)
+        times = []
+        for attempt in range(self.repeat):
+            branch = f"b{len(self.results)}-{attempt}-" + label.replace('_', '-').replace(' ', '-')
+            self.catalog.create_branch(branch)
+            before = paths_of(self.catalog.load_table(branch, key))
+            began = time.monotonic()
+            note = fn(branch)
+            times.append(time.monotonic() - began)
+            table = self.catalog.load_table(branch, key)
+            after = paths_of(table)
+            rows = row_count(table)
+            self.catalog.delete_branch(branch)
+        seconds = statistics.median(times)
         removed, added = len(before - after), len(after - before)
         row = dict(table_rows=n, layout=layout, approach=label, seconds=seconds, files_before=len(before),
                    removed=removed, added=added, rewritten=note.get("rewritten", removed), rows_after=rows,
                    deletes=note.get("deletes", 0))
         self.results.append(row)
-        print(f"  {label:<16} {layout:<7} {seconds:7.2f}s  files {len(before)} -> {len(after)} "
+        spread = f" (of {', '.join(f'{t:.2f}' for t in times)})" if len(times) > 1 else ""
+        print(f"  {label:<16} {layout:<7} {seconds:7.2f}s{spread}  files {len(before)} -> {len(after)} "
               f"(-{removed} +{added}, rewritten {row['rewritten']}, deletes +{row['deletes']})  rows {rows:,}",
               flush=True)
-        self.catalog.delete_branch(branch)
 
     def ratui(self, strategy: str, n: int, layout: str, batch_dir: str, size: int):
         from ratui.engine.write.strategies import write
@@ -218,6 +226,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=None, help="working folder (default: a temp folder)")
     parser.add_argument("--keep", action="store_true", help="keep the working folder")
     parser.add_argument("--skip-upsert", action="store_true", help="skip PyIceberg's upsert (the slowest)")
+    parser.add_argument("--repeat", type=int, default=3, help="times each approach runs per figure (median)")
     parser.add_argument("--warmup", type=int, default=200_000,
                         help="rows of an untimed warm-up round of every approach (0: none); a fresh JVM runs "
                              "its first merge 2-3x slower")
@@ -238,6 +247,7 @@ def main() -> None:
             if not args.skip_upsert:
                 bench.upsert(args.warmup, "spread", batch_dir)
             bench.results.clear()
+        bench.repeat = args.repeat
         for n in ([args.small] if args.small else []) + [args.rows]:
             print(f"\n{n:,}-row table, change batch {size:,} rows ({size // 2:,} updates + {size // 2:,} new keys)",
                   flush=True)

@@ -198,13 +198,19 @@ def local_keys(session, rows, schema, cols: list[str]) -> tuple[Any, list[tuple[
     return session.createDataFrame(keys, schema=key_schema), values
 
 
+# Key types whose range (batch_ranges) is the column's own values, so it filters the table's column as it is.
+RANGE_FILTER_TYPES = (it.IntegerType, it.LongType, it.StringType)
+
+
 def locate_rows(session, table: Table, candidates: list[DataFile], keys_df, cols: list[str], *,
-                broadcast: bool = False, values: list[tuple[list | None, bool]] | None = None):
+                broadcast: bool = False, values: list[tuple[list | None, bool]] | None = None, ranges=()):
     """(FILE_NO, ROW_POS) of every live row of `candidates` whose `cols` tuple (NULL-safe) is a key tuple of `keys_df`
     (columns __k0..): FILE_NO is the file's index in `candidates`, ROW_POS the row's position in the file.
     `broadcast`: the keys are few: every task gets them all, and the table's key column is never shuffled.
     `values` (local_keys): each key column's values, filtered on first (a superset of the matches, which the
-    Parquet reader can apply to its pages); the exact NULL-safe match follows."""
+    Parquet reader can apply to its pages); the exact NULL-safe match follows. `ranges` (batch_ranges): a key
+    column without such values is filtered on the batch's range of it instead (also a superset, which skips the
+    pages of a file that lie outside it: a batch of recent keys reads the end of a file, not all of it)."""
     from pyspark.sql import functions as F
 
     if broadcast:
@@ -212,11 +218,18 @@ def locate_rows(session, table: Table, candidates: list[DataFile], keys_df, cols
     kcols = [f"__k{i}" for i in range(len(cols))]
     old = read_files(session, table, candidates, positions=True).select(*[col(c) for c in cols], F.col(FILE_NO),
                                                                          F.col(ROW_POS))
+    listed = set()
     for c, (distinct, has_null) in zip(cols, values or []):
         if distinct is None:
             continue
+        listed.add(c.lower())
         keep = in_list(c, distinct) if distinct else F.lit(False)
         old = old.where(keep | col(c).isNull() if has_null else keep)
+    for field_, low, high, has_null in ranges:
+        if field_.name.lower() in listed or not isinstance(field_.field_type, RANGE_FILTER_TYPES):
+            continue
+        inside = col(field_.name).between(F.lit(low), F.lit(high)) if low is not None else F.lit(False)
+        old = old.where(inside | col(field_.name).isNull() if has_null else inside)
     return old.join(keys_df, match_keys(old, cols, keys_df, kcols), "left_semi").select(FILE_NO, ROW_POS)
 
 

@@ -237,7 +237,7 @@ def _replace_matching(req: WriteRequest, table: Table, outcome: WriteOutcome, ne
         try:
             candidates = files_in_ranges(existing, ranges)
             whole, rewrite, deletes = _plan(req, table, candidates, keys_df, match_cols, outcome.rows_written,
-                                            values)
+                                            values, ranges)
 
             def survivors(old, broadcast: bool):
                 keys = F.broadcast(keys_df) if broadcast else keys_df
@@ -260,7 +260,7 @@ def _replace_matching(req: WriteRequest, table: Table, outcome: WriteOutcome, ne
 
 
 def _plan(req: WriteRequest, table: Table, candidates: list[DataFile], keys_df, cols: list[str], new_rows: int,
-          values: list[tuple[list | None, bool]] | None = None):
+          values: list[tuple[list | None, bool]] | None = None, ranges=()):
     """(whole, rewrite, deletes): the files to drop unread (every live row replaced), the files to rewrite without
     their replaced rows, and the position-delete files written for the rest.
 
@@ -283,7 +283,7 @@ def _plan(req: WriteRequest, table: Table, candidates: list[DataFile], keys_df, 
     # batch of millions of rows never gets here, see above)
     with session_conf(req.session, IN_FILTER_CONF if values is not None else {}):
         found = locate_rows(req.session, table, candidates, keys_df, cols,
-                            broadcast=new_rows <= BROADCAST_MAX_KEYS, values=values).toArrow()
+                            broadcast=new_rows <= BROADCAST_MAX_KEYS, values=values, ranges=ranges).toArrow()
     counts = {entry["values"]: entry["counts"] for entry in pc.value_counts(found[FILE_NO]).to_pylist()}
     whole: list[DataFile] = []
     rewrite: list[DataFile] = []

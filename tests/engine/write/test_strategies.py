@@ -620,3 +620,19 @@ def test_merges_by_string_keys_spark_would_read_differently_in_sql_text(spark, p
     for rows in (project.rows("sk"), [r.asDict() for r in read_table(spark, project.table("sk")).collect()]):
         assert sorted((r["k"], r["v"]) for r in rows) == sorted(expected.items())
 
+
+
+def test_a_batch_of_many_keys_locates_its_rows_through_its_key_range(spark, project):
+    """More distinct keys than an IN list holds (1,000): the table's key column is filtered on the batch's key range
+    before the exact match (a NULL key too). The rows it replaces are found exactly: deletes name them, every other
+    row stays."""
+    from ratui.engine.iceberg.read import read_table
+
+    base = [(k, "old") for k in range(20_000)] + [(None, "old-null")]
+    direct(spark, project, "many", "append_only", base, "k long, v string")
+    batch = [(k, "new") for k in range(5_000, 6_500)] + [(None, "new-null"), (30_000, "fresh")]
+    out = direct(spark, project, "many", "incremental", batch, "k long, v string", unique_key="k")
+    assert out.delete_files_added == 1 and out.rows_deleted_by_position == 1_501 and out.files_rewritten == 0
+    expected = {k: "new" if 5_000 <= k < 6_500 else "old" for k in range(20_000)} | {None: "new-null", 30_000: "fresh"}
+    for rows in (project.rows("many"), [r.asDict() for r in read_table(spark, project.table("many")).collect()]):
+        assert len(rows) == len(expected) and {r["k"]: r["v"] for r in rows} == expected

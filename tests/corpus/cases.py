@@ -78,6 +78,9 @@ BATCHES: dict[str, Batch] = {b.id: b for b in (
         "paths:\n  allow_outside:\n    - {outside}\n"),
         notes="its cases' pipelines selected by name, --full-refresh, lenient landing settings and "
               "paths.allow_outside; a broken pipeline outside the selection"),
+    Batch("spark-refuses", RUN, 1, select=True,
+          settings=BASE_SETTINGS + "    spark.sql.codegen.cache.maxEntries: -1\n",
+          notes="a Spark setting of ratui.yaml that Spark itself refuses when it starts"),
 )}
 
 
@@ -274,6 +277,12 @@ CASES: list[Case] = [
          {"ratui.yaml": BASE_SETTINGS + "landing:\n  bad_rows: explode\n"},
          expect_code="RAT-CFG-007", expect_file="ratui.yaml",
          notes="bad_rows takes fail|skip; an unknown value is an error (passes today as an unknown key)"),
+
+    Case("ratui-yaml-spark-setting-refused", "ratui.yaml",
+         pipe("bronze", "spark_refused", sql("-- @merge_strategy: full_refresh", "SELECT 1 AS id")),
+         batch="spark-refuses", pipeline=_key("spark_refused"), expect_exit=1, expect_code="RAT-CFG-007",
+         expect_file="ratui.yaml", expect_line=7,
+         notes="Spark accepts the key but not its value: the run fails at the setting's line, not as a bug"),
 
     Case("ratui-yaml-s3-zone-not-a-url", "ratui.yaml",
          {"ratui.yaml": BASE_SETTINGS + "landing:\n  zones:\n    orders: https://bucket.example.com/orders\n"},

@@ -114,6 +114,7 @@ _session: Any = None
 _started_at: float | None = None
 _startup_seconds: float | None = None
 _listeners: list[Callable[[str], None]] = []
+_refused: tuple[str, str, str | None, int | None, str | None] | None = None  # a ratui.yaml setting Spark refused
 # Spark Connect: the server's URL (None when the process runs a JVM of its own), the SQL settings every session
 # gets, what the server says about itself, the sessions of each run, and every session handed out (released at exit)
 _remote_url: str | None = None
@@ -172,18 +173,23 @@ def _notify(state: str) -> None:
 
 
 def get_spark(settings: Settings):
-    """The process's SparkSession, started on first use with the project's settings."""
-    global _session, _startup_seconds
+    """The process's SparkSession, started on first use with the project's settings. A setting Spark refused is
+    refused again without starting another JVM (settings are read once per process)."""
+    global _session, _startup_seconds, _refused
     if _session is not None:
         return _session
     with _lock:
         if _session is not None:
             return _session
+        if _refused is not None:
+            raise RatuiError(*_refused[:2], file=_refused[2], line=_refused[3], hint=_refused[4])
         _notify("starting")
         began = time.monotonic()
         try:
             _session = _start(settings)
-        except BaseException:
+        except BaseException as exc:
+            if isinstance(exc, RatuiError) and exc.code == "RAT-CFG-007":
+                _refused = (exc.code, exc.message, exc.file, exc.line, exc.hint)
             _notify("failed")
             raise
         _startup_seconds = time.monotonic() - began
@@ -251,7 +257,39 @@ def _start_classic(settings: Settings):
         gateway = launch("")
     sc = SparkContext(conf=conf, gateway=gateway)
     sc.setLogLevel("WARN")
-    return SparkSession(sc)
+    session = SparkSession(sc)
+    try:
+        session.conf.get("spark.sql.session.timeZone")  # Spark checks the SQL settings when it first reads them
+    except Exception as exc:
+        sc.stop()
+        raise _refused_setting(settings, exc) from None
+    return session
+
+
+def _refused_setting(settings: Settings, exc: BaseException) -> BaseException:
+    """A Spark setting of ratui.yaml Spark refuses, as RAT-CFG-007 at its line (anything else as it was)."""
+    import re
+
+    text = str(exc)
+    found = re.search(r'config "([^"]+)"', text)
+    if "INVALID_CONF_VALUE" not in text or found is None:
+        return exc
+    key = found.group(1)
+    message = next((line.strip() for line in text.splitlines() if "INVALID_CONF_VALUE" in line), text)
+    message = message[message.index("[INVALID_CONF_VALUE"):] if "[INVALID_CONF_VALUE" in message else message
+    path = settings.root / SETTINGS_FILE
+    line = None
+    try:
+        for number, content in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if content.strip().startswith(f"{key}:"):
+                line = number
+                break
+    except OSError:
+        pass
+    return RatuiError("RAT-CFG-007", f"Spark refuses the setting {key} in {SETTINGS_FILE}: {message}", file=str(path),
+                      line=line, hint=f"Fix or remove {key} under spark: config: in {SETTINGS_FILE} (Spark's message "
+                      "says what it accepts). A console started before the fix needs a restart: Spark reads its "
+                      "settings when it starts.")
 
 
 # ------------------------------------------------------------------------------------------ Spark Connect

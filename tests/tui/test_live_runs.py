@@ -85,9 +85,17 @@ def test_run_and_cancel_from_the_console(spark, tmp_path):
             second_started, release = threading.Event(), threading.Event()
             holding: dict[str, str] = {}
 
+            left_detail = threading.Event()
+
             def hold(event) -> None:
                 if isinstance(event, RunStarted) and event.pipeline == "ecommerce.bronze.raw_products":
+                    holding["other"] = event.run_id
                     second_started.set()
+                if (isinstance(event, PhaseStarted) and event.phase == "quality"
+                        and holding.get("other") == event.run_id):
+                    # a run that ends while its detail is on screen gets no toast: this one (a second's work on a
+                    # warm Spark) ends only once the test has gone back to the pipelines
+                    left_detail.wait(120)
                 if isinstance(event, RunStarted) and event.pipeline == "ecommerce.silver.clean_customers":
                     holding["run"] = event.run_id
                 if (isinstance(event, PhaseStarted) and event.phase == "quality"
@@ -101,6 +109,7 @@ def test_run_and_cancel_from_the_console(spark, tmp_path):
             select("ecommerce.bronze.raw_products")
             await settle(pilot)
             other = await launch("r")
+            left_detail.set()
             assert refreshed.strategy == "full_refresh"
             await wait_for(pilot, second_started.is_set, 60)
             assert not refreshed.finished, "the two runs did not overlap"

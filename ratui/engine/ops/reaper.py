@@ -476,9 +476,11 @@ class Reaper:
         if not objects:
             return
         readable = [o for o in objects if o.name.count("/") == 2 and is_active_name(o.name.rsplit("/", 1)[-1])]
-        # (an object store keeps times in whole seconds: among equals, the later run; run ids sort by time)
-        newest = max(readable, key=lambda o: (o.mtime_ns, o.name.split("/")[1])).name if readable else None
         ended = self.history.end_times({o.name.split("/")[1] for o in objects})
+        # an object store keeps times in whole seconds: among equals, the run that ended last (run ids sort by the
+        # second they were made in, then at random)
+        newest = max(readable, key=lambda o: (o.mtime_ns, ended.get(o.name.split("/")[1], 0.0),
+                                              o.name.split("/")[1])).name if readable else None
         doomed = []
         for obj in objects:
             run_id = obj.name.split("/")[1]

@@ -3,6 +3,7 @@ the same run of this script.
 
     python benchmarks/interactive.py                 # warm runs, jobs per phase, threads, cold start
     python benchmarks/interactive.py --rounds 5 --skip-cold
+    python benchmarks/interactive.py --rounds 5 --only-cold
 
 What it prints:
 
@@ -13,8 +14,9 @@ What it prints:
                 Also the Spark jobs each phase ran (from Spark's status tracker, by the run's job group).
   threads       the whole sample forced with --threads 1, 2 and 4 (same process, warm, interleaved), and
                 whether all produced the same rows
-  cold          `ratui run` in a new process, from launch to the first pipeline's result line, beside a new
-                process that only starts a SparkSession with the same settings
+  cold          `ratui run` in a new process, from launch to the first pipeline's result line (ratui's default
+                spark.jit auto, and spark.jit full), beside a new process that only starts a SparkSession with
+                the same settings (Java's default JIT, and the quick one); `--rounds` interleaved rounds
   driver RSS    the peak RSS of this process
 
 Timings are wall-clock; they are printed, never asserted. Check `uptime` first: figures from a busy machine are
@@ -176,40 +178,73 @@ def threads(engine, keys: list[str], rounds: int) -> None:
           + f"; same rows in every table: {same}")
 
 
-def cold(base: Path) -> None:
-    project = fresh_copy(base, "cold")
+def _cold_run(base: Path, name: str, jit: str | None) -> tuple[float, float]:
+    """A new `ratui run raw_customers` on a fresh copy: (launch to its result line, launch to exit)."""
+    project = fresh_copy(base, name)
+    if jit:
+        settings = project / "ratui.yaml"
+        settings.write_text(settings.read_text().replace("spark:\n", f"spark:\n  jit: {jit}\n", 1))
     began = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "ratui", "run", "--project", str(project), "raw_customers"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO)
     first = None
     assert proc.stdout is not None
     for line in proc.stdout:
-        if first is None and "raw_customers" in line and ("success" in line or "✔" in line or "ok" in line):
+        if first is None and "raw_customers" in line and line.startswith("[OK"):
             first = time.monotonic() - began
     proc.wait()
     total = time.monotonic() - began
+    if first is None:
+        raise SystemExit(f"cold run {name} failed")
+    return first, total
+
+
+def _spark_only(base: Path, name: str, quick: bool) -> float:
+    """A new process that only starts a SparkSession with the same settings (quick: with ratui's quick JIT)."""
     script = ("import sys,time; sys.path.insert(0, %r); t=time.monotonic();"
               "from ratui.engine.project.settings import load_settings; from pathlib import Path;"
-              "from ratui.engine.spark import session as s; s.get_spark(load_settings(Path(%r)));"
-              "print(time.monotonic()-t)") % (str(REPO), str(fresh_copy(base, "cold2")))
+              "from ratui.engine.spark import session as s, jit; %s s.get_spark(load_settings(Path(%r)));"
+              "print(time.monotonic()-t)") % (str(REPO), "jit.expect_small_work('benchmark');" if quick else "",
+                                               str(fresh_copy(base, name)))
     began = time.monotonic()
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-    spark_only = time.monotonic() - began
-    print(f"\ncold `ratui run raw_customers`: first result after {first or total:.2f} s (exit after {total:.2f} s); "
-          f"a new process starting only Spark: {spark_only:.2f} s (session {float(out.stdout.split()[-1]):.2f} s); "
-          f"difference {(first or total) - spark_only:+.2f} s")
+    subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    return time.monotonic() - began
+
+
+def cold(base: Path, rounds: int) -> None:
+    """Interleaved rounds: ratui's default (spark.jit auto: quick for this small run), ratui with spark.jit: full,
+    and the two Spark-only starts; medians."""
+    times: dict[str, list[float]] = {"auto": [], "full": [], "spark": [], "spark_quick": []}
+    for r in range(rounds):
+        times["auto"].append(_cold_run(base, f"cold-auto-{r}", None)[0])
+        times["full"].append(_cold_run(base, f"cold-full-{r}", "full")[0])
+        times["spark"].append(_spark_only(base, f"spark-{r}", False))
+        times["spark_quick"].append(_spark_only(base, f"spark-quick-{r}", True))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    show = lambda k: f"{med[k]:.2f} s ({', '.join(f'{t:.2f}' for t in times[k])})"  # noqa: E731
+    print(f"\ncold `ratui run raw_customers`, launch to its result line, median of {rounds} interleaved rounds:")
+    print(f"  ratui (spark.jit auto: quick JIT for this small run) {show('auto')}")
+    print(f"  ratui with spark.jit: full                          {show('full')}")
+    print(f"  a new process starting only Spark (Java's default JIT) {show('spark')}")
+    print(f"  a new process starting only Spark with the quick JIT   {show('spark_quick')}")
+    print(f"  ratui - Spark-only start: {med['auto'] - med['spark']:+.2f} s (goal +2 s); against the quick-JIT start "
+          f"{med['auto'] - med['spark_quick']:+.2f} s; spark.jit full - Spark-only start "
+          f"{med['full'] - med['spark']:+.2f} s")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3, help="forced runs of the sample per figure (median)")
     parser.add_argument("--skip-cold", action="store_true")
+    parser.add_argument("--only-cold", action="store_true")
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}, {os.cpu_count()} cores")
     base = Path(tempfile.mkdtemp(prefix="ratui-bench-"))
     try:
         if not args.skip_cold:
-            cold(base)
+            cold(base, args.rounds)
+        if args.only_cold:
+            return
         warm_runs(base, args.rounds)
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"\npeak driver (Python) RSS: {rss:.0f} MB")

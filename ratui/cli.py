@@ -183,6 +183,7 @@ def cmd_run(args) -> int:
         else:
             print(_result_line(result), flush=True)
 
+    engine.expect_one_shot(keys, compiled, force=args.force, full_refresh=args.full_refresh, ref=args.ref)
     invocation = engine.invocation(keys, trigger="cli", full_refresh=args.full_refresh, force=args.force,
                                    on_result=show, threads=args.threads, ref=args.ref, atomic=args.atomic)
     if not args.json:

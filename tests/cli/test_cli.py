@@ -148,6 +148,10 @@ def test_real_process_prints_nothing_from_spark(make_project, tmp_path):
     noise = ("WARN", "log4j", "SparkContext", "Using Spark", "NativeCodeLoader", "WARNING", "at org.")
     assert not any(word in proc.stdout for word in noise), proc.stdout
     assert (root / ".ratui/logs/spark.log").exists()
+    # a short run over small inputs: its JVM compiled with Java's quick compiler only, and its log says so
+    jvm_out = root / ".ratui/logs/jvm.out"
+    starts = [line for line in jvm_out.read_text().splitlines() if line.startswith("ratui: starting Spark's JVM")]
+    assert len(starts) == 1 and "JIT quick (spark.jit auto: 1 pipeline(s) reading at most" in starts[0], starts
     # a run that needs no Spark (everything unchanged, a selector matching nothing): no JVM outlives the command,
     # nothing of Spark reaches the terminal
     import psutil
@@ -164,6 +168,8 @@ def test_real_process_prints_nothing_from_spark(make_project, tmp_path):
         assert left == [], f"{argv}: processes of the project left running: {left}"
     assert "1 unchanged" in subprocess.run([sys.executable, "-m", "ratui", "run", "--project", str(root)],
                                            capture_output=True, text=True, env=env, timeout=120).stdout
+    # and none of those started a JVM, not even on the side
+    assert jvm_out.read_text().count("ratui: starting Spark's JVM") == 1
 
 
 def test_the_engine_imports_without_pandas_which_still_imports_after():

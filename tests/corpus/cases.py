@@ -81,6 +81,9 @@ BATCHES: dict[str, Batch] = {b.id: b for b in (
     Batch("spark-refuses", RUN, 1, select=True,
           settings=BASE_SETTINGS + "    spark.sql.codegen.cache.maxEntries: -1\n",
           notes="a Spark setting of ratui.yaml that Spark itself refuses when it starts"),
+    Batch("jvm-refuses", RUN, 1, select=True,
+          settings=BASE_SETTINGS + "    spark.driver.extraJavaOptions: -Dx=1 -XX:-BytecodeVerificationRemote\n",
+          notes="a Java option of ratui.yaml the JVM refuses: it does not start at all"),
 )}
 
 
@@ -283,6 +286,12 @@ CASES: list[Case] = [
          batch="spark-refuses", pipeline=_key("spark_refused"), expect_exit=1, expect_code="RAT-CFG-007",
          expect_file="ratui.yaml", expect_line=7,
          notes="Spark accepts the key but not its value: the run fails at the setting's line, not as a bug"),
+
+    Case("ratui-yaml-java-option-refused", "ratui.yaml",
+         pipe("bronze", "jvm_refused", sql("-- @merge_strategy: full_refresh", "SELECT 1 AS id")),
+         batch="jvm-refuses", pipeline=_key("jvm_refused"), expect_exit=1, expect_code="RAT-SPK-002",
+         expect_file="ratui.yaml", expect_line=7,
+         notes="the JVM exits before Spark is up: its own reason at the option's line, not a bug of ratui"),
 
     Case("ratui-yaml-s3-zone-not-a-url", "ratui.yaml",
          {"ratui.yaml": BASE_SETTINGS + "landing:\n  zones:\n    orders: https://bucket.example.com/orders\n"},

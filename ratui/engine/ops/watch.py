@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from ratui.engine.project.compiler import CompiledProject, compile_project
+from ratui.engine.project.discovery import landing_folder
 from ratui.engine.errors import RatuiError
 from ratui.engine.events import (  # noqa: F401 - the watcher's events, re-exported
     EventBus, WatchErrors, WatchEvent, WatchFailed, WatchPlanFinished, WatchPlanStarted, WatchReloaded,
@@ -440,7 +441,7 @@ class Watcher:
                 seen[key] = now
                 if before is None:
                     continue
-                folder = self.root / remote.namespace / "landing" / remote.name
+                folder = landing_folder(self.root, remote.namespace, remote.name)
                 changes = [(Change.added if n not in before else Change.modified, str(folder / n))
                            for n in now if before.get(n) != now[n]]
                 gone = [n for n in before if n not in now]

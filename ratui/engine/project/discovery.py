@@ -278,12 +278,22 @@ class LandingZone:
         return formats.pop()
 
 
+def table_folder(root: Path, key: str) -> Path:
+    """Where ratui creates the table of a pipeline key (namespace.layer.name): its metadata/ and data/ folders."""
+    namespace, layer, name = key.split(".")
+    return root / namespace / "warehouse" / layer / name
+
+
+def landing_folder(root: Path, namespace: str, zone: str) -> Path:
+    return root / namespace / "landing" / zone
+
+
 def landing_zone(root: Path, namespace: str, zone: str, file: str | None = None,
                  locations: ProjectLocations | None = None) -> LandingZone:
     problem = name_problem(zone)
     if problem:
         raise RatuiError("RAT-PRJ-001", f"landing zone name '{zone[:40]}' {problem}", file=file)
-    folder = root / namespace / "landing" / zone
+    folder = landing_folder(root, namespace, zone)
     if not folder.is_dir():
         known = [p.name for p in _visible_dirs(root / namespace / "landing")]
         raise RatuiError("RAT-LND-001", f"landing zone '{zone}' does not exist in namespace '{namespace}'", file=file,

@@ -27,9 +27,13 @@ DEFAULT_SPARK_CONFIG: dict[str, str] = {
 TOP_KEYS = {"namespace", "spark", "run", "quality", "merge", "watch", "landing", "reaper", "paths"}
 RUN_KEYS = {"threads"}
 # run.threads: how many independent pipelines of one invocation run at once (each in its own FAIR pool).
-SPARK_KEYS = {"master", "remote", "config"}
+SPARK_KEYS = {"master", "remote", "config", "jit"}
 # spark.master: local[N] | spark://HOST:PORT (a standalone cluster); spark.remote: sc://HOST:PORT (Spark Connect:
 # no JVM in ratui's process). SPARK_REMOTE in the environment sets the remote when ratui.yaml does not.
+# spark.jit: how ratui's own JVM compiles Spark's code. full: both of Java's compilers (fastest once warm); quick:
+# only the quick one (a new JVM's start and first queries take about half the CPU, big work runs up to 2.7x slower);
+# auto: quick for a `ratui run` whose inputs are small (spark/jit.py), full for everything else.
+JIT_MODES = ("auto", "quick", "full")
 QUALITY_KEYS = {"sample_rows"}
 MERGE_KEYS = {"retries", "backoff_ms"}
 LANDING_KEYS = {"max_attempts", "bad_rows", "columns", "zones", "s3"}
@@ -66,6 +70,7 @@ class Settings:
     spark_master: str = "local[*]"
     spark_remote: str | None = None
     spark_config: dict[str, str] = field(default_factory=dict)
+    spark_jit: str = "auto"
     quality_sample_rows: int = 5
     run_threads: int = 1
     merge_retries: int = 3
@@ -307,6 +312,7 @@ def load_settings(root: Path) -> Settings:
         spark_master=str(spark.get("master", "local[*]")),
         spark_remote=_remote_url(_remote_setting(spark, path), path),
         spark_config=spark_config,
+        spark_jit=_choice(spark.get("jit", "auto"), "spark.jit", JIT_MODES, path),
         quality_sample_rows=_int(quality.get("sample_rows", 5), "quality.sample_rows", path),
         run_threads=_int(run.get("threads", 1), "run.threads", path, minimum=1),
         merge_retries=_int(merge.get("retries", 3), "merge.retries", path, minimum=1),

@@ -79,6 +79,30 @@ class Engine:
         thread that emits them. Returns the unsubscribe."""
         return self._bus.subscribe(listener)
 
+    def expect_one_shot(self, keys: list[str], compiled: CompiledProject, *, force: bool = False,
+                        full_refresh: bool = False, ref: str = MAIN) -> None:
+        """This process runs these pipelines and exits (`ratui run`). When their inputs are small, the JVM it
+        starts compiles with Java's quick compiler only (ratui.yaml `spark.jit: auto`, spark/jit.py). When the
+        first of them is to run (not unchanged), Spark starts booting now, while the invocation opens the catalog
+        and prepares that run."""
+        from ratui.engine.run.work_size import input_bytes
+        from ratui.engine.spark import jit
+
+        if self.settings.spark_jit == "auto":
+            size = input_bytes(compiled, keys, limit=jit.SMALL_INPUT_BYTES)
+            small = size is not None and size < jit.SMALL_INPUT_BYTES
+            jit.expect_small_work(f"{len(keys)} pipeline(s) reading at most {size:,} bytes" if small else None)
+        chosen = set(keys)
+        first = next((k for k in keys if not compiled.graph.ancestors(k) & chosen), None)
+        if first is None or self.settings.spark_remote:
+            return
+        try:
+            runs = self._decide(compiled.pipelines[first], force=force, full_refresh=full_refresh, ref=ref).runs
+        except Exception:  # the invocation decides again, and reports what went wrong
+            return
+        if runs:
+            spark_mod.start_soon(self.settings)
+
     def start_spark(self) -> None:
         """Start Spark now (the console warms it up after its first paint)."""
         spark_mod.get_spark(self.settings)

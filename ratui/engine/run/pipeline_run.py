@@ -34,7 +34,7 @@ from ratui.engine.events import (
 from ratui.engine.iceberg.schema import check_columns
 from ratui.engine.ops.changes import definition_hashes, version_of
 from ratui.engine.project.compiler import CompiledProject, compile_pipeline
-from ratui.engine.project.discovery import Pipeline, discover_pipeline
+from ratui.engine.project.discovery import Pipeline, discover_pipeline, landing_folder
 from ratui.engine.project.templating import line_mapper, render
 from ratui.engine.run.control import Cancelled, RunControl
 from ratui.engine.run.python_pipeline import PythonContext, run_python_pipeline
@@ -291,7 +291,7 @@ class PipelineRun:
         except Exception:  # the merge is done; without the project's other readers only this one is known
             compiled = None
         for (namespace, zone), names in by_zone.items():
-            folder = self.settings.root / namespace / "landing" / zone
+            folder = landing_folder(self.settings.root, namespace, zone)
             consumers = {self.key} | ({p.key for p in compiled.pipelines.values()
                                        if p.namespace == namespace and zone in p.zones} if compiled else set())
             remote = self.settings.remote_zone(namespace, zone)

@@ -37,6 +37,7 @@ from urllib.parse import urlparse
 
 from ratui.engine.errors import RatuiError
 from ratui.engine.project.settings import DEFAULT_SPARK_CONFIG, SETTINGS_FILE, Settings
+from ratui.engine.spark import jit
 
 log = logging.getLogger("ratui.spark")
 
@@ -188,13 +189,36 @@ def get_spark(settings: Settings):
         try:
             _session = _start(settings)
         except BaseException as exc:
-            if isinstance(exc, RatuiError) and exc.code == "RAT-CFG-007":
+            if isinstance(exc, RatuiError) and exc.code in ("RAT-CFG-007", JVM_NOT_STARTED):
                 _refused = (exc.code, exc.message, exc.file, exc.line, exc.hint)
             _notify("failed")
             raise
         _startup_seconds = time.monotonic() - began
         _notify("ready")
         return _session
+
+
+_soon: threading.Thread | None = None  # a start on the side (start_soon), once asked for
+
+
+def start_soon(settings: Settings) -> None:
+    """Start Spark now on a thread of its own: the JVM boots while the caller goes on (imports, opens the catalog,
+    creates the run's branch), and get_spark() waits for it. A start that fails there is tried again, and
+    reported, by get_spark(). Call it only when a run is about to need Spark: a JVM nobody uses still boots (it
+    ends when the process does)."""
+    global _soon
+    with _lock:
+        if _session is not None or _soon is not None or settings.spark_remote:
+            return  # started; a Connect client has no JVM to boot
+
+        def start() -> None:
+            try:
+                get_spark(settings)
+            except BaseException:  # get_spark() on the run's thread tries again and reports it
+                log.debug("Spark start on the side failed", exc_info=True)
+
+        _soon = threading.Thread(target=start, name="ratui-spark-start", daemon=True)
+        _soon.start()
 
 
 def _start(settings: Settings):
@@ -233,7 +257,7 @@ def _start_classic(settings: Settings):
                 conf.set(key, "127.0.0.1")
     # a JVM that crashes writes its report with the project's logs, not into the current folder
     java_opts = (f"-Dlog4j2.configurationFile=file:{log4j_file} -Dlog4j.configurationFile=file:{log4j_file} "
-                 f"-XX:ErrorFile={settings.log_dir / 'hs_err_pid%p.log'}")
+                 f"-XX:ErrorFile={settings.log_dir / 'hs_err_pid%p.log'} {jit.java_option(settings)}").rstrip()
     extra = settings.spark_config.get("spark.driver.extraJavaOptions")
     conf.set("spark.local.dir", str(settings.state_dir / "spark-tmp"))
 
@@ -246,15 +270,24 @@ def _start_classic(settings: Settings):
                                                       "stdin": subprocess.DEVNULL})
 
     archive = class_archive_option()
+    jvm_out = settings.log_dir / "jvm.out"
+    with open(jvm_out, "ab") as out:  # how this JVM was started, before what it says itself
+        out.write(f"ratui: starting Spark's JVM ({settings.spark_master}), JIT {jit.describe(settings)}\n".encode())
+        said_before = out.tell()
     try:
-        gateway = launch(archive)
-    except Exception:
-        if not archive.startswith("-XX:SharedArchiveFile="):
-            raise
-        # an archive the JVM cannot map (damaged, truncated, from a changed runtime) must never stop Spark:
-        # set it aside and start without it (the next process writes a new one)
-        set_aside_archive(Path(archive.split("=", 1)[1]))
-        gateway = launch("")
+        try:
+            gateway = launch(archive)
+        except Exception:
+            if not archive.startswith("-XX:SharedArchiveFile="):
+                raise
+            # an archive the JVM cannot map (damaged, truncated, from a changed runtime) must never stop Spark:
+            # start without it, and set it aside when that works (the next process writes a new one). When the JVM
+            # does not start without it either, the archive was not the cause (a Java option the JVM refuses): it
+            # stays for the next start
+            gateway = launch("")
+            set_aside_archive(Path(archive.split("=", 1)[1]))
+    except Exception as exc:
+        raise _jvm_not_started(settings, exc, jvm_out, said_before) from None
     sc = SparkContext(conf=conf, gateway=gateway)
     sc.setLogLevel("WARN")
     session = SparkSession(sc)
@@ -264,6 +297,52 @@ def _start_classic(settings: Settings):
         sc.stop()
         raise _refused_setting(settings, exc) from None
     return session
+
+
+# what a JVM that refuses to start says besides its reason
+_JVM_BOILERPLATE = ("Error: Could not create the Java Virtual Machine", "Error: A fatal exception has occurred",
+                    "WARNING: Using incubator modules")
+JVM_NOT_STARTED = "RAT-SPK-002"
+
+
+def _jvm_not_started(settings: Settings, exc: BaseException, jvm_out: Path, offset: int) -> BaseException:
+    """A JVM that exited before Spark was up, as RAT-SPK-002 with the JVM's own reason (from jvm.out) and, when
+    that reason names a Java option of ratui.yaml, its line (anything else as it was)."""
+    if "JAVA_GATEWAY_EXITED" not in str(exc):
+        return exc
+    try:
+        with open(jvm_out, "rb") as out:
+            out.seek(offset)
+            said = out.read(64 * 1024).decode("utf-8", "replace").splitlines()
+    except OSError:
+        said = []
+    reasons = [line.strip() for line in said if line.strip() and not line.strip().startswith(_JVM_BOILERPLATE)]
+    reason = reasons[0] if reasons else "it printed nothing"
+    key = next((key for key in ("spark.driver.extraJavaOptions", "spark.driver.memory")
+                if any(_option_word(word) in reason for word in settings.spark_config.get(key, "").split()
+                       if _option_word(word))), None)
+    line = _settings_line(settings, key) if key else None
+    return RatuiError(JVM_NOT_STARTED, f"Spark's JVM did not start: {reason[:300]}",
+                      file=str(settings.root / SETTINGS_FILE) if line else None, line=line,
+                      hint=(f"Fix {key} under spark: config: in {SETTINGS_FILE}. " if line else "")
+                      + f"The JVM's whole output is in {jvm_out}; nothing was written and main is unchanged.")
+
+
+def _option_word(word: str) -> str:
+    """The name in a Java option (-XX:+Name, -XX:Name=1, -Dname=value) or the value itself (2g)."""
+    return word.lstrip("-").removeprefix("XX:").lstrip("+-").split("=", 1)[0]
+
+
+def _settings_line(settings: Settings, key: str) -> int | None:
+    """The line of ratui.yaml that sets a Spark setting (written as `key: value` under spark: config:)."""
+    try:
+        for number, content in enumerate((settings.root / SETTINGS_FILE).read_text(encoding="utf-8").splitlines(),
+                                         start=1):
+            if content.strip().startswith(f"{key}:"):
+                return number
+    except OSError:
+        pass
+    return None
 
 
 def _refused_setting(settings: Settings, exc: BaseException) -> BaseException:
@@ -278,14 +357,7 @@ def _refused_setting(settings: Settings, exc: BaseException) -> BaseException:
     message = next((line.strip() for line in text.splitlines() if "INVALID_CONF_VALUE" in line), text)
     message = message[message.index("[INVALID_CONF_VALUE"):] if "[INVALID_CONF_VALUE" in message else message
     path = settings.root / SETTINGS_FILE
-    line = None
-    try:
-        for number, content in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if content.strip().startswith(f"{key}:"):
-                line = number
-                break
-    except OSError:
-        pass
+    line = _settings_line(settings, key)
     return RatuiError("RAT-CFG-007", f"Spark refuses the setting {key} in {SETTINGS_FILE}: {message}", file=str(path),
                       line=line, hint=f"Fix or remove {key} under spark: config: in {SETTINGS_FILE} (Spark's message "
                       "says what it accepts). A console started before the fix needs a restart: Spark reads its "

@@ -33,6 +33,7 @@ from ratui.engine.iceberg.deletes import DeletesOverwrite
 from ratui.engine.iceberg.read import deletes_of
 from ratui.engine.iceberg.schema import FIELD_ID, NAME_MAPPING, iceberg_to_spark_type
 from ratui.engine.locations import local_file
+from ratui.engine.project.discovery import table_folder
 
 # pyarrow turns a file's timestamp statistics into Python values with zoneinfo.ZoneInfo("UTC") each time it
 # registers a file; keeping the zone alive here keeps it in zoneinfo's cache, so those lookups never go back to the
@@ -42,8 +43,7 @@ _UTC = zoneinfo.ZoneInfo("UTC")
 
 
 def table_location(root: Path, key: str) -> str:
-    namespace, layer, name = key.split(".")
-    return str(root / namespace / "warehouse" / layer / name)
+    return str(table_folder(root, key))
 
 
 def with_field_ids(df, schema: Schema):

@@ -130,3 +130,34 @@ def test_a_garbage_archive_never_stops_spark(tmp_path):
                          timeout=300, cwd=work)
     assert out.returncode == 0 and out.stdout.strip() == "45", out.stderr[-2000:]
     assert not list(work.iterdir())  # nothing written where the user stood
+
+
+def test_a_java_option_the_jvm_refuses_is_reported_and_the_archive_stays(tmp_path):
+    """A JVM that does not start for a reason of its own (a heap size it cannot read) is not the archive's fault:
+    the archive stays in place for the next start, and the error is RAT-SPK-002 at the setting's line, in the JVM's
+    own words, not a crash of ratui."""
+    from ratui.engine.spark.session import _archive_name
+
+    cache = tmp_path / "cache"
+    folder = cache / "ratui" / "jvm"
+    folder.mkdir(parents=True)
+    name = _archive_name()
+    assert name is not None
+    (folder / name).write_bytes(b"\x00" * 4096)  # any archive: the JVM refuses the option before it looks at it
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "ratui.yaml").write_text("namespace: demo\nspark:\n  master: local[1]\n  config:\n"
+                                        "    spark.driver.memory: 2x\n")
+    env = dict(os.environ, XDG_CACHE_HOME=str(cache), RATUI_JVM_ARCHIVE="1",
+               PYTHONPATH=str(Path(__file__).resolve().parents[3]))
+    script = SCRIPT.replace("spark = session.get_spark", "from ratui.engine.errors import RatuiError\n"
+                            "try:\n    session.get_spark(load_settings(Path(sys.argv[1])))\n"
+                            "except RatuiError as exc:\n    print(exc.code, exc.line, exc.message)\n"
+                            "    raise SystemExit(0)\nspark = session.get_spark")
+    out = subprocess.run([sys.executable, "-c", script, str(project)], env=env, capture_output=True, text=True,
+                         timeout=300, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    code, line, message = out.stdout.strip().split(" ", 2)
+    assert (code, line) == ("RAT-SPK-002", "5")
+    assert "-Xmx2x" in message  # the JVM's own reason
+    assert sorted(p.name for p in folder.iterdir()) == [name]  # not set aside as .bad

@@ -218,6 +218,7 @@ def cmd_query(args) -> int:
     ref = engine.resolve_ref(args.ref, args.at)
     if args.at and args.format == "table":
         print(f"-- {args.ref} at {args.at}: {ref}", file=sys.stderr)
+    engine.expect_one_shot_query()
     columns, rows, truncated = engine.query(args.sql, ref=ref, limit=args.limit)
     if args.format == "json":
         for row in rows:

@@ -103,6 +103,17 @@ class Engine:
         if runs:
             spark_mod.start_soon(self.settings)
 
+    def expect_one_shot_query(self) -> None:
+        """This process runs one query and exits (`ratui query`): when the project's tables are small, the JVM it
+        starts compiles with Java's quick compiler only (spark.jit auto)."""
+        from ratui.engine.run.work_size import tables_bytes
+        from ratui.engine.spark import jit
+
+        if self.settings.spark_jit == "auto":
+            size = tables_bytes(self.root, limit=jit.SMALL_INPUT_BYTES)
+            small = size < jit.SMALL_INPUT_BYTES
+            jit.expect_small_work(f"a query over tables of at most {size:,} bytes" if small else None)
+
     def start_spark(self) -> None:
         """Start Spark now (the console warms it up after its first paint)."""
         spark_mod.get_spark(self.settings)

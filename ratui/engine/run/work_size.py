@@ -37,6 +37,17 @@ def input_bytes(compiled: CompiledProject, keys: list[str], limit: int | None = 
     return total
 
 
+def tables_bytes(root: Path, limit: int | None = None) -> int:
+    """The bytes of every table's data folder in the project (every namespace's warehouse/LAYER/NAME/data): what a
+    query over any of them reads at most. Counting stops once past `limit`."""
+    total = 0
+    for data in sorted(root.glob("*/warehouse/*/*/data")):
+        total += _folder_bytes(data, None if limit is None else limit - total)
+        if limit is not None and total > limit:
+            break
+    return total
+
+
 def _folder_bytes(folder: Path, limit: int | None) -> int:
     """The size of the files under a folder (a symlinked file counts as what it points to; symlinked folders are
     not followed; files that vanish while counted are skipped)."""

@@ -120,3 +120,16 @@ def test_the_first_pipeline_to_run_starts_spark_on_the_side(small, monkeypatch):
     started.clear()
     one_shot(small, ["demo.silver.orders_clean"], force=True)
     assert started == [small]
+
+
+def test_a_query_over_small_tables_gets_the_quick_compiler_big_tables_keep_the_full_one(small):
+    engine = Engine.open(small)
+    engine.expect_one_shot_query()
+    assert jit.mode(engine.settings) == "quick"
+    assert "a query over tables of at most 0 bytes" in jit.describe(engine.settings)
+    data = small / "demo/warehouse/silver/orders_clean/data"
+    data.mkdir(parents=True)
+    with open(data / "00000-big.parquet", "wb") as out:
+        out.truncate(jit.SMALL_INPUT_BYTES + 1)
+    engine.expect_one_shot_query()
+    assert jit.mode(engine.settings) == "full"

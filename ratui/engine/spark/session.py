@@ -176,7 +176,7 @@ def _notify(state: str) -> None:
 def get_spark(settings: Settings):
     """The process's SparkSession, started on first use with the project's settings. A setting Spark refused is
     refused again without starting another JVM (settings are read once per process)."""
-    global _session, _startup_seconds, _refused
+    global _session, _startup_seconds, _refused, _soon_failed
     if _session is not None:
         return _session
     with _lock:
@@ -184,6 +184,11 @@ def get_spark(settings: Settings):
             return _session
         if _refused is not None:
             raise RatuiError(*_refused[:2], file=_refused[2], line=_refused[3], hint=_refused[4])
+        if _soon_failed is not None and threading.current_thread() is not _soon:
+            # the start on the side has just failed (an unreachable master, say): its caller gets that failure
+            # instead of waiting for a second attempt; a later call tries again
+            failed, _soon_failed = _soon_failed, None
+            raise failed
         _notify("starting")
         began = time.monotonic()
         try:
@@ -191,6 +196,8 @@ def get_spark(settings: Settings):
         except BaseException as exc:
             if isinstance(exc, RatuiError) and exc.code in ("RAT-CFG-007", JVM_NOT_STARTED):
                 _refused = (exc.code, exc.message, exc.file, exc.line, exc.hint)
+            if threading.current_thread() is _soon:
+                _soon_failed = exc
             _notify("failed")
             raise
         _startup_seconds = time.monotonic() - began
@@ -199,13 +206,14 @@ def get_spark(settings: Settings):
 
 
 _soon: threading.Thread | None = None  # a start on the side (start_soon), once asked for
+_soon_failed: BaseException | None = None  # how it failed, for the next get_spark() of another thread
 
 
 def start_soon(settings: Settings) -> None:
     """Start Spark now on a thread of its own: the JVM boots while the caller goes on (imports, opens the catalog,
-    creates the run's branch), and get_spark() waits for it. A start that fails there is tried again, and
-    reported, by get_spark(). Call it only when a run is about to need Spark: a JVM nobody uses still boots (it
-    ends when the process does)."""
+    creates the run's branch), and get_spark() waits for it. A start that fails there fails the next get_spark()
+    of another thread the same way (once: later calls try again). Call it only when a run is about to need Spark:
+    a JVM nobody uses still boots (it ends when the process does)."""
     global _soon
     with _lock:
         if _session is not None or _soon is not None or settings.spark_remote:
@@ -214,7 +222,7 @@ def start_soon(settings: Settings) -> None:
         def start() -> None:
             try:
                 get_spark(settings)
-            except BaseException:  # get_spark() on the run's thread tries again and reports it
+            except BaseException:  # kept for the run's own get_spark(), which reports it
                 log.debug("Spark start on the side failed", exc_info=True)
 
         _soon = threading.Thread(target=start, name="ratui-spark-start", daemon=True)

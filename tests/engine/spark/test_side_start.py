@@ -1,0 +1,52 @@
+"""Spark started on the side (session.start_soon, used by `ratui run` as soon as its first pipeline is known to
+run): the run's own get_spark() waits for it, and a start that fails there is reported once, not tried twice."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from ratui.engine.errors import RatuiError
+from ratui.engine.project.settings import load_settings
+from ratui.engine.spark import session
+
+
+@pytest.fixture
+def no_spark_yet(monkeypatch):
+    """A process whose Spark has not started (this test process's own shared session is set aside meanwhile)."""
+    for name, value in (("_session", None), ("_soon", None), ("_soon_failed", None), ("_refused", None)):
+        monkeypatch.setattr(session, name, value)
+
+
+def test_a_failed_start_on_the_side_fails_the_runs_get_spark_once_then_it_tries_again(no_spark_yet, monkeypatch,
+                                                                                      make_project):
+    settings = load_settings(make_project({}))
+    attempts = []
+    release = threading.Event()
+
+    def failing_start(s):
+        attempts.append(threading.current_thread().name)
+        release.wait(5)
+        raise RatuiError("RAT-SPK-001", "Spark master spark://127.0.0.1:9 is not reachable")
+
+    monkeypatch.setattr(session, "_start", failing_start)
+    session.start_soon(settings)
+    session.start_soon(settings)  # asked again: still one start
+    release.set()
+    with pytest.raises(RatuiError) as first:
+        session.get_spark(settings)  # waits for the side start, then gets its failure
+    assert first.value.code == "RAT-SPK-001"
+    assert attempts == ["ratui-spark-start"]
+    with pytest.raises(RatuiError):
+        session.get_spark(settings)  # a later call (the next pipeline) tries again
+    assert attempts == ["ratui-spark-start", threading.current_thread().name]
+
+
+def test_the_run_gets_the_session_the_side_started(no_spark_yet, monkeypatch, make_project):
+    settings = load_settings(make_project({}))
+    started = []
+    monkeypatch.setattr(session, "_start", lambda s: started.append(1) or "a session")
+    session.start_soon(settings)
+    assert session.get_spark(settings) == "a session"
+    assert started == [1]

@@ -176,7 +176,9 @@ def _notify(state: str) -> None:
 def get_spark(settings: Settings):
     """The process's SparkSession, started on first use with the project's settings. A setting Spark refused is
     refused again without starting another JVM (settings are read once per process)."""
-    global _session, _startup_seconds, _refused, _soon_failed
+    global _session, _startup_seconds, _refused, _soon_failed, _wanted
+    if threading.current_thread() is not _soon:
+        _wanted = True
     if _session is not None:
         return _session
     with _lock:
@@ -207,6 +209,7 @@ def get_spark(settings: Settings):
 
 _soon: threading.Thread | None = None  # a start on the side (start_soon), once asked for
 _soon_failed: BaseException | None = None  # how it failed, for the next get_spark() of another thread
+_wanted = False  # whether anything but the start on the side has asked for the session
 
 
 def start_soon(settings: Settings) -> None:
@@ -227,6 +230,33 @@ def start_soon(settings: Settings) -> None:
 
         _soon = threading.Thread(target=start, name="ratui-spark-start", daemon=True)
         _soon.start()
+        atexit.register(_kill_unwanted_jvm)
+
+
+# the launch of a JVM is a chain: spark-submit (a shell script) execs spark-class, whose launcher JVM prints the
+# command the script then execs as the driver JVM
+LAUNCH_PARTS = ("spark-submit", "spark-class", "org.apache.spark.deploy.SparkSubmit",
+                "org.apache.spark.launcher.Main")
+
+
+def _kill_unwanted_jvm() -> None:
+    """At exit: a JVM started on the side that no run asked for (the run failed or was interrupted before it
+    needed Spark) is killed, every link of its launch. Left alone it would end by itself, but as a JVM that did no
+    work it would first write the machine's class archive, when it is the one to write it, and every later
+    start would map that poor archive."""
+    if _wanted:
+        return
+    try:
+        import psutil
+
+        for child in psutil.Process().children(recursive=True):
+            try:
+                if any(part.endswith(LAUNCH_PARTS) for part in child.cmdline()):
+                    child.kill()
+            except psutil.Error:  # ended meanwhile
+                pass
+    except Exception:
+        log.debug("could not stop an unused JVM", exc_info=True)
 
 
 def _start(settings: Settings):

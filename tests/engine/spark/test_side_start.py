@@ -15,7 +15,8 @@ from ratui.engine.spark import session
 @pytest.fixture
 def no_spark_yet(monkeypatch):
     """A process whose Spark has not started (this test process's own shared session is set aside meanwhile)."""
-    for name, value in (("_session", None), ("_soon", None), ("_soon_failed", None), ("_refused", None)):
+    for name, value in (("_session", None), ("_soon", None), ("_soon_failed", None), ("_refused", None),
+                        ("_wanted", False)):
         monkeypatch.setattr(session, name, value)
 
 
@@ -50,3 +51,33 @@ def test_the_run_gets_the_session_the_side_started(no_spark_yet, monkeypatch, ma
     session.start_soon(settings)
     assert session.get_spark(settings) == "a session"
     assert started == [1]
+
+
+@pytest.mark.slow
+def test_a_jvm_started_on_the_side_that_no_run_used_writes_no_class_archive(make_project, tmp_path):
+    """A run that fails or is interrupted before it needs Spark (its first pipeline's start-up, Ctrl+C): the JVM
+    booted on the side is killed at exit. Left to end by itself it would, as the machine's first JVM, write the
+    class archive of a JVM that did no work, and every later start would map that."""
+    import os
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    root = make_project({})
+    cache = tmp_path / "cache"
+    env = dict(os.environ, XDG_CACHE_HOME=str(cache), RATUI_JVM_ARCHIVE="1")
+    script = ("import sys, time; from pathlib import Path; from ratui.engine.project.settings import load_settings;"
+              "from ratui.engine.spark import session; session.start_soon(load_settings(Path(sys.argv[1])));"
+              "deadline = time.monotonic() + 120\n"
+              "while session._session is None and time.monotonic() < deadline: time.sleep(0.1)\n"
+              "print('up' if session._session is not None else 'not up')")
+    proc = subprocess.run([sys.executable, "-c", script, str(root)], env=env, capture_output=True, text=True,
+                          timeout=300, cwd=Path(__file__).resolve().parents[3])
+    assert proc.stdout.strip() == "up", proc.stderr[-2000:]
+    folder = cache / "ratui" / "jvm"
+    assert list(folder.glob("*.claim"))  # it was the one to write the archive
+    deadline = time.monotonic() + 20  # a JVM ending on its own writes a small archive within seconds
+    while time.monotonic() < deadline:
+        assert not [p for p in folder.glob("*.part") if p.stat().st_size > 0]
+        time.sleep(0.5)

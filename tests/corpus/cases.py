@@ -287,6 +287,10 @@ CASES: list[Case] = [
          expect_file="ratui.yaml", expect_line=7,
          notes="Spark accepts the key but not its value: the run fails at the setting's line, not as a bug"),
 
+    Case("ratui-yaml-bad-jit", "ratui.yaml",
+         {"ratui.yaml": BASE_SETTINGS.replace("spark:\n", "spark:\n  jit: fast\n")},
+         expect_code="RAT-CFG-007", expect_file="ratui.yaml",
+         notes="spark.jit takes auto|quick|full; anything else is refused before any JVM starts"),
     Case("ratui-yaml-java-option-refused", "ratui.yaml",
          pipe("bronze", "jvm_refused", sql("-- @merge_strategy: full_refresh", "SELECT 1 AS id")),
          batch="jvm-refuses", pipeline=_key("jvm_refused"), expect_exit=1, expect_code="RAT-SPK-002",

@@ -11,7 +11,7 @@ Categories (cases):
 
     annotations           10
     config.yaml            5
-    ratui.yaml            14
+    ratui.yaml            15
     templates              9
     SQL                   16
     names                 10
@@ -25,7 +25,7 @@ Categories (cases):
     CLI misuse            32
     compile gate           3
     Python pipelines      12
-    total                184
+    total                185
 
 Select or skip the corpus with `-m corpus` / `-m "not corpus"`; `-m "corpus and not corpus_jvm"` leaves out the
 cases that need Spark beyond the base state's one run (the fast loop while editing compile-time cases).

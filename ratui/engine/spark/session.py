@@ -326,6 +326,8 @@ def _start_classic(settings: Settings):
             set_aside_archive(Path(archive.split("=", 1)[1]))
     except Exception as exc:
         raise _jvm_not_started(settings, exc, jvm_out, said_before) from None
+    if archive.startswith("-XX:SharedArchiveFile="):
+        _check_archive_used(Path(archive.split("=", 1)[1]), jvm_out, said_before)
     sc = SparkContext(conf=conf, gateway=gateway)
     sc.setLogLevel("WARN")
     session = SparkSession(sc)
@@ -616,9 +618,10 @@ def _archive_dir() -> Path:
     return Path(base) / "ratui" / "jvm"
 
 
-def _archive_name() -> str | None:
-    """A name that changes with the Java runtime and Spark's jars (their folder and names), or None when they
-    cannot be found."""
+def _archive_name(jars: Path | None = None) -> str | None:
+    """A name that changes with the Java runtime and Spark's jars (their folder, names, sizes and times), or None
+    when they cannot be found. A virtualenv made again at the same path has new jar files, which the JVM checks
+    against the archive (refusing it with a warning when they differ): their times make it a new name."""
     import hashlib
     import shutil
 
@@ -626,7 +629,7 @@ def _archive_name() -> str | None:
 
     java_home = os.environ.get("JAVA_HOME")
     java = os.path.join(java_home, "bin", "java") if java_home else shutil.which("java")
-    jars = Path(pyspark.__file__).parent / "jars"
+    jars = jars or Path(pyspark.__file__).parent / "jars"
     if not java or not os.path.exists(java) or not jars.is_dir():
         return None
     real = os.path.realpath(java)
@@ -634,7 +637,8 @@ def _archive_name() -> str | None:
     # the archive is only valid for the class path it was written with: this installation's jars folder
     digest.update(f"{real}:{os.stat(real).st_mtime_ns}:{pyspark.__version__}:{jars.resolve()}".encode())
     for jar in sorted(jars.iterdir()):
-        digest.update(jar.name.encode())
+        info = jar.stat()
+        digest.update(f"{jar.name}:{info.st_size}:{info.st_mtime_ns}".encode())
     return f"spark-{pyspark.__version__}-{digest.hexdigest()[:16]}.jsa"
 
 
@@ -660,6 +664,20 @@ def class_archive_option() -> str:
         return f"-XX:ArchiveClassesAtExit={folder / f'{name}.{os.getpid()}.part'}"
     except OSError:  # no home folder, a read-only cache: start without an archive
         return ""
+
+
+def _check_archive_used(archive: Path, jvm_out: Path, offset: int) -> None:
+    """A JVM that could not use the archive (written for other jar files or another runtime) says so and starts
+    without it: the archive is set aside, so that a later JVM writes one it can use, instead of every start
+    going without."""
+    try:
+        with open(jvm_out, "rb") as out:
+            out.seek(offset)
+            said = out.read(64 * 1024).decode("utf-8", "replace")
+    except OSError:
+        return
+    if "Unable to use shared archive" in said:
+        set_aside_archive(archive)
 
 
 def set_aside_archive(archive: Path) -> None:

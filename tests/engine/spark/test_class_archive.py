@@ -161,3 +161,40 @@ def test_a_java_option_the_jvm_refuses_is_reported_and_the_archive_stays(tmp_pat
     assert (code, line) == ("RAT-SPK-002", "5")
     assert "-Xmx2x" in message  # the JVM's own reason
     assert sorted(p.name for p in folder.iterdir()) == [name]  # not set aside as .bad
+
+
+def test_a_virtualenv_made_again_at_the_same_path_gets_an_archive_of_its_own(tmp_path):
+    """Its jars are new files: the JVM refuses an archive written against the old ones (and starts every time
+    without one), so their name must change with them, for the next JVM to write a new archive."""
+    from ratui.engine.spark.session import _archive_name
+
+    jars = tmp_path / "jars"
+    jars.mkdir()
+    (jars / "spark-core.jar").write_bytes(b"jar")
+    first = _archive_name(jars)
+    assert first is not None and _archive_name(jars) == first  # stable while nothing changes
+    os.utime(jars / "spark-core.jar", ns=(1, 1))  # reinstalled: the same name and size, another time
+    assert _archive_name(jars) != first
+
+
+def test_an_archive_the_jvm_says_it_cannot_use_is_set_aside_for_a_new_one(tmp_path):
+    """Java maps an archive only for the jar files and runtime it was written with; otherwise it warns and starts
+    without it. ratui reads that warning in the JVM's output and sets the archive aside, so the next JVM writes
+    one it can use rather than every start going without."""
+    from ratui.engine.spark.session import _check_archive_used
+
+    archive = tmp_path / "spark-x.jsa"
+    archive.write_bytes(b"archive")
+    out = tmp_path / "jvm.out"
+    out.write_text("[0.2s][warning][cds,dynamic] Unable to use shared archive. The top archive failed to load: "
+                   f"{archive}\nratui: starting Spark's JVM (local[2]), JIT full (spark.jit full)\n")
+    offset = out.stat().st_size  # an earlier JVM's warning: not this one's
+    with open(out, "a") as f:
+        f.write("WARNING: Using incubator modules: jdk.incubator.vector\n")
+    _check_archive_used(archive, out, offset)
+    assert archive.exists()
+    with open(out, "a") as f:
+        f.write("[0.2s][warning][cds,dynamic] Unable to use shared archive. The top archive failed to load: "
+                f"{archive}\n")
+    _check_archive_used(archive, out, offset)
+    assert not archive.exists() and (tmp_path / "spark-x.jsa.bad").read_bytes() == b"archive"

@@ -609,8 +609,8 @@ def describe() -> str | None:
 # query 15.5-18.0 s without, 10.9-12.2 s with (benchmarks/README.md). The archive lives in the user's cache
 # folder, named after the Java runtime and Spark's jars, so an upgrade of either makes a new one; a JVM that
 # refuses an archive says so in .ratui/logs/jvm.out and starts without it; a JVM that crashes on a damaged one
-# (cut short) makes ratui set the archive aside (.bad) and start Spark again without it. RATUI_JVM_ARCHIVE=0 turns
-# this off.
+# (cut short) makes ratui set the archive aside (.bad) and start Spark again without it; other installations'
+# archives that no JVM mapped for UNUSED_ARCHIVE_DAYS are removed. RATUI_JVM_ARCHIVE=0 turns this off.
 
 
 def _archive_dir() -> Path:
@@ -655,7 +655,9 @@ def class_archive_option() -> str:
         folder.mkdir(parents=True, exist_ok=True)
         archive = folder / name
         busy = tidy_archives(folder, name)
+        prune_other_archives(folder, name)
         if archive.is_file() and archive.stat().st_size > 0:
+            _mark_used(archive)
             return f"-XX:SharedArchiveFile={archive}"
         if busy:
             return ""  # another process will write it: one archive of 100-200 MB at a time
@@ -717,6 +719,53 @@ def tidy_archives(folder: Path, name: str, now: float | None = None) -> bool:
             continue
         _settle(part, folder / name)
     return busy
+
+
+# An archive of another installation (another virtualenv, an older Spark or Java) that no JVM has mapped for this
+# long goes (100-200 MB each); so do parts and claims of other installations' ended processes after a day, and
+# archives set aside as unusable after a week.
+UNUSED_ARCHIVE_DAYS = 30
+DAY = 86400.0
+
+
+def _mark_used(archive: Path, now: float | None = None) -> None:
+    """Record that a JVM maps the archive (its time, at most once a day), so pruning keeps archives in use."""
+    now = time.time() if now is None else now
+    try:
+        if now - archive.stat().st_mtime > DAY:
+            os.utime(archive, (now, now))
+    except OSError:
+        pass
+
+
+def prune_other_archives(folder: Path, name: str, now: float | None = None) -> list[Path]:
+    """Remove what other installations left in the archive folder and no longer use; returns what went."""
+    import psutil
+
+    now = time.time() if now is None else now
+    gone = []
+    for entry in folder.glob("spark-*.jsa*"):
+        if entry.name == name or entry.name.startswith(f"{name}."):
+            continue  # this installation's: tidy_archives() looks after them
+        try:
+            age = now - entry.stat().st_mtime
+            suffix = entry.name.rsplit(".", 1)[-1]
+            if suffix == "jsa":
+                stale = age > UNUSED_ARCHIVE_DAYS * DAY
+            elif suffix == "bad":
+                stale = age > 7 * DAY
+            elif suffix in ("part", "claim"):
+                pid_text = entry.name.rsplit(".", 2)[-2]
+                alive = pid_text.isdigit() and psutil.pid_exists(int(pid_text))
+                stale = age > DAY and not alive
+            else:
+                continue
+            if stale:
+                entry.unlink()
+                gone.append(entry)
+        except OSError:
+            continue  # gone already, or not ours to remove
+    return gone
 
 
 def _settle(part: Path, archive: Path) -> None:

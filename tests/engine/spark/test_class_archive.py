@@ -9,7 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-from ratui.engine.spark.session import ARCHIVE_SETTLE_SECONDS, tidy_archives
+from ratui.engine.spark.session import (ARCHIVE_SETTLE_SECONDS, DAY, UNUSED_ARCHIVE_DAYS, _mark_used,
+                                        prune_other_archives, tidy_archives)
 
 NAME = "spark-x.jsa"
 
@@ -49,6 +50,44 @@ def test_leftovers_of_ended_processes_go_once_an_archive_is_in_place(tmp_path):
     assert tidy_archives(tmp_path, NAME, now=time.time() + ARCHIVE_SETTLE_SECONDS + 1) is False
     assert sorted(p.name for p in tmp_path.iterdir()) == [NAME]
     assert (tmp_path / NAME).read_bytes() == b"archive"
+
+
+def _touched(path: Path) -> Path:
+    path.touch()
+    return path
+
+
+def _aged(path: Path, days: float) -> Path:
+    then = time.time() - days * DAY
+    os.utime(path, (then, then))
+    return path
+
+
+def test_archives_other_installations_stopped_using_go_and_the_rest_stay(tmp_path):
+    """A virtualenv made again, or an upgrade, leaves its old archive (100-200 MB) behind: it goes once unused for
+    UNUSED_ARCHIVE_DAYS; this installation's files, an archive still in use and a live writer's part stay."""
+    dead = dead_pid()
+    kept = {NAME: 40, f"{NAME}.{dead}.part": 40,  # this installation's: tidy_archives() decides
+            "spark-0.9-aaaa.jsa": UNUSED_ARCHIVE_DAYS - 1,  # another installation's, mapped within the month
+            f"spark-0.9-bbbb.jsa.{os.getpid()}.part": 3, f"spark-0.9-bbbb.jsa.{os.getpid()}.claim": 3,  # live writer
+            "spark-0.9-cccc.jsa.bad": 6, f"spark-0.9-dddd.jsa.{dead}.part": 0.5, "notes.txt": 90}
+    stale = {"spark-0.8-eeee.jsa": UNUSED_ARCHIVE_DAYS + 1, f"spark-0.9-ffff.jsa.{dead}.part": 2,
+             f"spark-0.9-ffff.jsa.{dead}.claim": 2, "spark-0.9-gggg.jsa.bad": 8}
+    for name, days in {**kept, **stale}.items():
+        _aged(_touched(tmp_path / name), days)
+    gone = prune_other_archives(tmp_path, NAME)
+    assert sorted(p.name for p in gone) == sorted(stale)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(kept)
+
+
+def test_an_archive_a_jvm_maps_counts_as_used_once_a_day(tmp_path):
+    archive = _aged(_touched(tmp_path / NAME), 2)
+    _mark_used(archive)
+    assert time.time() - archive.stat().st_mtime < 60
+    _aged(archive, 0.5)
+    before = archive.stat().st_mtime
+    _mark_used(archive)
+    assert archive.stat().st_mtime == before  # not rewritten on every start
 
 
 SCRIPT = """

@@ -109,8 +109,8 @@ def read_files(session, table: Table, files: Iterable[DataFile], *, positions: b
         frames.append(reader.parquet(*[local_file(table, files[i].file_path) for i in clean]))
     else:
         for i in clean:
-            frames.append(reader.parquet(local_file(table, files[i].file_path)).select(
-                "*", F.lit(i).alias(FILE_NO), F.col("_metadata.row_index").alias(ROW_POS)))
+            frames.append(reader.parquet(local_file(table, files[i].file_path)).selectExpr(
+                "*", f"{i} AS {FILE_NO}", f"_metadata.row_index AS {ROW_POS}"))
     if dirty:
         deletes = [(i, d) for i in dirty for d in plan[files[i].file_path][1]]
         numbers = session.createDataFrame([(files[i].file_path, i) for i in dirty], f"__p string, {FILE_NO} int")
@@ -121,8 +121,8 @@ def read_files(session, table: Table, files: Iterable[DataFile], *, positions: b
         if sum(d.record_count for _i, d in deletes) <= BROADCAST_DELETES:
             gone = F.broadcast(gone)
         for i in dirty:
-            rows = reader.parquet(local_file(table, files[i].file_path)).select(
-                "*", F.lit(i).alias(FILE_NO), F.col("_metadata.row_index").alias(ROW_POS))
+            rows = reader.parquet(local_file(table, files[i].file_path)).selectExpr(
+                "*", f"{i} AS {FILE_NO}", f"_metadata.row_index AS {ROW_POS}")
             rows = rows.join(gone, [FILE_NO, ROW_POS], "left_anti")
             frames.append(rows if positions else rows.drop(FILE_NO, ROW_POS))
     df = frames[0]

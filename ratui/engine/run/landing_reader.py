@@ -44,6 +44,7 @@ from typing import Any, Iterable
 from urllib.parse import unquote, urlparse
 
 from ratui.engine.errors import RatuiError
+from ratui.engine.spark.sql_text import quote
 
 CORRUPT = "__ratui_bad_row"
 FILE = "__ratui_file"  # each row's file, kept until the bad-row check (a union has no _metadata)
@@ -238,8 +239,6 @@ def _with_file(df):
     return df.withColumn(FILE, F.col("_metadata.file_path"))
 
 
-def _q(column: str) -> str:
-    return "`" + column.replace("`", "``") + "`"
 
 
 def _uri_path(uri: str) -> str:
@@ -349,7 +348,7 @@ class ZoneReader:
         df = frames[0]
         for frame in frames[1:]:
             df = df.unionByName(frame, allowMissingColumns=True)
-        df = df.select(*[_q(c) for c in canonical if c in df.columns], CORRUPT, FILE)
+        df = df.selectExpr(*[quote(c) for c in canonical if c in df.columns], CORRUPT, FILE)
         return self._bad_rows(df, read_from=files)
 
     def _json(self, files: list[ZoneFile]):
@@ -426,7 +425,7 @@ class ZoneReader:
         rows = (bad.groupBy(F.col(FILE).alias("path"))
                 .agg(F.count(F.lit(1)).alias("n"),
                      F.slice(F.collect_list(CORRUPT), 1, SAMPLE_BAD_ROWS).alias("first"),
-                     F.count(F.col(_q(data_cols[0]))).alias("_"))
+                     F.count(F.col(quote(data_cols[0]))).alias("_"))
                 .collect())
         if not rows:
             if key is not None:

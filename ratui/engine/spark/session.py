@@ -79,6 +79,11 @@ logger.parquet.level = error
 # warm process reuse their classes.
 JVM_DEFAULT_CONF = {
     "spark.sql.codegen.cache.maxEntries": "1000",
+    # PySpark's DataFrame call-site capture: every Column function (col, lit, alias, cast...) also asked the JVM for
+    # the active session and a setting, and set and cleared the call site: 9 extra py4j round trips each, about
+    # half the 8,000 calls of a forced run of the sample. ratui reports the first line of a Spark error, never
+    # that call site.
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
 }
 
 # A Spark Connect server runs with its own static settings (the ones above that are not spark.sql.*: see

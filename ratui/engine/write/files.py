@@ -34,6 +34,7 @@ from ratui.engine.iceberg.read import deletes_of
 from ratui.engine.iceberg.schema import FIELD_ID, NAME_MAPPING, iceberg_to_spark_type
 from ratui.engine.locations import local_file
 from ratui.engine.project.discovery import table_folder
+from ratui.engine.spark.sql_text import cast_as, quote, renamed, type_sql
 
 # pyarrow turns a file's timestamp statistics into Python values with zoneinfo.ZoneInfo("UTC") each time it
 # registers a file; keeping the zone alive here keeps it in zoneinfo's cache, so those lookups never go back to the
@@ -49,24 +50,28 @@ def table_location(root: Path, key: str) -> str:
 def with_field_ids(df, schema: Schema):
     """Cast the result to the table's types and tag each column with its Iceberg field id.
 
-    Hidden partition columns (partitioning.HIDDEN) pass through untagged: Spark writes them as directories.
+    Hidden partition columns (partitioning.HIDDEN) pass through untagged: Spark writes them as directories. Casts
+    and renames are one projection of SQL text (spark/sql_text.py); the ids need the Column API (an alias with
+    metadata: DataFrame.to() tags the schema, but Spark drops the tags when it collapses the projection, and the
+    Parquet files were written without ids).
     """
     from pyspark.sql import functions as F
 
     from ratui.engine.write.partitioning import HIDDEN
 
-    cols = []
+    exprs, tags = [], []
     for f in df.schema.fields:
-        column = F.col(f"`{f.name}`")
         if f.name.startswith(HIDDEN):
-            cols.append(column)
+            exprs.append(quote(f.name))
+            tags.append(F.col(quote(f.name)))
             continue
         field = schema.find_field(f.name, case_sensitive=False)
         target = iceberg_to_spark_type(field.field_type)
-        if f.dataType != target:
-            column = column.cast(target)
-        cols.append(column.alias(field.name, metadata={FIELD_ID: field.field_id}))
-    return df.select(*cols)
+        exprs.append(cast_as(f.name, type_sql(target), field.name) if f.dataType != target
+                     else renamed(f.name, field.name))
+        tags.append(F.col(quote(field.name)).alias(field.name, metadata={FIELD_ID: field.field_id}))
+    cast = exprs != [quote(n) for n in df.columns]  # some column to cast or rename
+    return (df.selectExpr(*exprs) if cast else df).select(*tags)
 
 
 @dataclass

@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import reduce
 
 from ratui.engine.errors import RatuiError
+from ratui.engine.spark.sql_text import quote
 
 ORD = "__ratui_ord"
 
@@ -14,13 +15,11 @@ RN = "__ratui_rn"
 
 def dedupe(batch, keys: list[str], watermark: str | None):
     """One row per key: the latest by watermark (NULL watermarks lose), ties and no watermark -> last in batch."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    ordered = batch.withColumn(ORD, F.monotonically_increasing_id())
-    order = ([F.col(f"`{watermark}`").desc_nulls_last()] if watermark else []) + [F.col(ORD).desc()]
-    window = Window.partitionBy(*[F.col(f"`{k}`") for k in keys]).orderBy(*order)
-    return ordered.withColumn(RN, F.row_number().over(window)).filter(F.col(RN) == 1).drop(RN, ORD)
+    # SQL text: a few JVM round trips instead of several per key column (spark/sql_text.py)
+    order = ([f"{quote(watermark)} DESC NULLS LAST"] if watermark else []) + [f"{ORD} DESC"]
+    window = f"PARTITION BY {', '.join(quote(k) for k in keys)} ORDER BY {', '.join(order)}"
+    ordered = batch.selectExpr("*", f"monotonically_increasing_id() AS {ORD}")
+    return ordered.selectExpr("*", f"row_number() OVER ({window}) AS {RN}").where(f"{RN} = 1").drop(RN, ORD)
 
 
 def match_keys(left, left_cols: list[str], right, right_cols: list[str]):
@@ -32,9 +31,7 @@ def match_keys(left, left_cols: list[str], right, right_cols: list[str]):
 def key_frame(df, cols: list[str], *, unique: bool = False):
     """The distinct key tuples of `df`, renamed __k0.. so they join with the table without ambiguity. `unique`:
     `df` holds one row per key already (deduplicated): no shuffle to make them distinct."""
-    from pyspark.sql import functions as F
-
-    keys = df.select(*[F.col(f"`{c}`").alias(f"__k{i}") for i, c in enumerate(cols)])
+    keys = df.selectExpr(*[f"{quote(c)} AS __k{i}" for i, c in enumerate(cols)])
     return keys if unique else keys.distinct()
 
 

@@ -14,6 +14,7 @@ from pyiceberg.table import Table
 
 from ratui.engine.errors import RatuiError
 from ratui.engine.iceberg.schema import iceberg_schema_of, iceberg_to_spark_type
+from ratui.engine.spark.sql_text import cast_as, type_sql
 from ratui.engine.write.files import table_location
 from ratui.engine.write.partitioning import build_spec, parse_partition_by, same_terms, spec_terms
 from ratui.engine.write.schema_evolution import apply_changes, plan_changes
@@ -89,17 +90,11 @@ def describe(change) -> str:
 
 
 def aligned(df, table: Table):
-    """The result with exactly the table's columns and types (missing columns are NULL)."""
-    from pyspark.sql import functions as F
-
+    """The result with exactly the table's columns and types (missing columns are NULL), as one projection of SQL
+    text (spark/sql_text.py: the Column API cost several JVM round trips per column)."""
     present = {c.lower(): c for c in df.columns}
-    cols = []
-    for f in table.schema().fields:
-        target = iceberg_to_spark_type(f.field_type)
-        source = present.get(f.name.lower())
-        column = F.col(f"`{source}`").cast(target) if source else F.lit(None).cast(target)
-        cols.append(column.alias(f.name))
-    return df.select(*cols)
+    return df.selectExpr(*[cast_as(present.get(f.name.lower()), type_sql(iceberg_to_spark_type(f.field_type)), f.name)
+                           for f in table.schema().fields])
 
 
 def table_names(table: Table, names: list[str]) -> list[str]:

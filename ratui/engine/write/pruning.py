@@ -17,6 +17,7 @@ from pyiceberg.table import Table
 
 from ratui.engine.iceberg.read import FILE_NO, ROW_POS, data_files, read_files
 from ratui.engine.iceberg.schema import iceberg_to_spark_type
+from ratui.engine.spark.sql_text import quote
 from ratui.engine.write.keys import col, match_keys
 
 def _physical(column, itype):
@@ -254,5 +255,4 @@ def in_list(name: str, values: list):
             return col(name).isin(values)
         else:
             texts.append(f"'{v}'")
-    quoted = "`" + name.replace("`", "``") + "`"
-    return F.expr(f"{quoted} IN ({', '.join(texts)})")
+    return F.expr(f"{quote(name)} IN ({', '.join(texts)})")

@@ -498,6 +498,41 @@ def test_added_columns_and_widening_evolve_the_table(project):
     assert by(project.rows("t"), "k", "f") == [(1, 2.5), (2**40, 1e300)]
 
 
+def assert_files_carry_the_table_ids(table) -> None:
+    """Every data file names its columns as the table does, each with the table's field id: what PyIceberg (and any
+    Iceberg reader) matches columns by after a rename or a widening."""
+    wanted = [(f.name, str(f.field_id).encode()) for f in table.schema().fields]
+    for task in table.scan().plan_files():
+        schema = pq.read_schema(task.file.file_path)
+        found = [(f.name, (f.metadata or {}).get(b"PARQUET:field_id")) for f in schema]
+        assert [w for w in wanted if w[0] in schema.names] == found, task.file.file_path
+
+
+@pytest.mark.parametrize("strategy", ["append_only", "incremental", "full_refresh"])
+def test_a_result_cast_renamed_and_missing_columns_is_written_with_the_table_ids(project, strategy):
+    """A later result whose columns differ from the table's in case, width and number is cast and renamed into the
+    table's columns (a missing one is NULL; a full refresh drops it), and every file written carries the table's
+    field ids."""
+    project.pipeline("t", f"""
+        -- @merge_strategy: {strategy}
+        -- @unique_key: k
+    """)
+    project.land([{"k": 1, "Name": "a", "extra": 1.5}],
+                 pa.schema([("k", pa.int64()), ("Name", pa.string()), ("extra", pa.float64())]))
+    project.run("t")
+    project.land([{"K": 2, "name": "b"}], pa.schema([("K", pa.int32()), ("name", pa.string())]))
+    project.run("t")
+    table = project.table("t")
+    columns = [(f.name, str(f.field_type)) for f in table.schema().fields]
+    if strategy == "full_refresh":
+        assert columns == [("k", "long"), ("Name", "string")]
+        assert by(project.rows("t"), "k", "Name") == [(2, "b")]
+    else:
+        assert columns == [("k", "long"), ("Name", "string"), ("extra", "double")]
+        assert by(project.rows("t"), "k", "Name", "extra") == [(1, "a", 1.5), (2, "b", None)]
+    assert_files_carry_the_table_ids(table)
+
+
 @pytest.mark.parametrize("arrow_type", [pa.string(), pa.float64(), pa.decimal128(12, 4)])
 def test_incompatible_type_change_is_a_coded_error_and_main_is_untouched(project, arrow_type):
     project.pipeline("t", """

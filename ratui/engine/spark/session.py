@@ -312,7 +312,7 @@ def _start_classic(settings: Settings):
             return launch_gateway(conf, popen_kwargs={"stdout": jvm_out, "stderr": jvm_out,
                                                       "stdin": subprocess.DEVNULL})
 
-    archive = class_archive_option()
+    archive = class_archive_option(settings.spark_config.get("spark.driver.extraClassPath", ""))
     jvm_out = settings.log_dir / "jvm.out"
     with open(jvm_out, "ab") as out:  # how this JVM was started, before what it says itself
         out.write(f"ratui: starting Spark's JVM ({settings.spark_master}), JIT {jit.describe(settings)}\n".encode())
@@ -623,10 +623,12 @@ def _archive_dir() -> Path:
     return Path(base) / "ratui" / "jvm"
 
 
-def _archive_name(jars: Path | None = None) -> str | None:
+def _archive_name(jars: Path | None = None, class_path: str = "") -> str | None:
     """A name that changes with the Java runtime and Spark's jars (their folder, names, sizes and times), or None
     when they cannot be found. A virtualenv made again at the same path has new jar files, which the JVM checks
-    against the archive (refusing it with a warning when they differ): their times make it a new name."""
+    against the archive (refusing it with a warning when they differ): their times make it a new name. So does a
+    project's own class path (spark.driver.extraClassPath), which comes first on the JVM's: one archive for
+    every class path, instead of projects with and without one setting each other's archive aside in turn."""
     import hashlib
     import shutil
 
@@ -644,16 +646,22 @@ def _archive_name(jars: Path | None = None) -> str | None:
     for jar in sorted(jars.iterdir()):
         info = jar.stat()
         digest.update(f"{jar.name}:{info.st_size}:{info.st_mtime_ns}".encode())
+    for entry in filter(None, class_path.split(os.pathsep)):
+        try:
+            info = os.stat(entry)
+            digest.update(f"+{os.path.realpath(entry)}:{info.st_size}:{info.st_mtime_ns}".encode())
+        except OSError:
+            digest.update(f"+{entry}".encode())
     return f"spark-{pyspark.__version__}-{digest.hexdigest()[:16]}.jsa"
 
 
-def class_archive_option() -> str:
+def class_archive_option(class_path: str = "") -> str:
     """The JVM option that maps this machine's class archive, or has this JVM write it as it exits when there is
-    none yet and no other live process is writing one."""
+    none yet and no other live process is writing one. `class_path`: the project's spark.driver.extraClassPath."""
     if os.environ.get("RATUI_JVM_ARCHIVE", "1") == "0":
         return ""
     try:
-        name = _archive_name()
+        name = _archive_name(class_path=class_path)
         if name is None:
             return ""
         folder = _archive_dir()

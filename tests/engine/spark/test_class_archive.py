@@ -216,6 +216,25 @@ def test_a_virtualenv_made_again_at_the_same_path_gets_an_archive_of_its_own(tmp
     assert _archive_name(jars) != first
 
 
+def test_a_project_class_path_gets_an_archive_of_its_own(tmp_path):
+    """spark.driver.extraClassPath comes first on the JVM's class path, and Java maps an archive only for the class
+    path it was written with: without a name of their own, a project with one and a project without would each
+    find the other's archive unusable and set it aside (a 200 MB archive written again, every cold start slow)."""
+    from ratui.engine.spark.session import _archive_name
+
+    jars = tmp_path / "jars"
+    jars.mkdir()
+    (jars / "spark-core.jar").write_bytes(b"jar")
+    extra = tmp_path / "udfs.jar"
+    extra.write_bytes(b"udfs")
+    plain = _archive_name(jars)
+    with_extra = _archive_name(jars, class_path=str(extra))
+    assert with_extra not in (None, plain)
+    assert _archive_name(jars, class_path="") == plain
+    extra.write_bytes(b"udfs, rebuilt")
+    assert _archive_name(jars, class_path=str(extra)) not in (plain, with_extra)
+
+
 def test_an_archive_the_jvm_says_it_cannot_use_is_set_aside_for_a_new_one(tmp_path):
     """Java maps an archive only for the jar files and runtime it was written with; otherwise it warns and starts
     without it. ratui reads that warning in the JVM's output and sets the archive aside, so the next JVM writes

@@ -23,10 +23,12 @@ the run.
 File names Hadoop would misread (`:`, glob characters `[]{}*?`, `%`, ...) are hard-linked under safe names into
 the run's staging folder first; errors still name the original file.
 
-Schema inference and the bad-row check each cost a pass over the files. Both depend only on the files' bytes
-(and the schema read with), so the process remembers them per set of files, by each file's path, size,
-modification time and inode: the edit-and-rerun loop (a full_refresh pipeline re-reading the same files, watch
-mode after a save) skips both passes, and any rewritten file is read afresh.
+Schema inference and the bad-row check each cost a pass over the files. For small plain CSV files (no quotes, every
+row as wide as the header, each column of one clear kind: csv_types.py) ratui finds Spark's types in Python, which
+also shows that no row is malformed, so neither Spark pass runs: in a JVM that has just started they cost about a
+second. Both depend only on the files' bytes (and the schema read with), so the process remembers them per set of
+files, by each file's path, size, modification time and inode: the edit-and-rerun loop (a full_refresh pipeline
+re-reading the same files, watch mode after a save) skips both passes, and any rewritten file is read afresh.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from typing import Any, Iterable
 from urllib.parse import unquote, urlparse
 
 from ratui.engine.errors import RatuiError
+from ratui.engine.run.csv_types import csv_types
 from ratui.engine.spark.sql_text import quote
 
 CORRUPT = "__ratui_bad_row"
@@ -233,6 +236,16 @@ def _wider(a, b):
     return st.StringType()
 
 
+def _reads_as(group_type, read_type) -> bool:
+    """Every value Spark inferred as `group_type` also parses as `read_type` (the type across header groups)."""
+    from pyspark.sql import types as st
+
+    if group_type == read_type or isinstance(read_type, st.StringType):
+        return True
+    ints = (st.IntegerType, st.LongType)
+    return isinstance(group_type, ints) and isinstance(read_type, (st.LongType, st.DoubleType))
+
+
 def _with_file(df):
     from pyspark.sql import functions as F
 
@@ -324,14 +337,19 @@ class ZoneReader:
         inferred: dict[tuple[str, ...], dict[str, Any]] = {}
         merged: dict[str, Any] = {}
         canonical: list[str] = []
+        proven = True  # every group's types were found in Python, which also proved no row malformed
         paths = {header: [self._spark_path(zf) for zf in group] for header, group in groups.items()}
         for header, group_paths in paths.items():
             key = ("csv", _identity(groups[header]), header)
             known = _INFERRED.get(key)
             if known is not None:
                 schema = st.StructType.fromJson(known)
+                proven = False
             else:
-                schema = self.session.read.options(header=True, inferSchema=True).csv(group_paths).schema
+                schema = self._types_without_spark(groups[header], header)
+                if schema is None:
+                    proven = False
+                    schema = self.session.read.options(header=True, inferSchema=True).csv(group_paths).schema
                 _INFERRED.put(key, schema.jsonValue())
             types = {name.lower(): f.dataType for name, f in zip(header, schema.fields)}  # by position
             inferred[header] = types
@@ -349,7 +367,31 @@ class ZoneReader:
         for frame in frames[1:]:
             df = df.unionByName(frame, allowMissingColumns=True)
         df = df.selectExpr(*[quote(c) for c in canonical if c in df.columns], CORRUPT, FILE)
+        if self.check_rows and proven and all(_reads_as(t, merged[name]) for types in inferred.values()
+                                              for name, t in types.items()):
+            _CLEAN.put((self.fmt, _identity(files), df.schema.json()), True)
+            return df.drop(CORRUPT, FILE)  # each value was seen to parse as its column's type: no bad row
         return self._bad_rows(df, read_from=files)
+
+    def _types_without_spark(self, files: list[ZoneFile], header: tuple[str, ...]):
+        """The group's schema as Spark would infer it, found in Python (csv_types.py), or None when unsure."""
+        from pyspark.sql import types as st
+
+        found = csv_types([zf.path for zf in files])
+        if found is None or len(found) != len(header):
+            return None
+        if {"date", "timestamp"} & set(found):
+            conf = self.session.conf
+            if str(conf.get("spark.sql.legacy.timeParserPolicy", "CORRECTED")).upper() == "LEGACY":
+                return None  # the legacy parsers read other forms
+            ntz = "timestamp" in found and str(conf.get("spark.sql.timestampType", "TIMESTAMP_LTZ")).upper() \
+                == "TIMESTAMP_NTZ"
+        else:
+            ntz = False
+        spark_type = {"int": st.IntegerType(), "bigint": st.LongType(), "double": st.DoubleType(),
+                      "date": st.DateType(), "boolean": st.BooleanType(), "string": st.StringType(),
+                      "timestamp": st.TimestampNTZType() if ntz else st.TimestampType()}
+        return st.StructType([st.StructField(name, spark_type[kind]) for name, kind in zip(header, found)])
 
     def _json(self, files: list[ZoneFile]):
         for zf in files:

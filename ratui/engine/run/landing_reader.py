@@ -481,7 +481,7 @@ class ZoneReader:
             if zf is None:
                 continue
             first_file = first_file or zf
-            lines = _find_lines(zf.path, list(r.first))
+            lines = _find_lines(zf.path, list(r.first), header=self.fmt == "csv")
             samples.extend(BadRow(zf.name, line, text[:200]) for text, line in zip(r.first, lines))
         samples = sorted(samples, key=lambda b: (b.file, b.line or 0))[:SAMPLE_BAD_ROWS]
         what = "line" if self.fmt == "json" else "row"
@@ -508,8 +508,9 @@ class ZoneReader:
         return df.where(F.col(CORRUPT).isNull()).drop(CORRUPT, FILE)
 
 
-def _find_lines(path: Path, records: Iterable[str]) -> list[int | None]:
-    """The 1-based line number of each bad record's text in the file (the first unclaimed match)."""
+def _find_lines(path: Path, records: Iterable[str], header: bool = False) -> list[int | None]:
+    """The 1-based line number of each bad record's text in the file (the first unclaimed match). `header`: line 1
+    is the file's header, never a row (a row repeating it is found further down)."""
     wanted = [r.rstrip("\r\n") for r in records]
     found: list[int | None] = [None] * len(wanted)
     pending = {i for i in range(len(wanted))}
@@ -519,6 +520,8 @@ def _find_lines(path: Path, records: Iterable[str]) -> list[int | None]:
                 break
             text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
             if number == 1:
+                if header:
+                    continue
                 text = text.lstrip("\ufeff")
             for i in sorted(pending):
                 if wanted[i] == text:

@@ -79,7 +79,7 @@ class _Memo:
                 self._items.popitem(last=False)
 
 
-_INFERRED = _Memo()  # (format, files, header) -> the schema Spark inferred, as JSON
+_INFERRED = _Memo()  # (format, files[, header]) -> the schema inferred, as JSON (CSV: with "no row malformed")
 _CLEAN = _Memo()  # (format, files, schema JSON) -> True: a bad-row check over exactly these found none
 
 
@@ -332,25 +332,25 @@ class ZoneReader:
             cols = csv_header(zf)
             _compare_columns(self.zone, reference, ref_cols, zf, cols, self.columns)
             groups.setdefault(tuple(cols), []).append(zf)
-        reader = self.session.read.options(header=True, mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT)
         # infer each group's types (one pass), then widen across groups so every file reads one schema
         inferred: dict[tuple[str, ...], dict[str, Any]] = {}
         merged: dict[str, Any] = {}
         canonical: list[str] = []
-        proven = True  # every group's types were found in Python, which also proved no row malformed
+        proven = True  # every group's types were found in Python, which also showed no row malformed
         paths = {header: [self._spark_path(zf) for zf in group] for header, group in groups.items()}
         for header, group_paths in paths.items():
             key = ("csv", _identity(groups[header]), header)
             known = _INFERRED.get(key)
-            if known is not None:
-                schema = st.StructType.fromJson(known)
-                proven = False
-            else:
-                schema = self._types_without_spark(groups[header], header)
-                if schema is None:
-                    proven = False
-                    schema = self.session.read.options(header=True, inferSchema=True).csv(group_paths).schema
-                _INFERRED.put(key, schema.jsonValue())
+            if known is None:
+                found = self._types_without_spark(groups[header], header)
+                if found is None:
+                    found = self.session.read.options(header=True, inferSchema=True).csv(group_paths).schema
+                    known = (found.jsonValue(), False)
+                else:
+                    known = (found.jsonValue(), True)
+                _INFERRED.put(key, known)
+            schema = st.StructType.fromJson(known[0])
+            proven = proven and known[1]
             types = {name.lower(): f.dataType for name, f in zip(header, schema.fields)}  # by position
             inferred[header] = types
             for name in header:
@@ -358,19 +358,27 @@ class ZoneReader:
                 if low not in merged:
                     canonical.append(name)
                 merged[low] = _wider(merged[low], types[low]) if low in merged else types[low]
+        # each value was seen to parse as its group's type; so it does as the type across groups: no bad row
+        clean = proven and all(_reads_as(t, merged[name]) for types in inferred.values() for name, t in types.items())
+        plain = clean or not self.check_rows  # no bad-row check: no corrupt-record or file column either
+        reader = self.session.read.options(header=True, mode="PERMISSIVE")
+        if not plain:
+            reader = reader.options(columnNameOfCorruptRecord=CORRUPT)
         frames = []
         for header, group_paths in paths.items():
-            schema = st.StructType([st.StructField(name, merged[name.lower()]) for name in header]
-                                   + [st.StructField(CORRUPT, st.StringType())])
-            frames.append(_with_file(reader.schema(schema).csv(group_paths)))
+            fields = [st.StructField(name, merged[name.lower()]) for name in header]
+            if plain:
+                frames.append(reader.schema(st.StructType(fields)).csv(group_paths))
+            else:
+                schema = st.StructType(fields + [st.StructField(CORRUPT, st.StringType())])
+                frames.append(_with_file(reader.schema(schema).csv(group_paths)))
         df = frames[0]
         for frame in frames[1:]:
             df = df.unionByName(frame, allowMissingColumns=True)
-        df = df.selectExpr(*[quote(c) for c in canonical if c in df.columns], CORRUPT, FILE)
-        if self.check_rows and proven and all(_reads_as(t, merged[name]) for types in inferred.values()
-                                              for name, t in types.items()):
-            _CLEAN.put((self.fmt, _identity(files), df.schema.json()), True)
-            return df.drop(CORRUPT, FILE)  # each value was seen to parse as its column's type: no bad row
+        if plain:
+            # one group reads its header's columns in order already; a union holds every group's columns
+            return df if len(frames) == 1 else df.selectExpr(*[quote(c) for c in canonical])
+        df = df.selectExpr(*[quote(c) for c in canonical], CORRUPT, FILE)
         return self._bad_rows(df, read_from=files)
 
     def _types_without_spark(self, files: list[ZoneFile], header: tuple[str, ...]):

@@ -169,3 +169,31 @@ def test_the_sample_landing_files_are_typed_in_python(spark):
     assert csv_types(orders) == ["int", "int", "int", "int", "double", "string", "date", "timestamp"]
     for paths in (customers, orders):
         assert csv_types(paths) == _spark_types(spark, paths)
+
+
+def test_a_plain_csv_zone_is_read_without_a_spark_job_and_a_quoted_one_is_checked(spark, tmp_path):
+    """The landing reader uses the Python answer: a plain zone's read runs no Spark job (neither inference nor the
+    bad-row check), also when read again; a zone Python cannot vouch for is inferred and checked by Spark."""
+    from ratui.engine.run.landing_reader import ZoneFile, ZoneReader
+
+    tracker = spark.sparkContext.statusTracker()
+
+    def jobs_of_read(name: str, text: str) -> tuple[int, list]:
+        path = tmp_path / name / "part.csv"
+        path.parent.mkdir()
+        path.write_text(text)
+        group = f"csv-types-{name}"
+        spark.sparkContext.setJobGroup(group, group)
+        try:
+            reader = ZoneReader(spark, name, "csv", staging=tmp_path / "staging")
+            df = reader.read([ZoneFile(path, path.name)])
+            again = ZoneReader(spark, name, "csv", staging=tmp_path / "staging").read([ZoneFile(path, path.name)])
+            assert again.schema == df.schema
+        finally:
+            spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+        return len(tracker.getJobIdsForGroup(group)), [f.dataType.simpleString() for f in df.schema.fields]
+
+    assert jobs_of_read("plain", "id,name,day\n1,ann,2024-01-01\n2,bob,2024-01-02\n") == (0, ["int", "string",
+                                                                                                 "date"])
+    jobs, types = jobs_of_read("quoted", 'id,name,day\n1,"Smith, Ann",2024-01-01\n2,bob,2024-01-02\n')
+    assert types == ["int", "string", "date"] and jobs >= 2  # Spark's inference, then the bad-row check

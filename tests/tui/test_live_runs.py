@@ -144,26 +144,32 @@ def test_run_and_cancel_from_the_console(spark, tmp_path):
             record = app.controller.engine.state.history.get_run(doomed.run_id)
             assert record["status"] == "cancelled"
 
-            # ---- run all, then cancel: the batch stops, the rest is never started
+            # ---- run all, then cancel: the batch stops, the rest is never started. The batch's first run to reach
+            # its quality phase is held there until the cancel is on its way, so c always finds a run in flight
+            # (unchanged pipelines are skipped at once, and the others take a second or two on a warm JVM)
+            held, let_go = threading.Event(), threading.Event()
+
+            def hold_one(event) -> None:
+                if isinstance(event, PhaseStarted) and event.phase == "quality" and not held.is_set():
+                    held.set()
+                    let_go.wait(120)
+
+            unsubscribe = app.controller.engine.subscribe(hold_one)
             await pilot.press("escape", "a")
             await wait_for(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.run is not None, 30)
             batch = app.screen.batch
             assert batch is not None
             assert "batch " in screen_text(app) and "/10" in screen_text(app)
-            # c while a run of the batch is running (unchanged pipelines are skipped at once, and a run that ends
-            # before the key arrives has nothing left to stop: then wait for the next one and press again)
-            for _attempt in range(5):
-                await wait_for(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.run is not None
-                               and app.screen.run.status == "running", 60)
-                await pilot.press("c")
-                try:
-                    await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 3)
-                    break
-                except AssertionError:
-                    continue
-            assert isinstance(app.screen, ConfirmScreen), screen_text(app)
+            await wait_for(pilot, held.is_set, RUN_TIMEOUT)
+            await wait_for(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.run is not None
+                           and app.screen.run.status == "running", 30)
+            await pilot.press("c")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
             assert "The rest of its batch is not started" in flat(screen_text(app))
             await pilot.press("y")
+            await wait_for(pilot, lambda: any("Cancelling run" in n for n in app.notices), 30)
+            let_go.set()
+            unsubscribe()
             await wait_for(pilot, lambda: any(n.startswith("Batch finished") for n in app.notices), RUN_TIMEOUT)
             statuses = [r.status for r in app.store.in_batch(batch)]
             assert len(statuses) < 10 and "cancelled" in statuses, statuses

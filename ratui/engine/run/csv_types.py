@@ -34,7 +34,10 @@ import operator
 import re
 from pathlib import Path
 
-MAX_BYTES = 4 << 20  # above this, Spark's parallel inference in a warm JVM is the faster of the two
+# Python takes about 40 ms a MB on a 2-core machine, Spark's warm inference and bad-row check 0.3-0.45 s at 0.5-8 MB
+# (benchmarks/csv_types.py); the limit is for memory: every value of the read is held at once, about 23 times the
+# files' bytes (96 MB at 4 MB)
+MAX_BYTES = 4 << 20
 MAX_COLUMNS = 1000
 
 INT, BIGINT, DOUBLE, DATE, TIMESTAMP, BOOLEAN, STRING = "int", "bigint", "double", "date", "timestamp", "boolean", \

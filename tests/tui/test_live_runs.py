@@ -27,7 +27,13 @@ def test_run_and_cancel_from_the_console(spark, tmp_path):
             screen = app.screen
             assert screen.selected == ("pipeline", "ecommerce.bronze.raw_customers")
 
-            # ---- run the selected pipeline: the live run detail opens and follows the phases
+            # ---- run the selected pipeline: the live run detail opens and follows the phases (the run waits at
+            # the start of its quality phase until the detail has shown a phase running: a warm run is quick)
+            from ratui.engine.events import PhaseStarted
+
+            shown_running = threading.Event()
+            unsubscribe = app.controller.engine.subscribe(
+                lambda e: shown_running.wait(120) if isinstance(e, PhaseStarted) and e.phase == "quality" else None)
             await pilot.press("r")
             await wait_for(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.run is not None, 30)
             detail = app.screen
@@ -36,9 +42,11 @@ def test_run_and_cancel_from_the_console(spark, tmp_path):
             def progressed() -> bool:
                 if detail.run.current_phase:
                     seen_running.add(detail.run.current_phase)
+                    shown_running.set()
                 return detail.run.finished
 
             await wait_for(pilot, progressed, RUN_TIMEOUT, step=0.1)
+            unsubscribe()
             await settle(pilot)
             live = detail.run
             assert live.status == "success", screen_text(app)
@@ -80,7 +88,7 @@ def test_run_and_cancel_from_the_console(spark, tmp_path):
 
             # hold the first run at its quality phase until the second has started, so they overlap however
             # fast the machine is (the listener runs on the first run's own worker thread)
-            from ratui.engine.events import PhaseStarted, RunStarted
+            from ratui.engine.events import RunStarted
 
             second_started, release = threading.Event(), threading.Event()
             holding: dict[str, str] = {}
@@ -123,17 +131,32 @@ def test_run_and_cancel_from_the_console(spark, tmp_path):
             await wait_for(pilot, lambda: any("clean_customers succeeded" in n for n in app.notices)
                            and any("raw_products succeeded" in n for n in app.notices), 10)
 
-            # ---- cancel a run from its detail: confirmation, then cancelled, main unchanged, branch gone
+            # ---- cancel a run from its detail: confirmation, then cancelled, main unchanged, branch gone. The run
+            # is held at the start of its quality phase until the cancel is on its way: on a warm JVM it takes
+            # about a second, and pressing c must find it still running
             main_before = dict(catalog.table_pointers("main"))
+            at_quality, cancel_sent = threading.Event(), threading.Event()
+
+            def hold_orders(event) -> None:
+                if isinstance(event, PhaseStarted) and event.phase == "quality" and not at_quality.is_set():
+                    at_quality.set()
+                    cancel_sent.wait(120)
+
+            unsubscribe = app.controller.engine.subscribe(hold_orders)
             select("ecommerce.bronze.raw_orders")
             await settle(pilot)
             await pilot.press("r")
             await wait_for(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.run is not None, 30)
             doomed = app.screen.run
+            await wait_for(pilot, at_quality.is_set, RUN_TIMEOUT)
+            assert not doomed.finished
             await pilot.press("c")
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
             assert "main is unchanged" in flat(screen_text(app))
             await pilot.press("y")
+            await wait_for(pilot, lambda: any(f"Cancelling run {doomed.run_id}" in n for n in app.notices), 30)
+            cancel_sent.set()
+            unsubscribe()
             await wait_for(pilot, lambda: doomed.finished, RUN_TIMEOUT)
             await settle(pilot)
             assert doomed.status == "cancelled", screen_text(app)

@@ -566,3 +566,73 @@ def test_a_file_with_bad_rows_is_skipped_after_max_attempts_and_the_others_load(
     # the run that loaded a file counts as its attempt: loaded at the first try shows 1, not 0
     ledger = {f.file: (f.state, f.attempts) for f in engine.state.ledger.files("demo", "events")}
     assert ledger == {"a.jsonl": ("loaded", 1), "bad.jsonl": ("skipped", 2)}
+
+
+# ------------------------------------------------------------------------------- files changing while read
+
+def _while_writing(engine: Engine, action) -> None:
+    """Call `action` once, in the run's thread, as the run's write phase starts (before Spark reads the landing
+    files for the write): the file changes between the run's listing and its read."""
+    from ratui.engine.events import PhaseStarted
+
+    done = []
+
+    def hook(event) -> None:
+        if isinstance(event, PhaseStarted) and event.phase == "write" and not done:
+            done.append(True)
+            action()
+
+    return engine.subscribe(hook)
+
+
+def test_a_landing_file_still_being_written_fails_the_run_and_loads_whole_next_time(make_project, spark):
+    """A file growing while the run reads it (a copy into the zone still going) must not land half, nor land
+    twice: the run fails with RAT-LND-010, main and the ledger stay as they were, and the next run loads the
+    finished file exactly once."""
+    root = make_project({
+        "demo/pipelines/bronze/events/pipeline.sql": NEW_FILES.replace("-- @archive_landing_zones: true\n", ""),
+        "demo/landing/events/a.csv": "id,kind\n1,view\n2,view\n",
+    })
+    engine = Engine.open(root)
+    path = root / "demo/landing/events/a.csv"
+    unsubscribe = _while_writing(engine, lambda: path.write_text(path.read_text() + "3,buy\n4,view\n"))
+    result = run_one(engine, "demo.bronze.events")
+    unsubscribe()
+    assert result.status == "failed", result
+    assert result.error["code"] == "RAT-LND-010"
+    assert result.error["file"] == str(path)
+    assert "a.csv (22 -> 35 bytes)" in result.error["message"]
+    assert "move it into the zone once complete" in result.error["hint"]
+    assert main_fingerprint(root) == {}
+    ledger = {f.file: (f.state, f.attempts) for f in engine.state.ledger.files("demo", "events")}
+    assert ledger == {"a.csv": ("unloaded", 0)}  # not the file's fault: no attempt counted
+
+    result = run_one(engine, "demo.bronze.events")
+    assert result.status == "success", result.error
+    assert [r["id"] for r in rows_on_main(engine, "demo.bronze.events")] == [1, 2, 3, 4]
+    assert run_one(engine, "demo.bronze.events").status == "skipped"  # loaded once: nothing new
+    assert [r["id"] for r in rows_on_main(engine, "demo.bronze.events")] == [1, 2, 3, 4]
+
+
+def test_a_landing_file_removed_while_read_names_the_cause_not_a_spark_error(make_project, spark):
+    root = make_project({
+        "demo/pipelines/bronze/events/pipeline.sql": NEW_FILES.replace("-- @archive_landing_zones: true\n", ""),
+        "demo/landing/events/a.csv": "id,kind\n1,view\n",
+        "demo/landing/events/b.csv": "id,kind\n2,view\n",
+    })
+    engine = Engine.open(root)
+    gone = root / "demo/landing/events/b.csv"
+    saved = gone.read_bytes()
+    unsubscribe = _while_writing(engine, gone.unlink)
+    result = run_one(engine, "demo.bronze.events")
+    unsubscribe()
+    assert result.status == "failed"
+    assert result.error["code"] == "RAT-LND-010", result.error
+    assert "b.csv (removed)" in result.error["message"] and "the read failed with" in result.error["message"]
+    assert main_fingerprint(root) == {}
+    ledger = {f.file: (f.state, f.attempts) for f in engine.state.ledger.files("demo", "events")}
+    assert ledger == {"a.csv": ("unloaded", 0), "b.csv": ("unloaded", 0)}
+    gone.write_bytes(saved)  # put back: both load
+    result = run_one(engine, "demo.bronze.events")
+    assert result.status == "success", result.error
+    assert [r["id"] for r in rows_on_main(engine, "demo.bronze.events")] == [1, 2]

@@ -40,7 +40,7 @@ from ratui.engine.run.control import Cancelled, RunControl
 from ratui.engine.run.python_pipeline import PythonContext, run_python_pipeline
 from ratui.engine.run.quality import QualityOutcome, run_tests
 from ratui.engine.run.results import RunResult
-from ratui.engine.run.sources import RunSources
+from ratui.engine.run.sources import CHANGED_WHILE_READ, RunSources, changed_inputs_error
 from ratui.engine.spark import errors as spark_errors
 from ratui.engine.spark import session as spark_mod
 from ratui.engine.state import processes
@@ -117,6 +117,11 @@ class PipelineRun:
             self.history.update_run(self.run_id, phases=self.phases, phase_status=self.phase_status)
             self.bus.emit(PhaseFinished(self.run_id, name, status, ms))
 
+    def _inputs_unchanged(self, sources: RunSources) -> None:
+        changed = sources.changed_inputs()
+        if changed:
+            raise changed_inputs_error(changed)
+
     def _branch_exists(self) -> bool:
         try:
             self.catalog.get_ref(self.branch)
@@ -157,6 +162,13 @@ class PipelineRun:
                 error = RatuiError("RAT-RUN-002", f"{type(exc).__name__}: {_first_line(exc)}")
         finally:
             self._cleanup()
+        if status == "failed" and error is not None and self.failed_phase in ("build", "write") \
+                and self.sources is not None:
+            # a read that failed on a file still being written or replaced: that is the cause to report, and it
+            # does not count against the file
+            changed = self.sources.changed_inputs(removed=True)
+            if changed:
+                error = changed_inputs_error(changed, cause=error)
         if error is not None and error.file is None and self.pipeline is not None and \
                 error.code.startswith(PIPELINE_FAULT_FAMILIES):
             error.file = str(self.pipeline.file)  # what the pipeline produced is at fault: name its file
@@ -173,7 +185,7 @@ class PipelineRun:
                                     inputs={"tables": tables, "zones": zones})
         elif (status == "failed" and error is not None and consumed and self.target == MAIN
               and self.failed_phase in ("build", "write", "quality") and not is_definition_error(error.code)
-              and not error.code.startswith(("RAT-S3-", "RAT-SPK-"))):
+              and not error.code.startswith(("RAT-S3-", "RAT-SPK-")) and error.code != CHANGED_WHILE_READ):
             # only failures that can be the data's fault count against the files (not an unreachable store or
             # Spark)
             # a read error names its file: only that file is to blame, the others of the batch are not
@@ -248,6 +260,7 @@ class PipelineRun:
                      (f"; schema: {', '.join(self.outcome.schema_changes)}" if self.outcome.schema_changes else ""))
             for note in self.outcome.notes:
                 self.log(note, "warning")
+        self._inputs_unchanged(sources)  # what was written came from the files as they were listed
         with self.phase("quality"):
             self._quality(pipeline, sources)
         self.control.check()

@@ -45,6 +45,8 @@ class RunSources:
         self.views: dict[str, str] = {}
         self.consumed: list[tuple[str, str, str, str]] = []  # landing files read: (namespace, zone, pipeline, file)
         self.zone_inputs: dict[str, list] = {}
+        # local landing files as this run found them, before reading: (zone, path, size, mtime_ns)
+        self.read_files: list[tuple[str, Path, int, int]] = []
         # (zone, objects fetched, of how many, bytes so far, bytes in all): an object-store zone's staging
         self.on_progress: Callable[[str, int, int, int, int], None] | None = None
         self.check: Callable[[], None] | None = None  # raises when the run was cancelled (between downloads)
@@ -95,6 +97,9 @@ class RunSources:
         missing = [e for e in wanted if not (zone.folder / e.file).is_file()]
         if missing:
             raise self._gone(zone_name, missing, str(zone.folder / missing[0].file))
+        for e in wanted:
+            st = (zone.folder / e.file).stat()
+            self.read_files.append((zone_name, zone.folder / e.file, st.st_size, st.st_mtime_ns))
         if not active and not entries and mode != "new_files":
             raise RatuiError("RAT-LND-002", f"landing zone '{zone_name}' has no active files", file=str(zone.folder))
         files = [ZoneFile(zone.folder / e.file, e.file) for e in wanted]
@@ -126,6 +131,24 @@ class RunSources:
         # counted before reading: a file that cannot be read (bad rows, wrong columns) is this run's failure too
         self.consumed.extend((namespace, zone_name, self.key, e.file) for e in wanted)
         return entries, wanted, rebuild, mode
+
+    def changed_inputs(self, *, removed: bool = False) -> list[tuple[str, Path, str]]:
+        """The local landing files this run read whose size or modification time is no longer what the run found
+        before reading them (still being written, or replaced): (zone, path, what changed). `removed`: files gone
+        since count too (a read that failed may have failed for that)."""
+        changed = []
+        for zone_name, path, size, mtime_ns in self.read_files:
+            try:
+                st = path.stat()
+            except FileNotFoundError:
+                if removed:
+                    changed.append((zone_name, path, "removed"))
+                continue
+            if st.st_size != size:
+                changed.append((zone_name, path, f"{size:,} -> {st.st_size:,} bytes"))
+            elif st.st_mtime_ns != mtime_ns:
+                changed.append((zone_name, path, "rewritten"))
+        return changed
 
     def _gone(self, zone_name: str, missing: list, where: str) -> RatuiError:
         rebuild = self.strategy == "full_refresh"
@@ -276,3 +299,21 @@ def _bound_to_python(itype, value):
     if isinstance(itype, it.DateType):
         return date(1970, 1, 1) + timedelta(days=value)
     return value
+
+
+CHANGED_WHILE_READ = "RAT-LND-010"
+
+
+def changed_inputs_error(changed: list[tuple[str, Path, str]], cause: RatuiError | None = None) -> RatuiError:
+    """RAT-LND-010 for the files `RunSources.changed_inputs` found; `cause`: the error the read failed with."""
+    zones = sorted({zone_name for zone_name, _path, _how in changed})
+    first = changed[0][1]
+    names = ", ".join((f"{path.name} ({how})" if len(zones) == 1 else f"{zone_name}/{path.name} ({how})")
+                      for zone_name, path, how in changed[:5])
+    if len(changed) > 5:
+        names += f" and {len(changed) - 5} more"
+    where = f"zone '{zones[0]}'" if len(zones) == 1 else "zones " + ", ".join(f"'{z}'" for z in zones)
+    message = f"landing file(s) of {where} changed while the run read them: {names}; nothing was merged"
+    if cause is not None:
+        message += f" (the read failed with {cause.code}: {cause.message})"
+    return RatuiError(CHANGED_WHILE_READ, message, file=str(first))

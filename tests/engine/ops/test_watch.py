@@ -469,6 +469,43 @@ def test_saving_a_pipeline_triggers_a_real_run(make_project, spark):
     assert len(events.of(WatchPlanStarted)) == 1
 
 
+def test_a_landing_file_still_being_copied_when_the_watch_runs_lands_once_whole(make_project, spark):
+    """The first chunk of a copy into a zone starts a run; the rest arrives while that run reads the file. That
+    run fails (RAT-LND-010, nothing merged), the watch runs again for the change it saw meanwhile, and the table
+    ends with every row of the finished file exactly once."""
+    from ratui.engine.events import PhaseStarted
+    from ratui.engine.run.engine import Engine
+
+    root = make_project({
+        "demo/pipelines/bronze/events/pipeline.sql": "-- @merge_strategy: append_only\n-- @landing_mode: new_files\n"
+                                                     "SELECT * FROM {{ landing_zone('events') }}\n",
+        "demo/landing/events/.keep": "",
+    }).resolve()
+    engine = Engine.open(root)
+    landing = root / "demo/landing/events/big.csv"
+    rest = "".join(f"{i},view\n" for i in range(3, 201))
+    copied = []
+
+    def copy_the_rest(event) -> None:
+        if isinstance(event, PhaseStarted) and event.phase == "write" and not copied:
+            copied.append(True)
+            with landing.open("a") as out:
+                out.write(rest)
+
+    engine.subscribe(copy_the_rest)
+    events = Events()
+    watcher = Watcher(engine=engine, debounce_ms=100, on_event=events).start()
+    try:
+        save(landing, "id,kind\n1,view\n2,view\n")  # the copy's first chunk
+        first, second = events.wait_for(WatchPlanFinished, count=2, timeout=180)
+    finally:
+        watcher.stop()
+    assert [(r.status, (r.error or {}).get("code")) for r in first.results] == [("failed", "RAT-LND-010")]
+    assert [(r.status, r.rows_written) for r in second.results] == [("success", 200)]
+    table = engine.state.catalog.load_table("main", "demo.bronze.events").scan().to_arrow()
+    assert sorted(table.column("id").to_pylist()) == list(range(1, 201))
+
+
 def test_a_watch_on_a_branch_runs_there_and_leaves_main_alone(make_project, spark):
     from ratui.engine.run.engine import Engine
 

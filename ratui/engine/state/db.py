@@ -28,21 +28,34 @@ if TYPE_CHECKING:  # SQLAlchemy is only needed for PyIceberg's catalog: import i
 BUSY_TIMEOUT_MS = 30_000
 
 
+class _HiddenFromThisThread:
+    """A meta-path finder that makes `import NAME` fail (for NAME and its submodules) in one thread only, while it
+    is installed; other threads import as usual."""
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names = names
+        self.thread = threading.get_ident()
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> None:
+        if threading.get_ident() == self.thread and fullname.split(".", 1)[0] in self.names:
+            raise ImportError(f"{fullname} is not imported while sqlite-utils is", name=fullname)
+        return None
+
+
 def _import_sqlite_utils():
     """sqlite-utils, imported without pandas and numpy when nothing has imported them yet: it imports them only to
     map their types, which ratui never hands it, and pandas alone costs about half a second of every command's
-    start (pyspark installs it). Whatever imports pandas later gets it as usual."""
+    start (pyspark installs it). Only this thread's imports are refused meanwhile (a finder, not a None in
+    sys.modules, which every thread would see); whatever imports pandas later gets it as usual."""
     import sys
 
-    hidden = [name for name in ("pandas", "numpy") if name not in sys.modules]
-    for name in hidden:
-        sys.modules[name] = None  # type: ignore[assignment]  # `import name` raises ImportError meanwhile
+    hidden = tuple(name for name in ("pandas", "numpy") if name not in sys.modules)
+    finder = _HiddenFromThisThread(hidden)
+    sys.meta_path.insert(0, finder)
     try:
         import sqlite_utils
     finally:
-        for name in hidden:
-            if sys.modules.get(name, 0) is None:
-                del sys.modules[name]
+        sys.meta_path.remove(finder)
     return sqlite_utils
 
 

@@ -417,7 +417,6 @@ class ZoneReader:
             _INFERRED.put(key, df.schema.jsonValue())
         if CORRUPT not in df.columns:
             return df  # Spark's schema inference saw every line parse: nothing to check
-        df = _with_file(df)
         if len(df.columns) == 1:
             # not one line parsed, so the file has no columns at all: the lines themselves are the report
             from pyspark.sql import functions as F
@@ -426,7 +425,7 @@ class ZoneReader:
             df = lines.select(F.col("value").alias(CORRUPT), F.lit(1).alias("__ratui_line"),
                               F.col("_metadata.file_path").alias(FILE))
             return self._bad_rows(df, only_bad=True)
-        return self._bad_rows(df, read_from=files)
+        return self._bad_rows(_with_file(df), read_from=files)
 
     def _parquet(self, files: list[ZoneFile]):
         reference, ref_schema = files[0], parquet_schema(files[0])

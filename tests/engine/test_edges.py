@@ -185,6 +185,46 @@ def test_invalid_json_lines_fail_at_their_line(make_project, spark):
     assert result.error["line"] == 3
 
 
+def test_pretty_printed_json_documents_load_beside_json_lines(make_project, spark):
+    """A .json file holding one pretty-printed object is a row, one holding an array of objects a row each, and
+    JSON-lines files of the same zone load with them (a field some files lack reads as NULL)."""
+    root = make_project({
+        "demo/pipelines/bronze/people/pipeline.sql": ALL,
+        "demo/landing/people/one.json": '{\n  "id": 1,\n  "plan": "free"\n}\n',
+        "demo/landing/people/many.json": '[\n  {"id": 2, "plan": "pro"},\n  {"id": 3, "plan": "pro", "vip": true}\n]\n',
+        "demo/landing/people/lines.jsonl": '{"id": 4, "plan": "free"}\n{"id": 5, "plan": "free"}\n',
+    })
+    engine = Engine.open(root)
+    result = run_one(engine, "demo.bronze.people")
+    assert result.status == "success", result.error
+    assert rows_on_main(engine, "demo.bronze.people") == [
+        {"id": 1, "plan": "free", "vip": None}, {"id": 2, "plan": "pro", "vip": None},
+        {"id": 3, "plan": "pro", "vip": True}, {"id": 4, "plan": "free", "vip": None},
+        {"id": 5, "plan": "free", "vip": None}]
+    again = engine.run(["demo.bronze.people"], force=True)[0]  # remembered schema and check: the same rows
+    assert again.status == "success" and again.rows_written == 5
+
+
+def test_a_broken_json_document_fails_at_its_line_or_is_left_out_whole(make_project, spark):
+    root = make_project({
+        "demo/pipelines/bronze/people/pipeline.sql": ALL,
+        "demo/landing/people/good.json": '[\n  {"id": 1, "plan": "free"}\n]\n',
+        "demo/landing/people/bad.json": '{\n  "id": 2,\n  "plan": "pro",\n}\n',
+    })
+    engine = Engine.open(root)
+    result = run_one(engine, "demo.bronze.people")
+    assert result.status == "failed"
+    error = result.error
+    assert (error["code"], error["file"].endswith("people/bad.json"), error["line"]) == ("RAT-LND-007", True, 4)
+    assert "not valid JSON documents (bad.json)" in error["message"]
+    assert main_fingerprint(root) == {}
+    (root / "ratui.yaml").write_text((root / "ratui.yaml").read_text() + "landing:\n  bad_rows: skip\n")
+    result = run_one(Engine.open(root), "demo.bronze.people")
+    assert result.status == "success", result.error
+    assert rows_on_main(engine, "demo.bronze.people") == [{"id": 1, "plan": "free"}]
+    assert any(n.startswith("RAT-LND-007 1 malformed JSON document(s)") and "bad.json:4" in n for n in result.notes)
+
+
 def test_empty_files_are_warnings_and_garbage_is_refused(make_project, spark):
     import pyarrow as pa
     import pyarrow.parquet as pq

@@ -246,6 +246,47 @@ def _reads_as(group_type, read_type) -> bool:
     return isinstance(group_type, ints) and isinstance(read_type, (st.LongType, st.DoubleType))
 
 
+def is_json_document(path: Path) -> bool:
+    """Whether a JSON landing file holds one document rather than JSON lines: its first non-blank line is `{` or
+    `[` alone, or starts an array it does not finish (a pretty-printed object or array). A first line that is a
+    whole value, even an array, is JSON lines (Spark reads a line holding an array as a row per element)."""
+    import json
+
+    with open(path, "rb") as handle:
+        while True:
+            raw = handle.readline(1 << 20)  # a first line over 1 MB that starts an array: read as a document
+            if not raw:
+                return False
+            line = raw.strip().lstrip(b"\xef\xbb\xbf").strip()  # a byte-order mark before the first line
+            if not line:
+                continue
+            if line in (b"{", b"["):
+                return True
+            if not line.startswith(b"["):
+                return False
+            try:
+                json.loads(line)
+            except ValueError:
+                return True
+            return False
+
+
+def json_error_line(path: Path, limit: int = 32 << 20) -> tuple[int | None, str]:
+    """Where Python's JSON parser finds a document broken: (line, that line's text); (None, the first line) when
+    it parses it (Spark refused it for another reason) or the file is over `limit` bytes."""
+    import json
+
+    if path.stat().st_size > limit:
+        return None, ""
+    text = path.read_text(encoding="utf-8-sig", errors="replace")
+    lines = text.splitlines()
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        return exc.lineno, lines[exc.lineno - 1].strip() if 0 < exc.lineno <= len(lines) else ""
+    return None, lines[0].strip() if lines else ""
+
+
 def _with_file(df):
     from pyspark.sql import functions as F
 
@@ -404,6 +445,71 @@ class ZoneReader:
     def _json(self, files: list[ZoneFile]):
         for zf in files:
             _check_text(zf, "JSON")
+        documents = [zf for zf in files if is_json_document(zf.path)]
+        lines = [zf for zf in files if zf not in documents]
+        parts = ([self._json_lines(lines)] if lines else []) + ([self._json_documents(documents)] if documents
+                                                               else [])
+        if len(parts) == 1:
+            return parts[0]
+        return parts[0].unionByName(parts[1], allowMissingColumns=True)  # a field one kind lacks reads as NULL
+
+    def _json_documents(self, files: list[ZoneFile]):
+        """Files that each hold one JSON document (an object: one row; an array of objects: a row each). Spark
+        reads each file whole; one it cannot parse is malformed as a whole, and Python's parser says where."""
+        from pyspark.sql import functions as F
+        from pyspark.sql import types as st
+
+        paths = [self._spark_path(zf) for zf in files]
+        reader = self.session.read.options(mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT, multiLine=True)
+        key = ("json-document", _identity(files))
+        known = _INFERRED.get(key)
+        if known is not None:
+            df = reader.schema(st.StructType.fromJson(known)).json(paths)
+        else:
+            df = reader.json(paths)
+            _INFERRED.put(key, df.schema.jsonValue())
+        if CORRUPT not in df.columns:
+            return df
+        clean = ("json-document", _identity(files), df.schema.json())
+        if not self.check_rows or _CLEAN.get(clean):
+            return df.drop(CORRUPT)
+        if len(df.columns) == 1:
+            # no document gave a field: Spark refuses a query over the corrupt column alone, and every file with
+            # something in it is broken
+            broken = [zf for zf in files if json_error_line(zf.path)[0] is not None] or files
+        else:
+            data = quote(next(c for c in df.columns if c != CORRUPT))  # (Spark refuses the corrupt column alone)
+            uris = {r.path for r in df.where(F.col(CORRUPT).isNotNull())
+                    .select(F.col("_metadata.file_path").alias("path"), F.col(data)).collect()}
+            broken = [zf for zf in map(self._origin, uris) if zf is not None]
+        if not broken:
+            _CLEAN.put(clean, True)
+            return df.drop(CORRUPT)
+        samples = []
+        for zf in sorted(broken, key=lambda zf: zf.name):
+            line, text = json_error_line(zf.path)
+            samples.append((zf, BadRow(zf.name, line, text[:200])))
+        first_file, first = samples[0]
+        if self.bad_rows != "skip" or len(df.columns) == 1:
+            raise RatuiError(
+                "RAT-LND-007",
+                f"{len(samples)} landing file(s) in zone '{self.zone}' are not valid JSON documents "
+                f"({', '.join(zf.name for zf, _ in samples)})"
+                + (f"; first at line {first.line}: {first.text[:120]!r}" if first.line else ""),
+                file=first_file.where, line=first.line,
+                details={"bad_rows": len(samples), "samples": [b.__dict__ for _, b in samples]},
+                hint="Fix the file where shown. A .json file whose first line is `{` or `[` alone (or an unfinished "
+                     "array) is read as one document, an object or an array of objects; any other as JSON lines, "
+                     "one object per line." + ("" if self.bad_rows == "skip" else
+                                               " `landing: {bad_rows: skip}` leaves such a file out."))
+        self.report.bad_rows += len(samples)
+        self.report.samples.extend(b for _, b in samples)
+        where = ", ".join(f"{b.file}:{b.line}" if b.line else b.file for _, b in samples)
+        self.report.notes.append(f"RAT-LND-007 {len(samples)} malformed JSON document(s) in zone '{self.zone}' left "
+                                 f"out (landing.bad_rows: skip): {where}")
+        return df.where(F.col(CORRUPT).isNull()).drop(CORRUPT)
+
+    def _json_lines(self, files: list[ZoneFile]):
         from pyspark.sql import types as st
 
         paths = [self._spark_path(zf) for zf in files]

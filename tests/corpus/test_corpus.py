@@ -15,7 +15,7 @@ Categories (cases):
     templates              9
     SQL                   16
     names                 10
-    landing files         32
+    landing files         33
     landing ledger         5
     schema changes         8
     quality tests          9
@@ -25,7 +25,7 @@ Categories (cases):
     CLI misuse            32
     compile gate           3
     Python pipelines      12
-    total                192
+    total                193
 
 Select or skip the corpus with `-m corpus` / `-m "not corpus"`; `-m "corpus and not corpus_jvm"` leaves out the
 cases that need Spark beyond the base state's one run (the fast loop while editing compile-time cases).

@@ -102,6 +102,26 @@ def test_csv_columns_map_by_name_whatever_their_order(make_project, spark):
         {"id": 1, "email": "a@x", "plan": "free"}, {"id": 2, "email": "b@x", "plan": "pro"}]
 
 
+def test_semicolon_and_tab_separated_csv_files_load_beside_comma_ones(make_project, spark):
+    """A spreadsheet's export with semicolons (or tabs) between fields lands in its columns, typed, in the same
+    zone as comma-separated files; the run log says which files were read so."""
+    root = make_project({
+        "demo/pipelines/bronze/people/pipeline.sql": ALL,
+        "demo/landing/people/a.csv": "id,email,plan\n1,a@x,free\n",
+        "demo/landing/people/b.csv": "\ufeffid;email;plan\r\n2;b@x;pro\r\n3;c@x;\"pro;plus\"\r\n",
+        "demo/landing/people/c.csv": "plan\tid\temail\nfree\t4\td@x\n",
+    })
+    engine = Engine.open(root)
+    result = run_one(engine, "demo.bronze.people")
+    assert result.status == "success", result.error
+    assert rows_on_main(engine, "demo.bronze.people") == [
+        {"id": 1, "email": "a@x", "plan": "free"}, {"id": 2, "email": "b@x", "plan": "pro"},
+        {"id": 3, "email": "c@x", "plan": "pro;plus"}, {"id": 4, "email": "d@x", "plan": "free"}]
+    log = [line["message"] for line in engine.state.history.get_run(result.run_id)["logs"]]
+    assert any("1 CSV file(s) read with a semicolon between fields" in m and "b.csv" in m for m in log), log
+    assert any("1 CSV file(s) read with a tab between fields" in m and "c.csv" in m for m in log), log
+
+
 def test_a_csv_with_other_columns_is_refused_or_united_by_name(make_project, spark):
     files = {
         "demo/pipelines/bronze/people/pipeline.sql": ALL,

@@ -119,6 +119,7 @@ class ReadReport:
     bad_rows: int = 0
     samples: list[BadRow] = field(default_factory=list)
     files_read: int = 0
+    delimiters: dict[str, str] = field(default_factory=dict)  # CSV files read with another delimiter than a comma
 
     def to_dict(self) -> dict[str, Any]:
         return {"notes": self.notes, "bad_rows": self.bad_rows, "files_read": self.files_read,
@@ -157,11 +158,34 @@ def _check_text(zf: ZoneFile, kind: str) -> bytes:
     return data
 
 
-def csv_header(zf: ZoneFile) -> list[str]:
+DELIMITERS = (";", "\t", "|")  # besides the comma: what spreadsheets and databases export with
+DELIMITER_NAMES = {",": "comma", ";": "semicolon", "\t": "tab", "|": "vertical bar"}
+
+
+def csv_delimiter(zf: ZoneFile) -> str:
+    """The character between a CSV file's fields: a comma, unless the header has none and one of `DELIMITERS`
+    splits it into fields and at least half of the next rows (up to six) into as many (a malformed row among them
+    is then reported as such, at its line)."""
+    text = _check_text(zf, "CSV").decode("utf-8", errors="ignore").lstrip("\ufeff")
+    lines = [line for line in text.splitlines()[:8] if line.strip()][:7]
+    if len(text) == PREFIX_BYTES and len(lines) > 1:
+        lines = lines[:-1]  # the prefix may end inside a line
+    if not lines or "," in lines[0]:
+        return ","
+    for delimiter in sorted(DELIMITERS, key=lambda d: -lines[0].count(d)):
+        if delimiter not in lines[0]:
+            break
+        header, *rows = csv.reader(io.StringIO("\n".join(lines)), delimiter=delimiter)
+        if 2 * sum(len(row) == len(header) for row in rows) >= len(rows):
+            return delimiter
+    return ","
+
+
+def csv_header(zf: ZoneFile, delimiter: str = ",") -> list[str]:
     """The header row of a CSV file (BOM stripped), checked for empty and repeated names."""
     data = _check_text(zf, "CSV")
     text = data.decode("utf-8", errors="ignore").lstrip("\ufeff")
-    first = next(csv.reader(io.StringIO(text)), [])
+    first = next(csv.reader(io.StringIO(text), delimiter=delimiter), [])
     names = [name.strip() for name in first]
     if not names or all(not n for n in names):
         raise RatuiError("RAT-LND-006", f"landing file '{zf.name}' has no header row", file=zf.where, line=1,
@@ -367,25 +391,32 @@ class ZoneReader:
     def _csv(self, files: list[ZoneFile]):
         from pyspark.sql import types as st
 
-        groups: dict[tuple[str, ...], list[ZoneFile]] = {}
-        reference, ref_cols = files[0], csv_header(files[0])  # the zone's columns: its first file's
+        # files with the same header and delimiter read together: a group
+        groups: dict[tuple[tuple[str, ...], str], list[ZoneFile]] = {}
+        reference = files[0]  # the zone's columns: its first file's
+        ref_cols = csv_header(reference, csv_delimiter(reference))
         for zf in files:
-            cols = csv_header(zf)
+            delimiter = csv_delimiter(zf)
+            if delimiter != ",":
+                self.report.delimiters[zf.name] = delimiter
+            cols = csv_header(zf, delimiter)
             _compare_columns(self.zone, reference, ref_cols, zf, cols, self.columns)
-            groups.setdefault(tuple(cols), []).append(zf)
+            groups.setdefault((tuple(cols), delimiter), []).append(zf)
         # infer each group's types (one pass), then widen across groups so every file reads one schema
-        inferred: dict[tuple[str, ...], dict[str, Any]] = {}
+        inferred: dict[tuple[tuple[str, ...], str], dict[str, Any]] = {}
         merged: dict[str, Any] = {}
         canonical: list[str] = []
         proven = True  # every group's types were found in Python, which also showed no row malformed
-        paths = {header: [self._spark_path(zf) for zf in group] for header, group in groups.items()}
-        for header, group_paths in paths.items():
-            key = ("csv", _identity(groups[header]), header)
+        paths = {group: [self._spark_path(zf) for zf in members] for group, members in groups.items()}
+        for group, group_paths in paths.items():
+            header, delimiter = group
+            key = ("csv", _identity(groups[group]), header, delimiter)
             known = _INFERRED.get(key)
             if known is None:
-                found = self._types_without_spark(groups[header], header)
+                found = self._types_without_spark(groups[group], header) if delimiter == "," else None
                 if found is None:
-                    found = self.session.read.options(header=True, inferSchema=True).csv(group_paths).schema
+                    found = self.session.read.options(header=True, inferSchema=True, sep=delimiter) \
+                        .csv(group_paths).schema
                     known = (found.jsonValue(), False)
                 else:
                     known = (found.jsonValue(), True)
@@ -393,7 +424,7 @@ class ZoneReader:
             schema = st.StructType.fromJson(known[0])
             proven = proven and known[1]
             types = {name.lower(): f.dataType for name, f in zip(header, schema.fields)}  # by position
-            inferred[header] = types
+            inferred[group] = types
             for name in header:
                 low = name.lower()
                 if low not in merged:
@@ -406,13 +437,13 @@ class ZoneReader:
         if not plain:
             reader = reader.options(columnNameOfCorruptRecord=CORRUPT)
         frames = []
-        for header, group_paths in paths.items():
+        for (header, delimiter), group_paths in paths.items():
             fields = [st.StructField(name, merged[name.lower()]) for name in header]
             if plain:
-                frames.append(reader.schema(st.StructType(fields)).csv(group_paths))
+                frames.append(reader.option("sep", delimiter).schema(st.StructType(fields)).csv(group_paths))
             else:
                 schema = st.StructType(fields + [st.StructField(CORRUPT, st.StringType())])
-                frames.append(_with_file(reader.schema(schema).csv(group_paths)))
+                frames.append(_with_file(reader.option("sep", delimiter).schema(schema).csv(group_paths)))
         df = frames[0]
         for frame in frames[1:]:
             df = df.unionByName(frame, allowMissingColumns=True)

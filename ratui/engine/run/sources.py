@@ -18,7 +18,7 @@ from ratui.engine.iceberg.read import column_max_from_stats, read_table
 from ratui.engine.project.discovery import Pipeline, landing_zone
 from ratui.engine.project.names import sql_ident
 from ratui.engine.project.templating import TemplateContext, parse_ref
-from ratui.engine.run.landing_reader import ZoneFile, ZoneReader
+from ratui.engine.run.landing_reader import DELIMITER_NAMES, ZoneFile, ZoneReader
 from ratui.engine.state.ledger import zone_digest
 from ratui.engine.state.project_state import ProjectState
 from ratui.engine.vocabulary import MAIN, format_bytes
@@ -239,6 +239,13 @@ class RunSources:
         for note in reader.report.notes:
             self.notes.append(note)
             self.log(note, "warning")
+        by_delimiter: dict[str, list[str]] = {}
+        for name, delimiter in reader.report.delimiters.items():
+            by_delimiter.setdefault(delimiter, []).append(name)
+        for delimiter, names in sorted(by_delimiter.items()):
+            self.log(f"landing zone {zone.name}: {len(names)} CSV file(s) read with a {DELIMITER_NAMES[delimiter]} "
+                     f"between fields (their header has no comma): {', '.join(sorted(names)[:5])}"
+                     + (f" and {len(names) - 5} more" if len(names) > 5 else ""))
         return df
 
     def context(self, pipeline: Pipeline, file: Path) -> TemplateContext:

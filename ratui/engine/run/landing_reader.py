@@ -162,14 +162,26 @@ DELIMITERS = (";", "\t", "|")  # besides the comma: what spreadsheets and databa
 DELIMITER_NAMES = {",": "comma", ";": "semicolon", "\t": "tab", "|": "vertical bar"}
 
 
+def csv_layout(zf: ZoneFile) -> tuple[str, list[str]]:
+    """A CSV file's delimiter and header (csv_delimiter, csv_header), from one read of its first bytes."""
+    text = _check_text(zf, "CSV").decode("utf-8", errors="ignore").lstrip("\ufeff")
+    delimiter = _delimiter(text)
+    return delimiter, csv_header(zf, delimiter, text)
+
+
 def csv_delimiter(zf: ZoneFile) -> str:
+    """The character between a CSV file's fields (see _delimiter)."""
+    return _delimiter(_check_text(zf, "CSV").decode("utf-8", errors="ignore").lstrip("\ufeff"))
+
+
+def _delimiter(text: str) -> str:
     """The character between a CSV file's fields: a comma, unless the header has none and one of `DELIMITERS`
     splits it into fields and at least half of the next rows (up to six) into as many (a malformed row among them
-    is then reported as such, at its line)."""
-    text = _check_text(zf, "CSV").decode("utf-8", errors="ignore").lstrip("\ufeff")
-    lines = [line for line in text.splitlines()[:8] if line.strip()][:7]
-    if len(text) == PREFIX_BYTES and len(lines) > 1:
-        lines = lines[:-1]  # the prefix may end inside a line
+    is then reported as such, at its line). `text`: the file's first bytes, decoded."""
+    head = text[:1 << 16].splitlines()[:8]
+    if len(text) > 1 << 16 and len(head) < 8:
+        head = head[:-1]  # the last line read may be cut short
+    lines = [line for line in head if line.strip()][:7]
     if not lines or "," in lines[0]:
         return ","
     for delimiter in sorted(DELIMITERS, key=lambda d: -lines[0].count(d)):
@@ -181,10 +193,11 @@ def csv_delimiter(zf: ZoneFile) -> str:
     return ","
 
 
-def csv_header(zf: ZoneFile, delimiter: str = ",") -> list[str]:
-    """The header row of a CSV file (BOM stripped), checked for empty and repeated names."""
-    data = _check_text(zf, "CSV")
-    text = data.decode("utf-8", errors="ignore").lstrip("\ufeff")
+def csv_header(zf: ZoneFile, delimiter: str = ",", text: str | None = None) -> list[str]:
+    """The header row of a CSV file (BOM stripped), checked for empty and repeated names. `text`: the file's
+    first bytes, decoded, when already read."""
+    if text is None:
+        text = _check_text(zf, "CSV").decode("utf-8", errors="ignore").lstrip("\ufeff")
     first = next(csv.reader(io.StringIO(text), delimiter=delimiter), [])
     names = [name.strip() for name in first]
     if not names or all(not n for n in names):
@@ -393,13 +406,12 @@ class ZoneReader:
 
         # files with the same header and delimiter read together: a group
         groups: dict[tuple[tuple[str, ...], str], list[ZoneFile]] = {}
-        reference = files[0]  # the zone's columns: its first file's
-        ref_cols = csv_header(reference, csv_delimiter(reference))
+        layouts = {zf.name: csv_layout(zf) for zf in files}
+        reference, ref_cols = files[0], layouts[files[0].name][1]  # the zone's columns: its first file's
         for zf in files:
-            delimiter = csv_delimiter(zf)
+            delimiter, cols = layouts[zf.name]
             if delimiter != ",":
                 self.report.delimiters[zf.name] = delimiter
-            cols = csv_header(zf, delimiter)
             _compare_columns(self.zone, reference, ref_cols, zf, cols, self.columns)
             groups.setdefault((tuple(cols), delimiter), []).append(zf)
         # infer each group's types (one pass), then widen across groups so every file reads one schema

@@ -90,7 +90,7 @@ def _refuse_active(state: ProjectState, ref: str, tables: list[str] | None, what
 def runs_since_fork(state: ProjectState, ref: str) -> list[str]:
     """The runs merged into `ref` since it was created, oldest first (a merge of it carries them)."""
     runs: list[str] = []
-    for commit in state.catalog.log(ref, limit=100_000):
+    for commit in state.catalog.log(ref, limit=100_000, own=True):
         if commit.ref != ref or commit.meta.get("kind") == "branch":
             break
         runs.extend(commit.meta.get("runs") or ([commit.meta["run_id"]] if commit.meta.get("run_id") else []))
@@ -205,7 +205,7 @@ def diff(state: ProjectState, left: str, right: str = MAIN) -> list[TableDiff]:
 
 
 def _fork_pointers(state: ProjectState, ref: str) -> dict[str, str] | None:
-    for commit in state.catalog.log(ref, limit=100_000):
+    for commit in state.catalog.log(ref, limit=100_000, own=True):
         if commit.ref == ref and commit.meta.get("kind") == "branch":
             return commit.pointers
         if commit.ref != ref:

@@ -112,7 +112,7 @@ def last_success_on(state: ProjectState, key: str, ref: str) -> dict[str, Any] |
 
 def branch_origin(state: ProjectState, ref: str) -> tuple[str, str] | None:
     """(the ref a branch was created from, when), from its creation commit."""
-    for commit in state.catalog.log(ref, limit=100_000):
+    for commit in state.catalog.log(ref, limit=100_000, own=True):
         if commit.ref == ref and commit.meta.get("kind") == "branch":
             return commit.meta.get("from") or MAIN, commit.created_at
         if commit.ref != ref:

@@ -348,6 +348,27 @@ def test_log_is_newest_first_along_the_parent_chain(cat: SqliteBranchCatalog) ->
     assert len(cat.log("run-1", limit=2)) == 2
 
 
+def test_a_branchs_own_log_stops_where_it_was_created(cat: SqliteBranchCatalog) -> None:
+    """What ratui asks of a branch (where it came from, which runs it holds) is read from its own commits and the
+    one it was created at, not from the whole history of main behind it."""
+    for i in range(5):
+        cat.record_commit("main", f"main {i}")
+    fork = cat.get_ref("main").head
+    cat.create_branch("dev")
+    append(cat, "dev", ORDERS, 3)
+    cat.record_commit("main", "main after the fork")
+    own = cat.log("dev", limit=100_000, own=True)
+    assert [c.message for c in own] == [f"append to {ORDERS}", "create branch dev from main", "main 4"]
+    assert own[-1].hash == fork and own[-1].ref == "main"
+    assert cat.log("dev", limit=100_000)[:3] == own  # the same commits as the whole log begins with
+    assert [c.message for c in cat.log("dev", limit=2, own=True)] == [f"append to {ORDERS}",
+                                                                      "create branch dev from main"]
+    # a branch of a branch: its own commits, then the commit of dev it was created at
+    cat.create_branch("feature", from_ref="dev")
+    assert [c.message for c in cat.log("feature", own=True)] == ["create branch feature from dev",
+                                                                   f"append to {ORDERS}"]
+
+
 def test_diff_lists_added_and_modified_with_locations(root: Path, cat: SqliteBranchCatalog) -> None:
     fork = cat.table_pointers("main")
     cat.create_branch("run-1")

@@ -122,9 +122,10 @@ class BranchCatalog(ABC):
         """The ref; RAT-CAT-002 if there is none of that name."""
 
     @abstractmethod
-    def log(self, ref: str, limit: int = 50) -> list[Commit]:
+    def log(self, ref: str, limit: int = 50, *, own: bool = False) -> list[Commit]:
         """Commits reachable from the ref's head through parents, newest first. Works for deleted branches too:
-        their commits are kept for audit."""
+        their commits are kept for audit. `own`: only the ref's own commits, and the first one before them that is
+        not (where a branch was created from): what is known of a branch without walking its origin's history."""
 
     @abstractmethod
     def diff(self, ref: str, against: str = MAIN) -> list[TableChange]:

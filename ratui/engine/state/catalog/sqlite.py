@@ -414,7 +414,7 @@ class SqliteBranchCatalog(BranchCatalog):
                 in_tx(conn, commit)
         return commit
 
-    def log(self, ref: str, limit: int = 50) -> list[Commit]:
+    def log(self, ref: str, limit: int = 50, *, own: bool = False) -> list[Commit]:
         if split_spec(ref)[1] is not None:  # the history up to a past commit
             start = self.commit(ref)
             with self._connect() as conn:
@@ -435,11 +435,11 @@ class SqliteBranchCatalog(BranchCatalog):
                     SELECT ?, 0
                     UNION ALL
                     SELECT c.parent, chain.depth + 1 FROM catalog_commits c JOIN chain ON c.hash = chain.hash
-                    WHERE c.parent IS NOT NULL AND chain.depth + 1 < ?
+                    WHERE c.parent IS NOT NULL AND chain.depth + 1 < ? AND (? = 0 OR c.ref = ?)
                 )
                 SELECT c.* FROM chain JOIN catalog_commits c ON c.hash = chain.hash ORDER BY chain.depth
                 """,
-                (row[0], limit),
+                (row[0], limit, int(own), ref),
             ).fetchall()
         return [self._commit_from_row(r) for r in rows]
 

@@ -62,6 +62,45 @@ def test_a_copied_project_works_on_its_own_files(make_project, spark, tmp_path):
     assert main_fingerprint(copy)["demo.bronze.items"][0] == 4
 
 
+APPEND_NEW_FILES = """\
+-- @merge_strategy: append_only
+-- @landing_mode: new_files
+SELECT * FROM {{ landing_zone('items') }}
+"""
+
+
+def test_a_project_copied_without_its_file_times_loads_nothing_twice(make_project, spark, tmp_path):
+    """`cp -r` (or a sync tool, or `touch`) gives every landing file a new modification time: the ledger tells
+    the same bytes from a new version by their digest, so an append-only table gains no duplicate, on main or on
+    a branch; a file whose bytes did change (same size) is loaded again as a new version."""
+    root = make_project({
+        "demo/pipelines/bronze/items/pipeline.sql": APPEND_NEW_FILES,
+        "demo/landing/items/a.csv": "id,name\n1,a\n2,b\n",
+        "demo/landing/items/b.csv": "id,name\n3,c\n",
+    })
+    assert run_one(Engine.open(root), "demo.bronze.items").status == "success"
+    copy = tmp_path / "copied"
+    shutil.copytree(root, copy, copy_function=shutil.copy)  # contents and modes, not times: as `cp -r` does
+    assert (copy / "demo/landing/items/a.csv").stat().st_mtime_ns != (root / "demo/landing/items/a.csv").stat() \
+        .st_mtime_ns
+    engine = Engine.open(copy)
+    engine.create_branch("dev")
+    result = run_one(engine, "demo.bronze.items", force=True)
+    assert result.status == "success", result.error
+    assert rows_on_main(engine, "demo.bronze.items") == [{"id": 1, "name": "a"}, {"id": 2, "name": "b"},
+                                                         {"id": 3, "name": "c"}]
+    assert {f.file: f.state for f in engine.state.ledger.files("demo", "items")} == {"a.csv": "loaded",
+                                                                                     "b.csv": "loaded"}
+    assert [r.status for r in engine.run(["demo.bronze.items"], force=True, ref="dev")] == ["success"]
+    assert engine.query("SELECT count(*) FROM bronze.items", ref="dev")[1] == [[3]]
+    # the same size, other bytes: a new version of the file, loaded again
+    later = (copy / "demo/landing/items/b.csv").stat().st_mtime_ns + 5_000_000_000
+    (copy / "demo/landing/items/b.csv").write_text("id,name\n4,d\n")
+    os.utime(copy / "demo/landing/items/b.csv", ns=(later, later))
+    assert run_one(engine, "demo.bronze.items").status == "success"
+    assert [r["id"] for r in rows_on_main(engine, "demo.bronze.items")] == [1, 2, 3, 4]
+
+
 def test_a_table_whose_files_lie_outside_the_project_is_refused(make_project, spark, tmp_path):
     root = make_project({"demo/pipelines/bronze/items/pipeline.sql": "SELECT 1 AS id\n"})
     engine = Engine.open(root)

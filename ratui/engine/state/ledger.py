@@ -5,7 +5,10 @@ States follow SingleStore's pipeline file states:
     loaded     loaded by a run whose branch merged into main (set in the merge's own SQLite transaction)
     skipped    failed `max_attempts` runs in a row: left out so the other files can load
 
-A file whose size or modification time changes is a new version and becomes `unloaded` again.
+A file whose bytes change is a new version and becomes `unloaded` again: told by its size and modification time,
+and for a local file of at most DIGEST_MAX_BYTES by a SHA-256 of its bytes, so a file copied without its time (`cp
+-r`), touched or synced unchanged stays what it was (its rows keep their state and take the new time). An object is
+told by its size, time, ETag and version.
 Attempts count the runs that tried to load a file: failures that concern the data (build, write, quality; never
 a cancelled run or a template/config error) and the run that loaded it (a file loaded at the first try shows 1).
 
@@ -25,8 +28,11 @@ the files loaded after the restored commit loadable again (`loaded_at` is the lo
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import sqlite3
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
@@ -45,6 +51,7 @@ CREATE TABLE IF NOT EXISTS landing_files (
     file TEXT NOT NULL,            -- name at the zone's root
     size INTEGER NOT NULL,
     mtime_ns INTEGER NOT NULL,
+    digest TEXT,                   -- local files: SHA-256 of the bytes (files up to DIGEST_MAX_BYTES)
     etag TEXT,                     -- for object stores (S3): kept empty for local files
     version TEXT,
     state TEXT NOT NULL DEFAULT 'unloaded',
@@ -126,6 +133,9 @@ class Ledger:
             if "loaded_at" not in columns:  # a ledger from an older ratui: loads before it count as old
                 with write_tx(conn):
                     conn.execute("ALTER TABLE landing_files ADD COLUMN loaded_at TEXT")
+            if "digest" not in columns:  # a ledger from an older ratui: digests are taken at the next sync
+                with write_tx(conn):
+                    conn.execute("ALTER TABLE landing_files ADD COLUMN digest TEXT")
             if "purged_at" not in columns:  # a ledger from an older ratui
                 with write_tx(conn):
                     conn.execute("ALTER TABLE landing_files ADD COLUMN purged_at TEXT")
@@ -144,28 +154,54 @@ class Ledger:
              forget_missing: bool = False) -> list[LandingFile]:
         """Record the zone's active files for a pipeline: local Paths, or listed objects (name, size, mtime_ns,
         etag, version). A changed file (size, modification time, ETag or version) becomes unloaded again: for the
-        ledger a rewritten file or object is a new file.
+        ledger a rewritten file or object is a new file. A local file whose time alone changed, with the same
+        digest of its bytes, is not (the digest is taken when a file is new or changed, up to DIGEST_MAX_BYTES).
 
         `forget_missing` (landing_mode all): rows of files no longer in the zone are dropped; rows of archived
         files stay. Returns every row of the pipeline for the zone, archived ones included.
         """
         now = now_iso()
         names = []
+        items = [(item, *identity(item)) for item in files]
+        # local files: the digest of their bytes, taken before the write transaction (a big file takes a while).
+        # A file whose time changed but whose bytes did not (copied with `cp -r`, touched, synced) is the same
+        # file: its row keeps its state, with the new time
+        with self._conn() as conn:
+            known = {r["file"]: r for r in conn.execute(
+                "SELECT file, size, mtime_ns, digest FROM landing_files WHERE namespace = ? AND zone = ? AND "
+                "pipeline = ?", (namespace, zone, pipeline))}
+        digests: dict[str, str | None] = {}
+        retimed: dict[str, int] = {}  # name -> the time its row had
+        for item, name, size, mtime_ns, _etag, _version in items:
+            if not isinstance(item, Path):
+                continue
+            row = known.get(name)
+            if row is not None and row["size"] == size and row["mtime_ns"] == mtime_ns and row["digest"]:
+                digests[name] = row["digest"]
+                continue
+            digests[name] = file_digest(item, size, mtime_ns)
+            if row is not None and row["size"] == size and row["digest"] and digests[name] == row["digest"]:
+                retimed[name] = row["mtime_ns"]
         with self._conn() as conn, write_tx(conn):
-            for item in files:
-                name, size, mtime_ns, etag, version = identity(item)
+            for _item, name, size, mtime_ns, etag, version in items:
                 names.append(name)
+                if name in retimed:
+                    conn.execute("UPDATE landing_files SET mtime_ns = ? WHERE namespace = ? AND zone = ? AND "
+                                 "pipeline = ? AND file = ?", (mtime_ns, namespace, zone, pipeline, name))
+                    conn.execute("UPDATE landing_loads SET mtime_ns = ? WHERE namespace = ? AND zone = ? AND "
+                                 "pipeline = ? AND name = ? AND size = ? AND mtime_ns = ?",
+                                 (mtime_ns, namespace, zone, pipeline, name, size, retimed[name]))
                 conn.execute(
-                    """INSERT INTO landing_files (namespace, zone, pipeline, file, size, mtime_ns, etag, version,
-                                                  updated_at)
-                       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """INSERT INTO landing_files (namespace, zone, pipeline, file, size, mtime_ns, digest, etag,
+                                                  version, updated_at)
+                       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                        ON CONFLICT (namespace, zone, pipeline, file) DO UPDATE SET
                          state = CASE WHEN {changed} THEN 'unloaded' ELSE state END,
                          attempts = CASE WHEN {changed} THEN 0 ELSE attempts END,
                          updated_at = CASE WHEN {changed} THEN excluded.updated_at ELSE updated_at END,
-                         size = excluded.size, mtime_ns = excluded.mtime_ns, etag = excluded.etag,
-                         version = excluded.version""".format(changed=_CHANGED),
-                    (namespace, zone, pipeline, name, size, mtime_ns, etag, version, now),
+                         size = excluded.size, mtime_ns = excluded.mtime_ns, digest = excluded.digest,
+                         etag = excluded.etag, version = excluded.version""".format(changed=_CHANGED),
+                    (namespace, zone, pipeline, name, size, mtime_ns, digests.get(name), etag, version, now),
                 )
             if forget_missing:
                 marks = ",".join("?" * len(names))
@@ -442,6 +478,32 @@ def zone_digest(files: Iterable[Any]) -> list[list[Any]]:
 # a row's file is a new version when any part of its identity differs (NULL-safe: IS NOT)
 _CHANGED = ("size <> excluded.size OR mtime_ns <> excluded.mtime_ns OR etag IS NOT excluded.etag "
             "OR version IS NOT excluded.version")
+
+
+DIGEST_MAX_BYTES = 256 << 20  # bigger local files are told apart by size and time only
+_DIGESTS: "OrderedDict[tuple, str | None]" = OrderedDict()  # (path, size, mtime_ns, inode) -> digest
+_DIGESTS_LOCK = threading.Lock()
+
+
+def file_digest(path: Path, size: int, mtime_ns: int) -> str | None:
+    """SHA-256 of a local landing file's bytes (None over DIGEST_MAX_BYTES, or when it cannot be read: the
+    run's read reports that), remembered per path, size, time and inode for the pipelines sharing a zone."""
+    if size > DIGEST_MAX_BYTES:
+        return None
+    try:
+        key = (str(path), size, mtime_ns, path.stat().st_ino)
+        with _DIGESTS_LOCK:
+            if key in _DIGESTS:
+                return _DIGESTS[key]
+        with open(path, "rb") as handle:
+            digest = hashlib.file_digest(handle, "sha256").hexdigest()
+    except OSError:
+        return None
+    with _DIGESTS_LOCK:
+        _DIGESTS[key] = digest
+        while len(_DIGESTS) > 4096:
+            _DIGESTS.popitem(last=False)
+    return digest
 
 
 def identity(item: Any) -> tuple[str, int, int, str | None, str | None]:

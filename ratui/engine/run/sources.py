@@ -97,9 +97,10 @@ class RunSources:
         missing = [e for e in wanted if not (zone.folder / e.file).is_file()]
         if missing:
             raise self._gone(zone_name, missing, str(zone.folder / missing[0].file))
-        for e in wanted:
-            st = (zone.folder / e.file).stat()
-            self.read_files.append((zone_name, zone.folder / e.file, st.st_size, st.st_mtime_ns))
+        for e in wanted:  # as the ledger listed them (an archived file: as it is now, the ledger keeps its first)
+            st = (zone.folder / e.file).stat() if e.archived else None
+            self.read_files.append((zone_name, zone.folder / e.file, st.st_size if st else e.size,
+                                    st.st_mtime_ns if st else e.mtime_ns))
         if not active and not entries and mode != "new_files":
             raise RatuiError("RAT-LND-002", f"landing zone '{zone_name}' has no active files", file=str(zone.folder))
         files = [ZoneFile(zone.folder / e.file, e.file) for e in wanted]
@@ -140,7 +141,7 @@ class RunSources:
         for zone_name, path, size, mtime_ns in self.read_files:
             try:
                 st = path.stat()
-            except FileNotFoundError:
+            except OSError:  # gone (or no longer readable)
                 if removed:
                     changed.append((zone_name, path, "removed"))
                 continue

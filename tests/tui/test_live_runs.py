@@ -15,6 +15,21 @@ from .conftest import copy_sample, flat, make_app, run, screen_text, settle, wai
 RUN_TIMEOUT = 240  # a shared 2-core machine can be very slow
 
 
+def hold_at_quality(engine):
+    """Hold the first run to start its quality phase there (in the run's thread) until `release` is set, so a key
+    pressed meanwhile finds it running: returns (reached, release, unsubscribe)."""
+    from ratui.engine.events import PhaseStarted
+
+    reached, release = threading.Event(), threading.Event()
+
+    def hold(event) -> None:
+        if isinstance(event, PhaseStarted) and event.phase == "quality" and not reached.is_set():
+            reached.set()
+            release.wait(120)
+
+    return reached, release, engine.subscribe(hold)
+
+
 def test_run_and_cancel_from_the_console(spark, tmp_path):
     root = copy_sample(tmp_path)
     app = make_app(root, spark_state=None, clock=time.monotonic, now=utc_now)
@@ -135,14 +150,7 @@ def test_run_and_cancel_from_the_console(spark, tmp_path):
             # is held at the start of its quality phase until the cancel is on its way: on a warm JVM it takes
             # about a second, and pressing c must find it still running
             main_before = dict(catalog.table_pointers("main"))
-            at_quality, cancel_sent = threading.Event(), threading.Event()
-
-            def hold_orders(event) -> None:
-                if isinstance(event, PhaseStarted) and event.phase == "quality" and not at_quality.is_set():
-                    at_quality.set()
-                    cancel_sent.wait(120)
-
-            unsubscribe = app.controller.engine.subscribe(hold_orders)
+            at_quality, cancel_sent, unsubscribe = hold_at_quality(app.controller.engine)
             select("ecommerce.bronze.raw_orders")
             await settle(pilot)
             await pilot.press("r")
@@ -170,14 +178,7 @@ def test_run_and_cancel_from_the_console(spark, tmp_path):
             # ---- run all, then cancel: the batch stops, the rest is never started. The batch's first run to reach
             # its quality phase is held there until the cancel is on its way, so c always finds a run in flight
             # (unchanged pipelines are skipped at once, and the others take a second or two on a warm JVM)
-            held, let_go = threading.Event(), threading.Event()
-
-            def hold_one(event) -> None:
-                if isinstance(event, PhaseStarted) and event.phase == "quality" and not held.is_set():
-                    held.set()
-                    let_go.wait(120)
-
-            unsubscribe = app.controller.engine.subscribe(hold_one)
+            held, let_go, unsubscribe = hold_at_quality(app.controller.engine)
             await pilot.press("escape", "a")
             await wait_for(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.run is not None, 30)
             batch = app.screen.batch

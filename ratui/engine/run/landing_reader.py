@@ -163,15 +163,15 @@ DELIMITER_NAMES = {",": "comma", ";": "semicolon", "\t": "tab", "|": "vertical b
 
 
 def csv_layout(zf: ZoneFile) -> tuple[str, list[str]]:
-    """A CSV file's delimiter and header (csv_delimiter, csv_header), from one read of its first bytes."""
-    text = _check_text(zf, "CSV").decode("utf-8", errors="ignore").lstrip("\ufeff")
+    """A CSV file's delimiter (_delimiter) and header (csv_header), from one read of its first bytes."""
+    text = _csv_text(zf)
     delimiter = _delimiter(text)
     return delimiter, csv_header(zf, delimiter, text)
 
 
-def csv_delimiter(zf: ZoneFile) -> str:
-    """The character between a CSV file's fields (see _delimiter)."""
-    return _delimiter(_check_text(zf, "CSV").decode("utf-8", errors="ignore").lstrip("\ufeff"))
+def _csv_text(zf: ZoneFile) -> str:
+    """A CSV file's first bytes, checked (_check_text) and decoded, without a byte-order mark."""
+    return _check_text(zf, "CSV").decode("utf-8", errors="ignore").lstrip("\ufeff")
 
 
 def _delimiter(text: str) -> str:
@@ -197,7 +197,7 @@ def csv_header(zf: ZoneFile, delimiter: str = ",", text: str | None = None) -> l
     """The header row of a CSV file (BOM stripped), checked for empty and repeated names. `text`: the file's
     first bytes, decoded, when already read."""
     if text is None:
-        text = _check_text(zf, "CSV").decode("utf-8", errors="ignore").lstrip("\ufeff")
+        text = _csv_text(zf)
     first = next(csv.reader(io.StringIO(text), delimiter=delimiter), [])
     names = [name.strip() for name in first]
     if not names or all(not n for n in names):
@@ -488,8 +488,10 @@ class ZoneReader:
     def _json(self, files: list[ZoneFile]):
         for zf in files:
             _check_text(zf, "JSON")
-        documents = [zf for zf in files if is_json_document(zf.path)]
-        lines = [zf for zf in files if zf not in documents]
+        documents: list[ZoneFile] = []
+        lines: list[ZoneFile] = []
+        for zf in files:
+            (documents if is_json_document(zf.path) else lines).append(zf)
         parts = ([self._json_lines(lines)] if lines else []) + ([self._json_documents(documents)] if documents
                                                                else [])
         if len(parts) == 1:
@@ -519,18 +521,20 @@ class ZoneReader:
         if len(df.columns) == 1:
             # no document gave a field: Spark refuses a query over the corrupt column alone, and every file with
             # something in it is broken
-            broken = [zf for zf in files if json_error_line(zf.path)[0] is not None] or files
+            errors = {zf.name: json_error_line(zf.path) for zf in files}
+            broken = [zf for zf in files if errors[zf.name][0] is not None] or files
         else:
             data = quote(next(c for c in df.columns if c != CORRUPT))  # (Spark refuses the corrupt column alone)
             uris = {r.path for r in df.where(F.col(CORRUPT).isNotNull())
                     .select(F.col("_metadata.file_path").alias("path"), F.col(data)).collect()}
             broken = [zf for zf in map(self._origin, uris) if zf is not None]
+            errors = {zf.name: json_error_line(zf.path) for zf in broken}
         if not broken:
             _CLEAN.put(clean, True)
             return df.drop(CORRUPT)
         samples = []
         for zf in sorted(broken, key=lambda zf: zf.name):
-            line, text = json_error_line(zf.path)
+            line, text = errors[zf.name]
             samples.append((zf, BadRow(zf.name, line, text[:200])))
         first_file, first = samples[0]
         if self.bad_rows != "skip" or len(df.columns) == 1:

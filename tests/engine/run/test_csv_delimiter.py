@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ratui.engine.run.landing_reader import ZoneFile, csv_delimiter, csv_header
+from ratui.engine.run.landing_reader import ZoneFile, csv_layout
 
 
 @pytest.mark.parametrize("text, delimiter", [
@@ -27,11 +27,10 @@ def test_the_delimiter_is_a_comma_unless_the_header_has_none_and_another_splits_
         tmp_path: Path, text: str, delimiter: str):
     path = tmp_path / "f.csv"
     path.write_bytes(text.encode())
-    assert csv_delimiter(ZoneFile(path, "f.csv")) == delimiter
+    assert csv_layout(ZoneFile(path, "f.csv"))[0] == delimiter
 
 
 def test_the_header_is_split_with_the_files_delimiter(tmp_path: Path):
     path = tmp_path / "f.csv"
     path.write_text("id; name ;city\n1;a;b\n")
-    zf = ZoneFile(path, "f.csv")
-    assert csv_header(zf, csv_delimiter(zf)) == ["id", "name", "city"]
+    assert csv_layout(ZoneFile(path, "f.csv")) == (";", ["id", "name", "city"])

@@ -30,7 +30,9 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.signal import Signal
 
-from ratui.console.controller import BatchItem, Controller, EngineItem, SparkItem, WatchItem, utc_now
+from ratui.console.controller import (
+    BatchItem, Controller, EngineItem, SparkItem, WatchItem, read_only_refusal, utc_now,
+)
 from ratui.console.follow import StateItem
 from ratui.console.format import batch_summary, fmt_ms, short_key
 from ratui.console import user_settings
@@ -194,7 +196,7 @@ class RatuiApp(App[None]):
     def __init__(self, root: Path, *, clock: Callable[[], float] = time.monotonic,
                  now: Callable[[], datetime] = utc_now, prewarm: bool = False, spark_state: str | None = None,
                  blink: bool = True, controller: Controller | None = None, reaper_schedule: bool = True,
-                 reaper_interval: float | None = None) -> None:
+                 reaper_interval: float | None = None, read_only: bool = False) -> None:
         super().__init__()
         self.root = Path(root)
         self.clock = clock
@@ -202,7 +204,8 @@ class RatuiApp(App[None]):
         self.prewarm = prewarm
         self.fixed_spark_state = spark_state
         self.cursor_blink = blink
-        self.controller = controller or Controller(self.root, clock=clock, now=now)
+        self.controller = controller or Controller(self.root, clock=clock, now=now, read_only=read_only)
+        self.read_only = self.controller.read_only  # looks only: every change is refused (status line says so)
         self.store = RunStore()
         self.compiled = None
         self.marks: dict[str, float] = {}
@@ -219,7 +222,7 @@ class RatuiApp(App[None]):
         self._forced_full_refresh: set[str] = set()
         self._engine_opening = False
         self.reaper_changed: Signal = Signal(self, "reaper-changed")
-        self.reaper_schedule = reaper_schedule  # off in tests that do not ask for it
+        self.reaper_schedule = reaper_schedule and not self.read_only  # off in tests that do not ask for it
         self.reaper_interval = reaper_interval  # seconds; default: ratui.yaml reaper.interval_minutes
         self._reaper_timer = None
         self.set_reactive(RatuiApp.project_name, self.root.name)
@@ -374,6 +377,10 @@ class RatuiApp(App[None]):
         elif kind is QuitReady:  # quitting anyway: the runs end with the process, their branches are reaped
             self.exit()
             return
+        elif isinstance(error, RatuiError) and error.code.startswith("RAT-ACC"):  # refused, not broken: a toast
+            self.notify(f"{error.code} {error.message}", title="Read-only console", severity="warning", timeout=6,
+                        markup=False)
+            return
         elif kind is ReaperPassDone:
             code = f"{error.code} " if isinstance(error, RatuiError) else ""
             self.notify(f"{code}{error}", title="Scheduled reaper failed", severity="error", timeout=10,
@@ -496,6 +503,8 @@ class RatuiApp(App[None]):
         if self.watch_mode in ("starting", "stopping"):
             return
         if self.watch_mode == "off":
+            if self.refuse_read_only("watch mode (it runs pipelines)"):
+                return
             if self.compiled is None:
                 self.notify("The project is still opening.", severity="warning")
                 return
@@ -603,10 +612,41 @@ class RatuiApp(App[None]):
             self.notify(f"NOT published: {code}{outcome.reason}.", title="Publish", severity="error", timeout=12,
                         markup=False)
 
+    # ------------------------------------------------------------------------------------- read-only
+
+    def refuse_read_only(self, what: str) -> bool:
+        """In a read-only console: say that `what` is refused and return True (the caller does nothing)."""
+        if not self.read_only:
+            return False
+        error = read_only_refusal(what)
+        self.notify(f"{error.code} {error.message}.", title="Read-only console", severity="warning", timeout=6,
+                    markup=False)
+        return True
+
+    async def run_action(self, action, default_namespace=None) -> bool:
+        """Every key's action passes here: one marked with @changes is refused in a read-only console."""
+        if self.read_only and isinstance(action, str):
+            what = self._changes(action, default_namespace)
+            if what is not None:
+                return self.refuse_read_only(what)
+        return await super().run_action(action, default_namespace)
+
+    def _changes(self, action: str, namespace) -> str | None:
+        from textual.actions import ActionError, parse
+
+        try:
+            destination, name, _params = parse(action)
+        except ActionError:
+            return None
+        target = {"app": self, "screen": self.screen, "": namespace or self}.get(destination)
+        return getattr(getattr(target, f"action_{name}", None), "changes", None)
+
     # ---------------------------------------------------------------------------------------- actions
 
     def run_pipeline(self, key: str, full_refresh: bool = False, force: bool = False) -> None:
         """Start one run in the background and open its live detail (`force`: even when nothing changed)."""
+        if self.refuse_read_only("running a pipeline"):
+            return
         if self.compiled is None:
             self.notify("The project is still opening.", severity="warning")
             return
@@ -628,6 +668,8 @@ class RatuiApp(App[None]):
 
         As on the command line, nothing runs while a compile error stands in the way: for the whole project
         any problem in it, for a selection a problem of a selected pipeline."""
+        if self.refuse_read_only("running pipelines"):
+            return
         if self.compiled is None or not keys:
             return
         problems = (self.compiled.all_errors() if whole_project else
@@ -652,6 +694,8 @@ class RatuiApp(App[None]):
         self.push_screen(RunScreen(batch=batch.id, origin=self.current_mode))
 
     def confirm_cancel(self, run_ids: list[str]) -> None:
+        if self.refuse_read_only("cancelling a run"):
+            return
         runs = [self.store.get(r) for r in run_ids]
         names = ", ".join(f"{r.pipeline} ({r.run_id})" for r in runs if r is not None) or ", ".join(run_ids)
         body = Text(f"Stop {names}?\n\n")
@@ -897,9 +941,10 @@ def _dump_threads_on_sigusr1(root: Path) -> None:
     faulthandler.register(signal.SIGUSR1, file=stream, all_threads=True)
 
 
-def run_app(root: Path) -> None:
-    """`ratui` / `ratui tui --project DIR`: open the console on the project at `root`."""
+def run_app(root: Path, read_only: bool = False) -> None:
+    """`ratui` / `ratui tui --project DIR`: open the console on the project at `root` (`read_only`: it looks, it
+    changes nothing)."""
     root = Path(root).resolve()
     _configure_logging(root)
     _dump_threads_on_sigusr1(root)
-    RatuiApp(root, prewarm=True).run()
+    RatuiApp(root, prewarm=True, read_only=read_only).run()

@@ -24,6 +24,16 @@ def positive_int(text: str) -> int:
     return value
 
 
+def non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
+    return value
+
+
 def project_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--project", "-p", default=".", metavar="DIR",
                    help="project folder (the one holding ratui.yaml; default: current directory)")

@@ -67,6 +67,8 @@ class Server:
     process: subprocess.Popen
     log: Path
     url: str = ""
+    bare_url: str = ""
+    token: str = ""
     extra: dict = field(default_factory=dict)
 
     def alive(self) -> bool:
@@ -124,12 +126,12 @@ def spark_env(tmp: Path) -> dict[str, str]:
     return env
 
 
-def _launch(name: str, args: list[str], tmp: Path) -> Server:
+def _launch(name: str, args: list[str], tmp: Path, env: dict[str, str] | None = None) -> Server:
     tmp.mkdir(parents=True, exist_ok=True)
     log = tmp / f"{name}.log"
     with open(log, "wb") as out:
         process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   env=spark_env(tmp), cwd=tmp, start_new_session=True)
+                                   env={**spark_env(tmp), **(env or {})}, cwd=tmp, start_new_session=True)
     return Server(name, process, log)
 
 
@@ -183,10 +185,15 @@ def start_worker(master: Server, tmp: Path, *, cores: int, memory: str = "2g", n
     return server
 
 
-def start_connect(tmp: Path, *, master: str = "local[2]") -> Server:
+def start_connect(tmp: Path, *, master: str = "local[2]", token: str | None = None) -> Server:
     """`spark-submit --class org.apache.spark.sql.connect.service.SparkConnectServer` in the foreground, with
-    the settings ratui needs of a Connect server (CONNECT_SERVER_CONF)."""
+    the settings ratui needs of a Connect server (CONNECT_SERVER_CONF), on loopback and with a fresh token (as
+    README "Beyond one machine" tells a user to start one): `server.url` is sc://localhost:PORT/;token=...,
+    `server.bare_url` the same without the token."""
+    import secrets
+
     port = free_port()
+    token = token or secrets.token_urlsafe(24)
     pools = tmp / "fairscheduler.xml"
     tmp.mkdir(parents=True, exist_ok=True)
     pools.write_text(FAIR_POOLS)
@@ -207,8 +214,12 @@ def start_connect(tmp: Path, *, master: str = "local[2]") -> Server:
     for key, value in conf.items():
         args += ["--conf", f"{key}={value}"]
     args.append("spark-internal")
-    server = _launch("connect", args, tmp)
-    server.url = f"sc://{LOOPBACK}:{port}"
+    # the token through the environment the server reads (SPARK_CONNECT_AUTHENTICATE_TOKEN), not its command line
+    server = _launch("connect", args, tmp, env={"SPARK_CONNECT_AUTHENTICATE_TOKEN": token})
+    # PySpark sends a token without TLS only to the name localhost (grpc's local credentials)
+    server.bare_url = f"sc://localhost:{port}"
+    server.url = f"{server.bare_url}/;token={token}"
+    server.token = token
     _wait(server, lambda: port_open(port), "Spark Connect port")
     return server
 

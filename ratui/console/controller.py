@@ -227,9 +227,20 @@ class BatchItem:
 Item = EngineItem | WatchItem | SparkItem | BatchItem | StateItem
 
 
+READ_ONLY_CODE = "RAT-ACC-001"
+
+
+def read_only_refusal(what: str) -> RatuiError:
+    """The refusal of a read-only console (ratui tui --read-only, ratui web --read-only), naming what it refused."""
+    return RatuiError(READ_ONLY_CODE, f"this console is read-only: {what} is refused",
+                      hint="It was started with --read-only (ratui tui --read-only, or a ratui web server started "
+                           "so): it shows the project and runs queries that read, nothing else.")
+
+
 class Controller:
-    def __init__(self, root: Path, *, clock: Clock = time.monotonic, now: Now = utc_now):
+    def __init__(self, root: Path, *, clock: Clock = time.monotonic, now: Now = utc_now, read_only: bool = False):
         self.root = Path(root)
+        self.read_only = read_only  # refuse everything that changes the project (runs, merges, resets, ...)
         self.clock = clock
         self.now = now
         self.settings = None  # set by boot()
@@ -342,6 +353,10 @@ class Controller:
             self._pending = False
         return items
 
+    def _writable(self, what: str) -> None:
+        if self.read_only:
+            raise read_only_refusal(what)
+
     # ------------------------------------------------------------------------------------------- runs
 
     def compile(self) -> "CompiledProject":
@@ -350,6 +365,7 @@ class Controller:
     def start(self, key: str, *, full_refresh: bool = False, force: bool = False) -> str:
         """Run one pipeline on the working ref in the background (`force`: even when nothing changed); returns its
         run id at once. A working ref that is gone raises RAT-CAT-002 before anything runs."""
+        self._writable("running a pipeline")
         return self.require_engine().start([key], trigger="console", full_refresh=full_refresh,
                                            force=force, ref=self.ref).run_ids[0]
 
@@ -358,6 +374,7 @@ class Controller:
         """Run `keys` in order on the working ref in the background (a pipeline whose upstream failed is skipped).
         `atomic`: on a publish branch, merged into the working ref in one commit only if every run passed (the
         batch's `publish` says what happened). Returns at once."""
+        self._writable("running pipelines")
         batch = Batch(uuid.uuid4().hex[:12], list(keys), full_refresh, ref=self.ref, atomic=atomic)
         self.batches[batch.id] = batch  # before its runs are queued: their RunQueued events name it
         try:
@@ -381,6 +398,7 @@ class Controller:
 
     def cancel(self, run_id: str, *, whole_batch: bool = True) -> str:
         """Cancel the run; a run of a batch stops the batch too (its run in flight now, and the rest unstarted)."""
+        self._writable("cancelling a run")
         batch = self.batch_of(run_id) if whole_batch else None
         outcome = self.require_engine().cancel(run_id)
         if batch is not None and batch.invocation is not None:
@@ -507,15 +525,18 @@ class Controller:
         return self.require_engine().merge(ref, into=self.merge_target(ref), dry_run=True)
 
     def merge(self, ref: str, into: str = MAIN):
+        self._writable("merging a branch")
         return self.require_engine().merge(ref, into=into, message=f"console: merge {ref} into {into}")
 
     def create_branch(self, name: str, from_ref: str = MAIN):
         """A branch of the user's (RAT-CAT-001 exists, -006 bad name, -012 reserved, -010 unknown past state)."""
+        self._writable("creating a branch")
         return self.require_engine().create_branch(name.strip(), from_ref=from_ref.strip() or MAIN)
 
     def delete_branch(self, ref: str) -> bool:
         """Delete a branch (a user's, or a dead run's). Returns True when it was the working ref, which is then
         main again."""
+        self._writable("deleting a branch")
         self.require_engine().delete_branch(ref)
         if self.ref == ref:
             self.ref = MAIN
@@ -547,6 +568,7 @@ class Controller:
         return self.require_engine().plan_rollback(ref, to, table)
 
     def rollback(self, plan):
+        self._writable("rolling back")
         return self.require_engine().rollback(plan)
 
     def resolve_ref(self, ref: str, at: str | None = None) -> str:
@@ -572,9 +594,10 @@ class Controller:
         """Run a query and fetch its first page; the result stays on Spark until close_query. The query goes into
         the history whether it works or not (a failed one is the one to fix)."""
         engine = self.require_engine()
-        self.query_history.add(sql)
+        if not self.read_only:  # a read-only console leaves no trace in the project, its query history included
+            self.query_history.add(sql)
         started = time.perf_counter()
-        result = engine.open_query(sql, ref=ref, query_id=query_id)
+        result = engine.open_query(sql, ref=ref, query_id=query_id, read_only=self.read_only)
         with self._lock:
             self._queries[query_id] = result
         try:
@@ -590,6 +613,7 @@ class Controller:
         return self._query(query_id).count()
 
     def export_query(self, query_id: str, target: str) -> Path:
+        self._writable("exporting a result to a file")
         return self._query(query_id).export(target)
 
     def query_progress(self, query_id: str) -> tuple[str, Any]:
@@ -638,6 +662,7 @@ class Controller:
         return self.require_engine().landing_files()
 
     def landing_reset(self, zone: str, file: str | None = None, pipeline: str | None = None) -> int:
+        self._writable("resetting landing files")
         return self.require_engine().landing_reset(zone, file=file, pipeline=pipeline)
 
     # ----------------------------------------------------------------------------------------- reaper
@@ -651,6 +676,8 @@ class Controller:
         return self.require_engine().reaper().reports(limit)
 
     def reaper_run(self, dry_run: bool) -> Any:
+        if not dry_run:
+            self._writable("a reaper pass")
         return self.require_engine().reap(dry_run=dry_run)
 
     # ------------------------------------------------------------------------------------------ watch
@@ -663,6 +690,7 @@ class Controller:
 
     def start_watch(self, timeout: float = 10.0) -> str:
         """Watch mode on: its events reach the App through this controller's queue."""
+        self._writable("watch mode (it runs pipelines)")
         if self.watcher is None:
             self.watcher = self.make_watcher(lambda event: self._post(WatchItem(event)))
         self.watcher.start(timeout=timeout)

@@ -19,6 +19,7 @@ JSON output and run records depend on them. Add new codes, never renumber. The f
     RAT-PY-*    Python pipelines
     RAT-CLI-*   command-line usage
     RAT-WEB-*   serving the console to a browser (ratui web)
+    RAT-ACC-*   what a console may do (a read-only console)
 """
 
 from __future__ import annotations

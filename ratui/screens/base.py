@@ -19,6 +19,18 @@ from ratui.engine.errors import RatuiError
 from ratui.messages import Loaded
 
 
+def changes(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Mark an action that changes the project (runs, merges, deletes, resets, writes a file): a read-only
+    console refuses it with a toast naming `what` before it does anything (RatuiApp.run_action). The controller
+    refuses the change itself as well, whatever path reaches it."""
+
+    def mark(action: Callable[..., Any]) -> Callable[..., Any]:
+        action.changes = what  # type: ignore[attr-defined]
+        return action
+
+    return mark
+
+
 class Guarded:
     """A handler that raises opens the error screen; the screen's message loop keeps running.
 

@@ -24,7 +24,7 @@ from ratui.engine.vocabulary import MAIN
 from ratui.messages import (
     BranchCreated, BranchDeleted, BranchMerged, BranchesLoaded, DeleteChecked, DiffLoaded, MergeDryRun, RefSwitched,
 )
-from ratui.screens.base import Guarded, Loader, is_narrow
+from ratui.screens.base import Guarded, Loader, is_narrow, changes
 from ratui.screens.dialogs import ConfirmScreen, MergeScreen
 from ratui.screens.table_screen import TableScreen
 from ratui.widgets.chrome import NavBar, StatusLine
@@ -393,6 +393,7 @@ class BranchesScreen(TableScreen):
 
     # --------------------------------------------------------------------------------------- actions
 
+    @changes("creating a branch")
     def action_new(self) -> None:
         source = self.cursor_key() or MAIN
 
@@ -431,6 +432,7 @@ class BranchesScreen(TableScreen):
                         "untouched. m merges it when it is ready.", title="Working ref", markup=False)
         self.reload()
 
+    @changes("deleting a branch")
     def action_delete(self) -> None:
         ref = self.cursor_key()
         if ref is None:
@@ -476,6 +478,7 @@ class BranchesScreen(TableScreen):
                     title="Branches", markup=False)
         self.reload()
 
+    @changes("merging a branch")
     def action_merge(self) -> None:
         ref = self.cursor_key()
         if ref is None:

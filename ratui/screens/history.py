@@ -23,7 +23,7 @@ from textual.widgets import DataTable, Footer, Label, Static
 from ratui.console.format import fmt_time, short_key
 from ratui.engine.errors import RatuiError
 from ratui.messages import HistoryLoaded, RollbackPlanned, RolledBack
-from ratui.screens.base import ConsoleScreen, is_narrow
+from ratui.screens.base import ConsoleScreen, is_narrow, changes
 from ratui.screens.dialogs import ConfirmScreen
 from ratui.widgets.chrome import NavBar, StatusLine
 
@@ -258,6 +258,7 @@ class HistoryScreen(ConsoleScreen):
         else:
             self.notify("No run made this commit.", severity="warning", timeout=3)
 
+    @changes("rolling back")
     def action_rollback(self) -> None:
         commit = self.cursor_hash()
         if commit is None:

@@ -12,6 +12,7 @@ from textual.widgets import Footer
 from ratui.console.format import fmt_count, short_key
 from ratui.widgets.chrome import NavBar, StatusLine
 from ratui.messages import LandingLoaded, LandingReset
+from ratui.screens.base import changes
 from ratui.screens.table_screen import TableScreen
 from ratui.screens.dialogs import ConfirmScreen
 
@@ -93,6 +94,7 @@ class LandingScreen(TableScreen):
 
     # --------------------------------------------------------------------------------------- actions
 
+    @changes("resetting a landing file")
     def action_reset_file(self) -> None:
         f = self.selected()
         if f is None:
@@ -102,6 +104,7 @@ class LandingScreen(TableScreen):
         self.app.push_screen(ConfirmScreen("Reset landing file?", body, "Reset", back="Keep it"),
                              lambda ok: ok and self._reset(f.zone, f.file, f.pipeline))
 
+    @changes("resetting a landing zone")
     def action_reset_zone(self) -> None:
         f = self.selected()
         if f is None:

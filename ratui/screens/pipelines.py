@@ -27,7 +27,7 @@ from ratui.engine.errors import RatuiError
 from ratui.engine.vocabulary import LAYERS
 from ratui.engine.vocabulary import MAIN
 from ratui.messages import PublishLaunched, RecentRunsLoaded
-from ratui.screens.base import ConsoleScreen, is_narrow
+from ratui.screens.base import ConsoleScreen, is_narrow, changes
 from ratui.widgets.code import code_view
 from ratui.widgets.chrome import NavBar, StatusLine
 
@@ -484,6 +484,7 @@ class PipelinesScreen(ConsoleScreen):
         if self.compiled is not None:
             self.app.run_batch(self.compiled.graph.order(), "all pipelines", whole_project=True)
 
+    @changes("editing a pipeline's file")
     def action_edit(self) -> None:
         """Open the selected pipeline's file in $VISUAL / $EDITOR (vi without either); the console hands the
         terminal over, takes it back when the editor exits, and reloads the project."""
@@ -525,6 +526,7 @@ class PipelinesScreen(ConsoleScreen):
             return
         self.app.push_screen(HistoryScreen(self.app.controller.ref, keys[0], origin="pipelines"))
 
+    @changes("publishing")
     def action_publish(self) -> None:
         """Atomic publish on the working ref: the selected layer or namespace, or the selected pipeline with
         everything downstream of it, run on a publish branch; the working ref moves once, only if every run

@@ -32,7 +32,7 @@ from ratui.messages import (
     QueryCancelled, QueryCounted, QueryExported, QueryHistoryLoaded, QueryPageLoaded, QueryProgressed,
     QueryRefResolved, QueryRefsLoaded, QueryTablesLoaded,
 )
-from ratui.screens.base import ConsoleScreen, Guarded
+from ratui.screens.base import ConsoleScreen, Guarded, changes
 from ratui.widgets.chrome import NavBar, StatusLine
 from ratui.widgets.sql_editor import SqlEditor
 
@@ -502,6 +502,7 @@ class QueryScreen(ConsoleScreen):
 
         self.app.push_screen(TableViewScreen(key, self.ref, origin="query"))
 
+    @changes("exporting a result to a file")
     def action_export(self) -> None:
         if self.page is None or self.running:
             self.app.notify("Run a query first: the export writes its whole result.", title="Export",

@@ -15,7 +15,7 @@ from textual.widgets import DataTable, Footer, Static
 from ratui.console.format import fmt_time
 from ratui.widgets.chrome import NavBar, StatusLine
 from ratui.messages import ReaperPreviewed, ReaperRan, ReaperReportsLoaded, ReaperSettingsLoaded
-from ratui.screens.base import ConsoleScreen, is_narrow
+from ratui.screens.base import ConsoleScreen, is_narrow, changes
 from ratui.screens.dialogs import ConfirmScreen
 from ratui.engine.vocabulary import REAPER_TASK_TITLES, format_bytes
 
@@ -187,6 +187,7 @@ class ReaperScreen(ConsoleScreen):
                               Text(str(task.error.get("message", ""))[:100], style="red"), key=f"{name}\x1ferror")
         table.refresh()
 
+    @changes("a reaper pass")
     def action_run_now(self) -> None:
         body = Text("Run the reaper now?\n\n")
         if self.preview is not None and self.preview.found:

@@ -87,6 +87,9 @@ class StatusLine(Static):
             text.append(f"● {active} run{'s' if active != 1 else ''} in flight", style="cyan")
         else:
             text.append("no runs in flight", style="dim")
+        if getattr(self.app, "read_only", False):
+            text.append("   ")
+            text.append("read-only", style="bold yellow")
         # where Spark runs (local, a cluster and its executors, a Connect server), on the right when there is room
         where = getattr(self.app, "spark_where", "") if state != "idle" else ""
         room = self.size.width - text.cell_len - 4

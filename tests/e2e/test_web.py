@@ -70,17 +70,28 @@ def stop_server(server: subprocess.Popen) -> None:
     server.wait(10)
 
 
-def wait_for_page(server: subprocess.Popen, url: str, out: Path) -> str:
+def wait_for_page(server: subprocess.Popen, out: Path) -> tuple[str, str, dict[str, str]]:
+    """Open the URL the server printed (with its token), as a browser does: the token is traded for a cookie
+    and the browser is sent to the bare page. Returns (the URL printed, the page, the cookie)."""
+    import http.cookiejar
+
     deadline = time.monotonic() + START_TIMEOUT
     while True:
         assert server.poll() is None, f"ratui web exited ({server.returncode}):\n{out.read_text()}"
-        try:
-            with urllib.request.urlopen(url, timeout=5) as response:
-                assert response.status == 200
-                return response.read().decode("utf-8")
-        except OSError:
-            assert time.monotonic() < deadline, f"no answer at {url} within {START_TIMEOUT}s:\n{out.read_text()}"
-            time.sleep(0.3)
+        printed = re.search(r"serving .* at (\S+) \(Ctrl\+C stops\)", out.read_text())
+        if printed:
+            url = printed.group(1)
+            jar = http.cookiejar.CookieJar()
+            browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+            try:
+                with browser.open(url, timeout=5) as response:
+                    assert response.status == 200
+                    assert "token" not in response.url  # redirected to the bare URL
+                    return url, response.read().decode("utf-8"), {c.name: c.value for c in jar}
+            except OSError:
+                pass
+        assert time.monotonic() < deadline, f"no page within {START_TIMEOUT}s:\n{out.read_text()}"
+        time.sleep(0.3)
 
 
 def alive(pids: list[int]) -> list[int]:
@@ -170,7 +181,8 @@ class Tab:
 
 
 async def open_console(session, ws_url: str) -> Tab:
-    ws = await session.ws_connect(f"{ws_url}?width=120&height=40")
+    origin = "http" + ws_url[len("ws"):].split("/ws", 1)[0]  # the page's own origin, as a browser sends it
+    ws = await session.ws_connect(f"{ws_url}?width=120&height=40", headers={"Origin": origin})
     tab = Tab(ws)
     await tab.send("resize", {"width": 120, "height": 40})  # as textual.js does once the socket is open
     await tab.send("ping", "1")
@@ -187,18 +199,19 @@ def test_web_serves_the_console_to_a_browser_and_leaves_nothing_behind(sample_co
     server = start_server(sample_copy, port, out)
     sessions: list[int] = []
     try:
-        page = wait_for_page(server, f"http://127.0.0.1:{port}/", out)
+        url, page, cookie = wait_for_page(server, out)
         served_in = time.monotonic() - began
         # textual-serve's page: its terminal script, and the websocket it connects to, on this server
         assert "js/textual.js" in page and 'class="textual-terminal"' in page
         ws_url = re.search(r'data-session-websocket-url="([^"]+)"', page).group(1)
         assert ws_url == f"ws://127.0.0.1:{port}/ws"
         lines = out.read_text().splitlines()
-        assert lines[0] == f"ratui web: serving {sample_copy.resolve()} at http://127.0.0.1:{port} (Ctrl+C stops)"
+        assert url.startswith(f"http://127.0.0.1:{port}/?token=")
+        assert lines[0] == f"ratui web: serving {sample_copy.resolve()} at {url} (Ctrl+C stops)"
         assert "own Spark" in lines[1]
 
         async def browse() -> None:
-            async with ClientSession() as session:
+            async with ClientSession(cookies=cookie) as session:
                 # a tab: the console draws the project's pipelines; 2 opens Runs; closing the tab ends the console
                 tab = await open_console(session, ws_url)
                 screen = await tab.until(lambda t: "raw_customers" in t and "clean_orders" in t, SCREEN_TIMEOUT,

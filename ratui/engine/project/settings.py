@@ -109,8 +109,8 @@ class Settings:
     @property
     def spark_where(self) -> str:
         """Where Spark runs, in a user's words: local, a master URL, or a Connect endpoint."""
-        if self.spark_remote:
-            return f"Spark Connect {self.spark_remote}"
+        if self.spark_remote:  # without its parameters: a token never reaches the screen
+            return f"Spark Connect {self.spark_remote.split('/;', 1)[0]}"
         if self.spark_master.startswith("spark://"):
             return f"cluster {self.spark_master}"
         return self.spark_master
@@ -241,7 +241,8 @@ def _remote_url(value: Any, path: Path) -> str | None:
         return None
     text = str(value).strip()
     if not text.startswith("sc://") or len(text) <= 5:
-        raise RatuiError("RAT-CFG-007", f"'spark.remote' must be a Spark Connect URL sc://HOST:PORT, got {value!r}",
+        shown = text.split(";", 1)[0] + (";..." if ";" in text else "")  # never a token in a message
+        raise RatuiError("RAT-CFG-007", f"'spark.remote' must be a Spark Connect URL sc://HOST:PORT, got {shown!r}",
                          file=str(path), hint="Spark Connect servers listen on sc://HOST:15002 by default.")
     return text
 

@@ -347,14 +347,19 @@ class Engine:
         finally:
             spark_mod.release(session)
 
-    def open_query(self, sql: str, *, ref: str = MAIN, query_id: str | None = None):
-        """A QueryResult kept on Spark (pages, count, export); close() it when done. Cancel with cancel_query."""
+    def open_query(self, sql: str, *, ref: str = MAIN, query_id: str | None = None, read_only: bool = False):
+        """A QueryResult kept on Spark (pages, count, export); close() it when done. Cancel with cancel_query.
+        `read_only`: a query that does anything but read the project's tables is refused (RAT-ACC-002)."""
         from ratui.engine.run.query import QueryResult
 
         self._state.catalog.get_ref(ref)  # RAT-CAT-002 before Spark starts
+        if read_only:  # and a query that is not a read, before Spark starts
+            from ratui.engine.run.read_only_sql import check_read_only
+
+            check_read_only(sql, set(self._state.catalog.table_pointers(ref)), self.settings.namespace)
         session = spark_mod.new_session(self.settings)
         try:
-            return QueryResult(self._state, session, sql, ref=ref, query_id=query_id)
+            return QueryResult(self._state, session, sql, ref=ref, query_id=query_id, read_only=read_only)
         except BaseException:
             spark_mod.release(session)
             raise

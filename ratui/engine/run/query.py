@@ -22,6 +22,7 @@ from typing import Any
 from ratui.engine.errors import RatuiError
 from ratui.engine.iceberg.read import read_table
 from ratui.engine.project.names import sql_ident
+from ratui.engine.run.read_only_sql import check_read_only
 from ratui.engine.spark import session as spark_mod
 from ratui.engine.state.project_state import ProjectState
 from ratui.engine.vocabulary import MAIN
@@ -77,7 +78,7 @@ class QueryResult:
     """One query's result, kept on Spark (see the module's docstring). Close it when done."""
 
     def __init__(self, state: ProjectState, session, sql: str, *, ref: str = MAIN,
-                 query_id: str | None = None) -> None:
+                 query_id: str | None = None, read_only: bool = False) -> None:
         self.state = state
         self.session = session
         self.sql = sql
@@ -88,6 +89,8 @@ class QueryResult:
         catalog = state.catalog
         catalog.get_ref(ref)  # RAT-CAT-002 for an unknown ref
         self.keys = sorted(catalog.table_pointers(ref))
+        if read_only:  # before Spark sees it: a statement that writes is refused, not run
+            check_read_only(sql, set(self.keys), state.settings.namespace)
         views = {key: sql_ident(*key.split(".")) for key in self.keys}
         text, used = rewrite(sql, views, state.settings.namespace)
         self.tables = sorted(used)

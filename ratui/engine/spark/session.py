@@ -24,6 +24,7 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -459,6 +460,7 @@ def _start_connect(settings: Settings):
     url = settings.spark_remote
     assert url is not None
     host, port = _remote_address(url)
+    _check_token_route(url, settings)
     _check_reachable(host, port, f"Spark Connect server {display_url(url)}", "spark.remote")
     from pyspark.sql import SparkSession
 
@@ -467,9 +469,10 @@ def _start_connect(settings: Settings):
         _bounded_retries(session)
     except Exception as exc:  # e.g. PACKAGE_NOT_INSTALLED: the connect extra is missing
         raise RatuiError(UNREACHABLE_CODE, f"cannot start a Spark Connect client for {display_url(url)}: "
-                         f"{_first_line(exc)}", file=str(settings.root / SETTINGS_FILE),
+                         f"{redact(_first_line(exc))}", file=str(settings.root / SETTINGS_FILE),
                          hint="Install ratui's connect extra (pip install 'ratui[connect]', which brings "
                               "pyspark[connect]).") from None
+    _check_authenticated(session, url, settings)
     wanted = {k: v for k, v in {**settings.spark_config, **REQUIRED_CONF}.items()
               if k.startswith(CONNECT_SESSION_PREFIX)}
     applied: dict[str, str] = {}
@@ -538,6 +541,67 @@ def _retry_policy():
     return _policy_class(max_retries=CONNECT_MAX_RETRIES, max_backoff=CONNECT_MAX_BACKOFF_MS)
 
 
+TOKEN_CODE = "RAT-SPK-003"
+TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"  # PySpark's own: the client sends it, a server started with it wants it
+_TOKEN_TEXT = re.compile(r"(token\s*[=:]\s*|bearer\s+|authorization[\"']?\s*[:,=]\s*[\"']?(?:bearer\s+)?)[^\s;&,'\"]+",
+                         re.IGNORECASE)
+
+
+def redact(text: str) -> str:
+    """`text` with any token in it (token=..., Bearer ..., an Authorization header's value) replaced by ***."""
+    return _TOKEN_TEXT.sub(lambda m: f"{m.group(1)}***", text)
+
+
+def _url_params(url: str) -> dict[str, str]:
+    """sc://HOST:PORT/;key=value;key=value -> {key: value} (keys lower-cased)."""
+    _, _, tail = url.partition("/;")
+    params = {}
+    for part in tail.split(";"):
+        key, sep, value = part.partition("=")
+        if sep:
+            params[key.strip().lower()] = value.strip()
+    return params
+
+
+def _check_token_route(url: str, settings: Settings) -> None:
+    """PySpark sends a token without TLS only to the name `localhost` (gRPC's local credentials); to any other
+    name it opens TLS, which a plain server answers with handshake failures and retries for a minute. Said at
+    once instead, with the fix."""
+    params = _url_params(url)
+    has_token = bool(params.get("token") or os.environ.get(TOKEN_ENV))
+    host = urlparse(url).hostname or "localhost"
+    if has_token and params.get("use_ssl", "").lower() != "true" and host != "localhost":
+        where = "in spark.remote" if params.get("token") else f"in {TOKEN_ENV}"
+        raise RatuiError(TOKEN_CODE, f"a Spark Connect token ({where}) is sent only to sc://localhost or over TLS, "
+                         f"and {display_url(url)} names {host} without use_ssl=true",
+                         file=str(settings.root / SETTINGS_FILE),
+                         hint="For a server on this machine write sc://localhost:PORT (its token is then sent over "
+                              "the loopback connection only); for another machine, serve TLS and add ;use_ssl=true.")
+
+
+def _check_authenticated(session, url: str, settings: Settings) -> None:
+    """The first call to the server: a refused token (or none given to a server that wants one) is RAT-SPK-003
+    naming the cause, never the token."""
+    try:
+        session.version  # noqa: B018 - a call to the server
+    except Exception as exc:
+        message = redact(_first_line(exc))
+        if "UNAUTHENTICATED" in message or "UNAUTHENTICATED" in str(exc):
+            _close_quietly(session)
+            given = bool(_url_params(url).get("token") or os.environ.get(TOKEN_ENV))
+            cause = ("refused the token ratui gave it" if given else "wants a token and ratui gave none")
+            raise RatuiError(TOKEN_CODE, f"the Spark Connect server {display_url(url)} {cause}: {message}",
+                             file=str(settings.root / SETTINGS_FILE)) from None
+        raise
+
+
+def _close_quietly(session) -> None:
+    try:
+        session.stop()
+    except Exception:  # noqa: BLE001 - it never authenticated: nothing to release on the server
+        pass
+
+
 def connect_server_conf() -> dict[str, str]:
     """The static settings a Spark Connect server should run with for ratui (README: Beyond one machine)."""
     return dict(CONNECT_SERVER_CONF)
@@ -549,8 +613,20 @@ def _quiet_connect_client(settings: Settings) -> None:
     settings.log_dir.mkdir(parents=True, exist_ok=True)
     handler = logging.FileHandler(settings.log_dir / "spark-connect.log", encoding="utf-8", delay=True)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(funcName)s %(message)s"))
+    handler.addFilter(_Redacted())
     client_logger.handlers[:] = [handler]
     client_logger.propagate = False
+
+
+class _Redacted(logging.Filter):
+    """A record's text with any token replaced by *** (the client logs its connection string when asked to)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            record.msg, record.args = redact(record.getMessage()), None
+        except Exception:  # noqa: BLE001 - a record that cannot be formatted is logged as it is
+            pass
+        return True
 
 
 def _log_to_file(settings: Settings, lines: list[str]) -> None:

@@ -92,7 +92,7 @@ def test_the_client_has_no_jvm_and_sets_ratuis_sql_settings_on_each_session(serv
     assert out.returncode == 0, out.stderr
     assert out.stderr == ""  # nothing on the terminal the console draws on
     facts = json.loads(out.stdout)
-    assert facts == {"answer": 42, "remote": True, "where": f"Spark Connect {server.url} (server local[2])",
+    assert facts == {"answer": 42, "remote": True, "where": f"Spark Connect {server.bare_url} (server local[2])",
                      "time_zone": "UTC", "timestamps": "TIMESTAMP_MICROS", "gateway": False, "java_children": []}
 
 
@@ -110,6 +110,59 @@ def test_an_unreachable_server_fails_the_run_at_once_with_a_coded_error(tmp_path
     assert out.returncode == 1 and result["status"] == "failed"
     assert result["error"]["code"] == "RAT-SPK-001"
     assert "not reachable" in result["error"]["message"]
+
+
+def _one_pipeline_project(root, remote: str):
+    (root / "demo" / "pipelines" / "bronze" / "x").mkdir(parents=True)
+    (root / "demo" / "pipelines" / "bronze" / "x" / "pipeline.sql").write_text("SELECT 1 AS id\n")
+    (root / "ratui.yaml").write_text(f"namespace: demo\nspark:\n  remote: {remote}\n")
+    return root
+
+
+def test_the_servers_token_is_required_and_never_shown(server, tmp_path):
+    """The server wants its token: a wrong one, or none, is RAT-SPK-003 naming the cause (never the token) and
+    writes nothing; a token for 127.0.0.1 without TLS is refused at once with the fix (PySpark would try TLS and
+    retry for a minute); the token from SPARK_CONNECT_AUTHENTICATE_TOKEN works, and reaches no log or record."""
+    wrong = "wrong-" + server.token[::-1]
+    cases = {
+        "wrong": (f"{server.bare_url}/;token={wrong}", "refused the token ratui gave it"),
+        "none": (server.bare_url, "wants a token and ratui gave none"),
+        "ip": (server.url.replace("localhost", "127.0.0.1"), "sent only to sc://localhost or over TLS"),
+    }
+    for name, (remote, words) in cases.items():
+        root = _one_pipeline_project(tmp_path / name, remote)
+        began = time.monotonic()
+        out = ratui("run", "--project", str(root), "--json", timeout=120)
+        assert time.monotonic() - began < 60, name
+        (result,) = json_lines(out.stdout)
+        assert out.returncode == 1 and result["status"] == "failed", (name, result)
+        assert result["error"]["code"] == "RAT-SPK-003", (name, result)
+        assert words in result["error"]["message"], (name, result["error"])
+        everything = out.stdout + out.stderr + _state_text(root)
+        assert server.token not in everything and wrong not in everything, name
+        assert main_head(root)[1] == []  # no run branch left
+
+    root = _one_pipeline_project(tmp_path / "env", server.bare_url)
+    out = ratui("run", "--project", str(root), "--json", env={"SPARK_CONNECT_AUTHENTICATE_TOKEN": server.token})
+    (result,) = json_lines(out.stdout)
+    assert result["status"] == "success", result
+    assert server.token not in out.stdout + out.stderr + _state_text(root)
+    listed = ratui("runs", "--project", str(root), "--json")
+    assert server.token not in listed.stdout
+
+    root = _one_pipeline_project(tmp_path / "in-yaml", server.url)  # the token in spark.remote works too ...
+    run_ok("--project", str(root))
+    shown = ratui("runs", "--project", str(root), "--json").stdout + _state_text(root, skip=("ratui.yaml",))
+    assert server.token not in shown  # ... and is shown nowhere but the file it was written in
+
+
+def _state_text(root, skip: tuple[str, ...] = ()) -> str:
+    """Every byte ratui wrote under .ratui/ (logs, the state database), as text."""
+    parts = []
+    for path in sorted((root / ".ratui").rglob("*")):
+        if path.is_file() and path.name not in skip:
+            parts.append(path.read_bytes().decode("utf-8", "replace"))
+    return "\n".join(parts)
 
 
 GATE_PIPELINE = """\

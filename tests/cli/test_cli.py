@@ -180,3 +180,22 @@ def test_the_engine_imports_without_pandas_which_still_imports_after():
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split("\n")[:2] == ["False False", "(1, 1)"]
+
+
+def test_spark_leaves_nothing_in_the_folder_a_command_starts_from(make_project, tmp_path):
+    """A query naming an unknown table, and a run whose SQL names an unknown function, started from a folder
+    outside the project: Spark's default folders (spark-warehouse/, Derby's log) go under .ratui/, not there."""
+    root = make_project({"demo/pipelines/bronze/items/pipeline.sql": PIPE,
+                         "demo/pipelines/bronze/odd/pipeline.sql": "SELECT no_such_function(1) AS x\n"},
+                        name="pinned")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    run = subprocess.run([sys.executable, "-m", "ratui", "run", "--project", str(root), "--json"],
+                         capture_output=True, text=True, timeout=300, cwd=scratch)
+    codes = [json.loads(line)["error"]["code"] for line in run.stdout.splitlines()
+             if line.startswith("{") and json.loads(line)["error"]]
+    assert run.returncode == 1 and codes == ["RAT-SQL-001"], run.stdout + run.stderr
+    query = subprocess.run([sys.executable, "-m", "ratui", "query", "--project", str(root),
+                            "SELECT * FROM bronze.nosuch"], capture_output=True, text=True, timeout=300, cwd=scratch)
+    assert query.returncode == 1 and "RAT-SQL-004" in query.stderr, query.stderr
+    assert sorted(os.listdir(scratch)) == []

@@ -9,7 +9,7 @@ with --full-refresh and lenient landing settings); the two moved-project cases b
 
 Categories (cases):
 
-    annotations           10
+    annotations           11
     config.yaml            5
     ratui.yaml            15
     templates              9
@@ -19,13 +19,13 @@ Categories (cases):
     landing ledger         5
     schema changes         8
     quality tests          9
-    path escapes          12
+    path escapes          13
     moved projects         2
     unreadable files      12
     CLI misuse            36
     compile gate           3
     Python pipelines      12
-    total                197
+    total                199
 
 Select or skip the corpus with `-m corpus` / `-m "not corpus"`; `-m "corpus and not corpus_jvm"` leaves out the
 cases that need Spark beyond the base state's one run (the fast loop while editing compile-time cases).

@@ -163,6 +163,17 @@ def load_config_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
+def _yaml_line(path: Path, key: str) -> int | None:
+    """The line of a top-level key in a YAML file (for errors that name it), or None."""
+    try:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if re.match(rf"^{re.escape(key)}\s*:", line):
+                return number
+    except (OSError, UnicodeDecodeError):
+        pass
+    return None
+
+
 def resolve_config(pipeline_file: Path, text: str, config_file: Path) -> PipelineConfig:
     """Merge annotations > config.yaml > defaults and validate the result."""
     annotations = parse_annotations(text, pipeline_file)
@@ -176,7 +187,11 @@ def resolve_config(pipeline_file: Path, text: str, config_file: Path) -> Pipelin
         if key not in KEYS:
             raise RatuiError("RAT-CFG-002", f"unknown key '{key}' in config.yaml", file=str(config_file),
                              hint=did_you_mean(key, KEYS))
-        values[key], origin[key], where[key] = value, "config.yaml", (str(config_file), None)
+        if value is None or (isinstance(value, (str, list, tuple, dict)) and not value):
+            raise RatuiError("RAT-CFG-005", f"'{key}' in config.yaml has no value", file=str(config_file),
+                             line=_yaml_line(config_file, key),
+                             hint=f"Give {key} a value, or remove the key.")
+        values[key], origin[key], where[key] = value, "config.yaml", (str(config_file), _yaml_line(config_file, key))
     seen: set[str] = set()
     for ann in annotations:
         if ann.key not in KEYS:
@@ -186,6 +201,9 @@ def resolve_config(pipeline_file: Path, text: str, config_file: Path) -> Pipelin
             raise RatuiError("RAT-CFG-005", f"annotation '@{ann.key}' appears twice", file=str(pipeline_file),
                              line=ann.line, hint="Keep one annotation per key.")
         seen.add(ann.key)
+        if not ann.value.strip():  # its own error at its own line, not a later rule's at another annotation's
+            raise RatuiError("RAT-CFG-005", f"annotation '@{ann.key}' has no value", file=str(pipeline_file),
+                             line=ann.line, hint=f"Give @{ann.key} a value after the colon, or remove the line.")
         values[ann.key], origin[ann.key], where[ann.key] = ann.value, "annotation", (str(pipeline_file), ann.line)
     for key in KEYS:
         origin.setdefault(key, "default")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ratui.engine.errors import RatuiError
 from ratui.engine.project.templating import TemplateContext, line_mapper, render
+from ratui.engine.vocabulary import LAYERS
 
 PLACEHOLDER = "__ratui_placeholder_"
 
@@ -85,9 +86,23 @@ def check_direct_names(text: str, file: Path) -> None:
     names = direct_table_names(text, file)
     if names:
         first = names[0]
-        parts = first.name.split(".")
-        suggestion = (f"{{{{ ref('{parts[-2]}.{parts[-1]}') }}}}" if len(parts) >= 2
-                      else f"{{{{ ref('LAYER.{parts[-1]}') }}}}")
         others = f" (and {', '.join(n.name for n in names[1:4])})" if len(names) > 1 else ""
+        if _is_file_path(first.name):
+            raise RatuiError("RAT-DAG-006", f"'{first.name}' reads a file by its path{others}; a pipeline reads "
+                             "files only from a landing zone", file=str(file), line=first.line,
+                             hint="Put the file under {namespace}/landing/ZONE/ and read it with "
+                                  "{{ landing_zone('ZONE') }}; tables are read with {{ ref('layer.name') }}.")
+        parts = first.name.split(".")
+        layer = parts[-2] if len(parts) >= 2 and parts[-2] in LAYERS else "LAYER"
+        suggestion = f"{{{{ ref('{layer}.{parts[-1]}') }}}}"
         raise RatuiError("RAT-DAG-006", f"table '{first.name}' is named directly{others}; write {suggestion}",
                          file=str(file), line=first.line)
+
+
+# what Spark reads as a file when it stands where a table would: format.`path`
+FILE_FORMATS = {"text", "csv", "json", "parquet", "orc", "avro", "binaryfile", "delta", "iceberg", "jdbc", "xml"}
+
+
+def _is_file_path(name: str) -> bool:
+    head, _, tail = name.partition(".")
+    return (head.lower() in FILE_FORMATS and bool(tail)) or "/" in name or "\\" in name or name.startswith("~")

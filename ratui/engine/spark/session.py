@@ -338,6 +338,11 @@ def _start_classic(settings: Settings):
                  f"-XX:ErrorFile={settings.log_dir / 'hs_err_pid%p.log'} {jit.java_option(settings)}").rstrip()
     extra = settings.spark_config.get("spark.driver.extraJavaOptions")
     conf.set("spark.local.dir", str(settings.state_dir / "spark-tmp"))
+    # Spark's own default folders (its SQL warehouse, Derby's home) live under .ratui/, never in the folder the
+    # command was started from; the JVM itself starts there too, so no relative default lands elsewhere
+    if "spark.sql.warehouse.dir" not in settings.spark_config:
+        conf.set("spark.sql.warehouse.dir", str(settings.state_dir / "spark-warehouse"))
+    java_opts = f"{java_opts} -Dderby.system.home={settings.state_dir / 'derby'}"
 
     def launch(archive: str):
         opts = f"{java_opts} {archive}".strip()
@@ -345,7 +350,7 @@ def _start_classic(settings: Settings):
         # the JVM inherits the file as its stdout and stderr; our copy can close once it is started
         with open(settings.log_dir / "jvm.out", "ab") as jvm_out:
             return launch_gateway(conf, popen_kwargs={"stdout": jvm_out, "stderr": jvm_out,
-                                                      "stdin": subprocess.DEVNULL})
+                                                      "stdin": subprocess.DEVNULL, "cwd": str(settings.state_dir)})
 
     archive = class_archive_option(settings.spark_config.get("spark.driver.extraClassPath", ""))
     jvm_out = settings.log_dir / "jvm.out"

@@ -147,6 +147,23 @@ def test_keyed_strategy_without_unique_key_is_an_error(make_project, strategy):
     assert only_error(compile_project(root), "demo.bronze.x").code == "RAT-CFG-003"
 
 
+@pytest.mark.parametrize("key", ["unique_key", "merge_strategy", "watermark_column", "tags", "description"])
+def test_an_empty_annotation_is_its_own_error_at_its_own_line(make_project, key):
+    first = "-- @merge_strategy: incremental\n" if key != "merge_strategy" else "-- @description: x\n"
+    root = make_project({"demo/pipelines/bronze/a/pipeline.sql": f"{first}-- @{key}:   \n{SELECT}"})
+    error = only_error(compile_project(root), "demo.bronze.a")
+    assert (error.code, error.line) == ("RAT-CFG-005", 2)
+    assert error.message == f"annotation '@{key}' has no value"
+
+
+def test_an_empty_key_in_config_yaml_is_named_at_its_line(make_project):
+    root = make_project({"demo/pipelines/bronze/a/pipeline.sql": "-- @merge_strategy: incremental\n" + SELECT,
+                         "demo/pipelines/bronze/a/config.yaml": "description: orders\nunique_key:\n"})
+    error = only_error(compile_project(root), "demo.bronze.a")
+    assert (error.code, error.line, error.file.endswith("config.yaml")) == ("RAT-CFG-005", 2, True)
+    assert "'unique_key' in config.yaml has no value" in error.message
+
+
 def test_snapshot_without_partition_column_is_an_error(make_project):
     root = make_project({"demo/pipelines/bronze/x/pipeline.sql": "-- @merge_strategy: snapshot\nSELECT 1 AS id\n"})
     assert only_error(compile_project(root), "demo.bronze.x").code == "RAT-CFG-004"

@@ -84,18 +84,20 @@ def copy_sample(parent: Path) -> Path:
     return dest
 
 
-def wait_http(url: str, process: subprocess.Popen, log: Path, timeout: float) -> None:
+def wait_http(process: subprocess.Popen, log: Path, timeout: float) -> str:
+    """The URL (with its token) ratui web printed once it serves."""
+    import re
+
     deadline = time.monotonic() + timeout
     while True:
         if process.poll() is not None:
             sys.exit(f"ratui web exited ({process.returncode}):\n{log.read_text()}")
-        try:
-            with urllib.request.urlopen(url, timeout=5):
-                return
-        except OSError:
-            if time.monotonic() > deadline:
-                sys.exit(f"ratui web did not answer at {url} within {timeout:.0f}s:\n{log.read_text()}")
-            time.sleep(0.1)
+        printed = re.search(r"serving .* at (\S+) \(Ctrl\+C stops\)", log.read_text())
+        if printed:
+            return printed.group(1)
+        if time.monotonic() > deadline:
+            sys.exit(f"ratui web did not serve within {timeout:.0f}s:\n{log.read_text()}")
+        time.sleep(0.1)
 
 
 def stop(process: subprocess.Popen, grace: float = 20.0) -> None:
@@ -221,7 +223,6 @@ def main() -> int:
     out = args.out or work / "web_screenshot.png"
     project = copy_sample(work)
     port = free_port()
-    url = f"http://127.0.0.1:{port}/"
     server_log = work / "server.out"
     timings: dict[str, float] = {}
     server = browser = None
@@ -230,7 +231,7 @@ def main() -> int:
         with open(server_log, "w") as log:
             server = subprocess.Popen([sys.executable, "-m", "ratui", "web", "--project", str(project), "--port",
                                        str(port)], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        wait_http(url, server, server_log, 60)
+        url = wait_http(server, server_log, 60)  # the page's URL with its token: the browser trades it for a cookie
         timings["server"] = time.perf_counter() - t0
 
         profile = work / "chromium-profile"

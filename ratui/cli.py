@@ -208,6 +208,14 @@ def cmd_run(args) -> int:
     engine.expect_one_shot(keys, compiled, force=args.force, full_refresh=args.full_refresh, ref=args.ref)
     invocation = engine.invocation(keys, trigger="cli", full_refresh=args.full_refresh, force=args.force,
                                    on_result=show, threads=args.threads, ref=args.ref, atomic=args.atomic)
+    ignored = engine.settings.spark_remote_ignored
+    if ignored:  # the file wins over the shell, and the user hears of it
+        spark = engine.settings.spark_remote or engine.settings.spark_master
+        if args.json:
+            print(json.dumps({"event": "spark", "spark": spark, "spark_remote_ignored": ignored}), flush=True)
+        else:
+            print(f"note: SPARK_REMOTE ({ignored}) is ignored: ratui.yaml names Spark ({spark})", file=sys.stderr,
+                  flush=True)
     if not args.json:
         where = f" on {args.ref}" if args.ref != "main" else ""
         if args.atomic:

@@ -199,3 +199,23 @@ def test_spark_leaves_nothing_in_the_folder_a_command_starts_from(make_project, 
                             "SELECT * FROM bronze.nosuch"], capture_output=True, text=True, timeout=300, cwd=scratch)
     assert query.returncode == 1 and "RAT-SQL-004" in query.stderr, query.stderr
     assert sorted(os.listdir(scratch)) == []
+
+
+def test_a_stray_spark_remote_does_not_break_a_project_that_names_its_master(make_project, tmp_path):
+    """SPARK_REMOTE exported in the shell (as Spark Connect users do), a project whose ratui.yaml names master:
+    the local JVM starts (the variable is kept from PySpark's launcher) and the run says the variable was ignored,
+    without its parameters (a token)."""
+    root = make_project({"demo/pipelines/bronze/items/pipeline.sql": PIPE}, name="stray")
+    (root / "ratui.yaml").write_text("namespace: demo\nspark:\n  master: local[1]\n")
+    env = dict(os.environ, SPARK_REMOTE="sc://127.0.0.1:9/;token=do-not-show-me")
+    proc = subprocess.run([sys.executable, "-m", "ratui", "run", "--project", str(root), "--json"],
+                          capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert lines[0] == {"event": "spark", "spark": "local[1]", "spark_remote_ignored": "sc://127.0.0.1:9"}
+    assert lines[1]["status"] == "success"
+    proc = subprocess.run([sys.executable, "-m", "ratui", "run", "--project", str(root), "--force"],
+                          capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stderr == "note: SPARK_REMOTE (sc://127.0.0.1:9) is ignored: ratui.yaml names Spark (local[1])\n"
+    assert "do-not-show-me" not in proc.stdout + proc.stderr

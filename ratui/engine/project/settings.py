@@ -69,6 +69,9 @@ class Settings:
     namespace: str
     spark_master: str = "local[*]"
     spark_remote: str | None = None
+    # SPARK_REMOTE from the environment when ratui.yaml names spark.master or spark.remote itself: ignored (the
+    # file wins), kept here without its parameters so that the CLI and the console can say so
+    spark_remote_ignored: str | None = None
     spark_config: dict[str, str] = field(default_factory=dict)
     spark_jit: str = "auto"
     quality_sample_rows: int = 5
@@ -236,6 +239,13 @@ def _remote_setting(spark: dict[str, Any], path: Path) -> Any:
     return None
 
 
+def _ignored_remote(spark: dict[str, Any]) -> str | None:
+    environment = os.environ.get("SPARK_REMOTE")
+    if not environment or (spark.get("master") is None and spark.get("remote") is None):
+        return None
+    return environment.split("/;", 1)[0]
+
+
 def _remote_url(value: Any, path: Path) -> str | None:
     if value is None:
         return None
@@ -312,6 +322,7 @@ def load_settings(root: Path) -> Settings:
         namespace=str(namespace),
         spark_master=str(spark.get("master", "local[*]")),
         spark_remote=_remote_url(_remote_setting(spark, path), path),
+        spark_remote_ignored=_ignored_remote(spark),
         spark_config=spark_config,
         spark_jit=_choice(spark.get("jit", "auto"), "spark.jit", JIT_MODES, path),
         quality_sample_rows=_int(quality.get("sample_rows", 5), "quality.sample_rows", path),

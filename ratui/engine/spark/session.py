@@ -125,6 +125,7 @@ _refused: tuple[str, str, str | None, int | None, str | None] | None = None  # a
 # Spark Connect: the server's URL (None when the process runs a JVM of its own), the SQL settings every session
 # gets, what the server says about itself, the sessions of each run, and every session handed out (released at exit)
 _remote_url: str | None = None
+_remote_ignored: str | None = None  # SPARK_REMOTE set in the environment but ratui.yaml named the master
 _session_conf: dict[str, str] = {}
 _server: dict[str, str] = {}
 _run_sessions: dict[str, list[Any]] = {}
@@ -309,7 +310,12 @@ def _start(settings: Settings):
 
 def _start_classic(settings: Settings):
     """Spark in a JVM of ratui's own: local, or the driver of a standalone (or any other) cluster."""
+    global _remote_ignored
     _quiet_python_loggers()
+    if os.environ.pop("SPARK_REMOTE", None):
+        # ratui.yaml names the master: a Connect URL exported in the user's shell must not reach PySpark's launcher
+        # (spark-submit refuses a remote beside a master) nor its session builder (which would go remote)
+        _remote_ignored = settings.spark_remote_ignored or "SPARK_REMOTE"
     master = settings.spark_master
     if master.startswith("spark://"):
         for host, port in _master_addresses(master):
@@ -388,6 +394,7 @@ def _start_classic(settings: Settings):
 _JVM_BOILERPLATE = ("Error: Could not create the Java Virtual Machine", "Error: A fatal exception has occurred",
                     "WARNING: Using incubator modules")
 JVM_NOT_STARTED = "RAT-SPK-002"
+_JVM_NOTE = re.compile(r"^\[[\d.]+s\]\[(warning|info)\]|^WARNING:|^OpenJDK .*[Ww]arning")  # unified logging, notes
 
 
 def _jvm_not_started(settings: Settings, exc: BaseException, jvm_out: Path, offset: int) -> BaseException:
@@ -401,8 +408,14 @@ def _jvm_not_started(settings: Settings, exc: BaseException, jvm_out: Path, offs
             said = out.read(64 * 1024).decode("utf-8", "replace").splitlines()
     except OSError:
         said = []
-    reasons = [line.strip() for line in said if line.strip() and not line.strip().startswith(_JVM_BOILERPLATE)]
-    reason = reasons[0] if reasons else "it printed nothing"
+    reasons = [line.strip() for line in said if line.strip() and not line.strip().startswith(_JVM_BOILERPLATE)
+               and not _JVM_NOTE.match(line.strip()) and not line.strip().startswith("at ")]
+    # a warning the JVM prints on its way (a class archive it could not map) is not why it stopped: an exception or
+    # an error is, when there is one
+    failures = [r for r in reasons if r.startswith(("Exception in thread", "Error", "Caused by")) or "Exception:" in r
+                or "Error:" in r]
+    reason = (failures or reasons or ["it printed nothing"])[0]
+    reason = re.sub(r'^Exception in thread "[^"]*" ', "", reason)
     key = next((key for key in ("spark.driver.extraJavaOptions", "spark.driver.memory")
                 if any(_option_word(word) in reason for word in settings.spark_config.get(key, "").split()
                        if _option_word(word))), None)
@@ -710,12 +723,13 @@ def describe() -> str | None:
         master = sc.master
         jsc = sc._jsc.sc()
         cores = jsc.maxNumConcurrentTasks(jsc.resourceProfileManager().defaultResourceProfile())
+        ignored = f" (SPARK_REMOTE {_remote_ignored} ignored)" if _remote_ignored else ""
         if master.startswith("local"):
-            return f"{master}, {cores} core{'s' if cores != 1 else ''}"
+            return f"{master}, {cores} core{'s' if cores != 1 else ''}{ignored}"
         executors = jsc.getExecutorIds().size()
         where = f"cluster {master}" if master.startswith("spark://") else master
         return (f"{where}, {executors} executor{'s' if executors != 1 else ''}, "
-                f"{cores} core{'s' if cores != 1 else ''}")
+                f"{cores} core{'s' if cores != 1 else ''}{ignored}")
     except Exception:  # a driver going down: say where, not what
         return None
 

@@ -54,3 +54,29 @@ def test_nothing_listening_is_a_coded_error_at_once():
 def test_the_local_session_says_where_it_runs(spark):
     assert not spark_mod.is_remote()
     assert spark_mod.describe() == "local[2], 2 cores"
+
+
+def test_a_jvm_that_did_not_start_is_reported_with_its_reason_not_a_warning_before_it(tmp_path):
+    """The JVM's output holds a class-archive warning first and the exception that stopped it after: the error
+    names the exception (a warning on stderr is never reported as the reason)."""
+    from ratui.engine.project.settings import Settings
+
+    out = tmp_path / "jvm.out"
+    out.write_text(
+        "ratui: starting Spark's JVM (local[*])\n"
+        "[0.112s][warning][cds,dynamic] Unable to use shared archive. The top archive failed to load: /x.jsa\n"
+        "WARNING: Using incubator modules: jdk.incubator.vector\n"
+        'Exception in thread "main" org.apache.spark.SparkException: Remote cannot be specified with master and/or '
+        "deploy mode.\n"
+        "\tat org.apache.spark.deploy.SparkSubmitArguments.error(SparkSubmitArguments.scala:670)\n")
+    error = spark_mod._jvm_not_started(Settings(root=tmp_path, namespace="demo"),
+                                       RuntimeError("[JAVA_GATEWAY_EXITED] Java gateway process exited"), out, 0)
+    assert error.code == "RAT-SPK-002"
+    assert error.message == ("Spark's JVM did not start: org.apache.spark.SparkException: Remote cannot be specified "
+                             "with master and/or deploy mode.")
+    out.write_text("Unrecognized VM option 'BytecodeVerificationRemote'\n"
+                   "Error: Could not create the Java Virtual Machine.\n"
+                   "Error: A fatal exception has occurred. Program will exit.\n")
+    error = spark_mod._jvm_not_started(Settings(root=tmp_path, namespace="demo"),
+                                       RuntimeError("[JAVA_GATEWAY_EXITED] Java gateway process exited"), out, 0)
+    assert error.message == "Spark's JVM did not start: Unrecognized VM option 'BytecodeVerificationRemote'"

@@ -89,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("landing", help="landing files and their load state; `landing reset ZONE [FILE]`, "
-                                       "`landing forget ZONE FILE`")
+                                       "`landing forget ZONE FILE` (ZONE: namespace.zone, or zone alone when "
+                                       "one namespace has it)")
     p.add_argument("args", nargs="*", metavar="ZONE | reset ZONE [FILE] | forget ZONE FILE")
     _project_arg(p)
     p.add_argument("--pipeline", help="only the ledger of this pipeline (table key or name)")
@@ -394,12 +395,16 @@ def cmd_landing(args) -> int:
               "made loadable again")
         return EXIT_OK
     zone = words[0] if words else None
+    if words[1:]:
+        raise RatuiError("RAT-CLI-001", f"ratui landing takes one zone, got {len(words)} words",
+                         hint="`ratui landing [ZONE]`, `ratui landing reset ZONE [FILE]`, "
+                              "`ratui landing forget ZONE FILE` (ZONE: namespace.zone, or zone alone).")
     files = engine.landing_files(zone, pipeline)
     if args.json:
         for f in files:
             print(json.dumps(f.to_dict()))
         return EXIT_OK
-    rows = [[f.zone, f.file, f.pipeline, f.state, f"{f.size:,}", str(f.attempts), f.run_id or "",
+    rows = [[f"{f.namespace}.{f.zone}", f.file, f.pipeline, f.state, f"{f.size:,}", str(f.attempts), f.run_id or "",
              (f.last_error or "")[:40]] for f in files]
     print(_table(["ZONE", "FILE", "PIPELINE", "STATE", "BYTES", "TRIES", "LOADED BY", "LAST ERROR"], rows))
     return EXIT_OK

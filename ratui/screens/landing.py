@@ -28,7 +28,7 @@ def state_cell(state: str) -> Text:
 
 
 def row_key(f) -> str:
-    return "\x1f".join((f.zone, f.pipeline, f.file))
+    return "\x1f".join((f.namespace, f.zone, f.pipeline, f.file))
 
 
 class LandingScreen(TableScreen):
@@ -64,7 +64,8 @@ class LandingScreen(TableScreen):
         files = message.value
         self.files = {row_key(f): f for f in files}
         self.refill((row_key(f), [
-            f.zone, f.file, short_key(f.pipeline, self.namespace), state_cell(f.state),
+            f.zone if f.namespace == self.namespace else f"{f.namespace}.{f.zone}", f.file,
+            short_key(f.pipeline, self.namespace), state_cell(f.state),
             Text(fmt_count(f.size), justify="right"), Text(str(f.attempts), justify="right"),
             f.run_id or "-", Text((f.last_error or "").splitlines()[0][:80] if f.last_error else "", style="red"),
         ]) for f in files)
@@ -102,18 +103,18 @@ class LandingScreen(TableScreen):
         body = Text(f"Reset {f.file} in zone {f.zone} for {short_key(f.pipeline, self.namespace)}?\n\n")
         body.append("It becomes unloaded with no attempts: the pipeline's next run loads it again.", style="dim")
         self.app.push_screen(ConfirmScreen("Reset landing file?", body, "Reset", back="Keep it"),
-                             lambda ok: ok and self._reset(f.zone, f.file, f.pipeline))
+                             lambda ok: ok and self._reset(f"{f.namespace}.{f.zone}", f.file, f.pipeline))
 
     @changes("resetting a landing zone")
     def action_reset_zone(self) -> None:
         f = self.selected()
         if f is None:
             return
-        count = sum(1 for other in self.files.values() if other.zone == f.zone)
+        count = sum(1 for other in self.files.values() if (other.namespace, other.zone) == (f.namespace, f.zone))
         body = Text(f"Reset every file of zone {f.zone} ({count} row(s), every pipeline)?\n\n")
         body.append("They become unloaded with no attempts: the next runs load them all again.", style="dim")
         self.app.push_screen(ConfirmScreen("Reset landing zone?", body, "Reset zone", back="Keep it"),
-                             lambda ok: ok and self._reset(f.zone, None, None))
+                             lambda ok: ok and self._reset(f"{f.namespace}.{f.zone}", None, None))
 
     def _reset(self, zone: str, file: str | None, pipeline: str | None) -> None:
         self.load(LandingReset, self.app.controller.landing_reset, zone, file, pipeline)

@@ -914,6 +914,13 @@ CASES: list[Case] = [
          expect_stderr=("at least 16",), notes="the message says what is wrong without echoing the token"),
     Case("cli-web-certfile-without-keyfile", "CLI misuse", argv=("web", "--certfile", "ratui.yaml"),
          expect_code="RAT-WEB-006", expect_stderr=("--keyfile",)),
+    Case("cli-landing-zone-in-two-namespaces", "CLI misuse",
+         {"acme/landing/orders/o.csv": "id\n1\n",
+          "acme/pipelines/bronze/acme_orders/pipeline.sql":
+              "-- @merge_strategy: full_refresh\nSELECT * FROM {{ landing_zone('orders') }}\n"},
+         argv=("landing", "reset", "orders"), expect_code="RAT-LND-011",
+         expect_stderr=("acme.orders, shop.orders",), spec="building",
+         notes="a zone two namespaces have is named with its namespace; nothing is reset"),
     Case("cli-show-unknown-run", "CLI misuse", argv=("show", "nosuch"), expect_code="RAT-RUN-004"),
     # the branch workflow: every mistake is refused before anything changes (main's fingerprint is checked too)
     Case("cli-branch-reserved-name", "CLI misuse", argv=("branch", "create", "run-mine"), expect_exit=1,

@@ -212,6 +212,55 @@ def test_landing_cli_lists_and_resets(project, capsys):
     assert cli_main(["landing", "reset", "nozone", "--project", str(project)]) == 2
 
 
+def test_landing_commands_address_zones_of_every_namespace(make_project, spark, capsys):
+    """A second namespace's zone is listed, reset and forgotten as `namespace.zone`, or as `zone` alone when only
+    one namespace has it; a zone two namespaces share needs its namespace (RAT-LND-011 lists both)."""
+    newline = "-- @merge_strategy: append_only\n-- @landing_mode: new_files\n"
+    root = make_project({
+        "acme/landing/ev/e1.csv": "id\n1\n2\n",
+        "acme/landing/shared/s.csv": "id\n7\n",
+        "demo/landing/shared/s.csv": "id\n8\n",
+        "acme/pipelines/bronze/ev/pipeline.sql": newline + "SELECT id FROM {{ landing_zone('ev') }}\n",
+        "acme/pipelines/bronze/sh/pipeline.sql": newline + "SELECT id FROM {{ landing_zone('shared') }}\n",
+        "demo/pipelines/bronze/sh/pipeline.sql": newline + "SELECT id FROM {{ landing_zone('shared') }}\n",
+    })
+    engine = Engine.open(root)
+    assert {k: r.status for k, r in run(engine).items()} == {
+        "acme.bronze.ev": "success", "acme.bronze.sh": "success", "demo.bronze.sh": "success"}
+    capsys.readouterr()
+
+    def cli(*args):
+        code = cli_main([*args, "--project", str(root)])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    def states(namespace, zone):
+        return [f.state for f in engine.state.ledger.files(namespace, zone)]
+
+    code, out, _ = cli("landing")
+    assert code == 0 and "acme.ev" in out and "demo.shared" in out and "acme.shared" in out
+    for zone in ("ev", "acme.ev"):
+        code, out, _ = cli("landing", zone, "--json")
+        assert code == 0 and [(r["namespace"], r["file"]) for r in map(json.loads, out.splitlines())] == [
+            ("acme", "e1.csv")]
+    code, out, _ = cli("landing", "reset", "ev", "e1.csv")
+    assert code == 0 and "1 ledger entry made loadable again" in out
+    assert states("acme", "ev") == ["unloaded"]
+    run(engine, "acme.bronze.ev", force=True)
+    assert states("acme", "ev") == ["loaded"]
+    code, out, _ = cli("landing", "reset", "acme.ev", "e1.csv", "--pipeline", "acme.bronze.ev")
+    assert code == 0 and states("acme", "ev") == ["unloaded"]
+    code, _out, err = cli("landing", "reset", "shared")
+    assert code == 2 and "RAT-LND-011" in err and "acme.shared, demo.shared" in err
+    assert states("acme", "shared") == states("demo", "shared") == ["loaded"]  # nothing reset
+    code, out, _ = cli("landing", "reset", "demo.shared")
+    assert code == 0 and states("demo", "shared") == ["unloaded"] and states("acme", "shared") == ["loaded"]
+    code, _out, _err = cli("landing", "reset", "shared", "--pipeline", "acme.bronze.sh")
+    assert code == 0 and states("acme", "shared") == ["unloaded"]
+    code, out, _ = cli("landing", "forget", "acme.ev", "e1.csv")
+    assert code == 0 and states("acme", "ev") == []
+
+
 def test_a_file_removed_after_a_failed_load_is_no_reason_to_run(make_project, spark):
     """landing_mode all: the zone folder is the truth. A file that failed its load and was then removed from the
     zone leaves nothing to load: the pipeline is unchanged (not 'landing files to load: bad.jsonl')."""

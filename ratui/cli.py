@@ -224,7 +224,11 @@ def cmd_run(args) -> int:
         print(f"Running {len(keys)} pipeline(s) in {engine.root}{where}", flush=True)
 
     began = time.monotonic()
-    results = invocation.run()
+    stopped_by = _stop_on_signals(invocation, args.json)
+    try:
+        results = invocation.run()
+    finally:
+        _restore_signals(stopped_by)
     wall_ms = int((time.monotonic() - began) * 1000)
     publish = invocation.publish
     if publish is not None:
@@ -239,9 +243,67 @@ def cmd_run(args) -> int:
         warned = sum(1 for r in results if r.status == "success" and r.warnings)
         print(f"\n{ok} succeeded ({warned} with warnings), {unchanged} unchanged (skipped), "
               f"{len(results) - ok - unchanged} not succeeded, in {format_duration(wall_ms)}")
+    if stopped_by["signal"]:  # stopped from outside: the runs in flight were cancelled, main is unchanged
+        return 128 + stopped_by["signal"]
     if publish is not None and not publish.merged:
         return EXIT_FAILED
     return EXIT_OK if ok + unchanged == len(results) else EXIT_FAILED
+
+
+STOP_SECONDS = 30.0  # after Ctrl-C, SIGTERM or SIGHUP, the runs in flight get this long to end as cancelled
+STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
+
+
+def _stop_on_signals(invocation, as_json: bool) -> dict:
+    """Ctrl-C, `kill` (SIGTERM) and a closed terminal (SIGHUP) stop a `ratui run` the same way: the runs in flight
+    are cancelled (their branches deleted, main unchanged, each recorded as cancelled), nothing new starts, and the
+    command exits 128+signal. A second signal, or runs still going after STOP_SECONDS (Python code that never
+    reaches a checkpoint), stop the process at once; recovery then records what was left."""
+    import os
+    import signal
+    import threading
+
+    state: dict = {"signal": 0, "previous": {}}
+
+    def say(text: str) -> None:
+        try:
+            print(f"ratui: {text}", file=sys.stderr, flush=True)
+        except (OSError, ValueError):  # SIGHUP: the terminal may be gone
+            pass
+
+    def watchdog(signum: int) -> None:
+        invocation.cancel()
+        if not invocation.wait(STOP_SECONDS):
+            say(f"runs still going {STOP_SECONDS:.0f} s after the stop: exiting; the next ratui records them")
+            os._exit(128 + signum)
+
+    def stop(signum, frame) -> None:
+        if state["signal"]:
+            raise KeyboardInterrupt  # a second signal: stop now
+        state["signal"] = signum
+        name = signal.Signals(signum).name
+        if not as_json or signum != signal.SIGHUP:
+            say(f"{name}: cancelling the runs in flight (main stays as it is); again to stop at once")
+        threading.Thread(target=watchdog, args=(signum,), name="ratui-stop", daemon=True).start()
+
+    for name in STOP_SIGNALS:
+        number = getattr(signal, name, None)
+        if number is not None:
+            try:
+                state["previous"][number] = signal.signal(number, stop)
+            except (ValueError, OSError):  # not the main thread: nothing to install
+                pass
+    return state
+
+
+def _restore_signals(state: dict) -> None:
+    import signal
+
+    for number, handler in state["previous"].items():
+        try:
+            signal.signal(number, handler)
+        except (ValueError, OSError, TypeError):
+            pass
 
 
 def cmd_query(args) -> int:
@@ -552,6 +614,7 @@ def cmd_watch(args) -> int:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, interrupt)  # `kill` stops as cleanly as Ctrl-C: in-flight runs are cancelled
+    signal.signal(signal.SIGHUP, interrupt)  # and so does the terminal closing
     engine.start_monitor()  # runs of other processes that die are recorded as failed while we watch
     from ratui.engine.ops.branches import check_writable
 

@@ -46,8 +46,9 @@ def err(error: RatuiError, as_json: bool = False) -> None:
         print(error.render(), file=sys.stderr)
 
 
-def engine(project: str, *, recover: bool = False):
-    """The project's engine. `recover`: first record runs whose process died (commands that run or reap)."""
+def engine(project: str, *, recover: bool = True):
+    """The project's engine, after recording the runs whose process died (so that no command, a read included,
+    shows a dead run as running: "recovery happens when any ratui process starts")."""
     from ratui.engine.run.engine import Engine
     from ratui.engine.project.settings import find_project_root
 

@@ -189,6 +189,14 @@ def _garbage_db(root, outside) -> None:
     (state / "ratui.db").write_bytes(b"this is not a database\x00\xff\xfe" * 200)
 
 
+def _damage_a_data_file(table: str) -> Callable:
+    def prepare(root, outside) -> None:
+        files = sorted((root / NS / "warehouse").glob(f"{table}*/data/**/*.parquet"))
+        assert files, f"the base run wrote no data file of {table}"
+        files[0].write_bytes(b"overwritten behind ratui's back\n")
+    return prepare
+
+
 PNG_GARBAGE = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x10\xff\xfe\xfd" + bytes(range(256)) * 4
 ELF_GARBAGE = b"\x7fELF\x02\x01\x01\x00" + bytes(range(255, -1, -1)) * 8
 GOOD_PQ = parquet_bytes({"id": pa.array([1, 2], pa.int64()), "name": ["a", "b"]})
@@ -880,6 +888,10 @@ CASES: list[Case] = [
          symlinks={f"{L}/dangling_zone/late.csv": "not_arrived_yet.csv"},
          expect_code="RAT-LND-008", expect_file=f"{L}/dangling_zone/late.csv", spec="building",
          notes="a broken symlink in a zone is neither read nor silently left out"),
+    Case("unreadable-damaged-table-data-file", "unreadable files",
+         argv=("query", "SELECT count(*) AS n FROM silver.orders"), prepare=_damage_a_data_file("silver/orders"),
+         expect_exit=1, expect_code="RAT-SQL-004", expect_stderr=("not a Parquet file",), fingerprint=False,
+         spec="building", notes="the cause Spark gives (the file, 'not a Parquet file'), never a py4j object id"),
     Case("unreadable-garbage-database", "unreadable files", argv=("runs",), prepare=_garbage_db,
          expect_exit=(1, 2), expect_code="RAT-", expect_file=".ratui/ratui.db", fingerprint=False, spec="building",
          notes="any coded error naming the database (the code is not specified)"),

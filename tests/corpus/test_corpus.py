@@ -21,11 +21,11 @@ Categories (cases):
     quality tests          9
     path escapes          13
     moved projects         2
-    unreadable files      12
+    unreadable files      13
     CLI misuse            37
     compile gate           3
     Python pipelines      12
-    total                200
+    total                201
 
 Select or skip the corpus with `-m corpus` / `-m "not corpus"`; `-m "corpus and not corpus_jvm"` leaves out the
 cases that need Spark beyond the base state's one run (the fast loop while editing compile-time cases).

@@ -24,6 +24,7 @@ from ratui.engine.iceberg.read import read_table
 from ratui.engine.project.names import sql_ident
 from ratui.engine.run.read_only_sql import check_read_only
 from ratui.engine.spark import session as spark_mod
+from ratui.engine.spark.errors import error_message
 from ratui.engine.state.project_state import ProjectState
 from ratui.engine.vocabulary import MAIN
 
@@ -66,12 +67,17 @@ def query_error(exc: BaseException, ref: str, keys) -> RatuiError:
     if isinstance(exc, RatuiError):
         return exc
     text = str(getattr(exc, "desc", None) or exc).strip()
-    first = text.splitlines()[0][:500] if text else type(exc).__name__
+    first = error_message(exc) if text else type(exc).__name__
     line, column = error_position(text)
     where = f" (line {line}, column {column + 1})" if line is not None and column is not None else ""
     tables = ", ".join(sorted(k.split(".", 1)[1] for k in keys)) or "none yet"
-    return RatuiError("RAT-SQL-004", f"query failed{where}: {first}", line=line,
-                      hint=f"Fix the query. Tables at {ref}: {tables}.", details={"column": column})
+    hint = f"Fix the query. Tables at {ref}: {tables}."
+    if "FAILED_READ_FILE" in text or "not a Parquet file" in text:
+        hint = ("A data file of a table cannot be read: it was damaged, cut short or replaced outside ratui. Roll "
+                "the table back to a commit before the file (`ratui log TABLE`, `ratui rollback TABLE --to ...`) or "
+                "rebuild it with `ratui run NAME --full-refresh`; Spark's whole report is in .ratui/logs/spark.log.")
+    return RatuiError("RAT-SQL-004", f"query failed{where}: {first}", line=line, hint=hint,
+                      details={"column": column})
 
 
 class QueryResult:

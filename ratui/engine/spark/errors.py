@@ -23,6 +23,9 @@ def error_message(exc: BaseException) -> str:
     if rpc is not None:
         return rpc
     text = str(getattr(exc, "desc", None) or exc)
+    java = _java_failure(text)
+    if java is not None:
+        return java
     for line in text.splitlines():
         line = _SERVER_CLASS.sub("", line.strip())
         if line and not line.startswith(("at ", "JVM stacktrace", "Traceback", "==")):
@@ -51,3 +54,34 @@ def _rpc_failure(exc: BaseException) -> str | None:
         status, text = match.group(1), match.group(2)
     prefix = "Spark Connect server unreachable" if status == "UNAVAILABLE" else "Spark Connect call failed"
     return f"{prefix} ({status}): {' '.join(text.split())}"[:500]
+
+
+# Py4J's own words for "the JVM threw": the object id and method say nothing to a person
+_PY4J_CALL = re.compile(r"^\s*(?:py4j\.protocol\.Py4JJavaError: )?An error occurred while calling [\w.$]+\.?\s*$")
+_JAVA_CLASS = re.compile(r"^(?:[a-z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable)?:\s*")
+LOG_HINT = "Spark gave no reason here: see .ratui/logs/spark.log (the newest ERROR lines)"
+
+
+def _java_failure(text: str) -> str | None:
+    """A JVM exception reached through Py4J ("An error occurred while calling o91.collectToPython."): the Java
+    exception's own message and its root cause ("... is not a Parquet file"), or where to look when it has none.
+    None for any other text."""
+    lines = text.splitlines()
+    first = next((line for line in lines if line.strip()), "")
+    if not _PY4J_CALL.match(first):
+        return None
+    message = ""
+    for line in lines[1:]:
+        stripped = line.strip()
+        if stripped.startswith(": "):  # the Java exception: ": org.apache.spark.SparkException: [CONDITION] text"
+            message = _JAVA_CLASS.sub("", stripped[2:].strip())
+            break
+    causes = [_JAVA_CLASS.sub("", line.strip()[len("Caused by:"):].strip()) for line in lines
+              if line.strip().startswith("Caused by:")]
+    cause = next((c for c in reversed(causes) if c), "")
+    if message and cause and cause not in message:
+        message = f"{message} (cause: {cause})"
+    message = message or cause
+    if not message:
+        return LOG_HINT
+    return " ".join(_POSITION_TEXT.sub("", message).split())[:500]

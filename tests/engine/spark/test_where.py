@@ -80,3 +80,27 @@ def test_a_jvm_that_did_not_start_is_reported_with_its_reason_not_a_warning_befo
     error = spark_mod._jvm_not_started(Settings(root=tmp_path, namespace="demo"),
                                        RuntimeError("[JAVA_GATEWAY_EXITED] Java gateway process exited"), out, 0)
     assert error.message == "Spark's JVM did not start: Unrecognized VM option 'BytecodeVerificationRemote'"
+
+
+def test_a_jvm_exception_through_py4j_is_named_by_its_message_and_root_cause():
+    """Py4J's "An error occurred while calling o91.collectToPython." says nothing to a person: the message is the
+    Java exception's own, with its root cause, or where to look when Spark gave none."""
+
+    class Py4JJavaError(Exception):
+        pass
+
+    text = ("An error occurred while calling o79.collectToPython.\n"
+            ": org.apache.spark.SparkException: [FAILED_READ_FILE.NO_HINT] Encountered error while reading file "
+            "file:///p/data/a.parquet.  SQLSTATE: KD001\n"
+            "\tat org.apache.spark.sql.errors.QueryExecutionErrors$.cannotReadFilesError(QueryExecutionErrors.scala:1)\n"
+            "Caused by: org.apache.spark.SparkException: Job aborted\n"
+            "Caused by: java.lang.RuntimeException: file:/p/data/a.parquet is not a Parquet file. Expected magic number "
+            "at tail, but found [97, 103, 101, 10]\n"
+            "\tat org.apache.parquet.hadoop.ParquetFileReader.readFooter(ParquetFileReader.java:1)\n")
+    message = error_message(Py4JJavaError(text))
+    assert message.startswith("[FAILED_READ_FILE.NO_HINT] Encountered error while reading file file:///p/data/a.parquet")
+    assert message.endswith("(cause: file:/p/data/a.parquet is not a Parquet file. Expected magic number at tail, "
+                            "but found [97, 103, 101, 10])")
+    assert "o79" not in message
+    bare = error_message(Py4JJavaError("An error occurred while calling o12.sql.\n"))
+    assert bare == "Spark gave no reason here: see .ratui/logs/spark.log (the newest ERROR lines)"

@@ -92,10 +92,10 @@ def test_a_jvm_exception_through_py4j_is_named_by_its_message_and_root_cause():
     text = ("An error occurred while calling o79.collectToPython.\n"
             ": org.apache.spark.SparkException: [FAILED_READ_FILE.NO_HINT] Encountered error while reading file "
             "file:///p/data/a.parquet.  SQLSTATE: KD001\n"
-            "\tat org.apache.spark.sql.errors.QueryExecutionErrors$.cannotReadFilesError(QueryExecutionErrors.scala:1)\n"
+            "\tat org.apache.spark.sql.errors.QueryExecutionErrors$.cannotReadFilesError(Errors.scala:1)\n"
             "Caused by: org.apache.spark.SparkException: Job aborted\n"
-            "Caused by: java.lang.RuntimeException: file:/p/data/a.parquet is not a Parquet file. Expected magic number "
-            "at tail, but found [97, 103, 101, 10]\n"
+            "Caused by: java.lang.RuntimeException: file:/p/data/a.parquet is not a Parquet file. "
+            "Expected magic number at tail, but found [97, 103, 101, 10]\n"
             "\tat org.apache.parquet.hadoop.ParquetFileReader.readFooter(ParquetFileReader.java:1)\n")
     message = error_message(Py4JJavaError(text))
     assert message.startswith("[FAILED_READ_FILE.NO_HINT] Encountered error while reading file file:///p/data/a.parquet")

@@ -81,7 +81,9 @@ def session_command(root: Path, read_only: bool = False) -> str:
     shell between the server and the console (stopping the session stops the console itself); stderr goes to
     the log, never over the server's terminal."""
     words = [sys.executable, "-m", "ratui", "tui", "--project", str(root)] + (["--read-only"] if read_only else [])
-    return f"exec {shlex.join(words)} 2>>{shlex.quote(str(log_path(root)))}"
+    # a session's JVM maps the installation's class archive but never writes one: writing takes its JVM tens of
+    # seconds after the console quits, which a closed tab must not wait for (a `ratui run` writes it)
+    return f"RATUI_JVM_ARCHIVE=map exec {shlex.join(words)} 2>>{shlex.quote(str(log_path(root)))}"
 
 
 def log_path(root: Path) -> Path:

@@ -300,6 +300,68 @@ def _no_archive_of_an_idle_jvm() -> None:
             pass
 
 
+ARCHIVE_WAIT_SECONDS = 120.0  # the longest a command waits for its JVM to write the class archive as it exits
+
+
+def _write_archive_in_view() -> None:
+    """At exit, when this process's JVM is the one to write the installation's class archive: the command waits for
+    it (bounded, the JVM at low priority), saying so on a terminal, instead of returning while an orphaned JVM
+    writes 100-200 MB for tens of seconds. Ctrl-C, or the bound, stops the JVM and drops its part: the next JVM
+    that works writes the archive instead."""
+    if _archive_writing is None:
+        return
+    try:
+        from pyspark import SparkContext
+
+        process = getattr(SparkContext._gateway, "proc", None)
+    except Exception:  # noqa: BLE001 - no classic Spark in this process
+        return
+    if process is None or process.poll() is not None:
+        return
+    claim, part = _archive_writing
+    terminal = sys.stderr is not None and sys.stderr.isatty()
+
+    def say(text: str) -> None:
+        if terminal:
+            try:
+                print(f"ratui: {text}", file=sys.stderr, flush=True)
+            except (OSError, ValueError):
+                pass
+
+    began = time.monotonic()
+    try:
+        os.setpriority(os.PRIO_PROCESS, process.pid, 10)
+    except (OSError, AttributeError):
+        pass
+    say(f"Spark is writing this installation's class archive as it exits (once; later starts are faster); waiting "
+        f"up to {ARCHIVE_WAIT_SECONDS:.0f} s, Ctrl-C skips it")
+    try:
+        try:
+            stop()
+        except Exception:  # noqa: BLE001 - the JVM exits below all the same
+            pass
+        try:
+            if process.stdin is not None:
+                process.stdin.close()  # the JVM's signal to exit (PySpark's launcher watches its stdin)
+        except OSError:
+            pass
+        process.wait(ARCHIVE_WAIT_SECONDS)
+        try:  # written and closed: in place now, for the very next start
+            if part.exists():
+                _settle(part, part.with_name(part.name.split(".jsa.", 1)[0] + ".jsa"))
+            claim.unlink(missing_ok=True)
+        except OSError:
+            pass
+        say(f"class archive written in {time.monotonic() - began:.1f} s")
+    except (KeyboardInterrupt, subprocess.TimeoutExpired) as reason:
+        process.kill()
+        process.wait()
+        for path in (claim, part):
+            path.unlink(missing_ok=True)
+        say("class archive skipped (" + ("Ctrl-C" if isinstance(reason, KeyboardInterrupt) else "too slow")
+            + "): a later run writes it")
+
+
 def _start(settings: Settings):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -787,7 +849,8 @@ def _archive_name(jars: Path | None = None, class_path: str = "") -> str | None:
 def class_archive_option(class_path: str = "") -> str:
     """The JVM option that maps this machine's class archive, or has this JVM write it as it exits when there is
     none yet and no other live process is writing one. `class_path`: the project's spark.driver.extraClassPath."""
-    if os.environ.get("RATUI_JVM_ARCHIVE", "1") == "0":
+    mode = os.environ.get("RATUI_JVM_ARCHIVE", "1")
+    if mode == "0":
         return ""
     try:
         name = _archive_name(class_path=class_path)
@@ -801,12 +864,15 @@ def class_archive_option(class_path: str = "") -> str:
         if archive.is_file() and archive.stat().st_size > 0:
             _mark_used(archive)
             return f"-XX:SharedArchiveFile={archive}"
-        if busy:
-            return ""  # another process will write it: one archive of 100-200 MB at a time
+        if busy or mode == "map":
+            # another process will write it (one archive of 100-200 MB at a time), or this process maps only (a
+            # console of ratui web, which must not hold its session open while its JVM writes one)
+            return ""
         claim, part = folder / f"{name}.{os.getpid()}.claim", folder / f"{name}.{os.getpid()}.part"
         claim.touch()
         global _archive_writing
         if _archive_writing is None:
+            atexit.register(_write_archive_in_view)  # runs after the one below (atexit is last in, first out)
             atexit.register(_no_archive_of_an_idle_jvm)
         _archive_writing = (claim, part)
         # written under a name of this process's own; a later start adopts it once this process has ended

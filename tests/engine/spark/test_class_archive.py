@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
+
 from ratui.engine.spark.session import (ARCHIVE_SETTLE_SECONDS, DAY, UNUSED_ARCHIVE_DAYS, _mark_used,
                                         prune_other_archives, tidy_archives)
 
@@ -118,17 +120,14 @@ def test_the_next_spark_maps_the_archive_the_first_one_wrote(tmp_path):
 
     start("first")
     folder = cache / "ratui" / "jvm"
-    deadline = time.time() + 120  # the first JVM writes its archive as it exits, after the Python process ended
-    while time.time() < deadline and not any(p.stat().st_size for p in folder.glob("*.part")):
-        time.sleep(1)
-    [part] = list(folder.glob("*.part"))
-    size = -1
-    while time.time() < deadline and part.stat().st_size != size:  # until it stops growing
-        size = part.stat().st_size
-        time.sleep(2)
-    name = part.name.split(".jsa.")[0] + ".jsa"
+    # the first JVM writes its archive as it exits, and the command waits for it (no JVM outlives the command):
+    # when it returns, the archive is complete and in place, and no part or claim is left
+    [archive] = list(folder.glob("*.jsa"))
+    name = archive.name
+    assert archive.stat().st_size > 10_000_000
+    assert not list(folder.glob("*.part")) and not list(folder.glob("*.claim"))
+    assert not [p for p in psutil.process_iter(["cmdline"]) if any(str(folder) in a for a in p.info["cmdline"] or [])]
     assert tidy_archives(folder, name, now=time.time() + ARCHIVE_SETTLE_SECONDS + 1) is False
-    assert (folder / name).stat().st_size > 10_000_000
 
     log = start("second")
     loaded = log.read_text()

@@ -12,7 +12,8 @@ import os
 import socket
 import threading
 import time
-from typing import Callable
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 from ratui.engine.errors import RatuiError
 from ratui.engine.state.history import History
@@ -27,8 +28,13 @@ class Cancelled(Exception):
     """Raised inside a run at its next checkpoint once a cancel was requested."""
 
 
+class PythonInterrupted(BaseException):
+    """Raised inside a Python pipeline's own code by a cancel (a BaseException, so that the pipeline's
+    `except Exception` does not swallow it)."""
+
+
 class RunControl:
-    """What other threads may do to a running run: cancel it."""
+    """What other threads may do to a running run: cancel it, the Python pipeline code it runs included."""
 
     def __init__(self, run_id: str):
         self.run_id = run_id
@@ -36,10 +42,49 @@ class RunControl:
         self.cancel_error: RatuiError | None = None  # why, when it is not a user's cancel (e.g. the reaper's timeout)
         self.merged = threading.Event()
         self.done = threading.Event()
+        self._python_lock = threading.Lock()
+        self._python_thread: int | None = None  # the thread running the pipeline's run(ctx), while it does
 
     def check(self) -> None:
         if self.cancel_requested.is_set():
             raise Cancelled()
+
+    def cancel(self, error: RatuiError | None = None) -> None:
+        self.cancel_error = self.cancel_error or error
+        self.cancel_requested.set()
+        self._interrupt_python()
+
+    @contextmanager
+    def python_code(self) -> Iterator[None]:
+        """Around the user's Python code: a cancel interrupts it at its next bytecode (a loop that never reaches a
+        checkpoint included) with PythonInterrupted, turned into Cancelled here. A call blocked in C (a long sleep,
+        a socket read) is interrupted when it returns: Python can only raise between bytecodes."""
+        with self._python_lock:
+            self._python_thread = threading.get_ident()
+        try:
+            self.check()
+            yield
+        except PythonInterrupted:
+            raise Cancelled() from None
+        finally:
+            with self._python_lock:
+                self._python_thread = None
+                _set_async_exception(threading.get_ident(), None)  # one set just as the code ended: dropped
+        if self.cancel_requested.is_set():
+            raise Cancelled()
+
+    def _interrupt_python(self) -> None:
+        with self._python_lock:
+            if self._python_thread is not None:
+                _set_async_exception(self._python_thread, PythonInterrupted)
+
+
+def _set_async_exception(thread_id: int, exception: type[BaseException] | None) -> None:
+    """CPython's PyThreadState_SetAsyncExc: raise `exception` in that thread at its next bytecode (None clears)."""
+    import ctypes
+
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id),
+                                               ctypes.py_object(exception) if exception is not None else None)
 
 
 def request_cancel(history: History, run_id: str) -> tuple[str, dict | None]:

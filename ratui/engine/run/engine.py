@@ -534,8 +534,7 @@ class Engine:
             return None
         if control.merged.is_set() or control.done.is_set():
             return "finished"
-        control.cancel_error = control.cancel_error or error
-        control.cancel_requested.set()
+        control.cancel(error)  # a Python pipeline's own code is interrupted too
         spark_mod.cancel_run(run_id)
         return "requested"
 

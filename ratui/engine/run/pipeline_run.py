@@ -380,7 +380,9 @@ class PipelineRun:
                                 context.this.strip("`") if self.catalog.table_exists(self.branch, self.key) else None,
                                 context.run_started_at, context.watermark_value, context.is_incremental,
                                 context.is_scd2)
-            df = run_python_pipeline(pipeline.text, file, ctx, on_print=lambda line: self.log(f"print: {line}"))
+            with self.control.python_code():  # a cancel interrupts the pipeline's own Python code too
+                df = run_python_pipeline(pipeline.text, file, ctx,
+                                         on_print=lambda line: self.log(f"print: {line}"))
         check_columns(df.schema)
         # planned, not executed: the write phase runs the query once, straight into its strategy (its errors
         # still name the pipeline's file and line: see _write)

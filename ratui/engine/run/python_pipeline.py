@@ -8,7 +8,7 @@
 
 `ctx` offers ref(), landing_zone(), sql(), spark, this, run_started_at, watermark_value, is_incremental()
 and is_scd2(). The code runs in-process with the user's own privileges (it is the user's own project, as
-with dbt Python models); it is not sandboxed. Dependencies are read statically from ref()/landing_zone()
+with dbt Python models); it is not sandboxed. A cancel interrupts it between bytecodes (RunControl.python_code). Dependencies are read statically from ref()/landing_zone()
 calls with literal arguments, exactly as for SQL (project/python_source.py).
 """
 
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ratui.engine.errors import RatuiError
+from ratui.engine.run.control import PythonInterrupted
 
 
 @dataclass
@@ -71,8 +72,8 @@ def run_python_pipeline(text: str, file: Path, ctx: PythonContext, on_print: Cal
             if not callable(run):
                 raise RatuiError("RAT-PY-003", "pipeline.py defines no run(ctx) function", file=str(file))
             result = run(ctx)
-    except (RatuiError, KeyboardInterrupt):
-        raise
+    except (RatuiError, KeyboardInterrupt, PythonInterrupted):
+        raise  # PythonInterrupted: a cancel (RunControl.python_code)
     except BaseException as exc:  # noqa: BLE001 - user code may raise anything, SystemExit included
         from ratui.engine.spark.errors import error_message
         from ratui.engine.spark.session import is_cancellation

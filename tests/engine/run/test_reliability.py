@@ -190,6 +190,39 @@ def test_cancel_during_a_quality_test(make_project, spark):
     assert engine.state.catalog.table_pointers("main") == {} and refs(engine) == ["main"]
 
 
+STUCK_PYTHON = {
+    "": "# @merge_strategy: full_refresh\ndef run(ctx):\n    while True:\n        pass\n",
+    "swallowing": ("# @merge_strategy: full_refresh\ndef run(ctx):\n    while True:\n        try:\n"
+                   "            sum(range(1000))\n        except Exception:\n            pass\n"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(STUCK_PYTHON))
+def test_cancel_stops_python_code_that_never_reaches_a_checkpoint(make_project, spark, kind):
+    """A Python pipeline spinning in its own code (`while True: pass`, or a loop that swallows every Exception)
+    is interrupted by a cancel between two bytecodes: the run ends cancelled within seconds, main unchanged, and
+    the thread that ran it is free again (the next run of the same process works)."""
+    root = make_project({"demo/pipelines/bronze/stuck/pipeline.py": STUCK_PYTHON[kind],
+                         "demo/pipelines/bronze/fine/pipeline.sql": "SELECT 1 AS id\n"})
+    engine = Engine.open(root)
+    building = threading.Event()
+    engine.subscribe(lambda e: building.set() if isinstance(e, PhaseStarted) and e.phase == "build" else None)
+    invocation = engine.start(engine.compile().select(["bronze.stuck"]), trigger="cli")
+    run_id = invocation.run_ids[0]
+    assert building.wait(120)
+    time.sleep(1.0)  # inside run(ctx), spinning
+    began = time.monotonic()
+    assert engine.cancel(run_id) == "requested"
+    assert invocation.wait(15), "the Python code was not interrupted"
+    print(f"\ncancelled {kind or 'plain'} spinning Python in {time.monotonic() - began:.2f}s")
+    (result,) = invocation.results
+    assert result.status == "cancelled" and result.error["code"] == "RAT-RUN-001", result.error
+    assert engine.state.history.get_run(run_id)["phase_status"]["build"] == "cancelled"
+    assert engine.state.catalog.table_pointers("main") == {} and refs(engine) == ["main"]
+    (after,) = engine.run(engine.compile().select(["bronze.fine"]))
+    assert after.status == "success"
+
+
 def test_cancel_from_another_process(make_project, spark):
     root = make_project({"demo/pipelines/bronze/slow/pipeline.sql": (
         "SELECT a.id, count(*) AS n FROM range(0, 60000000) a CROSS JOIN range(0, 30) b GROUP BY a.id\n")})

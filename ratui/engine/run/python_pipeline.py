@@ -8,8 +8,9 @@
 
 `ctx` offers ref(), landing_zone(), sql(), spark, this, run_started_at, watermark_value, is_incremental()
 and is_scd2(). The code runs in-process with the user's own privileges (it is the user's own project, as
-with dbt Python models); it is not sandboxed. A cancel interrupts it between bytecodes (RunControl.python_code). Dependencies are read statically from ref()/landing_zone()
-calls with literal arguments, exactly as for SQL (project/python_source.py).
+with dbt Python models); it is not sandboxed. A cancel interrupts it between bytecodes (RunControl.python_code).
+Dependencies are read statically from ref()/landing_zone() calls with literal arguments, exactly as for SQL
+(project/python_source.py).
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ def state_cell(state: str) -> Text:
 
 
 def row_key(f) -> str:
-    return "\x1f".join((f.namespace, f.zone, f.pipeline, f.file))
+    return "\x1f".join((f.zone, f.pipeline, f.file))  # the pipeline's key names its namespace
 
 
 class LandingScreen(TableScreen):

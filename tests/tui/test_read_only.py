@@ -86,11 +86,12 @@ def test_every_change_is_refused_with_a_toast_and_nothing_changes(project):  # n
             await pilot.press("7")
             await settle(pilot)
             editor = app.screen.query_one("#query-editor")
-            editor.text = "INSERT OVERWRITE DIRECTORY '/tmp/ratui-read-only' SELECT 1"
+            target = root.parent / "written-by-a-read-only-console"
+            editor.text = f"INSERT OVERWRITE DIRECTORY '{target}' SELECT 1"
             await pilot.press("f5")
             await wait_for(pilot, lambda: "RAT-ACC-002" in screen_text(app) or
                            any("RAT-ACC-002" in n for n in app.notices), 20)
-            assert not app.controller.spark_started()  # refused before Spark was asked for
+            assert not target.exists() and app.controller._queries == {}  # refused before Spark saw it
             await pilot.press("ctrl+s")
             await settle(pilot, 2)
             assert refused(app, "exporting a result to a file")

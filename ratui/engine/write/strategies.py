@@ -52,6 +52,7 @@ from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table
 
 from ratui.engine.errors import RatuiError
+from ratui.engine.project import strategy_specs
 from ratui.engine.iceberg.deletes import write_position_deletes
 from ratui.engine.iceberg.read import FILE_NO, ROW_POS, data_files, live_rows, read_files, row_count
 from ratui.engine.iceberg.schema import iceberg_to_spark_type
@@ -284,7 +285,7 @@ def _watermark(req: WriteRequest) -> str | None:
                             req.key)[0]
 
 
-KEYED = ("incremental", "delete_insert", "scd2")
+KEYED = strategy_specs.KEYED
 
 
 def full_refresh(req: WriteRequest) -> WriteOutcome:
@@ -463,7 +464,7 @@ def scd2(req: WriteRequest) -> WriteOutcome:
     return _finish(req, outcome)
 
 
-STRATEGIES = {
+STRATEGIES = {  # a handler for every strategy project/strategy_specs.py declares, and no other
     "full_refresh": full_refresh,
     "append_only": append_only,
     "incremental": incremental,
@@ -471,6 +472,9 @@ STRATEGIES = {
     "scd2": scd2,
     "snapshot": snapshot,
 }
+if tuple(STRATEGIES) != strategy_specs.NAMES:
+    raise RuntimeError(f"write/strategies.py handles {sorted(STRATEGIES)}, strategy_specs.py declares "
+                       f"{sorted(strategy_specs.NAMES)}")
 
 
 def write(req: WriteRequest) -> WriteOutcome:

@@ -35,7 +35,7 @@ from ratui.console.controller import (
 )
 from ratui.console.follow import StateItem
 from ratui.console.format import batch_summary, fmt_ms, short_key
-from ratui.console import user_settings
+from ratui.console import screen_specs, user_settings
 from ratui.console.live import LiveRun, RunStore
 from ratui.engine.errors import RatuiError
 from ratui.messages import (
@@ -65,17 +65,7 @@ NARROW_BELOW = 110  # columns: the console's compact layout below this width (an
 # what `:` takes for a run id: its time-ordered digits and hex (run ids are 18 characters; a prefix of 6 will do)
 RUN_ID_LIKE = re.compile(r"^[0-9]{6}[0-9a-f]{0,12}$")
 
-SCREEN_ALIASES = {
-    "pipelines": "pipelines", "pipeline": "pipelines", "p": "pipelines", "1": "pipelines",
-    "runs": "runs", "history": "runs", "r": "runs", "2": "runs",
-    "quality": "quality", "q": "quality", "3": "quality",
-    "branches": "branches", "branch": "branches", "refs": "branches", "b": "branches", "4": "branches",
-    "landing": "landing", "ledger": "landing", "files": "landing", "l": "landing", "5": "landing",
-    "reaper": "reaper", "cleanup": "reaper", "gc": "reaper", "6": "reaper",
-    "query": "query", "sql": "query", "7": "query",
-    "lineage": "lineage", "graph": "lineage", "dag": "lineage", "8": "lineage",
-    "logs": "logs", "log": "logs", "spark": "logs", "9": "logs",
-}
+SCREEN_ALIASES = screen_specs.ALIASES
 
 KEY_NAMES = {
     "plus": "+", "slash": "/", "colon": ":", "question_mark": "?", "escape": "esc", "right_square_bracket": "]",
@@ -104,15 +94,8 @@ class ConsoleCommands(Provider):
     def _commands(self) -> list[tuple[str, str, Callable[[], Any]]]:
         app: RatuiApp = self.app  # type: ignore[assignment]
         commands: list[tuple[str, str, Callable[[], Any]]] = [
-            ("Open Pipelines", "the project tree and pipeline detail (1)", partial(app.action_open, "pipelines")),
-            ("Open Runs", "the run history (2)", partial(app.action_open, "runs")),
-            ("Open Quality", "quality results across recent runs (3)", partial(app.action_open, "quality")),
-            ("Open Branches", "refs, diffs, merge and delete (4)", partial(app.action_open, "branches")),
-            ("Open Landing", "the landing-file ledger, reset (5)", partial(app.action_open, "landing")),
-            ("Open Reaper", "cleanup: settings, reports, preview, run now (6)", partial(app.action_open, "reaper")),
-            ("Open Query", "SQL over a ref's tables, paged results, export (7)", partial(app.action_open, "query")),
-            ("Open Lineage", "the project's DAG as a graph (8)", partial(app.action_open, "lineage")),
-            ("Open Logs", "Spark's log with a level filter, search (9)", partial(app.action_open, "logs")),
+            *[(f"Open {spec.title}", f"{spec.summary} ({spec.key})", partial(app.action_open, spec.mode))
+              for spec in screen_specs.SCREENS],
             ("Toggle watch", "run what each file save affects (w)", app.action_toggle_watch),
             ("Toggle theme", "switch between dark and light", app.action_toggle_theme),
             ("Reload project", "re-read the project files (ctrl+r on Pipelines)", app.reload_project),
@@ -152,34 +135,24 @@ class ConsoleCommands(Provider):
 # ---------------------------------------------------------------------------------------------------- app
 
 
+# the screen classes of the modes screen_specs.py declares (each class says its MODE)
+SCREEN_CLASSES = {cls.MODE: cls for cls in (PipelinesScreen, RunsScreen, QualityScreen, BranchesScreen, LandingScreen,
+                                            ReaperScreen, QueryScreen, LineageScreen, SparkLogScreen)}
+if set(SCREEN_CLASSES) != set(screen_specs.BY_MODE):
+    raise RuntimeError(f"screen classes {sorted(SCREEN_CLASSES)} != screen specs {sorted(screen_specs.BY_MODE)}")
+
+
 class RatuiApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "ratui"
     # below 110 columns every screen gets `-narrow` (app.tcss): panes stack or share the width, labels shorten
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_BELOW, "-wide")]
-    MODES = {
-        "pipelines": PipelinesScreen,
-        "runs": RunsScreen,
-        "quality": QualityScreen,
-        "branches": BranchesScreen,
-        "landing": LandingScreen,
-        "reaper": ReaperScreen,
-        "query": QueryScreen,
-        "lineage": LineageScreen,
-        "logs": SparkLogScreen,
-    }
+    MODES = {spec.mode: SCREEN_CLASSES[spec.mode] for spec in screen_specs.SCREENS}
     DEFAULT_MODE = "pipelines"
     COMMANDS = App.COMMANDS | {ConsoleCommands}
     BINDINGS = [
-        Binding("1", "open('pipelines')", "Pipelines", id="app.pipelines", show=False),
-        Binding("2", "open('runs')", "Runs", id="app.runs", show=False),
-        Binding("3", "open('quality')", "Quality", id="app.quality", show=False),
-        Binding("4", "open('branches')", "Branches", id="app.branches", show=False),
-        Binding("5", "open('landing')", "Landing", id="app.landing", show=False),
-        Binding("6", "open('reaper')", "Reaper", id="app.reaper", show=False),
-        Binding("7", "open('query')", "Query", id="app.query", show=False),
-        Binding("8", "open('lineage')", "Lineage", id="app.lineage", show=False),
-        Binding("9", "open('logs')", "Logs", id="app.logs", show=False),
+        *[Binding(spec.key, f"open('{spec.mode}')", spec.title, id=f"app.{spec.mode}", show=False)
+          for spec in screen_specs.SCREENS],
         Binding("w", "toggle_watch", "Watch", id="app.watch"),
         Binding("colon", "jump", "Jump", id="app.jump", key_display=":"),
         Binding("question_mark", "help", "Help", id="app.help", key_display="?"),
@@ -763,8 +736,9 @@ class RatuiApp(App[None]):
         elif RUN_ID_LIKE.match(raw):
             self.jump_to_run(raw)
         else:
-            self.notify(f"Nothing is called '{raw}': type a screen (pipelines, runs, quality, branches, landing, "
-                        "reaper, query, lineage, logs), a pipeline's name, a run id, help or quit.",
+            self.notify(f"Nothing is called '{raw}': type a screen ("
+                        + ", ".join(spec.mode for spec in screen_specs.SCREENS)
+                        + "), a pipeline's name, a run id, help or quit.",
                         severity="warning", markup=False)
 
     def _pipeline_named(self, text: str) -> str | None:
@@ -807,11 +781,8 @@ class RatuiApp(App[None]):
     def help_sections(self) -> list[tuple[str, list[tuple[str, str]]]]:
         sections = [("Everywhere", [(key_text(b), b.description) for b in self.BINDINGS]
                      + [("ctrl+p", "Command palette")])]
-        for title, screen in (("Pipelines (1)", PipelinesScreen), ("Runs (2)", RunsScreen),
-                              ("Quality (3)", QualityScreen), ("Branches (4)", BranchesScreen),
-                              ("Landing (5)", LandingScreen), ("Reaper (6)", ReaperScreen),
-                              ("Query (7)", QueryScreen), ("Lineage (8)", LineageScreen),
-                              ("Logs (9)", SparkLogScreen), ("Run detail", RunScreen),
+        screens = [(f"{spec.title} ({spec.key})", SCREEN_CLASSES[spec.mode]) for spec in screen_specs.SCREENS]
+        for title, screen in (*screens, ("Run detail", RunScreen),
                               ("History (l on Branches, h on Pipelines)", HistoryScreen)):
             sections.append((title, [(key_text(b), b.description) for b in screen.BINDINGS]))
         sections[1][1].extend([("↑ ↓", "Move in the tree"), ("enter", "Open the pipeline's latest run")])

@@ -16,7 +16,7 @@ from typing import Any
 
 from ratui import cli_branches
 from ratui.engine.errors import ProjectErrors, RatuiError, is_usage_error
-from ratui.engine.vocabulary import ACTIVE, format_bytes, format_duration
+from ratui.engine.vocabulary import ACTIVE, RUN_STATUSES, format_bytes, format_duration
 
 from ratui.cli_common import (  # noqa: F401 - shared with cli_branches.py
     EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_OK, EXIT_USAGE, cell as _cell, engine as _engine, err as _err,
@@ -75,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=_positive_int, default=20)
     p.add_argument("--pipeline", help="only runs of pipelines matching this text")
     p.add_argument("--ref", metavar="BRANCH", help="only runs on this branch (main, or a branch of yours)")
-    p.add_argument("--status", choices=("pending", "running", "success", "failed", "cancelled", "skipped"))
+    p.add_argument("--status", choices=RUN_STATUSES)
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("show", help="show one run: phases, quality results, log")
@@ -396,19 +396,6 @@ def cmd_show(args) -> int:
     return EXIT_OK
 
 
-def cmd_branches(args) -> int:
-    engine = _engine(args.project)
-    refs = engine.refs()
-    if args.json:
-        for ref in refs:
-            print(json.dumps(ref.__dict__, default=str))
-        return EXIT_OK
-    rows = [[r.name, r.head[:12], r.created_at[:19], r.run_id or "", str(len(engine.table_pointers(r.name)))]
-            for r in refs]
-    print(_table(["REF", "HEAD", "CREATED", "RUN", "TABLES"], rows))
-    return EXIT_OK
-
-
 def cmd_check(args) -> int:
     from ratui.engine.project.compiler import compile_project
     from ratui.engine.project.settings import find_project_root
@@ -661,7 +648,7 @@ def cmd_web(args) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"run": cmd_run, "query": cmd_query, "runs": cmd_runs, "show": cmd_show, "branches": cmd_branches,
+COMMANDS = {"run": cmd_run, "query": cmd_query, "runs": cmd_runs, "show": cmd_show,
             "init": cmd_init, "landing": cmd_landing, "cancel": cmd_cancel, "check": cmd_check, "tui": cmd_tui,
             "watch": cmd_watch, "reap": cmd_reap, "web": cmd_web, **cli_branches.COMMANDS}
 

@@ -65,14 +65,26 @@ def _snap(value) -> str:
     return "-" if value is None else str(value)
 
 
+def cmd_branches(args) -> int:
+    """`ratui branches` (and `ratui branch list`): every ref with its head, creation, run and table count."""
+    engine = open_engine(args.project)
+    refs = engine.refs()
+    if args.json:
+        for ref in refs:
+            print(json.dumps(ref.__dict__, default=str))
+        return EXIT_OK
+    rows = [[r.name, r.head[:12], r.created_at[:19], r.run_id or "", str(len(engine.table_pointers(r.name)))]
+            for r in refs]
+    print(table(["REF", "HEAD", "CREATED", "RUN", "TABLES"], rows))
+    return EXIT_OK
+
+
 def cmd_branch(args) -> int:
     from ratui.engine.errors import RatuiError
 
-    engine = open_engine(args.project)
     if args.action == "list":
-        from ratui.cli import cmd_branches
-
         return cmd_branches(args)
+    engine = open_engine(args.project)
     if not args.name:
         raise RatuiError("RAT-CLI-001", f"ratui branch {args.action}: a branch NAME is needed",
                          hint=f"`ratui branch {args.action} NAME`")
@@ -188,4 +200,5 @@ def cmd_rollback(args) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"branch": cmd_branch, "merge": cmd_merge, "diff": cmd_diff, "log": cmd_log, "rollback": cmd_rollback}
+COMMANDS = {"branches": cmd_branches, "branch": cmd_branch, "merge": cmd_merge, "diff": cmd_diff, "log": cmd_log,
+            "rollback": cmd_rollback}

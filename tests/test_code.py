@@ -29,3 +29,19 @@ def test_ruff_is_clean():
 def test_the_engine_type_checks():
     proc = run(sys.executable, "-m", "mypy", "ratui/engine")
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+
+
+def test_no_module_of_ratui_imports_itself_back():
+    """No import circle anywhere under ratui/, imports made only for type checking included (grimp, which
+    import-linter installs, reads the imports from the source): for every import A -> B, B never reaches A."""
+    script = (
+        "import grimp\n"
+        "graph = grimp.build_graph('ratui', cache_dir=None)\n"
+        "for importer in sorted(graph.modules):\n"
+        "    for imported in sorted(graph.find_modules_directly_imported_by(importer)):\n"
+        "        back = graph.find_shortest_chain(importer=imported, imported=importer)\n"
+        "        if back:\n"
+        "            print(importer, '->', ' -> '.join(back))\n")
+    proc = run(sys.executable, "-c", script)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout == "", "import circles:\n" + proc.stdout

@@ -22,7 +22,7 @@ from ratui.engine.errors import RatuiError
 from ratui.engine.events import Event, RunQueued
 from ratui.console.data import QueryHistory, QueryPage
 from ratui.console.follow import Follower, StateItem
-from ratui.engine.vocabulary import ACTIVE, MAIN, RUN_STATUSES
+from ratui.engine.vocabulary import ACTIVE, MAIN, PUBLISH_PREFIX, RUN_PREFIX, RUN_STATUSES
 
 if TYPE_CHECKING:
     from ratui.engine.project.compiler import CompiledProject
@@ -119,14 +119,14 @@ class TableState:
         return f"{seq}{str(self.snapshot_id)[:10]} · {rows}{files}"
 
 
-RESERVED_PREFIXES = ("run-", "publish-")  # branches ratui keeps for runs and atomic publishes
+RESERVED_PREFIXES = (RUN_PREFIX, PUBLISH_PREFIX)  # branches ratui keeps for runs and atomic publishes
 
 
 def ref_kind(name: str) -> str:
     """main | run | publish | branch (a user's own branch: the console may work on it)."""
     if name == MAIN:
         return "main"
-    if name.startswith("run-"):
+    if name.startswith(RUN_PREFIX):
         return "run"
     if name.startswith("publish-"):
         return "publish"

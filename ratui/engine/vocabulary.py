@@ -18,6 +18,14 @@ LAYERS = ("bronze", "silver", "gold")  # {namespace}/pipelines/{layer}/{name}/
 
 # --------------------------------------------------------------------------------------------------- runs
 
+RUN_PREFIX, PUBLISH_PREFIX = "run-", "publish-"  # the branches ratui keeps for a run, an atomic publish
+
+
+def run_branch(run_id: str) -> str:
+    """The branch a run writes on."""
+    return f"{RUN_PREFIX}{run_id}"
+
+
 RUN_STATUSES = ("pending", "running", "success", "failed", "cancelled", "skipped")
 ACTIVE = ("pending", "running")  # a run not finished yet
 FINAL = ("success", "failed", "cancelled", "skipped")  # a run that ended, one way or another

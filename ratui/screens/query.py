@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import Any
 
 from rich.text import Text
 from textual import on
@@ -33,22 +32,13 @@ from ratui.messages import (
     QueryRefResolved, QueryRefsLoaded, QueryTablesLoaded,
 )
 from ratui.screens.base import ConsoleScreen, Guarded, changes
+from ratui.widgets.cells import cell
 from ratui.widgets.chrome import NavBar, StatusLine
 from ratui.widgets.sql_editor import SqlEditor
 
 PROGRESS_SECONDS = 0.5  # how often a running query's Spark progress is asked for
-CELL_WIDTH = 60  # characters of a value shown in a cell (the table view and an export have the rest)
 
 _NAME = re.compile(r"[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*){1,2}")
-
-
-def cell(value: Any) -> Text:
-    if value is None:
-        return Text("NULL", style="dim italic")
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return Text(f"{value}", justify="right")
-    text = str(value).replace("\n", "⏎")
-    return Text(text if len(text) <= CELL_WIDTH else text[:CELL_WIDTH - 1] + "…")
 
 
 class ExportScreen(Guarded, ModalScreen[str | None]):

@@ -18,7 +18,7 @@ from ratui.console.format import short_key
 from ratui.engine.vocabulary import format_bytes
 from ratui.messages import TableDescribed, TablePreviewed
 from ratui.screens.base import ConsoleScreen
-from ratui.screens.query import cell
+from ratui.widgets.cells import cell
 from ratui.widgets.chrome import NavBar, StatusLine
 
 TABS = ("schema", "history", "stats", "preview")

@@ -5,8 +5,9 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-SCREENS = (("pipelines", "Pipelines"), ("runs", "Runs"), ("quality", "Quality"), ("branches", "Branches"),
-           ("landing", "Landing"), ("reaper", "Reaper"), ("query", "Query"), ("lineage", "Lineage"), ("logs", "Logs"))
+from ratui.console import screen_specs
+
+SCREENS = tuple((spec.mode, spec.title) for spec in screen_specs.SCREENS)
 
 SPARK_TEXT = {
     "idle": ("○", "Spark not started (starts on the first run)", "dim"),

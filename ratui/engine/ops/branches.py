@@ -21,12 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 from ratui.engine.errors import RatuiError
 from ratui.engine.state.catalog.base import Commit, MergeResult, split_spec
-from ratui.engine.vocabulary import MAIN
+from ratui.engine.vocabulary import MAIN, PUBLISH_PREFIX, RUN_PREFIX  # noqa: F401 - branches.RUN_PREFIX is read too
 
 if TYPE_CHECKING:
     from ratui.engine.state.project_state import ProjectState
 
-RUN_PREFIX, PUBLISH_PREFIX = "run-", "publish-"
 RESERVED = (RUN_PREFIX, PUBLISH_PREFIX)
 
 

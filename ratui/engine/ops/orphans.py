@@ -34,6 +34,7 @@ from typing import Any, Callable, Iterable
 from ratui.engine.state.catalog.base import BranchCatalog
 from ratui.engine.errors import RatuiError
 from ratui.engine.locations import ProjectLocations, plain_path
+from ratui.engine.vocabulary import RUN_PREFIX
 
 # Whether a manifest's DELETED entries (tombstones) count as reachable. They do not: a DELETED entry says the
 # file is NOT in that snapshot; every snapshot that does hold a file lists it as ADDED or EXISTING in its own
@@ -294,7 +295,7 @@ class SweepPlan:
 
 def _run_folder_id(part: str) -> str | None:
     """'run-2605091234abcdef-1a2b3c4d' (a run's data folder) -> '2605091234abcdef'."""
-    if not part.startswith("run-"):
+    if not part.startswith(RUN_PREFIX):
         return None
     rest = part[4:]
     return rest.rsplit("-", 1)[0] if "-" in rest else rest

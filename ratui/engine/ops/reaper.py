@@ -47,7 +47,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ratui.engine.ops import orphans
 from ratui.engine.events import Event, EventBus, RunFinished
-from ratui.engine.vocabulary import ACTIVE, FINAL, MAIN, REAPER_TASK_TITLES, iso as _iso, parse_time
+from ratui.engine.vocabulary import (ACTIVE, FINAL, MAIN, REAPER_TASK_TITLES, RUN_PREFIX, iso as _iso,
+                                     parse_time)
 from ratui.engine.state.db import open_db, write_tx
 from ratui.engine.errors import RatuiError
 
@@ -332,9 +333,9 @@ class Reaper:
             if ref.name.startswith("publish-"):  # an atomic publish's branch, kept when it did not land
                 self._orphan_publish(ctx, task, ref, max_age)
                 continue
-            if ref.name == MAIN or not ref.name.startswith("run-"):
+            if ref.name == MAIN or not ref.name.startswith(RUN_PREFIX):
                 continue
-            run_id = ref.run_id or ref.name[len("run-"):]
+            run_id = ref.run_id or ref.name[len(RUN_PREFIX):]
             created = parse_time(ref.created_at)
             age_h = (ctx.now - created).total_seconds() / 3600 if created else None
             item = {"name": ref.name, "ref": ref.name, "run_id": run_id, "created_at": ref.created_at,

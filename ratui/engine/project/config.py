@@ -14,11 +14,12 @@ from typing import Any
 import yaml
 
 from ratui.engine.errors import RatuiError, did_you_mean
+from ratui.engine.project import strategy_specs
 
-STRATEGIES = ("full_refresh", "append_only", "incremental", "delete_insert", "scd2", "snapshot")
+STRATEGIES = strategy_specs.NAMES
 # Strategies the write phase implements today; the others are rejected up front, never approximated.
 SUPPORTED_STRATEGIES = STRATEGIES
-KEYED_STRATEGIES = ("incremental", "delete_insert", "scd2")
+KEYED_STRATEGIES = strategy_specs.KEYED
 MATERIALIZATIONS = ("table",)
 
 KEYS = (
@@ -273,11 +274,13 @@ def resolve_config(pipeline_file: Path, text: str, config_file: Path) -> Pipelin
 
     config = PipelineConfig(**kwargs, origin=origin)
     file, line = loc("merge_strategy")
-    if config.merge_strategy in KEYED_STRATEGIES and not config.unique_key:
+    spec = strategy_specs.BY_NAME.get(config.merge_strategy)
+    if spec is not None and spec.needs_key and not config.unique_key:
         raise RatuiError("RAT-CFG-003", f"merge strategy '{config.merge_strategy}' needs a unique_key", file=file,
                          line=line)
-    if config.merge_strategy == "snapshot" and not config.partition_column:
-        raise RatuiError("RAT-CFG-004", "merge strategy 'snapshot' needs a partition_column", file=file, line=line)
+    if spec is not None and spec.needs_partition_column and not config.partition_column:
+        raise RatuiError("RAT-CFG-004", f"merge strategy '{config.merge_strategy}' needs a partition_column",
+                         file=file, line=line)
     if config.merge_strategy not in SUPPORTED_STRATEGIES:
         raise RatuiError("RAT-CFG-008", f"merge strategy '{config.merge_strategy}' is not supported yet",
                          file=file, line=line)

@@ -31,7 +31,7 @@ from ratui.engine.run.results import RunResult, new_run_id
 from ratui.engine.project.settings import Settings, load_settings
 from ratui.engine.spark import session as spark_mod
 from ratui.engine.state.project_state import ProjectState
-from ratui.engine.vocabulary import ACTIVE, MAIN, now_iso
+from ratui.engine.vocabulary import ACTIVE, MAIN, RUN_PREFIX, now_iso
 
 log = logging.getLogger("ratui.engine")
 
@@ -42,7 +42,7 @@ class Engine:
         self._bus: EventBus[Event] = bus or EventBus()
         self._controls: dict[str, RunControl] = {}
         self._lock = threading.Lock()
-        self._poller = CancelPoller(state.history, self.active_runs, self._cancel_local)
+        self._poller = CancelPoller(state.history, self.active_runs, self.cancel_local)
         self._progress = ProgressReporter(self._bus, self.active_runs)
         self._recovery = Recovery(state, self._bus, self._is_ours)
 
@@ -97,7 +97,7 @@ class Engine:
         if first is None or self.settings.spark_remote:
             return
         try:
-            runs = self._decide(compiled.pipelines[first], force=force, full_refresh=full_refresh, ref=ref).runs
+            runs = self.decide(compiled.pipelines[first], force=force, full_refresh=full_refresh, ref=ref).runs
         except Exception:  # the invocation decides again, and reports what went wrong
             return
         if runs:
@@ -169,7 +169,7 @@ class Engine:
         outcome, run = request_cancel(self._state.history, run_id)
         if outcome != "requested" or run is None:
             return outcome
-        return self._cancel_local(run["id"], error) or "requested"
+        return self.cancel_local(run["id"], error) or "requested"
 
     def active_runs(self) -> list[str]:
         """Runs of this process that have not ended (queued ones included)."""
@@ -323,10 +323,10 @@ class Engine:
 
     def live_run_of(self, ref: str) -> dict | None:
         """The run still going (in any process) that owns branch `ref`, if any."""
-        if not ref.startswith("run-"):
+        if not ref.startswith(RUN_PREFIX):
             return None
-        run = self._state.history.get_run(ref[len("run-"):])
-        if run is None or run.get("id") != ref[len("run-"):] or run["status"] not in ACTIVE or run.get("merged_at"):
+        run = self._state.history.get_run(ref[len(RUN_PREFIX):])
+        if run is None or run.get("id") != ref[len(RUN_PREFIX):] or run["status"] not in ACTIVE or run.get("merged_at"):
             return None
         return run
 
@@ -446,7 +446,7 @@ class Engine:
 
     # -------------------------------------------------------------------- for invocations (run package)
 
-    def _queue(self, key: str, *, trigger: str, invocation: str | None, compiled: CompiledProject,
+    def queue_run(self, key: str, *, trigger: str, invocation: str | None, compiled: CompiledProject,
                ref: str = MAIN) -> str:
         """Record a pending run, ready to be cancelled before it starts."""
         run_id = new_run_id()
@@ -459,7 +459,7 @@ class Engine:
         self._bus.emit(RunQueued(run_id, key, trigger, invocation, ref))
         return run_id
 
-    def _new_skipped(self, key: str, *, trigger: str, invocation: str | None, compiled: CompiledProject,
+    def new_skipped(self, key: str, *, trigger: str, invocation: str | None, compiled: CompiledProject,
                      ref: str = MAIN) -> str:
         """The record of a run that is skipped without being queued (it never gets a branch)."""
         run_id = new_run_id()
@@ -469,7 +469,7 @@ class Engine:
         self._bus.emit(RunQueued(run_id, key, trigger, invocation, ref))  # observers learn its trigger and batch
         return run_id
 
-    def _decide(self, pipeline: Pipeline, *, force: bool = False, full_refresh: bool = False,
+    def decide(self, pipeline: Pipeline, *, force: bool = False, full_refresh: bool = False,
                 ref: str = MAIN) -> Decision:
         if full_refresh:
             return Decision(pipeline.key, "full", "--full-refresh: rebuild from scratch")
@@ -477,10 +477,10 @@ class Engine:
             return Decision(pipeline.key, "backfill", "definition has errors")  # the run reports them
         return decide(self._state, pipeline, force=force, ref=ref)
 
-    def _note_decision(self, run_id: str, decision: Decision) -> None:
+    def note_decision(self, run_id: str, decision: Decision) -> None:
         self._state.history.update_run(run_id, run_type=decision.run_type, reason=decision.reason)
 
-    def _execute(self, run_id: str, key: str, *, full_refresh: bool = False, ref: str = MAIN) -> RunResult:
+    def execute_run(self, run_id: str, key: str, *, full_refresh: bool = False, ref: str = MAIN) -> RunResult:
         with self._lock:
             control = self._controls.setdefault(run_id, RunControl(run_id))
         self._poller.ensure_running()
@@ -494,7 +494,7 @@ class Engine:
             spark_mod.end_run(run_id)  # a Spark Connect run's session is released
             self._release(run_id)
 
-    def _record_skip(self, run_id: str, key: str, compiled: CompiledProject, reason: str,
+    def record_skip(self, run_id: str, key: str, compiled: CompiledProject, reason: str,
                      error: RatuiError | None) -> RunResult:
         pipeline = compiled.pipelines.get(key)
         strategy = pipeline.config.merge_strategy if pipeline and pipeline.config else None
@@ -510,7 +510,7 @@ class Engine:
         return RunResult(run_id, key, "skipped", strategy, error=error.to_dict() if error else None,
                          reason=reason, run_type="skip")
 
-    def _record_not_started(self, run_id: str, reason: str) -> None:
+    def record_not_started(self, run_id: str, reason: str) -> None:
         """A queued run its invocation never started: cancelled, with the reason."""
         error = RatuiError("RAT-RUN-001", f"run {run_id} was not started: {reason}")
         history = self._state.history
@@ -527,7 +527,7 @@ class Engine:
         if control is not None:
             control.done.set()
 
-    def _cancel_local(self, run_id: str, error: RatuiError | None = None) -> str | None:
+    def cancel_local(self, run_id: str, error: RatuiError | None = None) -> str | None:
         with self._lock:
             control = self._controls.get(run_id)
         if control is None:

@@ -40,13 +40,13 @@ from ratui.engine.run.results import RunResult
 from ratui.engine.vocabulary import MAIN
 
 if TYPE_CHECKING:
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.run.runner import Runner
 
 OnResult = Callable[[RunResult], None]
 
 
 class Invocation:
-    def __init__(self, engine: "Engine", compiled: CompiledProject, keys: list[str], *, trigger: str,
+    def __init__(self, engine: "Runner", compiled: CompiledProject, keys: list[str], *, trigger: str,
                  full_refresh: bool = False, force: bool = False, on_result: OnResult | None = None,
                  on_done: Callable[["Invocation"], None] | None = None, invocation_id: str | None = None,
                  threads: int = 1, ref: str = MAIN, publish_into: str | None = None):
@@ -131,7 +131,7 @@ class Invocation:
         return self
 
     def _queue(self, key: str) -> str:
-        run_id = self._engine._queue(key, trigger=self.trigger, invocation=self.id, compiled=self._compiled,
+        run_id = self._engine.queue_run(key, trigger=self.trigger, invocation=self.id, compiled=self._compiled,
                                      ref=self.ref)
         with self._lock:
             self.run_ids.append(run_id)
@@ -191,18 +191,18 @@ class Invocation:
 
     def _skip(self, key: str, reason: str, error: RatuiError | None) -> RunResult:
         """A pipeline that does not run gets a run record saying why (a queued one is updated)."""
-        run_id = self._queued.pop(key, None) or self._engine._new_skipped(
+        run_id = self._queued.pop(key, None) or self._engine.new_skipped(
             key, trigger=self.trigger, invocation=self.id, compiled=self._compiled, ref=self.ref)
         if run_id not in self.run_ids:
             with self._lock:
                 self.run_ids.append(run_id)
-        return self._engine._record_skip(run_id, key, self._compiled, reason, error)
+        return self._engine.record_skip(run_id, key, self._compiled, reason, error)
 
     def _one(self, key: str) -> RunResult:
         engine = self._engine
         pipeline = self._compiled.pipelines[key]
         try:
-            decision = engine._decide(pipeline, force=self.force, full_refresh=self.full_refresh, ref=self.ref)
+            decision = engine.decide(pipeline, force=self.force, full_refresh=self.full_refresh, ref=self.ref)
         except Exception as exc:  # deciding reads files and SQLite: never lose the run over it
             decision = Decision(key, "backfill", f"change detection failed ({exc}); running")
         if not decision.runs:
@@ -211,10 +211,10 @@ class Invocation:
         with self._lock:
             self.in_flight.append(run_id)
         try:
-            engine._note_decision(run_id, decision)
+            engine.note_decision(run_id, decision)
             if self._cancelled.is_set():
-                engine._cancel_local(run_id)  # cancelled between its queueing and its start: it stops at once
-            result = engine._execute(run_id, key, full_refresh=self.full_refresh, ref=self.ref)
+                engine.cancel_local(run_id)  # cancelled between its queueing and its start: it stops at once
+            result = engine.execute_run(run_id, key, full_refresh=self.full_refresh, ref=self.ref)
         finally:
             with self._lock:
                 self.in_flight.remove(run_id)
@@ -225,7 +225,7 @@ class Invocation:
         """A run queued ahead of its turn that never started (the invocation stopped first) ends as cancelled."""
         try:
             for run_id in self._queued.values():
-                self._engine._record_not_started(run_id, "cancelled before it started" if self.cancelled else
+                self._engine.record_not_started(run_id, "cancelled before it started" if self.cancelled else
                                                  "the invocation stopped before it started")
             self._queued.clear()
             if self.publish_into is not None:

@@ -46,7 +46,7 @@ from ratui.engine.spark import session as spark_mod
 from ratui.engine.state import processes
 from ratui.engine.state.ledger import archive, is_archived_name
 from ratui.engine.state.project_state import ProjectState
-from ratui.engine.vocabulary import MAIN, now_iso
+from ratui.engine.vocabulary import MAIN, now_iso, run_branch
 from ratui.engine.write.strategies import WriteOutcome, WriteRequest, write
 
 
@@ -65,7 +65,7 @@ class PipelineRun:
         self.key = key
         self.control = control
         self.full_refresh = full_refresh
-        self.branch = f"run-{run_id}"
+        self.branch = run_branch(run_id)
         self.target = target  # the ref the run forks from and merges into
         self.version: str | None = None  # the pipeline definition's hash
         self.phases: dict[str, int] = {}

@@ -14,14 +14,27 @@ failed, was cancelled or never ran, `into` is untouched and the branch is kept s
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ratui.engine.errors import RatuiError
 from ratui.engine.ops import branches
 
 if TYPE_CHECKING:
-    from ratui.engine.run.invocation import Invocation
+    from ratui.engine.run.results import RunResult
     from ratui.engine.state.project_state import ProjectState
+
+
+class Published(Protocol):
+    """What a publish needs to know of the invocation that ran on its branch (invocation.py's Invocation)."""
+
+    ref: str  # the publish branch
+    publish_into: str | None
+    keys: list[str]
+    results: list["RunResult"]
+    error: BaseException | None
+
+    @property
+    def cancelled(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -49,7 +62,7 @@ def start_publish(state: ProjectState, invocation_id: str, into: str) -> str:
     return name
 
 
-def finish_publish(state: ProjectState, invocation: Invocation) -> PublishOutcome:
+def finish_publish(state: ProjectState, invocation: Published) -> PublishOutcome:
     """Never raises: a failure to publish is the outcome's error, and `into` is unchanged."""
     branch, into = invocation.ref, invocation.publish_into or "main"
     results = invocation.results

@@ -19,6 +19,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import sqlglot
+from sqlglot import exp
+
 from ratui.engine.errors import RatuiError
 from ratui.engine.iceberg.read import read_table
 from ratui.engine.project.names import sql_ident
@@ -28,9 +31,6 @@ from ratui.engine.spark.errors import error_message
 from ratui.engine.state.project_state import ProjectState
 from ratui.engine.vocabulary import MAIN
 
-# a string literal, a back-quoted identifier, or a dotted name of two or three parts
-_TOKEN = re.compile(r"('(?:[^'\\]|\\.|'')*')|(`[^`]*`)|\b([A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*){1,2})\b")
-
 # where Spark says an error is: "(line 2, pos 7)" (parser), "line 2 pos 7" (analyzer)
 _POSITION = re.compile(r"line (\d+),? pos (\d+)")
 
@@ -39,21 +39,65 @@ EXPORT_FOLDER = ".ratui/exports"
 
 
 def rewrite(sql: str, tables: dict[str, str], default_namespace: str) -> tuple[str, set[str]]:
-    """Replace table names with view names; returns the SQL and the table keys it uses."""
+    """Replace the query's table names with view names; returns the SQL and the table keys it uses.
+
+    The names come from sqlglot's parse (Spark's dialect): only a table reference is replaced, never a word of a
+    comment, a string or a column, and the rest of the text stays exactly as typed (Spark's line and column in an
+    error still point at the user's own text). SQL sqlglot cannot parse is rewritten from its tokens instead (a
+    name in a comment or a string is no token, so it stays too)."""
+    spans: list[tuple[int, int, str]] = []  # (start, end inclusive, view), in the text
     used: set[str] = set()
 
-    def swap(match: re.Match) -> str:
-        name = match.group(3)
-        if not name:
-            return match.group(0)
-        parts = name.split(".")
+    def note(parts: list[tuple[str, int, int]]) -> None:
+        name = ".".join(p[0] for p in parts)
         key = name if len(parts) == 3 else f"{default_namespace}.{name}"
-        if key in tables:
+        if len(parts) in (2, 3) and key in tables:
             used.add(key)
-            return tables[key]
-        return name
+            spans.append((parts[0][1], parts[-1][2], tables[key]))
 
-    return _TOKEN.sub(swap, sql), used
+    try:
+        trees = [t for t in sqlglot.parse(sql, read="spark") if t is not None]
+        for tree in trees:
+            for table in tree.find_all(exp.Table):
+                idents = [p for p in table.parts if isinstance(p, exp.Identifier)]
+                if len(idents) == len(table.parts) and all("start" in (i.meta or {}) for i in idents):
+                    note([(i.name, i.meta["start"], i.meta["end"]) for i in idents])
+    except sqlglot.errors.SqlglotError:
+        spans.clear()
+        used.clear()
+        _token_names(sql, note)
+    text = sql
+    for start, end, view in sorted(spans, reverse=True):
+        text = text[:start] + view + text[end + 1:]
+    return text, used
+
+
+def _token_names(sql: str, note) -> None:
+    """Dotted names of two or three identifier tokens (a, ., b[, ., c]): the fallback for SQL sqlglot cannot
+    parse."""
+    from sqlglot.tokens import TokenType
+
+    try:
+        tokens = sqlglot.tokenize(sql, read="spark")
+    except sqlglot.errors.SqlglotError:
+        return
+    names = (TokenType.VAR, TokenType.IDENTIFIER)
+    i = 0
+    while i < len(tokens):
+        parts = []
+        j = i
+        while j < len(tokens) and tokens[j].token_type in names and len(parts) < 3:
+            parts.append((tokens[j].text, tokens[j].start, tokens[j].end))
+            if j + 1 < len(tokens) and tokens[j + 1].token_type == TokenType.DOT:
+                j += 2
+            else:
+                j += 1
+                break
+        if len(parts) >= 2:
+            note(parts)
+            i = j
+        else:
+            i += 1
 
 
 def error_position(message: str) -> tuple[int | None, int | None]:

@@ -22,7 +22,7 @@ from ratui.engine.errors import RatuiError
 from ratui.engine.events import Event, EventBus, RunFinished
 from ratui.engine.state import processes
 from ratui.engine.state.project_state import ProjectState
-from ratui.engine.vocabulary import now_iso
+from ratui.engine.vocabulary import now_iso, run_branch
 
 log = logging.getLogger("ratui.run.recovery")
 
@@ -46,7 +46,7 @@ class Recovery:
                 continue
             if processes.alive(run["pid"], run.get("pid_started")):
                 continue
-            branch = f"run-{run['id']}"
+            branch = run_branch(run["id"])
             if run.get("merged_at"):
                 # it died after its merge committed: its data is on main, so it did succeed
                 if not history.claim_unfinished(run["id"], status="success", finished_at=now_iso()):

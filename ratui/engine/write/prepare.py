@@ -20,7 +20,7 @@ from ratui.engine.write.partitioning import build_spec, parse_partition_by, same
 from ratui.engine.write.schema_evolution import apply_changes, plan_changes
 
 if TYPE_CHECKING:
-    from ratui.engine.write.strategies import WriteOutcome, WriteRequest
+    from ratui.engine.write.request import WriteOutcome, WriteRequest
 
 def partition_terms(req: WriteRequest):
     try:

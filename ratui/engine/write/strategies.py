@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import shutil
 import uuid
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -52,9 +51,8 @@ from typing import Any, Callable, Sequence
 from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table
 
-from ratui.engine.state.catalog.base import BranchCatalog
-from ratui.engine.project.config import PipelineConfig
 from ratui.engine.errors import RatuiError
+from ratui.engine.project import strategy_specs
 from ratui.engine.iceberg.deletes import write_position_deletes
 from ratui.engine.iceberg.read import FILE_NO, ROW_POS, data_files, live_rows, read_files, row_count
 from ratui.engine.iceberg.schema import iceberg_to_spark_type
@@ -62,6 +60,7 @@ from ratui.engine.write.files import (KEEP_LAYOUT_MIN_ROWS, WrittenFiles, commit
                                       write_files)
 from ratui.engine.write.keys import dedupe, key_frame, match_keys, resolve_columns
 from ratui.engine.write.prepare import aligned, prepare_table, table_names
+from ratui.engine.write.request import WriteOutcome, WriteRequest  # noqa: F401 - the writer's words, named here too
 from ratui.engine.locations import local_file
 from ratui.engine.write.pruning import (IN_FILTER_CONF, arrow_ranges, batch_ranges, candidate_files, files_in_ranges,
                                         local_keys, locate_rows, small_batch)
@@ -86,44 +85,6 @@ LOCATE_MAX_ROWS = 5_000_000
 LOCAL_KEYS_MAX = 20_000
 
 HIT = "__ratui_hit"
-
-
-@dataclass
-class WriteRequest:
-    session: Any
-    catalog: BranchCatalog
-    ref: str
-    key: str
-    root: Path
-    run_id: str
-    batch: Any  # Spark DataFrame over the run's result (persisted, or the query itself: see pipeline_run)
-    batch_rows: int | None  # None: not counted yet (full_refresh, append_only count what they write)
-    config: PipelineConfig
-    strategy: str
-    # the run's start (UTC): a datetime, or text as the runner renders it ("2026-03-01 09:00:00.000000");
-    # scd2 stamps every version the run opens or closes with it. None: taken once when the write starts.
-    run_started_at: datetime | str | None = None
-    merge_on_read: bool = True  # False: every touched file is rewritten (copy-on-write only)
-
-
-@dataclass
-class WriteOutcome:
-    strategy: str
-    rows_written: int
-    files_added: int = 0
-    files_removed: int = 0  # files no longer in the table: rewritten + dropped whole
-    files_rewritten: int = 0  # of those, files read and written again without their affected rows
-    files_kept: int = 0
-    table_rows: int = 0
-    created: bool = False
-    schema_changes: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    valid_at: str | None = None  # scd2: the timestamp of the versions this write opened / closed (ISO, UTC)
-    delete_files_added: int = 0  # merge-on-read: position-delete files written (one per data file touched)
-    rows_deleted_by_position: int = 0  # rows those delete files take out of the table
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 # ------------------------------------------------------------------------------------------------ helpers
@@ -324,7 +285,7 @@ def _watermark(req: WriteRequest) -> str | None:
                             req.key)[0]
 
 
-KEYED = ("incremental", "delete_insert", "scd2")
+KEYED = strategy_specs.KEYED
 
 
 def full_refresh(req: WriteRequest) -> WriteOutcome:
@@ -503,7 +464,7 @@ def scd2(req: WriteRequest) -> WriteOutcome:
     return _finish(req, outcome)
 
 
-STRATEGIES = {
+STRATEGIES = {  # a handler for every strategy project/strategy_specs.py declares, and no other
     "full_refresh": full_refresh,
     "append_only": append_only,
     "incremental": incremental,
@@ -511,6 +472,9 @@ STRATEGIES = {
     "scd2": scd2,
     "snapshot": snapshot,
 }
+if tuple(STRATEGIES) != strategy_specs.NAMES:
+    raise RuntimeError(f"write/strategies.py handles {sorted(STRATEGIES)}, strategy_specs.py declares "
+                       f"{sorted(strategy_specs.NAMES)}")
 
 
 def write(req: WriteRequest) -> WriteOutcome:

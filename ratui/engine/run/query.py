@@ -84,7 +84,7 @@ def _token_names(sql: str, note) -> None:
     names = (TokenType.VAR, TokenType.IDENTIFIER)
     i = 0
     while i < len(tokens):
-        parts = []
+        parts: list[tuple[str, int, int]] = []
         j = i
         while j < len(tokens) and tokens[j].token_type in names and len(parts) < 3:
             parts.append((tokens[j].text, tokens[j].start, tokens[j].end))

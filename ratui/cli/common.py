@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ratui.engine.errors import RatuiError
+from ratui.engine.vocabulary import format_duration
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a reader that went away
@@ -70,3 +71,29 @@ def table(columns: list[str], rows: list[list[str]]) -> str:
     out = [line(columns), "  ".join("-" * w for w in widths)]
     out.extend(line(r) for r in rows)
     return "\n".join(out)
+
+
+STATUS_TAG = {"success": "OK", "failed": "FAIL", "cancelled": "CANCEL", "skipped": "SKIP", "running": "RUN",
+              "pending": "WAIT"}
+
+
+def result_line(r: Any) -> str:
+    tag = STATUS_TAG.get(r.status, r.status.upper())
+    if r.status == "success" and r.warnings:
+        tag = "WARN"
+    if r.status == "skipped":
+        return f"[{tag:<6}] {r.pipeline:<40} {r.strategy or '-':<13} {'':>14} {'':>8}  skip: {r.reason}"
+    rows = f"{r.rows_written:,} rows"
+    line = f"[{tag:<6}] {r.pipeline:<40} {r.strategy or '-':<13} {rows:>14} {format_duration(r.duration_ms):>8}"
+    if r.run_type:
+        line += f"  {r.run_type}: {r.reason}"
+    if r.warnings:
+        line += f"  ({r.warnings} quality warning(s))"
+    if r.error:
+        where = r.error.get("file")
+        if where and r.error.get("line"):
+            where += f":{r.error['line']}"
+        line += f"\n         {r.error['code']} {r.error['message']}" + (f"\n         at {where}" if where else "")
+    for note in r.notes or []:
+        line += f"\n         note: {note}"
+    return line

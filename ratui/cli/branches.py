@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import json
 
-from ratui.cli_common import EXIT_FAILED, EXIT_OK, engine as open_engine, positive_int, project_arg, table
+from ratui.cli.common import EXIT_FAILED, EXIT_OK, engine as open_engine, positive_int, project_arg, table
 from ratui.engine.vocabulary import MAIN
 
 
 def add_parsers(sub) -> None:
+    p = sub.add_parser("branches", help="list branches (refs) of the catalog")
+    project_arg(p)
+    p.add_argument("--json", action="store_true")
+
     p = sub.add_parser("branch", help="create or delete a branch of your own (`branch create NAME [--from REF]`, "
                                       "`branch delete NAME`, `branch list`)")
     p.add_argument("action", choices=("create", "delete", "list"))

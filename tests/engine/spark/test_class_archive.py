@@ -11,8 +11,8 @@ from pathlib import Path
 
 import psutil
 
-from ratui.engine.spark.session import (ARCHIVE_SETTLE_SECONDS, DAY, UNUSED_ARCHIVE_DAYS, _mark_used,
-                                        prune_other_archives, tidy_archives)
+from ratui.engine.spark.class_archive import (ARCHIVE_SETTLE_SECONDS, DAY, UNUSED_ARCHIVE_DAYS, mark_used,
+                                              prune_other_archives, tidy_archives)
 
 NAME = "spark-x.jsa"
 
@@ -84,11 +84,11 @@ def test_archives_other_installations_stopped_using_go_and_the_rest_stay(tmp_pat
 
 def test_an_archive_a_jvm_maps_counts_as_used_once_a_day(tmp_path):
     archive = _aged(_touched(tmp_path / NAME), 2)
-    _mark_used(archive)
+    mark_used(archive)
     assert time.time() - archive.stat().st_mtime < 60
     _aged(archive, 0.5)
     before = archive.stat().st_mtime
-    _mark_used(archive)
+    mark_used(archive)
     assert archive.stat().st_mtime == before  # not rewritten on every start
 
 
@@ -148,12 +148,12 @@ def test_the_next_spark_maps_the_archive_the_first_one_wrote(tmp_path):
 def test_a_garbage_archive_never_stops_spark(tmp_path):
     """An archive that is not one (the JVM refuses its header and starts without it): Spark starts, and nothing is
     written into the folder the user runs ratui from."""
-    from ratui.engine.spark.session import _archive_name
+    from ratui.engine.spark.class_archive import archive_name
 
     cache = tmp_path / "cache"
     folder = cache / "ratui" / "jvm"
     folder.mkdir(parents=True)
-    name = _archive_name()
+    name = archive_name()
     assert name is not None
     damaged = folder / name
     damaged.write_bytes(b"\x00" * 4096)
@@ -174,12 +174,12 @@ def test_a_java_option_the_jvm_refuses_is_reported_and_the_archive_stays(tmp_pat
     """A JVM that does not start for a reason of its own (a heap size it cannot read) is not the archive's fault:
     the archive stays in place for the next start, and the error is RAT-SPK-002 at the setting's line, in the JVM's
     own words, not a crash of ratui."""
-    from ratui.engine.spark.session import _archive_name
+    from ratui.engine.spark.class_archive import archive_name
 
     cache = tmp_path / "cache"
     folder = cache / "ratui" / "jvm"
     folder.mkdir(parents=True)
-    name = _archive_name()
+    name = archive_name()
     assert name is not None
     (folder / name).write_bytes(b"\x00" * 4096)  # any archive: the JVM refuses the option before it looks at it
     project = tmp_path / "p"
@@ -204,34 +204,34 @@ def test_a_java_option_the_jvm_refuses_is_reported_and_the_archive_stays(tmp_pat
 def test_a_virtualenv_made_again_at_the_same_path_gets_an_archive_of_its_own(tmp_path):
     """Its jars are new files: the JVM refuses an archive written against the old ones (and starts every time
     without one), so their name must change with them, for the next JVM to write a new archive."""
-    from ratui.engine.spark.session import _archive_name
+    from ratui.engine.spark.class_archive import archive_name
 
     jars = tmp_path / "jars"
     jars.mkdir()
     (jars / "spark-core.jar").write_bytes(b"jar")
-    first = _archive_name(jars)
-    assert first is not None and _archive_name(jars) == first  # stable while nothing changes
+    first = archive_name(jars)
+    assert first is not None and archive_name(jars) == first  # stable while nothing changes
     os.utime(jars / "spark-core.jar", ns=(1, 1))  # reinstalled: the same name and size, another time
-    assert _archive_name(jars) != first
+    assert archive_name(jars) != first
 
 
 def test_a_project_class_path_gets_an_archive_of_its_own(tmp_path):
     """spark.driver.extraClassPath comes first on the JVM's class path, and Java maps an archive only for the class
     path it was written with: without a name of their own, a project with one and a project without would each
     find the other's archive unusable and set it aside (a 200 MB archive written again, every cold start slow)."""
-    from ratui.engine.spark.session import _archive_name
+    from ratui.engine.spark.class_archive import archive_name
 
     jars = tmp_path / "jars"
     jars.mkdir()
     (jars / "spark-core.jar").write_bytes(b"jar")
     extra = tmp_path / "udfs.jar"
     extra.write_bytes(b"udfs")
-    plain = _archive_name(jars)
-    with_extra = _archive_name(jars, class_path=str(extra))
+    plain = archive_name(jars)
+    with_extra = archive_name(jars, class_path=str(extra))
     assert with_extra not in (None, plain)
-    assert _archive_name(jars, class_path="") == plain
+    assert archive_name(jars, class_path="") == plain
     extra.write_bytes(b"udfs, rebuilt")
-    assert _archive_name(jars, class_path=str(extra)) not in (plain, with_extra)
+    assert archive_name(jars, class_path=str(extra)) not in (plain, with_extra)
 
 
 def test_an_archive_the_jvm_says_it_cannot_use_is_set_aside_for_a_new_one(tmp_path):

@@ -67,10 +67,10 @@ def test_a_jvm_started_on_the_side_that_no_run_used_writes_no_class_archive(make
     cache = tmp_path / "cache"
     env = dict(os.environ, XDG_CACHE_HOME=str(cache), RATUI_JVM_ARCHIVE="1")
     script = ("import sys, time; from pathlib import Path; from ratui.engine.project.settings import load_settings;"
-              "from ratui.engine.spark import session; session.start_soon(load_settings(Path(sys.argv[1])));"
+              "from ratui.engine.spark import class_archive, session; session.start_soon(load_settings(Path(sys.argv[1])));"
               "deadline = time.monotonic() + 120\n"
               "while session._session is None and time.monotonic() < deadline: time.sleep(0.1)\n"
-              "print('up' if session._session is not None else 'not up', session._archive_writing is not None)")
+              "print('up' if session._session is not None else 'not up', class_archive.writing is not None)")
     proc = subprocess.run([sys.executable, "-c", script, str(root)], env=env, capture_output=True, text=True,
                           timeout=300, cwd=Path(__file__).resolve().parents[3])
     assert proc.stdout.strip() == "up True", proc.stderr[-2000:]  # up, and the one to write the archive
@@ -116,7 +116,7 @@ def test_a_jvm_that_ran_nothing_writes_no_class_archive(make_project, tmp_path):
     env = dict(os.environ, XDG_CACHE_HOME=str(cache), RATUI_JVM_ARCHIVE="1")
     script = ("import sys; from pathlib import Path; from ratui.engine.project.settings import load_settings;"
               "from ratui.engine.spark import session; session.get_spark(load_settings(Path(sys.argv[1])));"
-              "print(session._archive_writing is not None)")
+              "from ratui.engine.spark import class_archive; print(class_archive.writing is not None)")
     proc = subprocess.run([sys.executable, "-c", script, str(root)], env=env, capture_output=True, text=True,
                           timeout=300, cwd=Path(__file__).resolve().parents[3])
     assert proc.returncode == 0 and proc.stdout.strip() == "True", proc.stderr[-2000:]  # the archive's writer

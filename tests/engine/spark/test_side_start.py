@@ -67,7 +67,8 @@ def test_a_jvm_started_on_the_side_that_no_run_used_writes_no_class_archive(make
     cache = tmp_path / "cache"
     env = dict(os.environ, XDG_CACHE_HOME=str(cache), RATUI_JVM_ARCHIVE="1")
     script = ("import sys, time; from pathlib import Path; from ratui.engine.project.settings import load_settings;"
-              "from ratui.engine.spark import class_archive, session; session.start_soon(load_settings(Path(sys.argv[1])));"
+              "from ratui.engine.spark import class_archive, session;"
+              "session.start_soon(load_settings(Path(sys.argv[1])));"
               "deadline = time.monotonic() + 120\n"
               "while session._session is None and time.monotonic() < deadline: time.sleep(0.1)\n"
               "print('up' if session._session is not None else 'not up', class_archive.writing is not None)")

@@ -1,8 +1,13 @@
-"""Reading Spark's errors: the line of the SQL text they point at, and a first line fit for a person."""
+"""Reading Spark's errors: the line of the SQL text they point at, a first line fit for a person, and why a JVM
+that did not start stopped (from its own output), or which ratui.yaml setting Spark refused."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
+
+from ratui.engine.errors import RatuiError
+from ratui.engine.project.settings import SETTINGS_FILE, Settings
 
 _POSITION = re.compile(r"line (\d+),? pos(?:ition)? (\d+)")
 _POSITION_TEXT = re.compile(r"\s*\(line \d+, pos \d+\)|;? line \d+ pos \d+;?")
@@ -85,3 +90,75 @@ def _java_failure(text: str) -> str | None:
     if not message:
         return LOG_HINT
     return " ".join(_POSITION_TEXT.sub("", message).split())[:500]
+
+
+# ------------------------------------------------------------------------------------- a JVM that did not start
+
+# what a JVM that refuses to start says besides its reason
+_JVM_BOILERPLATE = ("Error: Could not create the Java Virtual Machine", "Error: A fatal exception has occurred",
+                    "WARNING: Using incubator modules")
+
+JVM_NOT_STARTED = "RAT-SPK-002"
+
+_JVM_NOTE = re.compile(r"^\[[\d.]+s\]\[(warning|info)\]|^WARNING:|^OpenJDK .*[Ww]arning")  # unified logging, notes
+
+def jvm_not_started(settings: Settings, exc: BaseException, jvm_out: Path, offset: int) -> BaseException:
+    """A JVM that exited before Spark was up, as RAT-SPK-002 with the JVM's own reason (from jvm.out) and, when
+    that reason names a Java option of ratui.yaml, its line (anything else as it was)."""
+    if "JAVA_GATEWAY_EXITED" not in str(exc):
+        return exc
+    try:
+        with open(jvm_out, "rb") as out:
+            out.seek(offset)
+            said = out.read(64 * 1024).decode("utf-8", "replace").splitlines()
+    except OSError:
+        said = []
+    reasons = [line.strip() for line in said if line.strip() and not line.strip().startswith(_JVM_BOILERPLATE)
+               and not _JVM_NOTE.match(line.strip()) and not line.strip().startswith("at ")]
+    # a warning the JVM prints on its way (a class archive it could not map) is not why it stopped: an exception or
+    # an error is, when there is one
+    failures = [r for r in reasons if r.startswith(("Exception in thread", "Error", "Caused by")) or "Exception:" in r
+                or "Error:" in r]
+    reason = (failures or reasons or ["it printed nothing"])[0]
+    reason = re.sub(r'^Exception in thread "[^"]*" ', "", reason)
+    key = next((key for key in ("spark.driver.extraJavaOptions", "spark.driver.memory")
+                if any(_option_word(word) in reason for word in settings.spark_config.get(key, "").split()
+                       if _option_word(word))), None)
+    line = _settings_line(settings, key) if key else None
+    return RatuiError(JVM_NOT_STARTED, f"Spark's JVM did not start: {reason[:300]}",
+                      file=str(settings.root / SETTINGS_FILE) if line else None, line=line,
+                      hint=(f"Fix {key} under spark: config: in {SETTINGS_FILE}. " if line else "")
+                      + f"The JVM's whole output is in {jvm_out}; nothing was written and main is unchanged.")
+
+def _option_word(word: str) -> str:
+    """The name in a Java option (-XX:+Name, -XX:Name=1, -Dname=value) or the value itself (2g)."""
+    return word.lstrip("-").removeprefix("XX:").lstrip("+-").split("=", 1)[0]
+
+def _settings_line(settings: Settings, key: str) -> int | None:
+    """The line of ratui.yaml that sets a Spark setting (written as `key: value` under spark: config:)."""
+    try:
+        for number, content in enumerate((settings.root / SETTINGS_FILE).read_text(encoding="utf-8").splitlines(),
+                                         start=1):
+            if content.strip().startswith(f"{key}:"):
+                return number
+    except OSError:
+        pass
+    return None
+
+def refused_setting(settings: Settings, exc: BaseException) -> BaseException:
+    """A Spark setting of ratui.yaml Spark refuses, as RAT-CFG-007 at its line (anything else as it was)."""
+    import re
+
+    text = str(exc)
+    found = re.search(r'config "([^"]+)"', text)
+    if "INVALID_CONF_VALUE" not in text or found is None:
+        return exc
+    key = found.group(1)
+    message = next((line.strip() for line in text.splitlines() if "INVALID_CONF_VALUE" in line), text)
+    message = message[message.index("[INVALID_CONF_VALUE"):] if "[INVALID_CONF_VALUE" in message else message
+    path = settings.root / SETTINGS_FILE
+    line = _settings_line(settings, key)
+    return RatuiError("RAT-CFG-007", f"Spark refuses the setting {key} in {SETTINGS_FILE}: {message}", file=str(path),
+                      line=line, hint=f"Fix or remove {key} under spark: config: in {SETTINGS_FILE} (Spark's message "
+                      "says what it accepts). A console started before the fix needs a restart: Spark reads its "
+                      "settings when it starts.")

@@ -24,7 +24,6 @@ from __future__ import annotations
 import atexit
 import logging
 import os
-import re
 import socket
 import subprocess
 import sys
@@ -38,7 +37,9 @@ from urllib.parse import urlparse
 
 from ratui.engine.errors import RatuiError
 from ratui.engine.project.settings import DEFAULT_SPARK_CONFIG, SETTINGS_FILE, Settings
-from ratui.engine.spark import class_archive, jit
+from ratui.engine.spark import addresses, class_archive, jit
+from ratui.engine.spark import errors as spark_errors
+from ratui.engine.spark.addresses import display_url, redact  # noqa: F401 - callers name them through session
 
 log = logging.getLogger("ratui.spark")
 
@@ -203,7 +204,7 @@ def get_spark(settings: Settings):
         try:
             _session = _start(settings)
         except BaseException as exc:
-            if isinstance(exc, RatuiError) and exc.code in ("RAT-CFG-007", JVM_NOT_STARTED):
+            if isinstance(exc, RatuiError) and exc.code in ("RAT-CFG-007", spark_errors.JVM_NOT_STARTED):
                 _refused = (exc.code, exc.message, exc.file, exc.line, exc.hint)
             if threading.current_thread() is _soon:
                 _soon_failed = exc
@@ -380,7 +381,7 @@ def _start_classic(settings: Settings):
         _remote_ignored = settings.spark_remote_ignored or "SPARK_REMOTE"
     master = settings.spark_master
     if master.startswith("spark://"):
-        for host, port in _master_addresses(master):
+        for host, port in addresses.master_addresses(master):
             _check_reachable(host, port, f"Spark master {master}", "spark.master")
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
@@ -395,7 +396,7 @@ def _start_classic(settings: Settings):
     conf.setMaster(settings.spark_master).setAppName(f"ratui:{settings.root.name}")
     for key, value in {**JVM_DEFAULT_CONF, **settings.spark_config, **REQUIRED_CONF}.items():
         conf.set(key, value)
-    if master.startswith("spark://") and all(_is_loopback(h) for h, _p in _master_addresses(master)):
+    if master.startswith("spark://") and all(addresses.is_loopback(h) for h, _p in addresses.master_addresses(master)):
         # a cluster on this machine's loopback: the executors reach the driver there too (by default the driver
         # advertises the machine's address, which a firewall or a loopback-only setup refuses)
         for key in ("spark.driver.host", "spark.driver.bindAddress"):
@@ -442,7 +443,7 @@ def _start_classic(settings: Settings):
             gateway = launch("")
             class_archive.set_aside(Path(archive.split("=", 1)[1]))
     except Exception as exc:
-        raise _jvm_not_started(settings, exc, jvm_out, said_before) from None
+        raise spark_errors.jvm_not_started(settings, exc, jvm_out, said_before) from None
     if archive.startswith("-XX:SharedArchiveFile="):
         class_archive.check_used(Path(archive.split("=", 1)[1]), jvm_out, said_before)
     sc = SparkContext(conf=conf, gateway=gateway)
@@ -452,80 +453,8 @@ def _start_classic(settings: Settings):
         session.conf.get("spark.sql.session.timeZone")  # Spark checks the SQL settings when it first reads them
     except Exception as exc:
         sc.stop()
-        raise _refused_setting(settings, exc) from None
+        raise spark_errors.refused_setting(settings, exc) from None
     return session
-
-
-# what a JVM that refuses to start says besides its reason
-_JVM_BOILERPLATE = ("Error: Could not create the Java Virtual Machine", "Error: A fatal exception has occurred",
-                    "WARNING: Using incubator modules")
-JVM_NOT_STARTED = "RAT-SPK-002"
-_JVM_NOTE = re.compile(r"^\[[\d.]+s\]\[(warning|info)\]|^WARNING:|^OpenJDK .*[Ww]arning")  # unified logging, notes
-
-
-def _jvm_not_started(settings: Settings, exc: BaseException, jvm_out: Path, offset: int) -> BaseException:
-    """A JVM that exited before Spark was up, as RAT-SPK-002 with the JVM's own reason (from jvm.out) and, when
-    that reason names a Java option of ratui.yaml, its line (anything else as it was)."""
-    if "JAVA_GATEWAY_EXITED" not in str(exc):
-        return exc
-    try:
-        with open(jvm_out, "rb") as out:
-            out.seek(offset)
-            said = out.read(64 * 1024).decode("utf-8", "replace").splitlines()
-    except OSError:
-        said = []
-    reasons = [line.strip() for line in said if line.strip() and not line.strip().startswith(_JVM_BOILERPLATE)
-               and not _JVM_NOTE.match(line.strip()) and not line.strip().startswith("at ")]
-    # a warning the JVM prints on its way (a class archive it could not map) is not why it stopped: an exception or
-    # an error is, when there is one
-    failures = [r for r in reasons if r.startswith(("Exception in thread", "Error", "Caused by")) or "Exception:" in r
-                or "Error:" in r]
-    reason = (failures or reasons or ["it printed nothing"])[0]
-    reason = re.sub(r'^Exception in thread "[^"]*" ', "", reason)
-    key = next((key for key in ("spark.driver.extraJavaOptions", "spark.driver.memory")
-                if any(_option_word(word) in reason for word in settings.spark_config.get(key, "").split()
-                       if _option_word(word))), None)
-    line = _settings_line(settings, key) if key else None
-    return RatuiError(JVM_NOT_STARTED, f"Spark's JVM did not start: {reason[:300]}",
-                      file=str(settings.root / SETTINGS_FILE) if line else None, line=line,
-                      hint=(f"Fix {key} under spark: config: in {SETTINGS_FILE}. " if line else "")
-                      + f"The JVM's whole output is in {jvm_out}; nothing was written and main is unchanged.")
-
-
-def _option_word(word: str) -> str:
-    """The name in a Java option (-XX:+Name, -XX:Name=1, -Dname=value) or the value itself (2g)."""
-    return word.lstrip("-").removeprefix("XX:").lstrip("+-").split("=", 1)[0]
-
-
-def _settings_line(settings: Settings, key: str) -> int | None:
-    """The line of ratui.yaml that sets a Spark setting (written as `key: value` under spark: config:)."""
-    try:
-        for number, content in enumerate((settings.root / SETTINGS_FILE).read_text(encoding="utf-8").splitlines(),
-                                         start=1):
-            if content.strip().startswith(f"{key}:"):
-                return number
-    except OSError:
-        pass
-    return None
-
-
-def _refused_setting(settings: Settings, exc: BaseException) -> BaseException:
-    """A Spark setting of ratui.yaml Spark refuses, as RAT-CFG-007 at its line (anything else as it was)."""
-    import re
-
-    text = str(exc)
-    found = re.search(r'config "([^"]+)"', text)
-    if "INVALID_CONF_VALUE" not in text or found is None:
-        return exc
-    key = found.group(1)
-    message = next((line.strip() for line in text.splitlines() if "INVALID_CONF_VALUE" in line), text)
-    message = message[message.index("[INVALID_CONF_VALUE"):] if "[INVALID_CONF_VALUE" in message else message
-    path = settings.root / SETTINGS_FILE
-    line = _settings_line(settings, key)
-    return RatuiError("RAT-CFG-007", f"Spark refuses the setting {key} in {SETTINGS_FILE}: {message}", file=str(path),
-                      line=line, hint=f"Fix or remove {key} under spark: config: in {SETTINGS_FILE} (Spark's message "
-                      "says what it accepts). A console started before the fix needs a restart: Spark reads its "
-                      "settings when it starts.")
 
 
 # ------------------------------------------------------------------------------------------ Spark Connect
@@ -543,17 +472,17 @@ def _start_connect(settings: Settings):
     _quiet_connect_client(settings)
     url = settings.spark_remote
     assert url is not None
-    host, port = _remote_address(url)
+    host, port = addresses.remote_address(url)
     _check_token_route(url, settings)
-    _check_reachable(host, port, f"Spark Connect server {display_url(url)}", "spark.remote")
+    _check_reachable(host, port, f"Spark Connect server {addresses.display_url(url)}", "spark.remote")
     from pyspark.sql import SparkSession
 
     try:
         session = SparkSession.builder.remote(url).create()
         _bounded_retries(session)
     except Exception as exc:  # e.g. PACKAGE_NOT_INSTALLED: the connect extra is missing
-        raise RatuiError(UNREACHABLE_CODE, f"cannot start a Spark Connect client for {display_url(url)}: "
-                         f"{redact(_first_line(exc))}", file=str(settings.root / SETTINGS_FILE),
+        raise RatuiError(UNREACHABLE_CODE, f"cannot start a Spark Connect client for {addresses.display_url(url)}: "
+                         f"{addresses.redact(_first_line(exc))}", file=str(settings.root / SETTINGS_FILE),
                          hint="Install ratui's connect extra (pip install 'ratui[connect]', which brings "
                               "pyspark[connect]).") from None
     _check_authenticated(session, url, settings)
@@ -578,7 +507,7 @@ def _start_connect(settings: Settings):
     for key, value in CONNECT_SERVER_CONF.items():
         if server.get(key, "").lower() != value.lower():
             notes.append(f"the server runs with {key}={server.get(key) or '(unset)'}; ratui wants {value}")
-    _log_to_file(settings, [f"Spark Connect {display_url(url)}: server Spark {server['version']}, master "
+    _log_to_file(settings, [f"Spark Connect {addresses.display_url(url)}: server Spark {server['version']}, master "
                             f"{server['spark.master']}"] + notes)
     with _sessions_lock:
         _all_remote.add(session)
@@ -627,37 +556,19 @@ def _retry_policy():
 
 TOKEN_CODE = "RAT-SPK-003"
 TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"  # PySpark's own: the client sends it, a server started with it wants it
-_TOKEN_TEXT = re.compile(r"(token\s*[=:]\s*|bearer\s+|authorization[\"']?\s*[:,=]\s*[\"']?(?:bearer\s+)?)[^\s;&,'\"]+",
-                         re.IGNORECASE)
-
-
-def redact(text: str) -> str:
-    """`text` with any token in it (token=..., Bearer ..., an Authorization header's value) replaced by ***."""
-    return _TOKEN_TEXT.sub(lambda m: f"{m.group(1)}***", text)
-
-
-def _url_params(url: str) -> dict[str, str]:
-    """sc://HOST:PORT/;key=value;key=value -> {key: value} (keys lower-cased)."""
-    _, _, tail = url.partition("/;")
-    params = {}
-    for part in tail.split(";"):
-        key, sep, value = part.partition("=")
-        if sep:
-            params[key.strip().lower()] = value.strip()
-    return params
 
 
 def _check_token_route(url: str, settings: Settings) -> None:
     """PySpark sends a token without TLS only to the name `localhost` (gRPC's local credentials); to any other
     name it opens TLS, which a plain server answers with handshake failures and retries for a minute. Said at
     once instead, with the fix."""
-    params = _url_params(url)
+    params = addresses.url_params(url)
     has_token = bool(params.get("token") or os.environ.get(TOKEN_ENV))
     host = urlparse(url).hostname or "localhost"
     if has_token and params.get("use_ssl", "").lower() != "true" and host != "localhost":
         where = "in spark.remote" if params.get("token") else f"in {TOKEN_ENV}"
         raise RatuiError(TOKEN_CODE, f"a Spark Connect token ({where}) is sent only to sc://localhost or over TLS, "
-                         f"and {display_url(url)} names {host} without use_ssl=true",
+                         f"and {addresses.display_url(url)} names {host} without use_ssl=true",
                          file=str(settings.root / SETTINGS_FILE),
                          hint="For a server on this machine write sc://localhost:PORT (its token is then sent over "
                               "the loopback connection only); for another machine, serve TLS and add ;use_ssl=true.")
@@ -669,12 +580,12 @@ def _check_authenticated(session, url: str, settings: Settings) -> None:
     try:
         session.version  # noqa: B018 - a call to the server
     except Exception as exc:
-        message = redact(_first_line(exc))
+        message = addresses.redact(_first_line(exc))
         if "UNAUTHENTICATED" in message or "UNAUTHENTICATED" in str(exc):
             _close_quietly(session)
-            given = bool(_url_params(url).get("token") or os.environ.get(TOKEN_ENV))
+            given = bool(addresses.url_params(url).get("token") or os.environ.get(TOKEN_ENV))
             cause = ("refused the token ratui gave it" if given else "wants a token and ratui gave none")
-            raise RatuiError(TOKEN_CODE, f"the Spark Connect server {display_url(url)} {cause}: {message}",
+            raise RatuiError(TOKEN_CODE, f"the Spark Connect server {addresses.display_url(url)} {cause}: {message}",
                              file=str(settings.root / SETTINGS_FILE)) from None
         raise
 
@@ -707,7 +618,7 @@ class _Redacted(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         try:
-            record.msg, record.args = redact(record.getMessage()), None
+            record.msg, record.args = addresses.redact(record.getMessage()), None
         except Exception:  # noqa: BLE001 - a record that cannot be formatted is logged as it is
             pass
         return True
@@ -723,35 +634,6 @@ def _log_to_file(settings: Settings, lines: list[str]) -> None:
                 fh.write(f"{stamp} INFO ratui.spark: {line}\n")
     except OSError:
         pass
-
-
-def display_url(url: str) -> str:
-    """sc://HOST:PORT without its parameters (a token must never reach the screen or a log)."""
-    parsed = urlparse(url)
-    return f"{parsed.scheme}://{parsed.netloc}" if parsed.netloc else url.split("/;", 1)[0]
-
-
-def _remote_address(url: str) -> tuple[str, int]:
-    parsed = urlparse(url)
-    return parsed.hostname or "localhost", parsed.port or 15002
-
-
-def _master_addresses(master: str) -> list[tuple[str, int]]:
-    """spark://h1:7077,h2:7077 -> [(h1, 7077), (h2, 7077)]."""
-    out = []
-    for part in master[len("spark://"):].split(","):
-        host, _, port = part.strip().rpartition(":")
-        out.append((host or part.strip(), int(port) if port.isdigit() else 7077))
-    return out
-
-
-def _is_loopback(host: str) -> bool:
-    if host in ("localhost", "::1") or host.startswith("127."):
-        return True
-    try:
-        return socket.gethostbyname(host).startswith("127.")
-    except OSError:
-        return False
 
 
 def _check_reachable(host: str, port: int, what: str, setting: str) -> None:
@@ -783,7 +665,7 @@ def describe() -> str | None:
         return None
     if _remote_url is not None:
         master = _server.get("spark.master")
-        return f"Spark Connect {display_url(_remote_url)}" + (f" (server {master})" if master else "")
+        return f"Spark Connect {addresses.display_url(_remote_url)}" + (f" (server {master})" if master else "")
     try:
         sc = session.sparkContext
         master = sc.master

@@ -9,18 +9,19 @@ import socket
 import pytest
 
 from ratui.engine.errors import RatuiError
-from ratui.engine.spark import session as spark_mod
+from ratui.engine.spark import addresses, session as spark_mod
+from ratui.engine.spark import errors as spark_errors
 from ratui.engine.spark.errors import error_message
 
 
 def test_addresses_and_what_a_user_is_shown():
-    assert spark_mod._remote_address("sc://10.1.2.3:15010/;token=abc") == ("10.1.2.3", 15010)
-    assert spark_mod._remote_address("sc://spark-host") == ("spark-host", 15002)
-    assert spark_mod.display_url("sc://10.1.2.3:15010/;token=abc;user_id=x") == "sc://10.1.2.3:15010"
-    assert spark_mod._master_addresses("spark://a:7077,b:7078") == [("a", 7077), ("b", 7078)]
-    assert spark_mod._master_addresses("spark://a") == [("a", 7077)]
-    assert spark_mod._is_loopback("127.0.0.1") and spark_mod._is_loopback("localhost")
-    assert not spark_mod._is_loopback("192.0.2.1")
+    assert addresses.remote_address("sc://10.1.2.3:15010/;token=abc") == ("10.1.2.3", 15010)
+    assert addresses.remote_address("sc://spark-host") == ("spark-host", 15002)
+    assert addresses.display_url("sc://10.1.2.3:15010/;token=abc;user_id=x") == "sc://10.1.2.3:15010"
+    assert addresses.master_addresses("spark://a:7077,b:7078") == [("a", 7077), ("b", 7078)]
+    assert addresses.master_addresses("spark://a") == [("a", 7077)]
+    assert addresses.is_loopback("127.0.0.1") and addresses.is_loopback("localhost")
+    assert not addresses.is_loopback("192.0.2.1")
 
 
 def test_connect_errors_read_like_classic_ones():
@@ -69,7 +70,7 @@ def test_a_jvm_that_did_not_start_is_reported_with_its_reason_not_a_warning_befo
         'Exception in thread "main" org.apache.spark.SparkException: Remote cannot be specified with master and/or '
         "deploy mode.\n"
         "\tat org.apache.spark.deploy.SparkSubmitArguments.error(SparkSubmitArguments.scala:670)\n")
-    error = spark_mod._jvm_not_started(Settings(root=tmp_path, namespace="demo"),
+    error = spark_errors.jvm_not_started(Settings(root=tmp_path, namespace="demo"),
                                        RuntimeError("[JAVA_GATEWAY_EXITED] Java gateway process exited"), out, 0)
     assert error.code == "RAT-SPK-002"
     assert error.message == ("Spark's JVM did not start: org.apache.spark.SparkException: Remote cannot be specified "
@@ -77,7 +78,7 @@ def test_a_jvm_that_did_not_start_is_reported_with_its_reason_not_a_warning_befo
     out.write_text("Unrecognized VM option 'BytecodeVerificationRemote'\n"
                    "Error: Could not create the Java Virtual Machine.\n"
                    "Error: A fatal exception has occurred. Program will exit.\n")
-    error = spark_mod._jvm_not_started(Settings(root=tmp_path, namespace="demo"),
+    error = spark_errors.jvm_not_started(Settings(root=tmp_path, namespace="demo"),
                                        RuntimeError("[JAVA_GATEWAY_EXITED] Java gateway process exited"), out, 0)
     assert error.message == "Spark's JVM did not start: Unrecognized VM option 'BytecodeVerificationRemote'"
 

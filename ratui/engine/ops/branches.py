@@ -368,26 +368,8 @@ def plan_rollback(state: ProjectState, ref: str, to: str, table: str | None = No
     _refuse_active(state, ref, keys if table is not None else None, "roll back")
     changes = [RollbackChange(k, table_state(state, now.get(k)), table_state(state, target.pointers.get(k)))
                for k in keys if now.get(k) != target.pointers.get(k)]
-    reloadable = _reloadable(state, ref, [c.table for c in changes], target.created_at)
+    reloadable = state.ledger.loaded_since(ref, [c.table for c in changes], target.created_at)
     return RollbackPlan(ref, table, target, {k: now.get(k) for k in keys}, changes, reloadable)
-
-
-def _reloadable(state: ProjectState, ref: str, pipelines: list[str], after: str) -> int:
-    if not pipelines:
-        return 0
-    from contextlib import closing
-
-    from ratui.engine.state.db import open_db
-
-    marks = ",".join("?" * len(pipelines))
-    with closing(open_db(state.settings.db_path)) as conn:
-        if ref == MAIN:
-            row = conn.execute(f"SELECT count(*) FROM landing_files WHERE state = 'loaded' AND loaded_at > ? AND "
-                               f"pipeline IN ({marks})", (after, *pipelines)).fetchone()
-        else:
-            row = conn.execute(f"SELECT count(*) FROM landing_loads WHERE ref = ? AND loaded_at > ? AND "
-                               f"pipeline IN ({marks})", (ref, after, *pipelines)).fetchone()
-    return row[0]
 
 
 def rollback(state: ProjectState, plan: RollbackPlan) -> Commit | None:

@@ -24,9 +24,7 @@ reaches is unknown and the sweep deletes nothing (RAT-RPR-002).
 from __future__ import annotations
 
 import os
-import sqlite3
 import stat
-from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -65,32 +63,8 @@ class Pointer:
 
 
 def live_pointers(catalog: BranchCatalog) -> list[Pointer]:
-    """Every table pointer of every ref, read at one instant.
-
-    For the embedded SQLite catalog that is one read transaction over PyIceberg's `iceberg_tables` rows, of every
-    catalog name (a row left under a deleted branch's name by a writer that outlived it is kept too: erring on
-    the side of keeping files). Other backends: ref by ref.
-    """
-    db_path = getattr(catalog, "db_path", None)
-    if db_path is not None and _has_iceberg_tables(Path(db_path)):
-        from ratui.engine.state.db import open_db
-
-        with closing(open_db(Path(db_path))) as conn:
-            conn.execute("BEGIN")
-            try:
-                rows = conn.execute(
-                    "SELECT catalog_name, table_namespace, table_name, metadata_location,"
-                    " previous_metadata_location, iceberg_type FROM iceberg_tables"
-                    " WHERE metadata_location IS NOT NULL ORDER BY catalog_name, table_namespace, table_name"
-                ).fetchall()
-            finally:
-                conn.execute("COMMIT")
-        return [Pointer(ref, f"{ns}.{name}", loc, prev, view=(kind or "TABLE").upper() == "VIEW")
-                for ref, ns, name, loc, prev, kind in rows]
-    out: list[Pointer] = []
-    for ref in catalog.list_refs():
-        out.extend(Pointer(ref.name, key, loc) for key, loc in sorted(catalog.table_pointers(ref.name).items()))
-    return out
+    """Every table pointer of every ref, read at one instant where the backend can (catalog.every_pointer)."""
+    return [Pointer(p.ref, p.key, p.location, p.previous, view=p.view) for p in catalog.every_pointer()]
 
 
 def commit_pointers(catalog: BranchCatalog, since: str, skip: set[str] | frozenset[str] = frozenset()) -> list[Pointer]:
@@ -111,17 +85,6 @@ def commit_pointers(catalog: BranchCatalog, since: str, skip: set[str] | frozens
             if commit.created_at < since:
                 break  # the state in force when the window opens: older ones are out of it
     return out
-
-
-def _has_iceberg_tables(db_path: Path) -> bool:
-    from ratui.engine.state.db import open_db
-
-    with closing(open_db(db_path)) as conn:
-        try:
-            return conn.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'iceberg_tables'").fetchone() is not None
-        except sqlite3.Error:
-            return False
 
 
 def local_path(uri: str, locations: ProjectLocations | None = None) -> str | None:

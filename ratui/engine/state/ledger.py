@@ -406,6 +406,21 @@ class Ledger:
             conn.execute("UPDATE landing_files SET purged_at = ? WHERE namespace = ? AND zone = ? AND file = ?",
                          (now_iso(), namespace, zone, file))
 
+    def loaded_since(self, ref: str, pipelines: list[str], after: str) -> int:
+        """How many landing files these pipelines loaded on `ref` after `after` (an ISO time): what a rollback to
+        that time makes loadable again."""
+        if not pipelines:
+            return 0
+        marks = ",".join("?" * len(pipelines))
+        with self._conn() as conn:
+            if ref == MAIN:
+                row = conn.execute(f"SELECT count(*) FROM landing_files WHERE state = 'loaded' AND loaded_at > ? "
+                                   f"AND pipeline IN ({marks})", (after, *pipelines)).fetchone()
+            else:
+                row = conn.execute(f"SELECT count(*) FROM landing_loads WHERE ref = ? AND loaded_at > ? AND "
+                                   f"pipeline IN ({marks})", (ref, after, *pipelines)).fetchone()
+        return row[0]
+
     def forget(self, namespace: str, zone: str, file: str, pipeline: str | None = None) -> int:
         """Drop a file's rows on purpose (e.g. one that is gone for good, so a rebuild goes on without it)."""
         clauses, params = ["namespace = ?", "zone = ?", "(file = ? OR file LIKE ? ESCAPE '\\')"], \

@@ -106,6 +106,17 @@ def split_key(key: str) -> tuple[tuple[str, ...], str]:
     return tuple(parts[:-1]), parts[-1]
 
 
+@dataclass(frozen=True)
+class LivePointer:
+    """A ref's pointer to a table's (or a view's) current metadata file, and the one before it when known."""
+
+    ref: str
+    key: str
+    location: str
+    previous: str | None = None
+    view: bool = False
+
+
 class BranchCatalog(ABC):
     """Refs, commits and per-ref table pointers, Nessie-style. Every method is safe to call from worker threads."""
 
@@ -153,6 +164,15 @@ class BranchCatalog(ABC):
     @abstractmethod
     def table_pointers(self, ref: str) -> dict[str, str]:
         """The ref's current table key -> metadata location map."""
+
+    def every_pointer(self) -> list[LivePointer]:
+        """Every table pointer of every ref, for the orphan-file sweep. This default reads ref by ref; a backend
+        that can read them at one instant (the embedded catalog: one transaction) does."""
+        out: list[LivePointer] = []
+        for ref in self.list_refs():
+            out.extend(LivePointer(ref.name, key, location) for key, location in
+                       sorted(self.table_pointers(ref.name).items()))
+        return out
 
     @abstractmethod
     def commit(self, spec: str) -> Commit:

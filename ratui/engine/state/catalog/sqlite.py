@@ -46,7 +46,7 @@ from ratui.engine.state.db import open_db, sqlalchemy_engine, write_tx
 from ratui.engine.errors import RatuiError
 from ratui.engine.locations import ProjectLocations, plain_path
 from ratui.engine.state.catalog.base import (
-    MAIN, BranchCatalog, Commit, MergeResult, Ref, TableChange, split_key, split_spec,
+    MAIN, BranchCatalog, Commit, LivePointer, MergeResult, Ref, TableChange, split_key, split_spec,
 )
 
 BRANCH_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -148,6 +148,26 @@ class SqliteBranchCatalog(BranchCatalog):
         self._earlier_roots = self._init_schema()
         self.locations = ProjectLocations(self.warehouse, self._earlier_roots, allow_outside)
 
+
+    def every_pointer(self) -> list[LivePointer]:
+        """Every pointer of every catalog name, read in one transaction over PyIceberg's `iceberg_tables` rows (a
+        row left under a deleted branch's name by a writer that outlived it is kept too: erring on the side of
+        keeping files)."""
+        with closing(open_db(self.db_path)) as conn:
+            conn.execute("BEGIN")
+            try:
+                if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'iceberg_tables'"
+                                ).fetchone() is None:
+                    return []
+                rows = conn.execute(
+                    "SELECT catalog_name, table_namespace, table_name, metadata_location,"
+                    " previous_metadata_location, iceberg_type FROM iceberg_tables"
+                    " WHERE metadata_location IS NOT NULL ORDER BY catalog_name, table_namespace, table_name"
+                ).fetchall()
+            finally:
+                conn.execute("COMMIT")
+        return [LivePointer(ref, f"{ns}.{name}", loc, prev, view=(kind or "TABLE").upper() == "VIEW")
+                for ref, ns, name, loc, prev, kind in rows]
     def allow_outside(self, folders: tuple[Path, ...]) -> None:
         """New allowed folders (ratui.yaml reloaded): tables loaded from now on use them."""
         self.locations = ProjectLocations(self.warehouse, self._earlier_roots, folders)

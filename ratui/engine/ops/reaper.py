@@ -39,7 +39,6 @@ import socket
 import sqlite3
 import threading
 import time
-from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -47,9 +46,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ratui.engine.ops import orphans
 from ratui.engine.events import Event, EventBus, RunFinished
+from ratui.engine.state.reaper_reports import ReaperReports
 from ratui.engine.vocabulary import (ACTIVE, FINAL, MAIN, REAPER_TASK_TITLES, RUN_PREFIX, iso as _iso,
                                      parse_time)
-from ratui.engine.state.db import open_db, write_tx
 from ratui.engine.errors import RatuiError
 
 if TYPE_CHECKING:
@@ -62,20 +61,6 @@ TASK_VERBS = {"stuck_runs": "failed", "snapshots": "expired", "compaction": "com
 
 LIVE = ("pending", "running")
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS reaper_reports (
-    id          INTEGER PRIMARY KEY AUTOINCREMENT,
-    started_at  TEXT NOT NULL,
-    finished_at TEXT NOT NULL,
-    dry_run     INTEGER NOT NULL,
-    found       INTEGER NOT NULL,
-    removed     INTEGER NOT NULL,
-    bytes_freed INTEGER NOT NULL,
-    errors      INTEGER NOT NULL,
-    report      TEXT NOT NULL          -- JSON: settings and, per task, found/removed/kept lists, bytes, error
-);
-CREATE INDEX IF NOT EXISTS reaper_reports_started ON reaper_reports (started_at);
-"""
 
 _pass_locks: dict[Path, threading.Lock] = {}
 _pass_locks_guard = threading.Lock()
@@ -199,15 +184,7 @@ class Reaper:
         self._bus = bus
         self.db_path = Path(self.settings.db_path)
         self._clock = clock or (lambda: datetime.now(timezone.utc))
-        with self._connect() as conn, write_tx(conn):
-            for stmt in SCHEMA.split(";"):
-                if stmt.strip():
-                    conn.execute(stmt)
-
-    def _connect(self) -> closing[sqlite3.Connection]:
-        conn = open_db(self.db_path)
-        conn.row_factory = sqlite3.Row
-        return closing(conn)
+        self._reports = ReaperReports(self.db_path)
 
     def config(self) -> dict[str, int]:
         from ratui.engine.project.settings import REAPER_KEYS
@@ -246,24 +223,17 @@ class Reaper:
     def _store(self, report: ReaperReport) -> int:
         body = report.to_dict()
         body = {"settings": body["settings"], "tasks": body["tasks"]}
-        with self._connect() as conn, write_tx(conn):
-            cur = conn.execute(
-                "INSERT INTO reaper_reports (started_at, finished_at, dry_run, found, removed, bytes_freed, errors,"
-                " report) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (report.started_at, report.finished_at, int(report.dry_run), report.found, report.removed,
-                 report.bytes_freed, len(report.errors), json.dumps(body, default=str)),
-            )
-            return int(cur.lastrowid or 0)
+        return self._reports.add(started_at=report.started_at, finished_at=report.finished_at,
+                                 dry_run=report.dry_run, found=report.found, removed=report.removed,
+                                 bytes_freed=report.bytes_freed, errors=len(report.errors),
+                                 report=json.dumps(body, default=str))
 
     def reports(self, limit: int = 20) -> list[ReaperReport]:
         """The newest stored reports, newest first."""
-        with self._connect() as conn:
-            rows = conn.execute("SELECT * FROM reaper_reports ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
-        return [ReaperReport.from_row(r) for r in rows]
+        return [ReaperReport.from_row(r) for r in self._reports.newest(limit)]
 
     def report(self, report_id: int) -> ReaperReport | None:
-        with self._connect() as conn:
-            row = conn.execute("SELECT * FROM reaper_reports WHERE id = ?", (report_id,)).fetchone()
+        row = self._reports.get(report_id)
         return ReaperReport.from_row(row) if row else None
 
     # ------------------------------------------------------------------------------------------- helpers

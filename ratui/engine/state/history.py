@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from ratui.engine.state import migrations
 from ratui.engine.state.db import open_db, sqlite_utils
 from ratui.engine.vocabulary import FINAL, MAIN, now_iso, parse_time
 from ratui.engine.state.processes import started_at
@@ -41,6 +42,7 @@ RUN_COLUMNS = {
 
 class History:
     def __init__(self, db_path: Path):
+        migrations.migrate(db_path)  # an older ratui's database: its missing columns first
         self._conn = open_db(db_path)
         self._lock = threading.RLock()
         self.db = sqlite_utils.Database(self._conn)
@@ -53,11 +55,6 @@ class History:
                 self.db.table("runs").create_index(["started_at"], if_not_exists=True)
                 self.db.table("runs").create_index(["pipeline", "started_at"], if_not_exists=True)
                 self.db.table("runs").create_index(["status"], if_not_exists=True)
-            else:  # a database from an older ratui: add the columns it lacks
-                existing = set(self.db.table("runs").columns_dict)
-                for column, kind in RUN_COLUMNS.items():
-                    if column not in existing:
-                        self.db.table("runs").add_column(column, kind)
             # newest-first paging (the runs list) without sorting the whole history
             self.db.execute("create index if not exists runs_newest on runs(coalesce(started_at, queued_at) desc, "
                             "id desc)")
@@ -72,8 +69,6 @@ class History:
                     "finished_at": str, "line": int,
                 }, pk="id", if_not_exists=True)
                 self.db.table("quality_results").create_index(["run_id"], if_not_exists=True)
-            elif "line" not in self.db.table("quality_results").columns_dict:  # from an older ratui
-                self.db.table("quality_results").add_column("line", int)
             if "landings" not in self.db.table_names():
                 # a run merged into a branch that was then merged into another ref landed there too
                 self.db.execute("create table if not exists landings (run_id text not null, ref text not null, "

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from ratui.engine.state import migrations
 from ratui.engine.state.db import open_db, write_tx
 from ratui.engine.errors import RatuiError
 from ratui.engine.vocabulary import MAIN, now_iso
@@ -127,23 +128,9 @@ class Ledger:
     def __init__(self, db_path: Path, max_attempts: int = MAX_ATTEMPTS):
         self.db_path = db_path
         self.max_attempts = max_attempts
+        migrations.migrate(db_path)  # an older ratui's ledger: its missing columns first
         with self._conn() as conn:
             conn.executescript(SCHEMA)
-            columns = {row[1] for row in conn.execute("PRAGMA table_info(landing_files)")}
-            if "loaded_at" not in columns:  # a ledger from an older ratui: loads before it count as old
-                with write_tx(conn):
-                    conn.execute("ALTER TABLE landing_files ADD COLUMN loaded_at TEXT")
-            if "digest" not in columns:  # a ledger from an older ratui: digests are taken at the next sync
-                with write_tx(conn):
-                    conn.execute("ALTER TABLE landing_files ADD COLUMN digest TEXT")
-            if "purged_at" not in columns:  # a ledger from an older ratui
-                with write_tx(conn):
-                    conn.execute("ALTER TABLE landing_files ADD COLUMN purged_at TEXT")
-                    # it kept archived files under their plain name with archived_to set: give them their path
-                    conn.execute(
-                        "UPDATE OR IGNORE landing_files SET file = substr(archived_to, instr(archived_to, "
-                        "'/_processed/') + 1) || '/' || file WHERE archived_to IS NOT NULL AND instr(archived_to, "
-                        "'/_processed/') > 0 AND file NOT LIKE '\\_processed/%' ESCAPE '\\'")
 
     def _conn(self) -> "_Closing":
         conn = open_db(self.db_path)

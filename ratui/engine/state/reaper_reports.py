@@ -7,6 +7,7 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
+from ratui.engine.state import migrations
 from ratui.engine.state.db import open_db, write_tx
 
 SCHEMA = """
@@ -28,6 +29,7 @@ CREATE INDEX IF NOT EXISTS reaper_reports_started ON reaper_reports (started_at)
 class ReaperReports:
     def __init__(self, db_path: Path):
         self.db_path = Path(db_path)
+        migrations.migrate(self.db_path)
         with self._connect() as conn, write_tx(conn):
             for stmt in SCHEMA.split(";"):
                 if stmt.strip():

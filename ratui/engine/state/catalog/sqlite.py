@@ -42,6 +42,7 @@ from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.schema import CreateTable
 
+from ratui.engine.state import migrations
 from ratui.engine.state.db import open_db, sqlalchemy_engine, write_tx
 from ratui.engine.errors import RatuiError
 from ratui.engine.locations import ProjectLocations, plain_path
@@ -168,6 +169,7 @@ class SqliteBranchCatalog(BranchCatalog):
                 conn.execute("COMMIT")
         return [LivePointer(ref, f"{ns}.{name}", loc, prev, view=(kind or "TABLE").upper() == "VIEW")
                 for ref, ns, name, loc, prev, kind in rows]
+
     def allow_outside(self, folders: tuple[Path, ...]) -> None:
         """New allowed folders (ratui.yaml reloaded): tables loaded from now on use them."""
         self.locations = ProjectLocations(self.warehouse, self._earlier_roots, folders)
@@ -185,13 +187,12 @@ class SqliteBranchCatalog(BranchCatalog):
 
     def _init_schema(self) -> list[str]:
         """Create the tables, record this root among the project's roots; returns the earlier roots."""
+        migrations.migrate(self.db_path)  # an older ratui's catalog: its missing columns first
         with self._connect() as conn, write_tx(conn):
             # One statement at a time: executescript() would COMMIT our transaction first.
             for stmt in [*_iceberg_ddl(), *_SCHEMA.split(";")]:
                 if stmt.strip():
                     conn.execute(stmt)
-            if "meta" not in {row[1] for row in conn.execute("PRAGMA table_info(catalog_commits)")}:
-                conn.execute("ALTER TABLE catalog_commits ADD COLUMN meta TEXT")  # a catalog from an older ratui
             if conn.execute("SELECT 1 FROM catalog_refs WHERE name = ?", (MAIN,)).fetchone() is None:
                 commit = self._insert_commit(conn, None, MAIN, "init", self._pointers(conn, MAIN))
                 conn.execute(

@@ -1,0 +1,107 @@
+"""The state database's version (SQLite's PRAGMA user_version) and the numbered steps that bring a database an
+earlier ratui wrote up to this one.
+
+Each table is created by its owner as it is now (history.py, ledger.py, catalog/sqlite.py, reaper_reports.py);
+a step changes what an older ratui left behind: the columns it lacked, the data a change of meaning needs. Every
+owner calls `migrate()` before it creates its tables, so whichever opens a database first brings it up to date.
+Steps run once, in order, each in one write transaction that also records its number (two processes opening an
+old database at once migrate it once). A step is never edited once shipped: a change is a new step at the end.
+tests/engine/state/schemas/ keeps the schema of every ratui that shipped a different one; the tests open each
+with today's ratui.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Callable
+
+from ratui.engine.state.db import open_db, write_tx
+
+
+def _has_table(conn: sqlite3.Connection, table: str) -> bool:
+    found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
+    return found is not None
+
+
+def _add_columns(conn: sqlite3.Connection, table: str, columns: dict[str, str]) -> list[str]:
+    """Add the columns `table` lacks (a table not there yet is its owner's to create whole); returns them."""
+    if not _has_table(conn, table):
+        return []
+    existing = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+    added = [name for name in columns if name not in existing]
+    for name in added:
+        conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {columns[name]}")
+    return added
+
+
+# the runs table's columns as of step 1 (sqlite-utils' types: str TEXT, int INTEGER, float FLOAT)
+_RUNS_1 = {
+    "id": "TEXT", "pipeline": "TEXT", "status": "TEXT", "trigger": "TEXT", "strategy": "TEXT", "run_type": "TEXT",
+    "reason": "TEXT", "queued_at": "TEXT", "started_at": "TEXT", "finished_at": "TEXT", "duration_ms": "INTEGER",
+    "rows_written": "INTEGER", "warnings": "INTEGER", "error_code": "TEXT", "error_message": "TEXT",
+    "error_hint": "TEXT", "error_file": "TEXT", "error_line": "INTEGER", "branch": "TEXT", "phases": "TEXT",
+    "write": "TEXT", "notes": "TEXT", "pid": "INTEGER", "host": "TEXT", "invocation": "TEXT",
+    "pid_started": "FLOAT", "fingerprint": "TEXT", "inputs": "TEXT", "merged_at": "TEXT", "phase_status": "TEXT",
+    "ref": "TEXT", "version": "TEXT",
+}
+
+
+def _step_1(conn: sqlite3.Connection) -> None:
+    """What ratui added to its tables before it numbered its migrations (up to 2026-11-25): a run's every column,
+    a quality result's line, a commit's meta, a landing file's load time, digest and purge time. A ledger without
+    purge times kept archived files under their plain name with `archived_to` set: they get their path
+    (_processed/RUN/NAME), as the ledger names them since."""
+    _add_columns(conn, "runs", _RUNS_1)
+    _add_columns(conn, "quality_results", {"line": "INTEGER"})
+    _add_columns(conn, "catalog_commits", {"meta": "TEXT"})
+    added = _add_columns(conn, "landing_files", {"loaded_at": "TEXT", "digest": "TEXT", "purged_at": "TEXT"})
+    if "purged_at" in added:
+        conn.execute(
+            "UPDATE OR IGNORE landing_files SET file = substr(archived_to, instr(archived_to, '/_processed/') + 1) "
+            "|| '/' || file WHERE archived_to IS NOT NULL AND instr(archived_to, '/_processed/') > 0 "
+            "AND file NOT LIKE '\\_processed/%' ESCAPE '\\'")
+
+
+STEPS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
+    (1, _step_1),
+)
+CURRENT = STEPS[-1][0]
+
+_done: set[Path] = set()  # databases this process brought up to date already (one look each)
+_done_lock = threading.Lock()
+
+
+def version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def migrate(db_path: Path) -> int:
+    """Bring the database at `db_path` up to CURRENT; returns the version it had. Cheap once done (per process)."""
+    key = Path(db_path).resolve()
+    with _done_lock:
+        if key in _done:
+            return CURRENT
+    conn = open_db(key)
+    try:
+        before = version(conn)
+        if before < CURRENT:
+            for number, step in STEPS:
+                with write_tx(conn):
+                    if version(conn) >= number:  # another process did it meanwhile
+                        continue
+                    step(conn)
+                    conn.execute(f"PRAGMA user_version = {number}")
+        elif before > CURRENT:
+            from ratui.engine.errors import RatuiError
+
+            raise RatuiError("RAT-PRJ-008", f"the state database is of a newer ratui (version {before}; this ratui "
+                             f"knows up to {CURRENT})", file=str(key),
+                             hint="Use the ratui that wrote it (pip install -U ratui), or move .ratui/ratui.db "
+                                  "aside to start with empty state.")
+    finally:
+        conn.close()
+    with _done_lock:
+        _done.add(key)
+    return before

@@ -12,7 +12,6 @@ Its Spark jobs carry the query's id (a job group, or a tag on Spark Connect): `c
 
 from __future__ import annotations
 
-import re
 import shutil
 import threading
 import uuid
@@ -27,12 +26,10 @@ from ratui.engine.iceberg.read import read_table
 from ratui.engine.project.names import sql_ident
 from ratui.engine.run.read_only_sql import check_read_only
 from ratui.engine.spark import session as spark_mod
-from ratui.engine.spark.errors import error_message
+from ratui.engine.spark.errors import error_message, error_position
 from ratui.engine.state.project_state import ProjectState
 from ratui.engine.vocabulary import MAIN
 
-# where Spark says an error is: "(line 2, pos 7)" (parser), "line 2 pos 7" (analyzer)
-_POSITION = re.compile(r"line (\d+),? pos (\d+)")
 
 EXPORT_FORMATS = ("csv", "parquet")
 EXPORT_FOLDER = ".ratui/exports"
@@ -98,12 +95,6 @@ def _token_names(sql: str, note) -> None:
             i = j
         else:
             i += 1
-
-
-def error_position(message: str) -> tuple[int | None, int | None]:
-    """(line, column) of the first position Spark's message names (1-based line, 0-based column), or Nones."""
-    match = _POSITION.search(message)
-    return (int(match.group(1)), int(match.group(2))) if match else (None, None)
 
 
 def query_error(exc: BaseException, ref: str, keys) -> RatuiError:

@@ -15,10 +15,29 @@ _POSITION_TEXT = re.compile(r"\s*\(line \d+, pos \d+\)|;? line \d+ pos \d+;?")
 _SERVER_CLASS = re.compile(r"^\((?:[a-z_][\w]*\.)+[A-Z]\w*\)\s*")
 
 
+def error_position(text: str) -> tuple[int | None, int | None]:
+    """(line, column) of the first position a Spark error's text names (1-based line, 0-based column): "(line 2,
+    pos 7)" from the parser, "line 2 pos 7" from the analyzer; Nones when it names none."""
+    match = _POSITION.search(text)
+    return (int(match.group(1)), int(match.group(2))) if match else (None, None)
+
+
 def error_line(exc: BaseException) -> int | None:
     """The line of the SQL text a Spark error points at (parse, analysis and execution errors all say it)."""
-    match = _POSITION.search(str(getattr(exc, "desc", None) or exc))
-    return int(match.group(1)) if match else None
+    return error_position(str(getattr(exc, "desc", None) or exc))[0]
+
+
+def error_condition(exc: BaseException) -> str | None:
+    """The error condition PySpark 4 gives an error ("SPARK_JOB_CANCELLED", "TABLE_OR_VIEW_NOT_FOUND"), or None
+    (a Py4J error, or another library's)."""
+    getter = getattr(exc, "getCondition", None) or getattr(exc, "getErrorClass", None)
+    if not callable(getter):
+        return None
+    try:
+        condition = getter()
+    except Exception:  # noqa: BLE001 - an error object that cannot say is one without a condition
+        return None
+    return str(condition) if condition else None
 
 
 def error_message(exc: BaseException) -> str:

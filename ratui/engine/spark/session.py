@@ -867,7 +867,15 @@ CANCELLATION_TEXTS = ("SPARK_JOB_CANCELLED", "cancelled job group", "was cancell
                       "cancelled because it was part of cancelled job tags", "cancelled job tag")
 
 
+CANCELLATION_CONDITIONS = ("SPARK_JOB_CANCELLED", "OPERATION_CANCELED", "OPERATION_CANCELLED")
+
+
 def is_cancellation(exc: BaseException) -> bool:
+    """Spark stopped the work because it was asked to: said by PySpark 4's error condition where there is one, by
+    the message's words for a Py4J error (which has none)."""
+    condition = spark_errors.error_condition(exc)
+    if condition is not None and condition.split(".", 1)[0] in CANCELLATION_CONDITIONS:
+        return True
     text = str(exc)
     return any(marker in text for marker in CANCELLATION_TEXTS)
 

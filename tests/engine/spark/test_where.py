@@ -105,3 +105,25 @@ def test_a_jvm_exception_through_py4j_is_named_by_its_message_and_root_cause():
     assert "o79" not in message
     bare = error_message(Py4JJavaError("An error occurred while calling o12.sql.\n"))
     assert bare == "Spark gave no reason here: see .ratui/logs/spark.log (the newest ERROR lines)"
+
+
+def test_one_reading_of_positions_and_of_cancellations():
+    """Spark's positions ("(line 2, pos 7)" from the parser, "line 2 pos 7" from the analyzer) are read in one
+    place; a cancellation is known by PySpark 4's error condition where the error has one, by its words otherwise."""
+    assert spark_errors.error_position("[PARSE_SYNTAX_ERROR] Syntax error at or near 'x'. (line 2, pos 7)") == (2, 7)
+    assert spark_errors.error_position("cannot resolve `y`; line 3 pos 11") == (3, 11)
+    assert spark_errors.error_position("no position here") == (None, None)
+
+    class Conditioned(Exception):
+        def __init__(self, condition):
+            super().__init__("the job stopped")
+            self.condition = condition
+
+        def getCondition(self):  # noqa: N802 - PySpark's name
+            return self.condition
+
+    assert spark_mod.is_cancellation(Conditioned("SPARK_JOB_CANCELLED"))
+    assert spark_mod.is_cancellation(Conditioned("OPERATION_CANCELED"))
+    assert not spark_mod.is_cancellation(Conditioned("TABLE_OR_VIEW_NOT_FOUND"))
+    assert spark_mod.is_cancellation(RuntimeError("Job 3 cancelled because SparkContext was shut down: cancelled "
+                                                  "job group run-1"))  # a Py4J error: its words

@@ -238,7 +238,7 @@ def test_an_archive_the_jvm_says_it_cannot_use_is_set_aside_for_a_new_one(tmp_pa
     """Java maps an archive only for the jar files and runtime it was written with; otherwise it warns and starts
     without it. ratui reads that warning in the JVM's output and sets the archive aside, so the next JVM writes
     one it can use rather than every start going without."""
-    from ratui.engine.spark.session import _check_archive_used
+    from ratui.engine.spark.class_archive import check_used
 
     archive = tmp_path / "spark-x.jsa"
     archive.write_bytes(b"archive")
@@ -248,10 +248,10 @@ def test_an_archive_the_jvm_says_it_cannot_use_is_set_aside_for_a_new_one(tmp_pa
     offset = out.stat().st_size  # an earlier JVM's warning: not this one's
     with open(out, "a") as f:
         f.write("WARNING: Using incubator modules: jdk.incubator.vector\n")
-    _check_archive_used(archive, out, offset)
+    check_used(archive, out, offset)
     assert archive.exists()
     with open(out, "a") as f:
         f.write("[0.2s][warning][cds,dynamic] Unable to use shared archive. The top archive failed to load: "
                 f"{archive}\n")
-    _check_archive_used(archive, out, offset)
+    check_used(archive, out, offset)
     assert not archive.exists() and (tmp_path / "spark-x.jsa.bad").read_bytes() == b"archive"

@@ -24,16 +24,20 @@ def test_a_failed_start_on_the_side_fails_the_runs_get_spark_once_then_it_tries_
                                                                                       make_project):
     settings = load_settings(make_project({}))
     attempts = []
-    release = threading.Event()
+    release, entered = threading.Event(), threading.Event()
 
     def failing_start(s):
         attempts.append(threading.current_thread().name)
+        entered.set()
         release.wait(5)
         raise RatuiError("RAT-SPK-001", "Spark master spark://127.0.0.1:9 is not reachable")
 
     monkeypatch.setattr(session, "_start", failing_start)
     session.start_soon(settings)
     session.start_soon(settings)  # asked again: still one start
+    # the side thread is inside its start (a busy machine may schedule it late: the run's own call would then take
+    # the start itself, which is fine, but not what this test is about)
+    assert entered.wait(10)
     release.set()
     with pytest.raises(RatuiError) as first:
         session.get_spark(settings)  # waits for the side start, then gets its failure

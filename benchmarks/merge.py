@@ -92,7 +92,7 @@ def change_batch(spark, n: int, size: int, layout: str):
 
 class Bench:
     def __init__(self, work: Path):
-        from ratui.engine.spark import session as spark_mod
+        from ratui.engine.spark import jobs as spark_jobs, session as spark_mod
         from ratui.engine.state.catalog.sqlite import SqliteBranchCatalog
         from ratui.engine.project.settings import load_settings
 
@@ -102,8 +102,8 @@ class Bench:
         began = time.monotonic()
         spark_mod.get_spark(self.settings)
         # the session a run writes with (its SQL settings: adaptive execution may coalesce a cached batch's
-        # partitions, see spark/session.py), not the process's root session
-        self.spark = spark_mod.new_run_session(self.settings, "bench")
+        # partitions, see spark/jobs.py), not the process's root session
+        self.spark = spark_jobs.new_run_session(self.settings, "bench")
         heap = self.spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory() / 2**30
         print(f"spark up in {time.monotonic() - began:.1f}s, driver heap {heap:.1f} GiB, "
               f"{os.cpu_count()} cores", flush=True)

@@ -31,7 +31,7 @@ SPARK_HOME = Path(pyspark.__file__).resolve().parent
 LOOPBACK = "127.0.0.1"
 START_SECONDS = 90.0  # a cold JVM on a busy 2-core machine; a server is usually up in 6-20 s
 
-# What a Spark Connect server needs for ratui (spark/session.py CONNECT_SERVER_CONF, README "Beyond one machine")
+# What a Spark Connect server needs for ratui (spark/connect.py CONNECT_SERVER_CONF, README "Beyond one machine")
 CONNECT_SERVER_CONF = {
     "spark.scheduler.mode": "FAIR",
     "spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",

@@ -432,7 +432,7 @@ class Controller:
         """Where Spark runs and with what (the status line): "local[2], 2 cores", "cluster spark://..., 1 executor,
         2 cores", "Spark Connect sc://..." once it started; ratui.yaml's word for it before. Asks the driver (never a
         job): call it from a worker thread. Never raises."""
-        from ratui.engine.spark import session as spark_mod
+        from ratui.engine.spark import addresses, session as spark_mod
 
         try:
             described = spark_mod.describe()
@@ -444,7 +444,7 @@ class Controller:
         if settings is None:
             return ""
         if settings.spark_remote:
-            return f"Spark Connect {spark_mod.display_url(settings.spark_remote)}"
+            return f"Spark Connect {addresses.display_url(settings.spark_remote)}"
         return settings.spark_where
 
     # ---------------------------------------------------------------------------------------- history

@@ -29,6 +29,7 @@ from ratui.engine.run.progress import ProgressReporter
 from ratui.engine.run.recovery import Recovery
 from ratui.engine.run.results import RunResult, new_run_id
 from ratui.engine.project.settings import Settings, load_settings
+from ratui.engine.spark import jobs as spark_jobs
 from ratui.engine.spark import session as spark_mod
 from ratui.engine.state.project_state import ProjectState
 from ratui.engine.vocabulary import ACTIVE, MAIN, RUN_PREFIX, now_iso
@@ -366,7 +367,7 @@ class Engine:
 
     def query_progress(self, query_id: str) -> dict | None:
         """What a running query's Spark jobs are doing (SparkProgress's fields), or None."""
-        return spark_mod.progress(query_id)
+        return spark_jobs.progress(query_id)
 
     def cancel_query(self, query_id: str) -> None:
         from ratui.engine.run.query import cancel
@@ -491,7 +492,7 @@ class Engine:
             return PipelineRun(self._state, self._bus, run_id, key, control, full_refresh, self.compile,
                                target=ref).go()
         finally:
-            spark_mod.end_run(run_id)  # a Spark Connect run's session is released
+            spark_jobs.end_run(run_id)  # a Spark Connect run's session is released
             self._release(run_id)
 
     def record_skip(self, run_id: str, key: str, compiled: CompiledProject, reason: str,
@@ -535,7 +536,7 @@ class Engine:
         if control.merged.is_set() or control.done.is_set():
             return "finished"
         control.cancel(error)  # a Python pipeline's own code is interrupted too
-        spark_mod.cancel_run(run_id)
+        spark_jobs.cancel_run(run_id)
         return "requested"
 
     def _is_ours(self, run_id: str) -> bool:

@@ -14,7 +14,7 @@ branch), and a pipeline whose upstream failed in this invocation is skipped ("up
 pipelines still run. `force` and `full_refresh` run regardless.
 
 With `threads` > 1 a pipeline starts as soon as every pipeline of the invocation it depends on has ended and a
-thread is free; each run is its own Spark job group in its own FAIR pool (spark/session.py), so independent
+thread is free; each run is its own Spark job group in its own FAIR pool (spark/jobs.py), so independent
 pipelines share the cores instead of queueing behind each other. Results and `on_result` come from the
 invocation's own thread, in the order the runs end. Nothing stops an invocation from the side but
 `cancel()`: callers never raise through its callbacks.

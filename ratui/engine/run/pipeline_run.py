@@ -42,7 +42,7 @@ from ratui.engine.run.quality import QualityOutcome, run_tests
 from ratui.engine.run.results import RunResult
 from ratui.engine.run.sources import CHANGED_WHILE_READ, RunSources, changed_inputs_error
 from ratui.engine.spark import errors as spark_errors
-from ratui.engine.spark import session as spark_mod
+from ratui.engine.spark import jobs as spark_jobs
 from ratui.engine.state import processes
 from ratui.engine.state.ledger import archive, is_archived_name
 from ratui.engine.state.project_state import ProjectState
@@ -105,7 +105,7 @@ class PipelineRun:
             status = "cancelled"
             raise
         except Exception as exc:
-            if self.control.cancel_requested.is_set() and spark_mod.is_cancellation(exc):
+            if self.control.cancel_requested.is_set() and spark_errors.is_cancellation(exc):
                 status = "cancelled"
                 raise Cancelled() from exc
             self.failed_phase = name
@@ -151,12 +151,12 @@ class PipelineRun:
         except RatuiError as exc:
             error = exc
         except Exception as exc:  # a bug or an unexpected Spark/IO failure: record it, never crash the caller
-            if self.control.cancel_requested.is_set() and spark_mod.is_cancellation(exc):
+            if self.control.cancel_requested.is_set() and spark_errors.is_cancellation(exc):
                 status = "failed" if self.control.cancel_error else "cancelled"
                 error = self.control.cancel_error or RatuiError("RAT-RUN-001", f"run {self.run_id} of {self.key} "
                                                                 "was cancelled")
-            elif spark_mod.is_unreachable(exc):
-                error = RatuiError(spark_mod.UNREACHABLE_CODE, spark_errors.error_message(exc))
+            elif spark_errors.is_unreachable(exc):
+                error = RatuiError(spark_errors.UNREACHABLE_CODE, spark_errors.error_message(exc))
             else:
                 self.log(traceback.format_exc(), "error")
                 error = RatuiError("RAT-RUN-002", f"{type(exc).__name__}: {_first_line(exc)}")
@@ -357,7 +357,7 @@ class PipelineRun:
     def _build(self, pipeline: Pipeline, strategy: str):
         file, _config = pipeline.loaded()
         self._query = None
-        session = self.session = spark_mod.new_run_session(self.settings, self.run_id)
+        session = self.session = spark_jobs.new_run_session(self.settings, self.run_id)
         # a retry starts from a fresh session and fresh sources: views of an earlier attempt are gone
         sources = self.sources = RunSources(
             self.state, session, key=self.key, branch=self.branch, target=self.target, pipeline=pipeline,
@@ -393,10 +393,10 @@ class PipelineRun:
         """A failure while Spark executes the pipeline's query, as the pipeline's coded error."""
         if isinstance(exc, (RatuiError, Cancelled)):
             return exc
-        if self.control.cancel_requested.is_set() and spark_mod.is_cancellation(exc):
+        if self.control.cancel_requested.is_set() and spark_errors.is_cancellation(exc):
             return Cancelled()
-        if spark_mod.is_unreachable(exc):  # Spark went away (a Connect server gone): not the pipeline's fault
-            return RatuiError(spark_mod.UNREACHABLE_CODE, spark_errors.error_message(exc))
+        if spark_errors.is_unreachable(exc):  # Spark went away (a Connect server gone): not the pipeline's fault
+            return RatuiError(spark_errors.UNREACHABLE_CODE, spark_errors.error_message(exc))
         file, _config = pipeline.loaded()
         if pipeline.kind == "sql":
             return _spark_error(exc, "RAT-SQL-001", file, pipeline.text, sql)

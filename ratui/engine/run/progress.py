@@ -1,6 +1,6 @@
 """Live Spark progress of the runs in flight: their jobs, stages and tasks, as `SparkProgress` events.
 
-One thread, alive while this process has runs in flight, asks Spark (spark/session.py `progress`) about each run
+One thread, alive while this process has runs in flight, asks Spark (spark/jobs.py `progress`) about each run
 twice a second and emits an event when something changed, so the console's progress bars move while a phase runs
 a long job. It never starts Spark and never fails a run: a failed poll is logged and tried again.
 """
@@ -12,7 +12,7 @@ from typing import Callable
 
 from ratui.engine.events import Event, EventBus, SparkProgress
 from ratui.engine.run.control import WhileRunsActive
-from ratui.engine.spark import session as spark_mod
+from ratui.engine.spark import jobs as spark_jobs
 
 log = logging.getLogger("ratui.progress")
 
@@ -36,7 +36,7 @@ class ProgressReporter(WhileRunsActive):
 
     def report(self, run_id: str) -> None:
         """Emit the run's progress if it changed since the last report."""
-        now = spark_mod.progress(run_id)
+        now = spark_jobs.progress(run_id)
         if now is None or now == self._last.get(run_id):
             return
         self._last[run_id] = now

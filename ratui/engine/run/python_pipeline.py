@@ -76,8 +76,7 @@ def run_python_pipeline(text: str, file: Path, ctx: PythonContext, on_print: Cal
     except (RatuiError, KeyboardInterrupt, PythonInterrupted):
         raise  # PythonInterrupted: a cancel (RunControl.python_code)
     except BaseException as exc:  # noqa: BLE001 - user code may raise anything, SystemExit included
-        from ratui.engine.spark.errors import error_message
-        from ratui.engine.spark.session import is_cancellation
+        from ratui.engine.spark.errors import error_message, is_cancellation
 
         if is_cancellation(exc):
             raise  # a cancel, not the pipeline's fault

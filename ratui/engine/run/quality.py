@@ -83,7 +83,7 @@ def run_tests(session, tests: list[QualityTest], context: TemplateContext, sampl
             union = reduce(lambda a, b: a.unionAll(b), per_test)
             counts = {row.t: row["count"] for row in union.groupBy("t").count().collect()}
         except Exception as exc:
-            from ratui.engine.spark.session import is_cancellation
+            from ratui.engine.spark.errors import is_cancellation
 
             if is_cancellation(exc):
                 raise
@@ -112,8 +112,7 @@ def _failed(test: QualityTest, sql: str, exc: Exception, began: float) -> Qualit
     if isinstance(exc, RatuiError):
         return QualityOutcome(test.name, test.severity, "error", 0, _ms(began), sql, str(test.file),
                               error=str(exc), line=exc.line)
-    from ratui.engine.spark.errors import error_line, error_message
-    from ratui.engine.spark.session import is_cancellation
+    from ratui.engine.spark.errors import error_line, error_message, is_cancellation
 
     if is_cancellation(exc):
         raise exc

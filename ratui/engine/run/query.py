@@ -25,8 +25,9 @@ from ratui.engine.errors import RatuiError
 from ratui.engine.iceberg.read import read_table
 from ratui.engine.project.names import sql_ident
 from ratui.engine.run.read_only_sql import check_read_only
+from ratui.engine.spark import jobs as spark_jobs
 from ratui.engine.spark import session as spark_mod
-from ratui.engine.spark.errors import error_message, error_position
+from ratui.engine.spark.errors import UNREACHABLE_CODE, error_message, error_position, is_cancellation, is_unreachable
 from ratui.engine.state.project_state import ProjectState
 from ratui.engine.vocabulary import MAIN
 
@@ -212,24 +213,24 @@ class QueryResult:
     # ------------------------------------------------------------------------------------------- misc
 
     def close(self) -> None:
-        spark_mod.end_run(self.query_id)
+        spark_jobs.end_run(self.query_id)
         spark_mod.release(self.session)
 
     def _bind(self) -> None:
         # job groups and Connect tags belong to the thread that runs the job: every call binds its own thread
-        spark_mod.bind_thread(self.session, self.query_id)
+        spark_jobs.bind_thread(self.session, self.query_id)
 
     def _error(self, exc: BaseException) -> RatuiError:
-        if spark_mod.is_cancellation(exc):
+        if is_cancellation(exc):
             return RatuiError("RAT-QRY-004", "the query was cancelled")
-        if spark_mod.is_unreachable(exc):
-            return RatuiError(spark_mod.UNREACHABLE_CODE, f"Spark cannot be reached: {str(exc).splitlines()[0]}")
+        if is_unreachable(exc):
+            return RatuiError(UNREACHABLE_CODE, f"Spark cannot be reached: {str(exc).splitlines()[0]}")
         return query_error(exc, self.ref, self.keys)
 
 
 def cancel(query_id: str) -> None:
     """Interrupt the query's running Spark jobs (from any thread)."""
-    spark_mod.cancel_run(query_id)
+    spark_jobs.cancel_run(query_id)
 
 
 def run_query(state: ProjectState, session, sql: str, *, ref: str = MAIN,
@@ -237,5 +238,5 @@ def run_query(state: ProjectState, session, sql: str, *, ref: str = MAIN,
     """Run `sql` on `session` (a Spark session of its own) over the tables of `ref`: (columns, rows, truncated)."""
     result = QueryResult(state, session, sql, ref=ref)
     rows, more = result.page(0, limit)
-    spark_mod.end_run(result.query_id)
+    spark_jobs.end_run(result.query_id)
     return result.columns, rows, more

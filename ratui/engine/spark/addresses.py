@@ -1,5 +1,5 @@
 """Where Spark is, in words a person may see: Spark Connect URLs and their parameters, master addresses, loopback,
-and any token kept out of a text (`sc://HOST:PORT` is shown, never `;token=...`)."""
+and any token kept out of a text (`sc://HOST:PORT` is shown, never `;token=...`); whether anything listens there."""
 
 from __future__ import annotations
 
@@ -7,6 +7,13 @@ import re
 import socket
 from urllib.parse import urlparse
 
+from ratui.engine.errors import RatuiError
+from ratui.engine.project.settings import SETTINGS_FILE
+from ratui.engine.spark.errors import UNREACHABLE_CODE
+
+# How long ratui waits for a Spark Connect server or a cluster master to accept a connection before it gives
+# up (the Connect client alone would retry an unreachable server for ten minutes).
+CONNECT_TIMEOUT_SECONDS = 5.0
 
 _TOKEN_TEXT = re.compile(r"(token\s*[=:]\s*|bearer\s+|authorization[\"']?\s*[:,=]\s*[\"']?(?:bearer\s+)?)[^\s;&,'\"]+",
                          re.IGNORECASE)
@@ -49,3 +56,13 @@ def is_loopback(host: str) -> bool:
         return socket.gethostbyname(host).startswith("127.")
     except OSError:
         return False
+
+def check_reachable(host: str, port: int, what: str, setting: str) -> None:
+    """Fail fast, with a coded error, when nothing listens where ratui.yaml says Spark is."""
+    try:
+        with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_SECONDS):
+            return
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+    raise RatuiError(UNREACHABLE_CODE, f"{what} is not reachable: {reason}",
+                     hint=f"Start it, or point {setting} in {SETTINGS_FILE} (or SPARK_REMOTE) at a running one.")

@@ -1,14 +1,18 @@
 """The JVM's class data archive: Java maps the classes Spark loads at start-up from a file instead of loading and
 verifying them again (-XX:SharedArchiveFile); the first JVM of an installation that works writes it as it exits
-(-XX:ArchiveClassesAtExit). Where it lives, its name, who writes it, adopting and pruning archives. session.py asks
-for the option when it starts a JVM and waits at exit for the JVM that writes one (never an orphan)."""
+(-XX:ArchiveClassesAtExit). Where it lives, its name, who writes it, adopting and pruning archives, and waiting at
+exit for this process's JVM when it writes one (never an orphan). session.py asks for the option when it starts a
+JVM and registers that wait."""
 
 from __future__ import annotations
 
 import logging
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 log = logging.getLogger("ratui.spark")
 
@@ -201,3 +205,65 @@ def settle(part: Path, archive: Path) -> None:
         os.replace(part, archive)
     else:
         part.unlink()
+
+
+ARCHIVE_WAIT_SECONDS = 120.0  # the longest a command waits for its JVM to write the class archive as it exits
+
+
+def write_in_view(stop: Callable[[], None]) -> None:
+    """At exit, when this process's JVM is the one to write the installation's class archive: the command waits for
+    it (bounded, the JVM at low priority), saying so on a terminal, instead of returning while an orphaned JVM
+    writes 100-200 MB for tens of seconds. `stop` stops the process's Spark first. Ctrl-C, or the bound, stops the
+    JVM and drops its part: the next JVM that works writes the archive instead."""
+    if writing is None:
+        return
+    try:
+        from pyspark import SparkContext
+
+        process = getattr(SparkContext._gateway, "proc", None)
+    except Exception:  # noqa: BLE001 - no classic Spark in this process
+        return
+    if process is None or process.poll() is not None:
+        return
+    claim, part = writing
+    terminal = sys.stderr is not None and sys.stderr.isatty()
+
+    def say(text: str) -> None:
+        if terminal:
+            try:
+                print(f"ratui: {text}", file=sys.stderr, flush=True)
+            except (OSError, ValueError):
+                pass
+
+    began = time.monotonic()
+    try:
+        os.setpriority(os.PRIO_PROCESS, process.pid, 10)
+    except (OSError, AttributeError):
+        pass
+    say(f"Spark is writing this installation's class archive as it exits (once; later starts are faster); waiting "
+        f"up to {ARCHIVE_WAIT_SECONDS:.0f} s, Ctrl-C skips it")
+    try:
+        try:
+            stop()
+        except Exception:  # noqa: BLE001 - the JVM exits below all the same
+            pass
+        try:
+            if process.stdin is not None:
+                process.stdin.close()  # the JVM's signal to exit (PySpark's launcher watches its stdin)
+        except OSError:
+            pass
+        process.wait(ARCHIVE_WAIT_SECONDS)
+        try:  # written and closed: in place now, for the very next start
+            if part.exists():
+                settle(part, part.with_name(part.name.split(".jsa.", 1)[0] + ".jsa"))
+            claim.unlink(missing_ok=True)
+        except OSError:
+            pass
+        say(f"class archive written in {time.monotonic() - began:.1f} s")
+    except (KeyboardInterrupt, subprocess.TimeoutExpired) as reason:
+        process.kill()
+        process.wait()
+        for path in (claim, part):
+            path.unlink(missing_ok=True)
+        say("class archive skipped (" + ("Ctrl-C" if isinstance(reason, KeyboardInterrupt) else "too slow")
+            + "): a later run writes it")

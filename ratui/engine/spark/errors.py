@@ -1,5 +1,6 @@
-"""Reading Spark's errors: the line of the SQL text they point at, a first line fit for a person, and why a JVM
-that did not start stopped (from its own output), or which ratui.yaml setting Spark refused."""
+"""Reading Spark's errors: the line of the SQL text they point at, a first line fit for a person, whether Spark
+stopped the work because it was asked to or because it went away, and why a JVM that did not start stopped (from
+its own output), or which ratui.yaml setting Spark refused."""
 
 from __future__ import annotations
 
@@ -55,6 +56,41 @@ def error_message(exc: BaseException) -> str:
         if line and not line.startswith(("at ", "JVM stacktrace", "Traceback", "==")):
             return _POSITION_TEXT.sub("", line).strip()[:500]
     return type(exc).__name__
+
+
+# What an interrupted job says: a cancelled job group or tag (a JVM of our own), an interrupted operation (Connect)
+CANCELLATION_TEXTS = ("SPARK_JOB_CANCELLED", "cancelled job group", "was cancelled", "OPERATION_CANCELED",
+                      "cancelled because it was part of cancelled job tags", "cancelled job tag")
+
+
+CANCELLATION_CONDITIONS = ("SPARK_JOB_CANCELLED", "OPERATION_CANCELED", "OPERATION_CANCELLED")
+
+
+def is_cancellation(exc: BaseException) -> bool:
+    """Spark stopped the work because it was asked to: said by PySpark 4's error condition where there is one, by
+    the message's words for a Py4J error (which has none)."""
+    condition = error_condition(exc)
+    if condition is not None and condition.split(".", 1)[0] in CANCELLATION_CONDITIONS:
+        return True
+    text = str(exc)
+    return any(marker in text for marker in CANCELLATION_TEXTS)
+
+
+# The code of "Spark cannot be reached"
+UNREACHABLE_CODE = "RAT-SPK-001"
+
+# What a Spark that went away says: a Connect server that stopped answering (error_message words it), a JVM of our
+# own that died or was stopped
+UNREACHABLE_TEXTS = ("Spark Connect server unreachable", "SparkContext was shut down",
+                     "Cannot call methods on a stopped SparkContext", "Answer from Java side is empty")
+
+
+def is_unreachable(exc: BaseException) -> bool:
+    """Spark itself went away during the work (not the pipeline's fault, nor its data's)."""
+    if type(exc).__name__ == "Py4JNetworkError":
+        return True
+    text = f"{error_message(exc)}\n{exc}"
+    return any(marker in text for marker in UNREACHABLE_TEXTS)
 
 
 _RPC_TEXT = re.compile(r"status = StatusCode\.(\w+).*?details = \"(.*?)\"", re.S)

@@ -64,11 +64,11 @@ import json, sys
 from pathlib import Path
 import psutil
 from ratui.engine.project.settings import load_settings
-from ratui.engine.spark import session as spark_mod
+from ratui.engine.spark import jobs, session as spark_mod
 
 settings = load_settings(Path(sys.argv[1]))
 spark = spark_mod.get_spark(settings)
-run = spark_mod.new_run_session(settings, "check")
+run = jobs.new_run_session(settings, "check")
 rows = run.sql("SELECT 41 + 1 AS answer").collect()
 from pyspark import SparkContext
 print(json.dumps({
@@ -80,7 +80,7 @@ print(json.dumps({
     "gateway": SparkContext._gateway is not None,
     "java_children": [p.name() for p in psutil.Process().children(recursive=True) if "java" in p.name()],
 }))
-spark_mod.end_run("check")
+jobs.end_run("check")
 """
 
 

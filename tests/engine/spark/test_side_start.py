@@ -15,9 +15,9 @@ from ratui.engine.spark import session
 @pytest.fixture
 def no_spark_yet(monkeypatch):
     """A process whose Spark has not started (this test process's own shared session is set aside meanwhile)."""
-    for name, value in (("_session", None), ("_soon", None), ("_soon_failed", None), ("_refused", None),
-                        ("_wanted", False)):
-        monkeypatch.setattr(session, name, value)
+    for name, value in (("session", None), ("soon", None), ("soon_failed", None), ("refused", None),
+                        ("wanted", False)):
+        monkeypatch.setattr(session.RUNTIME, name, value)
 
 
 def test_a_failed_start_on_the_side_fails_the_runs_get_spark_once_then_it_tries_again(no_spark_yet, monkeypatch,
@@ -32,7 +32,7 @@ def test_a_failed_start_on_the_side_fails_the_runs_get_spark_once_then_it_tries_
         release.wait(5)
         raise RatuiError("RAT-SPK-001", "Spark master spark://127.0.0.1:9 is not reachable")
 
-    monkeypatch.setattr(session, "_start", failing_start)
+    monkeypatch.setattr(session.RUNTIME, "_start", failing_start)
     session.start_soon(settings)
     session.start_soon(settings)  # asked again: still one start
     # the side thread is inside its start (a busy machine may schedule it late: the run's own call would then take
@@ -51,7 +51,7 @@ def test_a_failed_start_on_the_side_fails_the_runs_get_spark_once_then_it_tries_
 def test_the_run_gets_the_session_the_side_started(no_spark_yet, monkeypatch, make_project):
     settings = load_settings(make_project({}))
     started = []
-    monkeypatch.setattr(session, "_start", lambda s: started.append(1) or "a session")
+    monkeypatch.setattr(session.RUNTIME, "_start", lambda s: started.append(1) or "a session")
     session.start_soon(settings)
     assert session.get_spark(settings) == "a session"
     assert started == [1]
@@ -74,8 +74,8 @@ def test_a_jvm_started_on_the_side_that_no_run_used_writes_no_class_archive(make
               "from ratui.engine.spark import class_archive, session;"
               "session.start_soon(load_settings(Path(sys.argv[1])));"
               "deadline = time.monotonic() + 120\n"
-              "while session._session is None and time.monotonic() < deadline: time.sleep(0.1)\n"
-              "print('up' if session._session is not None else 'not up', class_archive.writing is not None)")
+              "while session.RUNTIME.session is None and time.monotonic() < deadline: time.sleep(0.1)\n"
+              "print('up' if session.RUNTIME.session is not None else 'not up', class_archive.writing is not None)")
     proc = subprocess.run([sys.executable, "-c", script, str(root)], env=env, capture_output=True, text=True,
                           timeout=300, cwd=Path(__file__).resolve().parents[3])
     assert proc.stdout.strip() == "up True", proc.stderr[-2000:]  # up, and the one to write the archive

@@ -28,18 +28,18 @@ def test_connect_errors_read_like_classic_ones():
     text = ("(org.apache.spark.SparkSQLException) [OPERATION_CANCELED] Operation has been canceled. SQLSTATE: HY008\n\n"
             "JVM stacktrace:\norg.apache.spark.SparkSQLException\n\tat org.apache.spark.sql.connect.X")
     assert error_message(Exception(text)) == "[OPERATION_CANCELED] Operation has been canceled. SQLSTATE: HY008"
-    assert spark_mod.is_cancellation(Exception(text))
+    assert spark_errors.is_cancellation(Exception(text))
     classic = "Job 3 cancelled part of cancelled job group 2611231200aa [SPARK_JOB_CANCELLED]"
-    assert spark_mod.is_cancellation(Exception(classic))
-    assert not spark_mod.is_cancellation(Exception("[DIVIDE_BY_ZERO] Division by zero."))
+    assert spark_errors.is_cancellation(Exception(classic))
+    assert not spark_errors.is_cancellation(Exception("[DIVIDE_BY_ZERO] Division by zero."))
     assert error_message(Exception("[TABLE_OR_VIEW_NOT_FOUND] The table `x` cannot be found.; line 1 pos 14")) == \
         "[TABLE_OR_VIEW_NOT_FOUND] The table `x` cannot be found."
     gone = ('<_MultiThreadedRendezvous of RPC that terminated with:\n\tstatus = StatusCode.UNAVAILABLE\n\tdetails = '
             '"failed to connect to all addresses; last error: Connection refused"\n\tdebug_error_string = "x"\n>')
     assert error_message(Exception(gone)) == ("Spark Connect server unreachable (UNAVAILABLE): "
                                               "failed to connect to all addresses; last error: Connection refused")
-    assert spark_mod.is_unreachable(Exception(gone)) and not spark_mod.is_cancellation(Exception(gone))
-    assert not spark_mod.is_unreachable(Exception("[DIVIDE_BY_ZERO] Division by zero."))
+    assert spark_errors.is_unreachable(Exception(gone)) and not spark_errors.is_cancellation(Exception(gone))
+    assert not spark_errors.is_unreachable(Exception("[DIVIDE_BY_ZERO] Division by zero."))
 
 
 def test_nothing_listening_is_a_coded_error_at_once():
@@ -47,8 +47,8 @@ def test_nothing_listening_is_a_coded_error_at_once():
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # bound, not listening: refused
         with pytest.raises(RatuiError) as caught:
-            spark_mod._check_reachable("127.0.0.1", port, "Spark master spark://127.0.0.1:1", "spark.master")
-    assert caught.value.code == spark_mod.UNREACHABLE_CODE
+            addresses.check_reachable("127.0.0.1", port, "Spark master spark://127.0.0.1:1", "spark.master")
+    assert caught.value.code == spark_errors.UNREACHABLE_CODE
     assert "not reachable" in caught.value.message and "spark.master" in (caught.value.hint or "")
 
 
@@ -122,8 +122,8 @@ def test_one_reading_of_positions_and_of_cancellations():
         def getCondition(self):  # noqa: N802 - PySpark's name
             return self.condition
 
-    assert spark_mod.is_cancellation(Conditioned("SPARK_JOB_CANCELLED"))
-    assert spark_mod.is_cancellation(Conditioned("OPERATION_CANCELED"))
-    assert not spark_mod.is_cancellation(Conditioned("TABLE_OR_VIEW_NOT_FOUND"))
-    assert spark_mod.is_cancellation(RuntimeError("Job 3 cancelled because SparkContext was shut down: cancelled "
+    assert spark_errors.is_cancellation(Conditioned("SPARK_JOB_CANCELLED"))
+    assert spark_errors.is_cancellation(Conditioned("OPERATION_CANCELED"))
+    assert not spark_errors.is_cancellation(Conditioned("TABLE_OR_VIEW_NOT_FOUND"))
+    assert spark_errors.is_cancellation(RuntimeError("Job 3 cancelled because SparkContext was shut down: cancelled "
                                                   "job group run-1"))  # a Py4J error: its words

@@ -2,7 +2,8 @@
 
 Work that blocks (SQLite, files, the catalog, Spark) runs in thread workers; each posts exactly one message when it
 ends: its typed result, or a failure naming what failed. Handlers are declared with `@on(Message)`; nothing
-dispatches on worker names.
+dispatches on worker names. (The App's mixins, app_keys.py and app_actions.py, name their handlers
+`on_<message>` instead: Textual's `@on` registers on message-pump classes only.)
 """
 
 from __future__ import annotations

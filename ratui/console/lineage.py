@@ -25,6 +25,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Union
 
+from ratui.engine.project.dag import Graph  # the lineage follows the project's DAG as the engine walks it
+
 Edge = tuple[str, str]  # (parent, child): data flows from parent to child
 
 ROW_GAP = 2  # rows from one node to the next in a column (a blank line between)
@@ -528,24 +530,14 @@ def lineage(lay: Layout, key: str) -> tuple[set[str], set[str], set[Edge]]:
     for parent, child in lay.edges:
         ups.setdefault(child, []).append(parent)
         downs.setdefault(parent, []).append(child)
-    ancestors = _walk(key, ups)
-    descendants = _walk(key, downs)
+    graph = Graph(list(lay.nodes), ups, downs)
+    ancestors = graph.ancestors(key)
+    descendants = graph.descendants(key)
     upper, lower = ancestors | {key}, descendants | {key}
     lit = {(p, c) for p, c in lay.drawn if (p in ancestors and c in upper) or (p in lower and c in descendants)}
     ancestors.discard(key)
     descendants.discard(key)
     return ancestors, descendants, lit
-
-
-def _walk(start: str, links: Mapping[str, list[str]]) -> set[str]:
-    seen: set[str] = set()
-    stack = list(links.get(start, ()))
-    while stack:
-        node = stack.pop()
-        if node not in seen:
-            seen.add(node)
-            stack.extend(links.get(node, ()))
-    return seen
 
 
 def _nearest(lay: Layout, candidates: Iterable[str], y: int) -> str | None:

@@ -2,7 +2,7 @@
 The App builds its modes, the 1-9 bindings, the palette's "Open ..." commands, the help's sections and the jump's
 aliases from these; the tab bar its titles. No Textual here (the screen classes are matched to these by their MODE).
 
-Adding a screen: a ScreenSpec line here and its class (with MODE set) in the App's SCREEN_CLASSES."""
+Adding a screen: a ScreenSpec line here and its class (with MODE set) in the App's SCREEN_CLASSES (app_keys.py)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ coded RatuiError becomes a toast and anything else opens the error screen.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from textual.message import Message
 from textual.screen import Screen
@@ -17,6 +17,10 @@ from textual.worker import Worker
 
 from ratui.engine.errors import RatuiError
 from ratui.messages import Loaded
+
+if TYPE_CHECKING:
+    from textual.widget import Widget
+    from textual.widgets import Input
 
 
 def changes(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -44,6 +48,19 @@ class Guarded:
             app = self.app
             app.crashes.append(error)
             app.show_error(error, f"handling {type(message).__name__}")
+
+
+def open_field(field: "Input", value: str) -> None:
+    """Show a one-line field kept hidden under a view (a search, a filter), holding `value`, and type into it."""
+    field.remove_class("hidden")
+    field.value = value
+    field.focus()
+
+
+def close_field(field: "Input", view: "Widget") -> None:
+    """Hide the field again and hand the keys back to the view it searches or filters."""
+    field.add_class("hidden")
+    view.focus()
 
 
 class LoadFailed(Message):

@@ -432,15 +432,20 @@ class BranchesScreen(TableScreen):
                         "untouched. m merges it when it is ready.", title="Working ref", markup=False)
         self.reload()
 
+    def branch_picked(self, on_main: str, severity: str) -> str | None:
+        """The branch under the cursor, for a delete or a merge; main says `on_main` instead (neither applies to
+        it) and gives None, as does an empty table."""
+        ref = self.cursor_key()
+        if ref == MAIN:
+            self.notify(on_main, severity=severity)
+            return None
+        return ref
+
     @changes("deleting a branch")
     def action_delete(self) -> None:
-        ref = self.cursor_key()
-        if ref is None:
-            return
-        if ref == MAIN:
-            self.notify("main is the production ref: it cannot be deleted (RAT-CAT-004).", severity="error")
-            return
-        self.load(DeleteChecked, lambda r: (r, self.app.controller.live_run_of(r)), ref)
+        ref = self.branch_picked("main is the production ref: it cannot be deleted (RAT-CAT-004).", "error")
+        if ref is not None:
+            self.load(DeleteChecked, lambda r: (r, self.app.controller.live_run_of(r)), ref)
 
     @on(DeleteChecked)
     def _delete_checked(self, message: DeleteChecked) -> None:
@@ -480,13 +485,9 @@ class BranchesScreen(TableScreen):
 
     @changes("merging a branch")
     def action_merge(self) -> None:
-        ref = self.cursor_key()
-        if ref is None:
-            return
-        if ref == MAIN:
-            self.notify("Pick a branch to merge into main.", severity="warning")
-            return
-        self.load(MergeDryRun, self._preview, ref)
+        ref = self.branch_picked("Pick a branch to merge into main.", "warning")
+        if ref is not None:
+            self.load(MergeDryRun, self._preview, ref)
 
     def _preview(self, ref: str):
         controller = self.app.controller

@@ -28,7 +28,7 @@ from ratui.console.logs import (
 )
 from ratui.engine.vocabulary import format_bytes
 from ratui.messages import LogPolled, LogRead
-from ratui.screens.base import ConsoleScreen
+from ratui.screens.base import ConsoleScreen, close_field, open_field
 from ratui.widgets.chrome import NavBar, StatusLine
 
 POLL_SECONDS = 1.0
@@ -472,17 +472,12 @@ class SparkLogScreen(ConsoleScreen):
         self.show_info()
 
     def action_search(self) -> None:
-        field = self.query_one("#logs-search", Input)
-        field.remove_class("hidden")
-        field.value = self.query_text
-        field.focus()
+        open_field(self.query_one("#logs-search", Input), self.query_text)
 
     @on(Input.Submitted, "#logs-search")
     def _search_submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        field = self.query_one("#logs-search", Input)
-        field.add_class("hidden")
-        self.view.focus()
+        close_field(self.query_one("#logs-search", Input), self.view)
         self.query_text = event.value.strip()
         self._find()
         self._go()

@@ -41,26 +41,28 @@ PROGRESS_SECONDS = 0.5  # how often a running query's Spark progress is asked fo
 _NAME = re.compile(r"[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*){1,2}")
 
 
-class ExportScreen(Guarded, ModalScreen[str | None]):
-    """Where to export the result: a path inside the project, .csv or .parquet."""
-
-    BINDINGS = [Binding("escape", "cancel", "Back", id="export.cancel")]
-    DEFAULT_CSS = """
-    ExportScreen { align: center middle; }
-    #export { width: 76; max-width: 100%; height: auto; border: round $accent; padding: 0 1; background: $surface; }
-    #export-hint { color: $text-muted; }
+def prompt_css(screen: str, box: str) -> str:
+    """A prompt's look: a box of 76 columns in the middle of the screen, its hint dimmed (ids: box, box-hint)."""
+    return f"""
+    {screen} {{ align: center middle; }}
+    #{box} {{ width: 76; max-width: 100%; height: auto; border: round $accent; padding: 0 1; background: $surface; }}
+    #{box}-hint {{ color: $text-muted; }}
     """
 
-    def __init__(self, default: str) -> None:
+
+class LinePrompt(Guarded, ModalScreen[str | None]):
+    """One line to type in a box, under a heading and over a hint: enter answers with what was typed (None when
+    nothing was), escape goes back (None)."""
+
+    def __init__(self, box: str, heading: str, field: Input, hint: str) -> None:
         super().__init__()
-        self.default = default
+        self.box, self.heading, self.field, self.hint = box, heading, field, hint
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="export"):
-            yield Label(Text("Export the whole result", style="bold"))
-            yield Input(value=self.default, id="export-input")
-            yield Static("A path inside the project ending in .csv (with a header) or .parquet; enter exports, "
-                         "escape goes back. An existing file is never overwritten.", id="export-hint")
+        with Vertical(id=self.box):
+            yield Label(Text(self.heading, style="bold"))
+            yield self.field
+            yield Static(self.hint, id=f"{self.box}-hint")
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
@@ -68,44 +70,41 @@ class ExportScreen(Guarded, ModalScreen[str | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+class ExportScreen(LinePrompt):
+    """Where to export the result: a path inside the project, .csv or .parquet."""
+
+    BINDINGS = [Binding("escape", "cancel", "Back", id="export.cancel")]
+    DEFAULT_CSS = prompt_css("ExportScreen", "export")
+
+    def __init__(self, default: str) -> None:
+        super().__init__("export", "Export the whole result", Input(value=default, id="export-input"),
+                         "A path inside the project ending in .csv (with a header) or .parquet; enter exports, "
+                         "escape goes back. An existing file is never overwritten.")
+        self.default = default
 
 
 PAST = "@past"  # the picker's "a past state…" entry: asks for ref@HASH or ref at TIME
 
 
-class RefPromptScreen(Guarded, ModalScreen[str | None]):
+class RefPromptScreen(LinePrompt):
     """A ref to read: a branch, a past state "main@HASH", or "main at 2026-03-01 10:00" (UTC unless it names a zone)."""
 
     BINDINGS = [Binding("escape", "cancel", "Back", id="ref_prompt.cancel")]
-    DEFAULT_CSS = """
-    RefPromptScreen { align: center middle; }
-    #ref-prompt { width: 76; max-width: 100%; height: auto; border: round $accent; padding: 0 1; background: $surface; }
-    #ref-prompt-hint { color: $text-muted; }
-    """
+    DEFAULT_CSS = prompt_css("RefPromptScreen", "ref-prompt")
 
     def __init__(self, current: str) -> None:
-        super().__init__()
+        super().__init__("ref-prompt", "Read a past state",
+                         Input(placeholder=f"{current.partition('@')[0]} at 2026-03-01 10:00", id="ref-prompt-input"),
+                         "ref@HASH (a commit of History or `ratui log`), ref at TIME (its state then; UTC unless "
+                         "a zone is given), or at TIME for the current ref. enter reads it, escape goes back.")
         self.current = current
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="ref-prompt"):
-            yield Label(Text("Read a past state", style="bold"))
-            yield Input(placeholder=f"{self.current.partition('@')[0]} at 2026-03-01 10:00", id="ref-prompt-input")
-            yield Static("ref@HASH (a commit of History or `ratui log`), ref at TIME (its state then; UTC unless "
-                         "a zone is given), or at TIME for the current ref. enter reads it, escape goes back.",
-                         id="ref-prompt-hint")
 
     def on_mount(self) -> None:
         field = self.query_one(Input)
         field.cursor_blink = getattr(self.app, "cursor_blink", True)
         field.focus()
-
-    @on(Input.Submitted)
-    def _submitted(self, event: Input.Submitted) -> None:
-        self.dismiss(event.value.strip() or None)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
 
 
 class QueryScreen(ConsoleScreen):

@@ -21,7 +21,7 @@ from ratui.console.live import LiveRun
 from ratui.widgets.chrome import NavBar, StatusLine
 from ratui.widgets.run_view import PhaseTable, QualitySummary
 from ratui.messages import RunRecordLoaded
-from ratui.screens.base import ConsoleScreen
+from ratui.screens.base import ConsoleScreen, close_field, open_field
 
 LEVEL_STYLE = {"error": "red", "warning": "yellow", "debug": "dim", "info": ""}
 MATCH_STYLE = "reverse"
@@ -351,17 +351,12 @@ class RunScreen(ConsoleScreen):
     # ----------------------------------------------------------------------------------------- search
 
     def action_search(self) -> None:
-        field = self.query_one("#run-search", Input)
-        field.remove_class("hidden")
-        field.value = self.search
-        field.focus()
+        open_field(self.query_one("#run-search", Input), self.search)
 
     @on(Input.Submitted, "#run-search")
     def _search_submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        field = self.query_one("#run-search", Input)
-        field.add_class("hidden")
-        self.query_one("#run-log", RichLog).focus()
+        close_field(self.query_one("#run-search", Input), self.query_one("#run-log", RichLog))
         self.find(event.value.strip())
 
     def find(self, text: str) -> None:

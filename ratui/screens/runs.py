@@ -14,6 +14,7 @@ from ratui.console.controller import RunFilter, RunsPage
 from ratui.console.format import fmt_count, fmt_ms, fmt_time, glyph, short_key
 from ratui.widgets.chrome import NavBar, StatusLine
 from ratui.messages import PreviousRunFound, RunsPageLoaded
+from ratui.screens.base import close_field, open_field
 from ratui.screens.table_screen import TableScreen
 
 PAGE_SIZE = 100
@@ -129,10 +130,7 @@ class RunsScreen(TableScreen):
     # --------------------------------------------------------------------------------------- actions
 
     def action_filter(self) -> None:
-        field = self.query_one("#runs-filter", Input)
-        field.remove_class("hidden")
-        field.value = self.filter.describe()
-        field.focus()
+        open_field(self.query_one("#runs-filter", Input), self.filter.describe())
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
@@ -142,16 +140,13 @@ class RunsScreen(TableScreen):
             return
         self.filter = parsed
         self.page = 0
-        field = self.query_one("#runs-filter", Input)
-        field.add_class("hidden")
-        self.query_one("#runs-table", DataTable).focus()
+        close_field(self.query_one("#runs-filter", Input), self.query_one("#runs-table", DataTable))
         self.reload()
 
     def action_clear_filter(self) -> None:
         field = self.query_one("#runs-filter", Input)
         if not field.has_class("hidden"):
-            field.add_class("hidden")
-            self.query_one("#runs-table", DataTable).focus()
+            close_field(field, self.query_one("#runs-table", DataTable))
         elif self.filter.active:
             self.filter = RunFilter()
             self.page = 0

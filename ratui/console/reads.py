@@ -1,0 +1,153 @@
+"""What the console reads: the run history, quality results, branches and their diffs, a ref's log, the landing
+zones, the reaper's reports and where Spark runs.
+
+A mixin of Controller: every method blocks (SQLite, files, the catalog), so the screens call them from thread
+workers. None of them changes anything, so a read-only console answers them all. Textual-free.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ratui.console.records import BranchRow, DiffRow, RunFilter, RunsPage, TableState
+from ratui.engine.errors import RatuiError
+from ratui.engine.vocabulary import MAIN
+
+
+def _state_of(side: Any) -> TableState | None:
+    """The engine's TableState of one side of a diff as the console shows it (None: not on that side)."""
+    if side is None or side.location is None:
+        return None
+    return TableState(side.snapshot_id, None, side.rows, side.files)
+
+
+class Reads:
+    """The controller's read queries (Controller's __init__ sets the state they use: engine, settings)."""
+
+    # ----------------------------------------------------------------------------------------- history
+
+    def recent(self, per_pipeline: int = 12) -> dict[str, list[dict[str, Any]]]:
+        return self.require_engine().recent_runs(per_pipeline)
+
+    def runs_page(self, page: int, size: int, flt: RunFilter) -> RunsPage:
+        engine = self.require_engine()
+        total = engine.count_runs(pipeline=flt.pipeline, status=flt.status, text=flt.text)
+        pages = max(1, -(-total // size))
+        page = max(0, min(page, pages - 1))
+        rows = engine.runs(size, page * size, pipeline=flt.pipeline, status=flt.status, text=flt.text)
+        return RunsPage(rows, total, page, size)
+
+    def get_run(self, run_id: str) -> dict[str, Any] | None:
+        return self.require_engine().get_run(run_id)
+
+    def quality(self, run_id: str | None = None, limit: int = 500) -> list[dict[str, Any]]:
+        """Quality results of one run, or across recent runs; each with its pipeline."""
+        engine = self.require_engine()
+        if run_id:
+            run = engine.get_run(run_id)
+            if not run:
+                raise RatuiError("RAT-RUN-004", f"no run '{run_id}'")
+            return [dict(q, pipeline=run["pipeline"]) for q in run["quality"]]
+        return engine.quality_results(limit)
+
+    # ---------------------------------------------------------------------------------------- branches
+
+    def branches(self) -> list[BranchRow]:
+        engine = self.require_engine()
+        return [BranchRow(r.name, r.head, r.created_at, r.run_id, len(engine.table_pointers(r.name)))
+                for r in engine.refs()]
+
+    def _table_state(self, ref: str, key: str) -> TableState:
+        try:
+            table = self.require_engine().load_table(ref, key)
+        except RatuiError:
+            return TableState(None, None, None)
+        snap = table.current_snapshot()
+        if snap is None:
+            return TableState(None, None, 0)
+        total = None
+        summary = snap.summary
+        if summary is not None:
+            value = summary.additional_properties.get("total-records") if hasattr(summary, "additional_properties") \
+                else None
+            if value is None:
+                try:
+                    value = summary["total-records"]
+                except (KeyError, TypeError):
+                    value = None
+            total = int(value) if value is not None else None
+        return TableState(snap.snapshot_id, snap.sequence_number, total)
+
+    def diff(self, ref: str, against: str = MAIN) -> list[DiffRow]:
+        """Per table, what differs between `ref` and `against` (main): the change from the branch's side, which side
+        changed it since the fork, snapshot, rows and files on each side, and the schema changes. For main itself:
+        its tables."""
+        engine = self.require_engine()
+        if ref == MAIN and against == MAIN:
+            return [DiffRow(key, "table", False, None, self._table_state(MAIN, key))
+                    for key in sorted(engine.table_pointers(MAIN))]
+        rows = []
+        for change in engine.diff_refs(ref, against):
+            rows.append(DiffRow(change.table, change.change, change.changed_on == "both",
+                                _state_of(change.left), _state_of(change.right), change.changed_on,
+                                tuple(change.schema_changes)))
+        return rows
+
+    def merge_target(self, ref: str) -> str:
+        """The ref `ref` was created from (where its merge goes), when that ref is still there; else main."""
+        return self.require_engine().branch_origin(ref)
+
+    def merge_preview(self, ref: str):
+        """A dry-run merge of `ref` into the ref it came from (the result's `into`): nothing changes."""
+        return self.require_engine().merge(ref, into=self.merge_target(ref), dry_run=True)
+
+    # ------------------------------------------------------------------------------- history, rollback
+
+    def log(self, ref: str = MAIN, table: str | None = None, limit: int = 200) -> list:
+        """The ref's commits, newest first (LogEntry: time, kind, run, pipeline, version, tables changed)."""
+        return self.require_engine().log(ref, table=table, limit=limit)
+
+    def plan_rollback(self, ref: str, to: str, table: str | None = None):
+        """What rolling `ref` (or one table of it) back to commit `to` would change; nothing is changed."""
+        return self.require_engine().plan_rollback(ref, to, table)
+
+    def resolve_ref(self, ref: str, at: str | None = None) -> str:
+        """A ref or past state "ref@HASH" checked; with `at` (a time), the ref's state then as "ref@HASH"."""
+        return self.require_engine().resolve_ref(ref, at)
+
+    def live_run_of(self, ref: str) -> dict[str, Any] | None:
+        """The run still going (in any process) whose branch `ref` is."""
+        return self.require_engine().live_run_of(ref)
+
+    # -------------------------------------------------------------------------- landing, reaper, Spark
+
+    def landing_files(self) -> list:
+        """Every landing file of the project's namespace, per zone and consuming pipeline (LandingFile)."""
+        return self.require_engine().landing_files()
+
+    def reaper_settings(self) -> dict[str, int]:
+        from ratui.engine.project.settings import REAPER_KEYS
+
+        return {key: getattr(self.settings, f"reaper_{key}") for key in REAPER_KEYS}
+
+    def reaper_reports(self, limit: int = 20) -> list:
+        return self.require_engine().reaper().reports(limit)
+
+    def spark_where(self) -> str:
+        """Where Spark runs and with what (the status line): "local[2], 2 cores", "cluster spark://..., 1 executor,
+        2 cores", "Spark Connect sc://..." once it started; ratui.yaml's word for it before. Asks the driver (never a
+        job): call it from a worker thread. Never raises."""
+        from ratui.engine.spark import addresses, session as spark_mod
+
+        try:
+            described = spark_mod.describe()
+        except Exception:  # a driver going down: say what ratui.yaml says
+            described = None
+        if described:
+            return described
+        settings = self.settings
+        if settings is None:
+            return ""
+        if settings.spark_remote:
+            return f"Spark Connect {addresses.display_url(settings.spark_remote)}"
+        return settings.spark_where

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from ratui.engine.state.catalog.base import BranchCatalog
+from ratui.engine.state.catalog.base import BranchCatalog, Pointer
 from ratui.engine.errors import RatuiError
 from ratui.engine.locations import ProjectLocations, plain_path
 from ratui.engine.vocabulary import RUN_PREFIX
@@ -48,23 +48,9 @@ PREVIOUS_VERSIONS_MAX = "write.metadata.previous-versions-max"
 PREVIOUS_VERSIONS_MAX_DEFAULT = 100
 
 
-@dataclass(frozen=True)
-class Pointer:
-    """One table on one ref: the metadata file the ref points at (and the one before it)."""
-
-    ref: str
-    table: str
-    location: str
-    previous: str | None = None
-    view: bool = False
-    # a past commit's pointer: only the state it recorded (its metadata file and current snapshot) is kept, so
-    # snapshot expiry still frees older snapshots; a metadata file already gone protects nothing and is skipped
-    past: bool = False
-
-
 def live_pointers(catalog: BranchCatalog) -> list[Pointer]:
     """Every table pointer of every ref, read at one instant where the backend can (catalog.every_pointer)."""
-    return [Pointer(p.ref, p.key, p.location, p.previous, view=p.view) for p in catalog.every_pointer()]
+    return catalog.every_pointer()
 
 
 def commit_pointers(catalog: BranchCatalog, since: str, skip: set[str] | frozenset[str] = frozenset()) -> list[Pointer]:

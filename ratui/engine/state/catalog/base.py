@@ -107,14 +107,19 @@ def split_key(key: str) -> tuple[tuple[str, ...], str]:
 
 
 @dataclass(frozen=True)
-class LivePointer:
-    """A ref's pointer to a table's (or a view's) current metadata file, and the one before it when known."""
+class Pointer:
+    """One table (or view) on one ref: the metadata file the ref points at, and the one before it when known.
+
+    `ref` is a ref's name, or "ref@HASH" for a past commit's pointer (`past`): the orphan-file sweep keeps only the
+    state such a commit recorded (its metadata file and current snapshot), so snapshot expiry still frees older
+    snapshots, and a metadata file already gone protects nothing."""
 
     ref: str
-    key: str
+    table: str  # the table key, "namespace.layer.name"
     location: str
     previous: str | None = None
     view: bool = False
+    past: bool = False
 
 
 class BranchCatalog(ABC):
@@ -165,12 +170,12 @@ class BranchCatalog(ABC):
     def table_pointers(self, ref: str) -> dict[str, str]:
         """The ref's current table key -> metadata location map."""
 
-    def every_pointer(self) -> list[LivePointer]:
+    def every_pointer(self) -> list[Pointer]:
         """Every table pointer of every ref, for the orphan-file sweep. This default reads ref by ref; a backend
         that can read them at one instant (the embedded catalog: one transaction) does."""
-        out: list[LivePointer] = []
+        out: list[Pointer] = []
         for ref in self.list_refs():
-            out.extend(LivePointer(ref.name, key, location) for key, location in
+            out.extend(Pointer(ref.name, key, location) for key, location in
                        sorted(self.table_pointers(ref.name).items()))
         return out
 

@@ -1,4 +1,4 @@
-"""CSV column types found in Python (ratui/engine/run/csv_types.py) against Spark's own passes over the same file.
+"""CSV column types found in Python (ratui/engine/landing/formats/csv_types.py) against Spark's own passes over a file.
 
     python benchmarks/csv_types.py
 
@@ -27,7 +27,7 @@ def main() -> None:
     import os
 
     from ratui.engine.project.settings import load_settings
-    from ratui.engine.run.csv_types import MAX_BYTES, csv_types
+    from ratui.engine.landing.formats.csv_types import MAX_BYTES, csv_types
     from ratui.engine.spark import session as spark_mod
 
     print("load average %.2f %.2f, %d cores" % (*os.getloadavg()[:2], os.cpu_count() or 0))

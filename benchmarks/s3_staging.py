@@ -29,7 +29,7 @@ sys.path.insert(0, str(REPO / "tests" / "engine"))
 
 from s3_server import moto_server, s3_client  # noqa: E402
 
-from ratui.engine.storage.s3 import S3Zone  # noqa: E402
+from ratui.engine.landing.s3 import S3Zone  # noqa: E402
 
 
 def main() -> None:

@@ -13,7 +13,8 @@ import pytest
 
 from ratui.engine.errors import RatuiError
 from ratui.engine.run.engine import Engine
-from ratui.engine.storage.s3 import ObjectFile, S3Zone
+from ratui.engine.landing.s3 import S3Zone
+from ratui.engine.landing.zone import ZoneEntry
 
 from mainstate import main_fingerprint, run_one
 from s3_server import free_port, moto_server, s3_client
@@ -244,7 +245,7 @@ def test_an_object_rewritten_after_listing_is_not_fetched_as_the_listed_one(endp
     assert caught.value.code == "RAT-S3-004" and caught.value.file == f"s3://{bucket}/z/a.csv"
     client.delete_object(Bucket=bucket, Key="z/a.csv")
     with pytest.raises(RatuiError) as caught:
-        zone.fetch([ObjectFile("a.csv", 4, 0, "")], tmp_path / "gone")
+        zone.fetch([ZoneEntry("a.csv", 4, 0, "")], tmp_path / "gone")
     assert caught.value.code == "RAT-S3-004"
 
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ratui.engine.errors import RatuiError
-from ratui.engine.state.ledger import zone_digest
-from ratui.engine.project.discovery import Pipeline, landing_zone
+from ratui.engine.landing.zone import open_zone, zone_digest
+from ratui.engine.project.discovery import Pipeline
 from ratui.engine.project.settings import Settings
 from ratui.engine.vocabulary import MAIN
 
@@ -63,21 +63,18 @@ def definition_hashes(pipeline: Pipeline) -> dict[str, str]:
 
 
 def zone_state(settings: Settings, pipeline: Pipeline) -> dict[str, Any]:
-    """Each zone's active files as change detection compares them (an object-store zone is listed: an
-    unreachable one raises its coded error rather than look unchanged)."""
-    from ratui.engine.storage.s3 import s3_zone
-
+    """Each zone's active files as change detection compares them (a zone that cannot be listed because it is
+    not there is empty; a remote one that cannot be reached raises its coded error rather than look unchanged)."""
     state: dict[str, Any] = {}
-    for zone in pipeline.zones:
-        remote = settings.remote_zone(pipeline.namespace, zone)
-        if remote is not None:
-            state[zone] = zone_digest(s3_zone(remote).list())
-            continue
+    for name in pipeline.zones:
+        zone = None
         try:
-            files = landing_zone(settings.root, pipeline.namespace, zone).active_files()
+            zone = open_zone(settings, pipeline.namespace, name)
+            state[name] = zone_digest(zone.list())
         except Exception:
-            files = []
-        state[zone] = zone_digest(files)
+            if zone is not None and zone.polled:
+                raise
+            state[name] = []
     return state
 
 

@@ -44,6 +44,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
+from ratui.engine.landing.names import archived_run, is_readable_archive
+from ratui.engine.landing.zone import Zone, every_zone
 from ratui.engine.ops import orphans
 from ratui.engine.events import Event, EventBus, RunFinished
 from ratui.engine.state.reaper_reports import ReaperReports
@@ -386,108 +388,46 @@ class Reaper:
     def _task_processed_files(self, ctx: _Pass, task: TaskReport) -> None:
         max_age = timedelta(days=self.settings.reaper_processed_max_age_days).total_seconds()
         now = ctx.now.timestamp()
-        root = Path(os.path.realpath(self.settings.root))
-        for processed in self._processed_folders(root):
-            files = []  # (path, lstat)
-            for folder, _dirs, names in os.walk(processed):
-                for name in names:
-                    path = Path(folder) / name
-                    try:
-                        st = path.lstat()
-                    except FileNotFoundError:
-                        continue
-                    if path.is_symlink() or not path.is_file():
-                        continue
-                    files.append((path, st))
-            if not files:
-                continue
-            # what a run reads for a zone's columns when nothing new arrived (the newest file it knows): keep it
-            readable = [(p, st) for p, st in files
-                        if p.parent.parent == processed and not p.name.startswith(".")]
-            newest = max(readable, key=lambda f: f[1].st_mtime_ns)[0] if readable else None
-            ended = self.history.end_times({p.relative_to(processed).parts[0] for p, _ in files})
-            for path, st in sorted(files):
-                run_id = path.relative_to(processed).parts[0]
-                archived = max(st.st_mtime, ended.get(run_id, 0.0))
-                age = now - archived
-                if age <= max_age:
-                    continue
-                item = {"name": self._rel(path), "path": self._rel(path), "bytes": st.st_size, "run_id": run_id,
-                        "age_days": round(age / 86400, 2)}
-                if path == newest:
-                    task.kept.append({**item, "reason": "newest archived file of the zone (its columns are read "
-                                                        "when nothing new arrives)"})
-                    continue
-                task.found.append(item)
-                task.bytes_found += st.st_size
-                if ctx.dry_run:
-                    continue
-                # removes the folders it leaves empty too (up to _processed/, which stays)
-                freed = orphans.remove_file(str(path), older_than=st.st_mtime + 1, root=self.settings.root,
-                                            stop_at=[processed])
-                if freed is not None:
-                    task.removed.append(item)
-                    task.bytes_freed += freed
-                    zone = processed.parent
-                    self.state.ledger.mark_purged(zone.parent.parent.name, zone.name,
-                                                   path.relative_to(zone).as_posix())
-
-        for remote in self.settings.remote_zones.values():
+        for zone in every_zone(self.settings):
             try:
-                self._processed_objects(ctx, task, remote, now, max_age)
-            except RatuiError as exc:  # an unreachable store: the local zones are done, this one is reported
+                self._processed_of(ctx, task, zone, now, max_age)
+            except RatuiError as exc:  # an unreachable store: the other zones are done, this one is reported
                 task.fail(exc)
 
-    def _processed_objects(self, ctx: _Pass, task: TaskReport, remote, now: float, max_age: float) -> None:
-        """The same retention for an object-store zone: objects under prefix/_processed/{run_id}/."""
-        from ratui.engine.storage.s3 import PROCESSED, is_active_name, s3_zone
-
-        s3 = s3_zone(remote)
-        objects = [o for o in s3.list(PROCESSED + "/") if o.name.count("/") >= 2]
-        if not objects:
+    def _processed_of(self, ctx: _Pass, task: TaskReport, zone: Zone, now: float, max_age: float) -> None:
+        """One zone's archive (`_processed/{run_id}/`): what is older than the retention goes, but the newest file a
+        run could read (its columns are read when nothing new arrives)."""
+        runs = {e: run for e in zone.processed() if (run := archived_run(e.name))}
+        if not runs:
             return
-        readable = [o for o in objects if o.name.count("/") == 2 and is_active_name(o.name.rsplit("/", 1)[-1])]
-        ended = self.history.end_times({o.name.split("/")[1] for o in objects})
+        ended = self.history.end_times(set(runs.values()))
         # an object store keeps times in whole seconds: among equals, the run that ended last (run ids sort by the
         # second they were made in, then at random)
-        newest = max(readable, key=lambda o: (o.mtime_ns, ended.get(o.name.split("/")[1], 0.0),
-                                              o.name.split("/")[1])).name if readable else None
+        newest = max((e for e in runs if is_readable_archive(e.name)), default=None,
+                     key=lambda e: (e.mtime_ns, ended.get(runs[e], 0.0), runs[e]))
         doomed = []
-        for obj in objects:
-            run_id = obj.name.split("/")[1]
-            age = now - max(obj.mtime_ns / 1e9, ended.get(run_id, 0.0))
+        for entry, run_id in runs.items():
+            age = now - max(entry.mtime_ns / 1e9, ended.get(run_id, 0.0))
             if age <= max_age:
                 continue
-            item = {"name": s3.uri(obj.name), "path": s3.uri(obj.name), "bytes": obj.size, "run_id": run_id,
+            shown = self._rel(zone.where(entry.name))
+            item = {"name": shown, "path": shown, "bytes": entry.size, "run_id": run_id,
                     "age_days": round(age / 86400, 2)}
-            if obj.name == newest:
+            if entry == newest:
                 task.kept.append({**item, "reason": "newest archived file of the zone (its columns are read "
                                                     "when nothing new arrives)"})
                 continue
             task.found.append(item)
-            task.bytes_found += obj.size
-            doomed.append((obj, item))
+            task.bytes_found += entry.size
+            doomed.append((entry, item))
         if ctx.dry_run or not doomed:
             return
-        deleted = s3.delete([o.name for o, _ in doomed])
-        for obj, item in doomed:
-            if obj.name not in deleted:
-                continue
-            task.removed.append(item)
-            task.bytes_freed += obj.size
-            self.state.ledger.mark_purged(remote.namespace, remote.name, obj.name)
-
-    def _processed_folders(self, root: Path) -> list[Path]:
-        out = []
-        for ns in sorted(root.iterdir()):
-            landing = ns / "landing"
-            if ns.name.startswith(".") or not landing.is_dir() or landing.is_symlink():
-                continue
-            for zone in sorted(landing.iterdir()):
-                processed = zone / "_processed"
-                if zone.is_dir() and processed.is_dir() and not processed.is_symlink():
-                    out.append(processed)
-        return out
+        deleted = zone.purge([e for e, _ in doomed])
+        for entry, item in doomed:
+            if entry.name in deleted:
+                task.removed.append(item)
+                task.bytes_freed += entry.size
+                self.state.ledger.mark_purged(zone.namespace, zone.name, entry.name)
 
     # ------------------------------------------------------------------------------------- snapshots
 

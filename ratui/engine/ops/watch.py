@@ -31,7 +31,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from ratui.engine.project.compiler import CompiledProject, compile_project
-from ratui.engine.project.discovery import landing_folder
+from ratui.engine.landing.local import landing_folder
+from ratui.engine.landing.names import PROCESSED, RESERVED_DIRS, is_active_name
+from ratui.engine.landing.zone import configured_zones
 from ratui.engine.errors import RatuiError
 from ratui.engine.events import (  # noqa: F401 - the watcher's events, re-exported
     EventBus, WatchErrors, WatchEvent, WatchFailed, WatchPlanFinished, WatchPlanStarted, WatchReloaded,
@@ -42,7 +44,7 @@ from ratui.engine.project.settings import SETTINGS_FILE, STATE_DIR, Settings, lo
 log = logging.getLogger("ratui.watch")
 
 PIPELINE_FILES = ("pipeline.sql", "pipeline.py", "config.yaml")
-IGNORED_DIR_NAMES = {"__pycache__", "_processed", "_samples"}
+IGNORED_DIR_NAMES = {"__pycache__", *RESERVED_DIRS}
 _VIM_SWAP = re.compile(r"\.sw[a-px]$")  # .swp, .swo, .swn, ... and vim's .swx probe
 _JETBRAINS = ("___jb_tmp___", "___jb_old___")
 
@@ -132,16 +134,11 @@ def _change_word(change: Any) -> str:
     return name if isinstance(name, str) else "changed"
 
 
-def _is_landing_file(name: str) -> bool:
-    """Mirrors LandingZone.active_files: what the engine would read from a zone's root."""
-    return not name.startswith((".", "_", "~")) and not name.endswith(("~", ".swp", ".tmp"))
-
-
 def _archived(path: Path) -> bool:
     """A zone file gone from the zone's root because the engine archived it (`_processed/{run_id}/name`)."""
     if path.exists():
         return False
-    processed = path.parent / "_processed"
+    processed = path.parent / PROCESSED
     return processed.is_dir() and any((run / path.name).exists() for run in processed.iterdir())
 
 
@@ -207,7 +204,7 @@ def plan_for_changes(compiled: CompiledProject, root: Path,
         elif len(parts) in (2, 3, 4) and parts[1] == "landing":
             ns = parts[0]
             zone = parts[2] if len(parts) >= 3 else None
-            if len(parts) == 4 and (not _is_landing_file(parts[3]) or root.joinpath(*parts).is_dir()
+            if len(parts) == 4 and (not is_active_name(parts[3]) or root.joinpath(*parts).is_dir()
                                     or _archived(root.joinpath(*parts))):
                 continue  # not a file the engine reads from the zone, or the engine moved it to _processed/
             for key, p in pipelines.items():
@@ -421,39 +418,38 @@ class Watcher:
         reported once per distinct error and polled again."""
         from watchfiles import Change
 
-        from ratui.engine.storage.s3 import PROCESSED, s3_zone
-
         seen: dict[tuple[str, str], dict[str, tuple]] = {}
         reported: dict[tuple[str, str], str] = {}
         while not stop.is_set():
-            for key, remote in list(self.settings.remote_zones.items()):
+            zones = [z for z in configured_zones(self.settings) if z.polled]
+            for zone in zones:
+                key = (zone.namespace, zone.name)
                 try:
-                    s3 = s3_zone(remote)
-                    now = {f.name: (f.size, f.mtime_ns, f.etag, f.version) for f in s3.list()}
+                    now = {f.name: (f.size, f.mtime_ns, f.etag, f.version) for f in zone.list()}
                     reported.pop(key, None)
                 except RatuiError as exc:
                     if reported.get(key) != exc.code:
                         reported[key] = exc.code
-                        self.bus.emit(WatchFailed(f"cannot poll landing zone {remote.name} ({remote.url}): "
+                        self.bus.emit(WatchFailed(f"cannot poll landing zone {zone.name} ({zone.url}): "
                                                   f"{exc.code} {exc.message}"))
                     continue
                 before = seen.get(key)
                 seen[key] = now
                 if before is None:
                     continue
-                folder = landing_folder(self.root, remote.namespace, remote.name)
+                folder = landing_folder(self.root, zone.namespace, zone.name)
                 changes = [(Change.added if n not in before else Change.modified, str(folder / n))
                            for n in now if before.get(n) != now[n]]
                 gone = [n for n in before if n not in now]
                 if gone:
                     try:
-                        archived = {f.name.rsplit("/", 1)[-1] for f in s3.list(PROCESSED + "/")}
+                        archived = {f.base_name for f in zone.processed()}
                     except RatuiError:
                         archived = set()
                     changes += [(Change.deleted, str(folder / n)) for n in gone if n not in archived]
                 if changes:
                     self.add_changes(changes)
-            stop.wait(self.settings.watch_poll_seconds if self.settings.remote_zones else 1.0)
+            stop.wait(self.settings.watch_poll_seconds if zones else 1.0)
 
     def _work_loop(self, stop: threading.Event) -> None:
         while True:

@@ -11,7 +11,9 @@ from pathlib import Path
 
 from ratui.engine.project.dag import Graph, build_graph, select
 from ratui.engine.errors import RatuiError, did_you_mean
-from ratui.engine.project.discovery import Pipeline, discover, landing_zone
+from ratui.engine.landing.zone import open_zone
+from ratui.engine.project.discovery import Pipeline, discover
+from ratui.engine.project.names import check_name
 from ratui.engine.project.settings import Settings, load_settings
 from ratui.engine.project.sql_names import check_direct_names
 from ratui.engine.project.templating import static_calls
@@ -56,22 +58,19 @@ def compile_pipeline(pipeline: Pipeline, settings: Settings) -> None:
 
             calls = static_calls_python(pipeline.text, file, pipeline.namespace)
         pipeline.refs, pipeline.zones, pipeline.ref_lines = calls.refs, calls.zones, calls.lines
-        locations = settings.locations()
-        for zone in calls.zones:
-            if settings.remote_zone(pipeline.namespace, zone) is not None:
-                continue  # an object-store zone (ratui.yaml's landing.zones): listed when a run reads it
-            # its files are listed too: a file linked in from outside the project is refused before any run
-            landing_zone(settings.root, pipeline.namespace, zone, file=str(pipeline.file),
-                         locations=locations).active_files()
+        for name in calls.zones:
+            check_name(name, "landing zone", str(pipeline.file))
+            zone = open_zone(settings, pipeline.namespace, name, file=str(pipeline.file))
+            if not zone.polled:  # a folder's files are listed too: one linked in from outside is refused now
+                zone.list()  # (a remote zone is listed when a run reads it)
         pipeline.test_refs = []
         for test in pipeline.tests:
             if not test.error:
                 test_calls = static_calls(test.text, test.file, pipeline.namespace)
                 check_direct_names(test.text, test.file)
-                for zone in test_calls.zones:
-                    if settings.remote_zone(pipeline.namespace, zone) is not None:
-                        continue
-                    landing_zone(settings.root, pipeline.namespace, zone, file=str(test.file), locations=locations)
+                for name in test_calls.zones:
+                    check_name(name, "landing zone", str(test.file))
+                    open_zone(settings, pipeline.namespace, name, file=str(test.file))
                 pipeline.test_refs.extend((key, test.file, test_calls.lines.get(key)) for key in test_calls.refs)
     except RatuiError as exc:
         pipeline.errors.append(exc)

@@ -3,7 +3,7 @@
     {namespace}/pipelines/{layer}/{name}/pipeline.sql | pipeline.py
     {namespace}/pipelines/{layer}/{name}/config.yaml            (optional)
     {namespace}/pipelines/{layer}/{name}/tests/quality/*.sql
-    {namespace}/landing/{zone}/                                  (_processed/ and _samples/ never read)
+    {namespace}/landing/{zone}/                                  (landing zones: see landing/)
 
 Discovery reads files but runs nothing. Problems are collected, not raised: one broken pipeline must not
 hide the rest of the project from the console. A folder or file that is a symlink to a place outside the project
@@ -23,8 +23,6 @@ from ratui.engine.errors import RatuiError, did_you_mean
 from ratui.engine.locations import ProjectLocations
 from ratui.engine.project.names import LAYERS, name_problem
 
-RESERVED_ZONE_DIRS = ("_processed", "_samples")
-LANDING_FORMATS = {".csv": "csv", ".parquet": "parquet", ".json": "json", ".jsonl": "json", ".ndjson": "json"}
 SEVERITIES = ("error", "warn")
 QUALITY_KEYS = ("severity", "description")
 
@@ -232,73 +230,7 @@ def discover(root: Path, locations: ProjectLocations | None = None) -> Discovery
     return Discovery(pipelines, errors)
 
 
-# ---------------------------------------------------------------------------------------------- landing
-
-
-@dataclass(frozen=True)
-class LandingZone:
-    namespace: str
-    name: str
-    folder: Path
-    locations: ProjectLocations | None = field(default=None, compare=False)
-
-    def active_files(self) -> list[Path]:
-        """Files at the zone's root: never _processed/, _samples/, hidden files or editor droppings.
-
-        A file that is a symlink out of the project is refused (RAT-PTH-001); a broken symlink is not readable
-        (RAT-LND-008): neither is silently left out.
-        """
-        if not self.folder.is_dir():
-            return []
-        found = []
-        for p in self.folder.iterdir():
-            if p.name.startswith((".", "_", "~")) or p.name.endswith(("~", ".swp", ".tmp")):
-                continue
-            if p.is_symlink() and not p.exists():
-                raise RatuiError("RAT-LND-008", f"landing file '{p.name}' in zone '{self.name}' is a broken symlink "
-                                 f"(to {os.readlink(p)})", file=str(p))
-            if not p.is_file():
-                continue
-            if self.locations is not None:
-                self.locations.check(p, "landing file")
-            found.append(p)
-        return sorted(found)
-
-    def file_format(self, files: list[Path]) -> str:
-        formats = set()
-        for path in files:
-            fmt = LANDING_FORMATS.get(path.suffix.lower())
-            if fmt is None:
-                raise RatuiError("RAT-LND-004", f"landing file '{path.name}' in zone '{self.name}' has an unsupported "
-                                 "format", file=str(path))
-            formats.add(fmt)
-        if len(formats) > 1:
-            raise RatuiError("RAT-LND-003", f"landing zone '{self.name}' mixes {', '.join(sorted(formats))} files",
-                             file=str(self.folder))
-        return formats.pop()
-
-
 def table_folder(root: Path, key: str) -> Path:
     """Where ratui creates the table of a pipeline key (namespace.layer.name): its metadata/ and data/ folders."""
     namespace, layer, name = key.split(".")
     return root / namespace / "warehouse" / layer / name
-
-
-def landing_folder(root: Path, namespace: str, zone: str) -> Path:
-    return root / namespace / "landing" / zone
-
-
-def landing_zone(root: Path, namespace: str, zone: str, file: str | None = None,
-                 locations: ProjectLocations | None = None) -> LandingZone:
-    problem = name_problem(zone)
-    if problem:
-        raise RatuiError("RAT-PRJ-001", f"landing zone name '{zone[:40]}' {problem}", file=file)
-    folder = landing_folder(root, namespace, zone)
-    if not folder.is_dir():
-        known = [p.name for p in _visible_dirs(root / namespace / "landing")]
-        raise RatuiError("RAT-LND-001", f"landing zone '{zone}' does not exist in namespace '{namespace}'", file=file,
-                         hint=did_you_mean(zone, known) if known else None)
-    locations = locations or ProjectLocations(root)
-    locations.check(root / namespace / "landing", "landing folder")
-    locations.check(folder, f"landing zone '{zone}'")
-    return LandingZone(namespace, zone, folder, locations)

@@ -34,7 +34,9 @@ from ratui.engine.events import (
 from ratui.engine.iceberg.schema import check_columns
 from ratui.engine.ops.changes import definition_hashes, version_of
 from ratui.engine.project.compiler import CompiledProject, compile_pipeline
-from ratui.engine.project.discovery import Pipeline, discover_pipeline, landing_folder
+from ratui.engine.landing.names import is_archived_name
+from ratui.engine.landing.zone import open_zone
+from ratui.engine.project.discovery import Pipeline, discover_pipeline
 from ratui.engine.project.templating import line_mapper, render
 from ratui.engine.run.control import Cancelled, RunControl
 from ratui.engine.run.python_pipeline import PythonContext, run_python_pipeline
@@ -44,7 +46,6 @@ from ratui.engine.run.sources import CHANGED_WHILE_READ, RunSources, changed_inp
 from ratui.engine.spark import errors as spark_errors
 from ratui.engine.spark import jobs as spark_jobs
 from ratui.engine.state import processes
-from ratui.engine.state.ledger import archive, is_archived_name
 from ratui.engine.state.project_state import ProjectState
 from ratui.engine.vocabulary import MAIN, now_iso, run_branch
 from ratui.engine.write.strategies import WriteOutcome, WriteRequest, write
@@ -294,45 +295,27 @@ class PipelineRun:
         """Move the consumed landing files to _processed/{run_id}/ (after the merge: main already has them).
         Every pipeline reading the zone keeps the file in its ledger, under the archived name."""
         by_zone: dict[tuple[str, str], list[str]] = {}
-        for namespace, zone, _pipeline, name in consumed:
+        for namespace, zone_name, _pipeline, name in consumed:
             if not is_archived_name(name):
-                by_zone.setdefault((namespace, zone), []).append(name)
+                by_zone.setdefault((namespace, zone_name), []).append(name)
         if not by_zone:
             return
         try:
             compiled = self.compile_project()
         except Exception:  # the merge is done; without the project's other readers only this one is known
             compiled = None
-        for (namespace, zone), names in by_zone.items():
-            folder = landing_folder(self.settings.root, namespace, zone)
+        for (namespace, zone_name), names in by_zone.items():
             consumers = {self.key} | ({p.key for p in compiled.pipelines.values()
-                                       if p.namespace == namespace and zone in p.zones} if compiled else set())
-            remote = self.settings.remote_zone(namespace, zone)
-            if remote is not None:
-                self._archive_objects(remote, names, sorted(consumers))
-                continue
+                                       if p.namespace == namespace and zone_name in p.zones} if compiled else set())
             try:
-                moved = archive(folder, self.run_id, names)
-                target = folder / "_processed" / self.run_id
-                self.state.ledger.mark_archived(namespace, zone, self.run_id, moved, sorted(consumers),
-                                                 str(target.relative_to(self.settings.root)))
-                self.log(f"archived {len(moved)} file(s) of zone {zone} to {target.relative_to(folder)}")
-            except OSError as exc:  # the data is merged; a failed move only leaves files in place
-                self.log(f"could not archive files of zone {zone}: {exc}", "warning")
-
-    def _archive_objects(self, remote, names: list[str], consumers: list[str]) -> None:
-        """Archive objects of an object-store zone: copy to prefix/_processed/{run_id}/, then delete."""
-        from ratui.engine.storage.s3 import PROCESSED, s3_zone
-
-        s3 = s3_zone(remote)
-        try:
-            listed = {f.name: f for f in s3.list()}
-            moved = s3.archive([listed[n] for n in names if n in listed], self.run_id)
-            self.state.ledger.mark_archived(remote.namespace, remote.name, self.run_id, moved, consumers,
-                                             f"{s3.url}{PROCESSED}/{self.run_id}")
-            self.log(f"archived {len(moved)} object(s) of zone {remote.name} to {s3.url}{PROCESSED}/{self.run_id}/")
-        except RatuiError as exc:  # the data is merged; a failed archive only leaves objects in place
-            self.log(f"could not archive objects of zone {remote.name}: {exc.code} {exc.message}", "warning")
+                zone = open_zone(self.settings, namespace, zone_name)
+                moved = zone.archive(names, self.run_id)
+                where = zone.archived_to(self.run_id)
+                self.state.ledger.mark_archived(namespace, zone_name, self.run_id, moved, sorted(consumers), where)
+                self.log(f"archived {len(moved)} {zone.noun}(s) of zone {zone_name} to {where}/")
+            except (OSError, RatuiError) as exc:  # the data is merged; a failed archive only leaves files in place
+                why = f"{exc.code} {exc.message}" if isinstance(exc, RatuiError) else str(exc)
+                self.log(f"could not archive files of zone {zone_name}: {why}", "warning")
 
     def _load_pipeline(self) -> tuple[Pipeline, str]:
         namespace, layer, name = self.key.split(".")

@@ -1,7 +1,7 @@
 """What one attempt of a run reads: the tables on its branch and the landing zones, as temporary views.
 
 `ref('layer.name')` and `{{ this }}` become views over the table's data files on the run's branch; a landing
-zone becomes a view over the files the ledger says this run must read (landing_reader.py does the reading).
+zone becomes a view over the files the ledger says this run must read (landing/reader.py does the reading).
 The sources remember which landing files were read (they become loaded when the run merges) and the zone's
 files as they were (change detection compares them next time). A retry of the run starts new sources.
 """
@@ -15,11 +15,13 @@ from typing import Any, Callable
 
 from ratui.engine.errors import RatuiError
 from ratui.engine.iceberg.read import column_max_from_stats, read_table
-from ratui.engine.project.discovery import Pipeline, landing_zone
-from ratui.engine.project.names import sql_ident
+from ratui.engine.landing.formats import zone_format
+from ratui.engine.landing.formats.csv import DELIMITER_NAMES
+from ratui.engine.landing.reader import ZoneFile, ZoneReader
+from ratui.engine.landing.zone import Zone, ZoneEntry, open_zone, zone_digest
+from ratui.engine.project.discovery import Pipeline
+from ratui.engine.project.names import check_name, sql_ident
 from ratui.engine.project.templating import TemplateContext, parse_ref
-from ratui.engine.run.landing_reader import DELIMITER_NAMES, ZoneFile, ZoneReader
-from ratui.engine.state.ledger import zone_digest
 from ratui.engine.state.project_state import ProjectState
 from ratui.engine.vocabulary import MAIN, format_bytes
 
@@ -45,8 +47,8 @@ class RunSources:
         self.views: dict[str, str] = {}
         self.consumed: list[tuple[str, str, str, str]] = []  # landing files read: (namespace, zone, pipeline, file)
         self.zone_inputs: dict[str, list] = {}
-        # local landing files as this run found them, before reading: (zone, path, size, mtime_ns)
-        self.read_files: list[tuple[str, Path, int, int]] = []
+        # the landing files this run reads, as it found them before reading
+        self.read_entries: list[tuple[Zone, list[ZoneEntry]]] = []
         # (zone, objects fetched, of how many, bytes so far, bytes in all): an object-store zone's staging
         self.on_progress: Callable[[str, int, int, int, int], None] | None = None
         self.check: Callable[[], None] | None = None  # raises when the run was cancelled (between downloads)
@@ -80,44 +82,61 @@ class RunSources:
 
             a rebuild (full_refresh)   every file the ledger knows but skipped ones, archived ones included
             landing_mode new_files     the files this pipeline has not loaded (new, failed before, or reset)
-            landing_mode all           the files in the zone folder, and archived ones a reset made loadable
+            landing_mode all           the files in the zone, and archived ones a reset made loadable
 
-        A file the ledger needs that is gone is an error naming it (RAT-LND-005): never a smaller table.
+        A file the ledger needs that is gone is an error naming it (RAT-LND-005): never a smaller table. What the
+        run reads is staged where Spark reads it (a remote zone's objects are fetched, at most `concurrency` at a
+        time, with progress), before the format of each is checked.
         """
         key = f"landing:{namespace}.{zone_name}"
         if key in self.views:
             return self.views[key]
-        settings = self.state.settings
-        remote = settings.remote_zone(namespace, zone_name)
-        if remote is not None:
-            return self._object_zone(key, remote)
-        zone = landing_zone(settings.root, namespace, zone_name, file=file, locations=settings.locations())
-        active = zone.active_files()
+        check_name(zone_name, "landing zone", file)
+        zone = open_zone(self.state.settings, namespace, zone_name, file=file)
+        active = zone.list()
         entries, wanted, rebuild, mode = self._wanted(namespace, zone_name, active)
-        missing = [e for e in wanted if not (zone.folder / e.file).is_file()]
+        present = {e.name: e for e in active}
+        archived = [e.file for e in wanted if e.archived]
+        if archived:
+            present.update(zone.lookup(archived))
+        missing = [e for e in wanted if e.file not in present]
         if missing:
-            raise self._gone(zone_name, missing, str(zone.folder / missing[0].file))
-        for e in wanted:  # as the ledger listed them (an archived file: as it is now, the ledger keeps its first)
-            st = (zone.folder / e.file).stat() if e.archived else None
-            self.read_files.append((zone_name, zone.folder / e.file, st.st_size if st else e.size,
-                                    st.st_mtime_ns if st else e.mtime_ns))
+            raise self._gone(zone_name, missing, zone.where(missing[0].file))
         if not active and not entries and mode != "new_files":
-            raise RatuiError("RAT-LND-002", f"landing zone '{zone_name}' has no active files", file=str(zone.folder))
-        files = [ZoneFile(zone.folder / e.file, e.file) for e in wanted]
-        df = self._read_zone(zone, files) if files else None
+            raise RatuiError("RAT-LND-002", f"landing zone '{zone_name}' has no active {zone.noun}s"
+                             + (f" under {zone.url}" if zone.polled else ""), file=zone.url, hint=zone.empty_hint)
+        chosen = [present[e.file] for e in wanted]
+        self.read_entries.append((zone, chosen))
+        df = None
+        if chosen:
+            fmt = zone_format(zone_name, [e.name for e in chosen], zone.url, zone.where)  # before any download
+            df = self._read_zone(zone, fmt, self._stage(zone, chosen))
         if df is None:
             # nothing to read (or only empty files): an empty batch with the zone's columns, taken from the
             # newest non-empty file the ledger knows
-            known = sorted((zone.folder / e.file for e in entries if e.state != "skipped"
-                            and (zone.folder / e.file).is_file() and (zone.folder / e.file).stat().st_size),
-                           key=lambda p: p.stat().st_mtime_ns)
-            if not known:
-                raise RatuiError("RAT-LND-002", f"landing zone '{zone_name}' has no file with data to read",
-                                 file=str(zone.folder))
-            sample = known[-1]
-            df = self._read_zone(zone, [ZoneFile(sample, sample.relative_to(zone.folder).as_posix())],
-                                 check_rows=False).limit(0)
+            known = zone.lookup(e.file for e in entries if e.state != "skipped")
+            sample = max((e for e in known.values() if e.size), key=lambda e: e.mtime_ns, default=None)
+            if sample is None:
+                raise RatuiError("RAT-LND-002", f"landing zone '{zone_name}' has no {zone.noun} with data to read",
+                                 file=zone.url)
+            fmt = zone_format(zone_name, [sample.name], zone.url, zone.where)
+            df = self._read_zone(zone, fmt, self._stage(zone, [sample]), check_rows=False).limit(0)
         return self._zone_view(key, namespace, zone_name, df, entries, wanted, rebuild, mode)
+
+    def _stage(self, zone: Zone, chosen: list[ZoneEntry]) -> list[ZoneFile]:
+        """The files to read where Spark reads them, each with the name the ledger knows it by."""
+        began = time.monotonic()
+        total_bytes = sum(e.size for e in chosen)
+
+        def progress(done: int, total: int, size: int) -> None:
+            if self.on_progress is not None:
+                self.on_progress(zone.name, done, total, size, total_bytes)
+
+        paths = zone.stage(chosen, self.staging, progress, check=self.check)
+        if chosen and zone.polled:
+            self.log(f"landing zone {zone.name}: fetched {len(chosen)} {zone.noun}(s), {format_bytes(total_bytes)}, "
+                     f"from {zone.url} in {time.monotonic() - began:.1f} s")
+        return [ZoneFile(paths[e.name], e.name, zone.where(e.name) if zone.polled else None) for e in chosen]
 
     def _wanted(self, namespace: str, zone_name: str, active: list) -> tuple[list, list, bool, str]:
         """Sync the ledger with the zone's active files; (every row, the rows this run reads, rebuild, mode)."""
@@ -133,23 +152,12 @@ class RunSources:
         self.consumed.extend((namespace, zone_name, self.key, e.file) for e in wanted)
         return entries, wanted, rebuild, mode
 
-    def changed_inputs(self, *, removed: bool = False) -> list[tuple[str, Path, str]]:
-        """The local landing files this run read whose size or modification time is no longer what the run found
-        before reading them (still being written, or replaced): (zone, path, what changed). `removed`: files gone
-        since count too (a read that failed may have failed for that)."""
-        changed = []
-        for zone_name, path, size, mtime_ns in self.read_files:
-            try:
-                st = path.stat()
-            except OSError:  # gone (or no longer readable)
-                if removed:
-                    changed.append((zone_name, path, "removed"))
-                continue
-            if st.st_size != size:
-                changed.append((zone_name, path, f"{size:,} -> {st.st_size:,} bytes"))
-            elif st.st_mtime_ns != mtime_ns:
-                changed.append((zone_name, path, "rewritten"))
-        return changed
+    def changed_inputs(self, *, removed: bool = False) -> list[tuple[str, str, str]]:
+        """The landing files this run read that are no longer as the run found them before reading (still being
+        written, or replaced): (zone, where, what changed). `removed`: files gone since count too (a read that
+        failed may have failed for that). A zone whose reads are pinned to what was listed has none."""
+        return [(zone.name, zone.where(entry.name), how) for zone, entries in self.read_entries
+                for entry, how in zone.changed(entries, removed)]
 
     def _gone(self, zone_name: str, missing: list, where: str) -> RatuiError:
         rebuild = self.strategy == "full_refresh"
@@ -162,56 +170,6 @@ class RunSources:
             f"'{zone_name}' that are gone: {names}"
             + (f" ({len(purged)} removed by the reaper's processed-file retention)" if purged else ""),
             file=where)
-
-    def _object_zone(self, key: str, remote) -> str:
-        """A zone in object storage: listed, the objects this run reads fetched into its staging folder (at most
-        `concurrency` at a time, with progress), and read from there like a local zone."""
-        from ratui.engine.project.discovery import LandingZone
-        from ratui.engine.storage.s3 import PROCESSED, s3_zone
-
-        namespace, zone_name = remote.namespace, remote.name
-        s3 = s3_zone(remote)
-        active = s3.list()
-        entries, wanted, rebuild, mode = self._wanted(namespace, zone_name, active)
-        present = {f.name: f for f in active}
-        if any(e.archived for e in wanted):
-            present.update({f.name: f for f in s3.list(PROCESSED + "/")})
-        missing = [e for e in wanted if e.file not in present]
-        if missing:
-            raise self._gone(zone_name, missing, s3.uri(missing[0].file))
-        if not active and not entries and mode != "new_files":
-            raise RatuiError("RAT-LND-002", f"landing zone '{zone_name}' has no active objects under {s3.url}",
-                             file=s3.url, hint="Upload files under the zone's prefix (objects under _processed/ and "
-                                               "_samples/ are never read).")
-        staged = self.staging / "s3" / zone_name
-        zone = LandingZone(namespace, zone_name, staged)
-        chosen = [present[e.file] for e in wanted]
-        zone.file_format([Path(f.name) for f in chosen])  # a zone of mixed or unknown formats: before any download
-        began = time.monotonic()
-        total_bytes = sum(f.size for f in chosen)
-
-        def progress(done: int, total: int, size: int) -> None:
-            if self.on_progress is not None:
-                self.on_progress(zone_name, done, total, size, total_bytes)
-
-        paths = s3.fetch(chosen, staged, progress, check=self.check)
-        if chosen:
-            self.log(f"landing zone {zone_name}: fetched {len(chosen)} object(s), {format_bytes(total_bytes)}, "
-                     f"from {s3.url} in {time.monotonic() - began:.1f} s")
-        files = [ZoneFile(paths[f.name], f.name, s3.uri(f.name)) for f in chosen]
-        df = self._read_zone(zone, files) if files else None
-        if df is None:
-            # nothing to read (or only empty objects): an empty batch with the zone's columns, from the newest
-            # non-empty object the ledger knows
-            known = sorted((present[e.file] for e in entries if e.state != "skipped" and e.file in present
-                            and present[e.file].size), key=lambda f: f.mtime_ns)
-            if not known:
-                raise RatuiError("RAT-LND-002", f"landing zone '{zone_name}' has no object with data to read",
-                                 file=s3.url)
-            sample = known[-1]
-            path = paths.get(sample.name) or s3.fetch([sample], staged)[sample.name]
-            df = self._read_zone(zone, [ZoneFile(path, sample.name, s3.uri(sample.name))], check_rows=False).limit(0)
-        return self._zone_view(key, namespace, zone_name, df, entries, wanted, rebuild, mode)
 
     def _zone_view(self, key: str, namespace: str, zone_name: str, df, entries: list, wanted: list, rebuild: bool,
                    mode: str) -> str:
@@ -227,9 +185,8 @@ class RunSources:
                  + (f", {skipped} skipped file(s) left out" if skipped else ""))
         return view
 
-    def _read_zone(self, zone, files: list[ZoneFile], check_rows: bool = True):
-        """A DataFrame over landing files (see landing_reader.py); the reader's warnings become run notes."""
-        fmt = zone.file_format([f.path for f in files])
+    def _read_zone(self, zone: Zone, fmt: str, files: list[ZoneFile], check_rows: bool = True):
+        """A DataFrame over landing files (see landing/reader.py); the reader's warnings become run notes."""
         config = self.pipeline.config
         settings = self.state.settings
         bad_rows = config.landing_bad_rows if config and config.landing_bad_rows else settings.landing_bad_rows
@@ -312,16 +269,20 @@ def _bound_to_python(itype, value):
 CHANGED_WHILE_READ = "RAT-LND-010"
 
 
-def changed_inputs_error(changed: list[tuple[str, Path, str]], cause: RatuiError | None = None) -> RatuiError:
+def changed_inputs_error(changed: list[tuple[str, str, str]], cause: RatuiError | None = None) -> RatuiError:
     """RAT-LND-010 for the files `RunSources.changed_inputs` found; `cause`: the error the read failed with."""
-    zones = sorted({zone_name for zone_name, _path, _how in changed})
+    zones = sorted({zone_name for zone_name, _where, _how in changed})
     first = changed[0][1]
-    names = ", ".join((f"{path.name} ({how})" if len(zones) == 1 else f"{zone_name}/{path.name} ({how})")
-                      for zone_name, path, how in changed[:5])
+    names = ", ".join((f"{_base(where)} ({how})" if len(zones) == 1 else f"{zone_name}/{_base(where)} ({how})")
+                      for zone_name, where, how in changed[:5])
     if len(changed) > 5:
         names += f" and {len(changed) - 5} more"
     where = f"zone '{zones[0]}'" if len(zones) == 1 else "zones " + ", ".join(f"'{z}'" for z in zones)
     message = f"landing file(s) of {where} changed while the run read them: {names}; nothing was merged"
     if cause is not None:
         message += f" (the read failed with {cause.code}: {cause.message})"
-    return RatuiError(CHANGED_WHILE_READ, message, file=str(first))
+    return RatuiError(CHANGED_WHILE_READ, message, file=first)
+
+
+def _base(where: str) -> str:
+    return where.rstrip("/").rsplit("/", 1)[-1]

@@ -7,7 +7,9 @@ import os
 from pathlib import Path
 
 from ratui.engine.project.compiler import CompiledProject
-from ratui.engine.project.discovery import landing_folder, table_folder
+from ratui.engine.errors import RatuiError
+from ratui.engine.landing.zone import open_zone
+from ratui.engine.project.discovery import table_folder
 
 
 def input_bytes(compiled: CompiledProject, keys: list[str], limit: int | None = None) -> int | None:
@@ -25,10 +27,14 @@ def input_bytes(compiled: CompiledProject, keys: list[str], limit: int | None = 
         for table in (key, *pipeline.refs, *(ref for ref, _file, _line in pipeline.test_refs)):
             if table.count(".") == 2:
                 folders.add(table_folder(root, table) / "data")
-        for zone in pipeline.zones:
-            if settings.remote_zone(pipeline.namespace, zone) is not None:
-                return None
-            folders.add(landing_folder(root, pipeline.namespace, zone))
+        for name in pipeline.zones:
+            try:
+                zone = open_zone(settings, pipeline.namespace, name)
+            except RatuiError:
+                continue  # not there: nothing to read
+            if zone.polled:
+                return None  # its files are not on this disk
+            folders.add(Path(zone.url))
     total = 0
     for folder in sorted(folders):
         total += _folder_bytes(folder, None if limit is None else limit - total)

@@ -28,15 +28,14 @@ the files loaded after the restored commit loadable again (`loaded_at` is the lo
 
 from __future__ import annotations
 
-import hashlib
-import shutil
 import sqlite3
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from ratui.engine.landing.local import file_digest
+from ratui.engine.landing.names import PROCESSED, archived_name, is_archived_name
+from ratui.engine.landing.zone import entry_of
 from ratui.engine.state import migrations
 from ratui.engine.state.db import open_db, write_tx
 from ratui.engine.errors import RatuiError
@@ -111,17 +110,17 @@ class LandingFile:
         return dict(self.__dict__)
 
 
-PROCESSED = "_processed"
+def _like(text: str) -> str:
+    """`text` as itself in a LIKE pattern (ESCAPE '\\')."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def is_archived_name(file: str) -> bool:
-    return file.startswith(PROCESSED + "/")
+ARCHIVED_LIKE = _like(PROCESSED) + "/%"  # every archived name (ESCAPE '\\')
 
 
 def _like_archived(name: str) -> str:
     """A LIKE pattern (ESCAPE '\\') for every archived version of a file name."""
-    escaped = name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"\\_processed/%/{escaped}"
+    return f"{ARCHIVED_LIKE}/{_like(name)}"
 
 
 class Ledger:
@@ -139,8 +138,8 @@ class Ledger:
 
     def sync(self, namespace: str, zone: str, pipeline: str, files: Iterable[Any], *,
              forget_missing: bool = False) -> list[LandingFile]:
-        """Record the zone's active files for a pipeline: local Paths, or listed objects (name, size, mtime_ns,
-        etag, version). A changed file (size, modification time, ETag or version) becomes unloaded again: for the
+        """Record the zone's active files for a pipeline: the entries of its `Zone.list()` (or local Paths). A
+        changed file (size, modification time, ETag or version) becomes unloaded again: for the
         ledger a rewritten file or object is a new file. A local file whose time alone changed, with the same
         digest of its bytes, is not (the digest is taken when a file is new or changed, up to DIGEST_MAX_BYTES).
 
@@ -149,7 +148,7 @@ class Ledger:
         """
         now = now_iso()
         names = []
-        items = [(item, *identity(item)) for item in files]
+        items = [(e, e.name, e.size, e.mtime_ns, e.etag, e.version) for e in map(entry_of, files)]
         # local files: the digest of their bytes, taken before the write transaction (a big file takes a while).
         # A file whose time changed but whose bytes did not (copied with `cp -r`, touched, synced) is the same
         # file: its row keeps its state, with the new time
@@ -160,13 +159,13 @@ class Ledger:
         digests: dict[str, str | None] = {}
         retimed: dict[str, int] = {}  # name -> the time its row had
         for item, name, size, mtime_ns, _etag, _version in items:
-            if not isinstance(item, Path):
+            if item.path is None:  # an object: told apart by its ETag and version
                 continue
             row = known.get(name)
             if row is not None and row["size"] == size and row["mtime_ns"] == mtime_ns and row["digest"]:
                 digests[name] = row["digest"]
                 continue
-            digests[name] = file_digest(item, size, mtime_ns)
+            digests[name] = file_digest(item.path, size, mtime_ns)
             if row is not None and row["size"] == size and row["digest"] and digests[name] == row["digest"]:
                 retimed[name] = row["mtime_ns"]
         with self._conn() as conn, write_tx(conn):
@@ -194,8 +193,8 @@ class Ledger:
                 marks = ",".join("?" * len(names))
                 conn.execute(
                     f"""DELETE FROM landing_files WHERE namespace = ? AND zone = ? AND pipeline = ?
-                        AND file NOT LIKE '\\_processed/%' ESCAPE '\\' AND file NOT IN ({marks or "''"})""",
-                    (namespace, zone, pipeline, *names))
+                        AND file NOT LIKE ? ESCAPE '\\' AND file NOT IN ({marks or "''"})""",
+                    (namespace, zone, pipeline, ARCHIVED_LIKE, *names))
         return self.files(namespace, zone, pipeline)
 
     def unloaded(self, namespace: str, zones: Iterable[str], pipeline: str, ref: str = MAIN) -> list[LandingFile]:
@@ -368,14 +367,15 @@ class Ledger:
 
     def mark_archived(self, namespace: str, zone: str, run_id: str, moved: dict[str, Any],
                       consumers: Iterable[str], archived_to: str) -> None:
-        """Files of a zone moved to `_processed/{run_id}/` (name -> the new Path, or the archived object): every
+        """Files of a zone moved to `_processed/{run_id}/` (name -> the archived ZoneEntry, or its Path): every
         pipeline reading the zone keeps its row under the archived name (an object's copy has an ETag and time
         of its own, recorded too), and one that never saw the file gets an unloaded row for it."""
         now = now_iso()
         with self._conn() as conn, write_tx(conn):
             for name, new in moved.items():
-                _name, size, mtime_ns, etag, version = identity(new)
-                target = f"{PROCESSED}/{run_id}/{name}"
+                moved_to = entry_of(new)
+                size, mtime_ns, etag, version = moved_to.size, moved_to.mtime_ns, moved_to.etag, moved_to.version
+                target = archived_name(run_id, name)
                 for pipeline in consumers:
                     conn.execute(
                         """INSERT OR IGNORE INTO landing_files (namespace, zone, pipeline, file, size, mtime_ns,
@@ -451,69 +451,9 @@ class _Closing:
         self.conn.close()
 
 
-def archive(zone_folder: Path, run_id: str, names: Iterable[str]) -> dict[str, Path]:
-    """Move consumed files to `_processed/{run_id}/` (after a successful merge); returns name -> new path."""
-    target = zone_folder / PROCESSED / run_id
-    target.mkdir(parents=True, exist_ok=True)
-    moved = {}
-    for name in names:
-        source = zone_folder / name
-        if source.exists():
-            shutil.move(str(source), str(target / name))
-            moved[name] = target / name
-    return moved
-
-
-def zone_digest(files: Iterable[Any]) -> list[list[Any]]:
-    """What change detection compares: the active files with their size and modification time (and, for
-    objects, their ETag and version)."""
-    out = []
-    for item in files:
-        try:
-            name, size, mtime_ns, etag, version = identity(item)
-        except FileNotFoundError:
-            continue
-        out.append([name, size, mtime_ns] + ([etag, version] if etag is not None else []))
-    return sorted(out)
-
-
 # a row's file is a new version when any part of its identity differs (NULL-safe: IS NOT)
 _CHANGED = ("size <> excluded.size OR mtime_ns <> excluded.mtime_ns OR etag IS NOT excluded.etag "
             "OR version IS NOT excluded.version")
-
-
-DIGEST_MAX_BYTES = 256 << 20  # bigger local files are told apart by size and time only
-_DIGESTS: "OrderedDict[tuple, str | None]" = OrderedDict()  # (path, size, mtime_ns, inode) -> digest
-_DIGESTS_LOCK = threading.Lock()
-
-
-def file_digest(path: Path, size: int, mtime_ns: int) -> str | None:
-    """SHA-256 of a local landing file's bytes (None over DIGEST_MAX_BYTES, or when it cannot be read: the
-    run's read reports that), remembered per path, size, time and inode for the pipelines sharing a zone."""
-    if size > DIGEST_MAX_BYTES:
-        return None
-    try:
-        key = (str(path), size, mtime_ns, path.stat().st_ino)
-        with _DIGESTS_LOCK:
-            if key in _DIGESTS:
-                return _DIGESTS[key]
-        with open(path, "rb") as handle:
-            digest = hashlib.file_digest(handle, "sha256").hexdigest()
-    except OSError:
-        return None
-    with _DIGESTS_LOCK:
-        _DIGESTS[key] = digest
-        while len(_DIGESTS) > 4096:
-            _DIGESTS.popitem(last=False)
-    return digest
-
-
-def identity(item: Any) -> tuple[str, int, int, str | None, str | None]:
-    """(name, size, mtime_ns, etag, version) of a local file (a Path: no ETag) or a listed object."""
-    if isinstance(item, Path):
-        stat = item.stat()
-        return item.name, stat.st_size, stat.st_mtime_ns, None, None
-    return item.name, item.size, item.mtime_ns, item.etag, item.version
 
 
 def check_zone_name(zone: str) -> None:

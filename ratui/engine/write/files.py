@@ -34,7 +34,7 @@ from ratui.engine.iceberg.read import deletes_of
 from ratui.engine.iceberg.schema import FIELD_ID, NAME_MAPPING, iceberg_to_spark_type
 from ratui.engine.locations import local_file
 from ratui.engine.project.discovery import table_folder
-from ratui.engine.spark.sql_text import cast_as, quote, renamed, type_sql
+from ratui.engine.sql_text import cast_as, quote, renamed, type_sql
 
 # pyarrow turns a file's timestamp statistics into Python values with zoneinfo.ZoneInfo("UTC") each time it
 # registers a file; keeping the zone alive here keeps it in zoneinfo's cache, so those lookups never go back to the
@@ -51,7 +51,7 @@ def with_field_ids(df, schema: Schema):
     """Cast the result to the table's types and tag each column with its Iceberg field id.
 
     Hidden partition columns (partitioning.HIDDEN) pass through untagged: Spark writes them as directories. Casts
-    and renames are one projection of SQL text (spark/sql_text.py); the ids need the Column API (an alias with
+    and renames are one projection of SQL text (sql_text.py); the ids need the Column API (an alias with
     metadata: DataFrame.to() tags the schema, but Spark drops the tags when it collapses the projection, and the
     Parquet files were written without ids).
     """

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import reduce
 
 from ratui.engine.errors import RatuiError
-from ratui.engine.spark.sql_text import quote
+from ratui.engine.sql_text import quote
 
 ORD = "__ratui_ord"
 
@@ -15,7 +15,7 @@ RN = "__ratui_rn"
 
 def dedupe(batch, keys: list[str], watermark: str | None):
     """One row per key: the latest by watermark (NULL watermarks lose), ties and no watermark -> last in batch."""
-    # SQL text: a few JVM round trips instead of several per key column (spark/sql_text.py)
+    # SQL text: a few JVM round trips instead of several per key column (sql_text.py)
     order = ([f"{quote(watermark)} DESC NULLS LAST"] if watermark else []) + [f"{ORD} DESC"]
     window = f"PARTITION BY {', '.join(quote(k) for k in keys)} ORDER BY {', '.join(order)}"
     ordered = batch.selectExpr("*", f"monotonically_increasing_id() AS {ORD}")

@@ -14,7 +14,7 @@ from pyiceberg.table import Table
 
 from ratui.engine.errors import RatuiError
 from ratui.engine.iceberg.schema import iceberg_schema_of, iceberg_to_spark_type
-from ratui.engine.spark.sql_text import cast_as, type_sql
+from ratui.engine.sql_text import cast_as, type_sql
 from ratui.engine.write.files import table_location
 from ratui.engine.write.partitioning import build_spec, parse_partition_by, same_terms, spec_terms
 from ratui.engine.write.schema_evolution import apply_changes, plan_changes
@@ -91,7 +91,7 @@ def describe(change) -> str:
 
 def aligned(df, table: Table):
     """The result with exactly the table's columns and types (missing columns are NULL), as one projection of SQL
-    text (spark/sql_text.py: the Column API cost several JVM round trips per column)."""
+    text (sql_text.py: the Column API cost several JVM round trips per column)."""
     present = {c.lower(): c for c in df.columns}
     return df.selectExpr(*[cast_as(present.get(f.name.lower()), type_sql(iceberg_to_spark_type(f.field_type)), f.name)
                            for f in table.schema().fields])

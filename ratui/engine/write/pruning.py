@@ -17,7 +17,7 @@ from pyiceberg.table import Table
 
 from ratui.engine.iceberg.read import FILE_NO, ROW_POS, data_files, read_files
 from ratui.engine.iceberg.schema import iceberg_to_spark_type
-from ratui.engine.spark.sql_text import quote
+from ratui.engine.sql_text import quote
 from ratui.engine.write.keys import col, match_keys
 
 def _physical(column, itype):

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ratui.engine.run.landing_reader import ZoneFile, csv_layout
+from ratui.engine.landing.formats.csv import csv_layout
+from ratui.engine.landing.reader import ZoneFile
 
 
 @pytest.mark.parametrize("text, delimiter", [

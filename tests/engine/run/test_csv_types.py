@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as hs
 
-from ratui.engine.run.csv_types import csv_types
+from ratui.engine.landing.formats.csv_types import csv_types
 
 REPO = Path(__file__).resolve().parents[3]
 LANDING = REPO / "sample_project" / "ecommerce" / "landing"
@@ -174,7 +174,7 @@ def test_the_sample_landing_files_are_typed_in_python(spark):
 def test_a_plain_csv_zone_is_read_without_a_spark_job_and_a_quoted_one_is_checked(spark, tmp_path):
     """The landing reader uses the Python answer: a plain zone's read runs no Spark job (neither inference nor the
     bad-row check), also when read again; a zone Python cannot vouch for is inferred and checked by Spark."""
-    from ratui.engine.run.landing_reader import ZoneFile, ZoneReader
+    from ratui.engine.landing.reader import ZoneFile, ZoneReader
 
     tracker = spark.sparkContext.statusTracker()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ratui.engine.run.landing_reader import is_json_document, json_error_line
+from ratui.engine.landing.formats.json import is_json_document, json_error_line
 
 
 @pytest.mark.parametrize("text, document", [

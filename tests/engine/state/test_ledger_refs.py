@@ -6,7 +6,8 @@ import os
 from contextlib import closing
 
 from ratui.engine.state.db import open_db, write_tx
-from ratui.engine.state.ledger import Ledger, archive
+from ratui.engine.landing.local import LocalZone
+from ratui.engine.state.ledger import Ledger
 
 P = "demo.bronze.events"
 
@@ -30,7 +31,7 @@ def test_a_branch_sees_its_own_loads_and_archived_files_keep_theirs(tmp_path):
     with closer, write_tx(conn):
         ledger.fork(conn, "main", "dev")  # dev starts with a.csv loaded
     # main archives a.csv (moved, same size and time): dev still counts it as loaded, under its archived name
-    moved = archive(zone, "r1", ["a.csv"])
+    moved = LocalZone("demo", "events", zone).archive(["a.csv"], "r1")
     ledger.mark_archived("demo", "events", "r1", moved, [P], "zone/_processed/r1")
     rows = ledger.files("demo", "events", P)
     assert {(e.file, e.state) for e in ledger.on_ref("dev", rows)} == {

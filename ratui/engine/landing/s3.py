@@ -5,10 +5,11 @@ prefix are the zone's active files (never `_processed/`, `_samples/`, hidden nam
 rule as a local folder), and a run archives what it loaded to `prefix/_processed/{run_id}/` (copy, then delete,
 after the merge).
 
-Spark as pyspark ships it has no `s3a` filesystem, so a run fetches the objects it reads into its own staging
+Spark as pyspark ships it has no `s3a` filesystem, so a run stages the objects it reads into its own staging
 folder under `.ratui/` (a bounded pool of downloads, with progress) and Spark reads them from there; the staging
 folder goes with the run. Each fetch asks for exactly the version it listed (`IfMatch` on the ETag, and the
 version id on a versioned bucket): an object rewritten between listing and fetch is an error, never a silent mix.
+This is the `Zone` of landing/zone.py for the `s3://` scheme.
 
 Credentials come from boto3's standard chain (environment, shared profile, instance role); `profile`,
 `region` and `endpoint_url` may be set per zone or for all zones in ratui.yaml. Network failures are bounded
@@ -22,20 +23,21 @@ Credentials come from boto3's standard chain (environment, shared profile, insta
 
 from __future__ import annotations
 
+import builtins
 import logging
 import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from ratui.engine.errors import RatuiError
+from ratui.engine.landing.names import PROCESSED, archived_name, is_active_name
+from ratui.engine.landing.zone import Progress, ZoneEntry
 
 log = logging.getLogger("ratui.s3")
 
-PROCESSED = "_processed"
 CHUNK = 1 << 20
 # bounded network behaviour: a dead endpoint fails a run in seconds, not minutes
 CONNECT_TIMEOUT = 3
@@ -43,27 +45,17 @@ READ_TIMEOUT = 30
 RETRIES = 2
 
 
-@dataclass(frozen=True)
-class ObjectFile:
-    """One object of a zone as listed: its name relative to the zone's prefix and its identity."""
-    name: str
-    size: int
-    mtime_ns: int  # the object's LastModified
-    etag: str
-    version: str | None = None
-
-
-def is_active_name(name: str) -> bool:
-    """The same rule as a local zone folder's root (discovery.LandingZone.active_files)."""
-    return bool(name) and "/" not in name and not name.startswith((".", "_", "~")) \
-        and not name.endswith(("~", ".swp", ".tmp"))
-
-
 class S3Zone:
-    """Listing, fetching and archiving the objects of one zone. Thread-safe (boto3 clients are)."""
+    """Listing, staging and archiving the objects of one zone. Thread-safe (boto3 clients are). An object's
+    `mtime_ns` is its LastModified."""
+
+    noun = "object"
+    polled = True  # no file watcher sees a bucket: watch mode lists it every watch.poll_seconds
+    empty_hint = "Upload files under the zone's prefix (objects under _processed/ and _samples/ are never read)."
 
     def __init__(self, bucket: str, prefix: str, *, endpoint_url: str | None = None, region: str | None = None,
-                 profile: str | None = None, concurrency: int = 8, name: str = ""):
+                 profile: str | None = None, concurrency: int = 8, name: str = "", namespace: str = ""):
+        self.namespace = namespace
         self.bucket = bucket
         self.prefix = prefix
         self.endpoint_url = endpoint_url
@@ -79,7 +71,7 @@ class S3Zone:
     def of(cls, zone) -> "S3Zone":
         """From settings.RemoteZone."""
         return cls(zone.bucket, zone.prefix, endpoint_url=zone.endpoint_url, region=zone.region,
-                   profile=zone.profile, concurrency=zone.concurrency, name=zone.name)
+                   profile=zone.profile, concurrency=zone.concurrency, name=zone.name, namespace=zone.namespace)
 
     @property
     def url(self) -> str:
@@ -87,6 +79,8 @@ class S3Zone:
 
     def uri(self, name: str) -> str:
         return f"s3://{self.bucket}/{self.prefix}{name}"
+
+    where = uri
 
     # ------------------------------------------------------------------------------------------ client
 
@@ -163,8 +157,22 @@ class S3Zone:
                 raise self._error(exc, "list the objects") from None
         return self._versioned
 
-    def list(self, under: str = "") -> list[ObjectFile]:
-        """The zone's active objects (directly under the prefix), or with `under` (e.g. "_processed/") every
+    def list(self) -> builtins.list[ZoneEntry]:
+        """The zone's active objects (directly under the prefix)."""
+        return self._list("")
+
+    def processed(self) -> builtins.list[ZoneEntry]:
+        return self._list(PROCESSED + "/")
+
+    def lookup(self, names: Iterable[str]) -> dict[str, ZoneEntry]:
+        names = set(names)
+        found = {e.name: e for e in self.list() if e.name in names}
+        if any(n not in found for n in names):
+            found.update({e.name: e for e in self.processed() if e.name in names})
+        return found
+
+    def _list(self, under: str) -> builtins.list[ZoneEntry]:
+        """The objects directly under the prefix (active names only), or with `under` (e.g. "_processed/") every
         object below that folder of the zone, names relative to the zone. Paginated: any number of objects."""
         deep = bool(under)
         try:
@@ -173,7 +181,7 @@ class S3Zone:
             kwargs: dict[str, Any] = {"Bucket": self.bucket, "Prefix": self.prefix + under}
             if not deep:
                 kwargs["Delimiter"] = "/"
-            found: list[ObjectFile] = []
+            found: builtins.list[ZoneEntry] = []
             if versioned:
                 for page in client.get_paginator("list_object_versions").paginate(**kwargs):
                     for item in page.get("Versions", []):
@@ -190,9 +198,9 @@ class S3Zone:
         out = [f for f in found if f.name and (deep or is_active_name(f.name))]
         return sorted(out, key=lambda f: f.name)
 
-    def _entry(self, item: dict[str, Any], version: str | None) -> ObjectFile:
+    def _entry(self, item: dict[str, Any], version: str | None) -> ZoneEntry:
         modified = item["LastModified"]
-        return ObjectFile(name=item["Key"][len(self.prefix):], size=int(item.get("Size", 0)),
+        return ZoneEntry(name=item["Key"][len(self.prefix):], size=int(item.get("Size", 0)),
                           mtime_ns=int(modified.timestamp() * 1_000_000) * 1000,
                           etag=str(item.get("ETag", "")).strip('"'),
                           version=version if version and version != "null" else None)
@@ -206,8 +214,12 @@ class S3Zone:
 
     # ------------------------------------------------------------------------------------------ fetching
 
-    def fetch(self, files: Iterable[ObjectFile], dest: Path,
-              progress: Callable[[int, int, int], None] | None = None,
+    def stage(self, entries: builtins.list[ZoneEntry], staging: Path, progress: Progress | None = None,
+              check: Callable[[], None] | None = None) -> dict[str, Path]:
+        """The objects downloaded under `staging/s3/{zone}/`: see fetch()."""
+        return self.fetch(entries, staging / "s3" / self.name, progress, check)
+
+    def fetch(self, files: Iterable[ZoneEntry], dest: Path, progress: Progress | None = None,
               check: Callable[[], None] | None = None) -> dict[str, Path]:
         """Download `files` under `dest` (keeping their relative names), `concurrency` at a time. Each is fetched
         exactly as listed (ETag, version); returns name -> local path. `progress(done, total, bytes)` is called
@@ -219,7 +231,7 @@ class S3Zone:
         last = [0.0]
         lock = threading.Lock()
 
-        def one(entry: ObjectFile) -> tuple[str, Path]:
+        def one(entry: ZoneEntry) -> tuple[str, Path]:
             if check is not None:
                 check()
             target = dest / entry.name
@@ -264,14 +276,20 @@ class S3Zone:
 
     # ------------------------------------------------------------------------------------------ archiving
 
-    def archive(self, files: Iterable[ObjectFile], run_id: str) -> dict[str, ObjectFile]:
-        """Copy each object to `_processed/{run_id}/` and delete the original (after a merge). Returns name ->
-        the archived object; an object already gone is left out. A failure raises after what was done."""
+    def archived_to(self, run_id: str) -> str:
+        return f"{self.url}{PROCESSED}/{run_id}"
+
+    def archive(self, names: builtins.list[str], run_id: str) -> dict[str, ZoneEntry]:
+        """Copy each object (as listed now) to `_processed/{run_id}/` and delete the original (after a merge).
+        Returns name -> the archived object; an object already gone is left out. A failure raises after what was
+        done."""
         from botocore import exceptions as bex
 
-        def one(entry: ObjectFile) -> tuple[str, ObjectFile | None]:
+        listed = {f.name: f for f in self.list()}
+
+        def one(entry: ZoneEntry) -> tuple[str, ZoneEntry | None]:
             key = self.prefix + entry.name
-            target = f"{self.prefix}{PROCESSED}/{run_id}/{entry.name}"
+            target = self.prefix + archived_name(run_id, entry.name)
             source: dict[str, Any] = {"Bucket": self.bucket, "Key": key}
             if entry.version:
                 source["VersionId"] = entry.version
@@ -296,15 +314,21 @@ class S3Zone:
             except Exception as exc:
                 raise self._error(exc, "archive an object", key) from None
             mtime_ns = int(modified.timestamp() * 1_000_000) * 1000 if modified is not None else entry.mtime_ns
-            return entry.name, ObjectFile(f"{PROCESSED}/{run_id}/{entry.name}", entry.size, mtime_ns, etag,
-                                          version if version and version != "null" else None)
+            return entry.name, ZoneEntry(archived_name(run_id, entry.name), entry.size, mtime_ns, etag,
+                                         version if version and version != "null" else None)
 
-        files = list(files)
+        files = [listed[n] for n in names if n in listed]
         if not files:
             return {}
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(files)),
                                 thread_name_prefix=f"ratui-s3-{self.name}") as pool:
             return {name: moved for name, moved in pool.map(one, files) if moved is not None}
+
+    def purge(self, entries: builtins.list[ZoneEntry]) -> set[str]:
+        return self.delete(e.name for e in entries)
+
+    def changed(self, entries: builtins.list[ZoneEntry], removed: bool = False) -> builtins.list[tuple[ZoneEntry, str]]:
+        return []  # each fetch asked for the object exactly as listed (ETag, version): what was read is pinned
 
     def delete(self, names: Iterable[str]) -> set[str]:
         """Delete objects of the zone by name (the reaper's retention of archived files). Returns the names
@@ -328,7 +352,7 @@ def _first_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
-_zones: dict[Any, S3Zone] = {}
+_zones: dict[Any, S3Zone] = {}  # one per zone setting
 _zones_lock = threading.Lock()
 
 

@@ -1,0 +1,13 @@
+"""Landing zones: where raw files arrive, wherever they are, behind one interface.
+
+    names.py     the rules every zone shares: which names are active files, `_processed/`, archived names
+    zone.py      the `Zone` protocol, `ZoneEntry` (a listed file and its identity) and `open_zone`, which picks
+                 the implementation from the zone's URL scheme (SCHEMES: one line per scheme)
+    local.py     a folder of the project ({namespace}/landing/{zone}/)
+    s3.py        an S3-compatible bucket and prefix (boto3)
+    reader.py    reading a zone's files into Spark (checks, columns by name, bad rows)
+    formats/     one module per file format (csv, json, parquet), found from formats/__init__.py's registry
+
+Callers (the compiler, a run's sources, archiving, change detection, the watcher, the reaper) hold a `Zone` and
+never ask whether it is local or remote.
+"""

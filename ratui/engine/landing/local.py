@@ -1,0 +1,229 @@
+"""A landing zone that is a folder of the project: `{namespace}/landing/{zone}/`.
+
+Its files are read where they are (nothing is staged); archiving moves them to `_processed/{run_id}/` in the same
+folder. A file or folder that is a symlink to a place outside the project (and outside every folder ratui.yaml
+allows) is refused (RAT-PTH-001), a broken symlink is unreadable (RAT-LND-008): neither is silently left out.
+
+A local file's bytes are digested (SHA-256, up to DIGEST_MAX_BYTES) when the ledger sees it new or changed, so a
+file copied without its time (`cp -r`), touched or synced unchanged is still the same file (ledger.py).
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import os
+import shutil
+import stat
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from ratui.engine.errors import RatuiError, did_you_mean
+from ratui.engine.landing.names import PROCESSED, archived_name, is_active_name
+from ratui.engine.landing.zone import Progress, ZoneEntry
+from ratui.engine.locations import ProjectLocations
+
+
+def landing_folder(root: Path, namespace: str, zone: str) -> Path:
+    return root / namespace / "landing" / zone
+
+
+@dataclass(frozen=True)
+class LocalZone:
+    namespace: str
+    name: str
+    folder: Path
+    locations: ProjectLocations | None = field(default=None, compare=False)
+    noun = "file"
+    polled = False  # the file watcher sees it
+    empty_hint = None
+
+    @property
+    def url(self) -> str:
+        return str(self.folder)
+
+    def where(self, name: str) -> str:
+        return str(self.folder / name)
+
+    def active_files(self) -> builtins.list[Path]:
+        """The paths of the active files (see list())."""
+        if not self.folder.is_dir():
+            return []
+        found = []
+        for p in self.folder.iterdir():
+            if not is_active_name(p.name):
+                continue
+            if p.is_symlink() and not p.exists():
+                raise RatuiError("RAT-LND-008", f"landing file '{p.name}' in zone '{self.name}' is a broken symlink "
+                                 f"(to {os.readlink(p)})", file=str(p))
+            if not p.is_file():
+                continue
+            if self.locations is not None:
+                self.locations.check(p, "landing file")
+            found.append(p)
+        return sorted(found)
+
+    def list(self) -> builtins.list[ZoneEntry]:
+        return [e for e in (_entry(p, p.name) for p in self.active_files()) if e is not None]
+
+    def lookup(self, names: Iterable[str]) -> dict[str, ZoneEntry]:
+        out = {}
+        for name in names:
+            path = self.folder / name
+            if path.is_file():
+                entry = _entry(path, name)
+                if entry is not None:
+                    out[name] = entry
+        return out
+
+    def processed(self) -> builtins.list[ZoneEntry]:
+        """Regular files under `_processed/` (never through a symlink)."""
+        processed = self.folder / PROCESSED
+        if processed.is_symlink() or not processed.is_dir():
+            return []
+        out = []
+        for folder, _dirs, names in os.walk(processed):
+            for name in names:
+                path = Path(folder) / name
+                try:
+                    st = path.lstat()
+                except FileNotFoundError:
+                    continue
+                if stat.S_ISREG(st.st_mode):
+                    out.append(ZoneEntry(path.relative_to(self.folder).as_posix(), st.st_size, st.st_mtime_ns,
+                                         path=path))
+        return sorted(out, key=lambda e: e.name)
+
+    def stage(self, entries: builtins.list[ZoneEntry], staging: Path, progress: Progress | None = None,
+              check: Callable[[], None] | None = None) -> dict[str, Path]:
+        return {e.name: self.folder / e.name for e in entries}
+
+    def archive(self, names: builtins.list[str], run_id: str) -> dict[str, ZoneEntry]:
+        target = self.folder / PROCESSED / run_id
+        target.mkdir(parents=True, exist_ok=True)
+        moved = {}
+        for name in names:
+            source = self.folder / name
+            if source.exists():
+                shutil.move(str(source), str(target / name))
+                entry = _entry(target / name, archived_name(run_id, name))
+                if entry is not None:
+                    moved[name] = entry
+        return moved
+
+    def archived_to(self, run_id: str) -> str:
+        # relative to the project (the zone folder is {root}/{namespace}/landing/{zone})
+        return str((self.folder / PROCESSED / run_id).relative_to(self.folder.parents[2]))
+
+    def purge(self, entries: builtins.list[ZoneEntry]) -> set[str]:
+        """Delete archived files that are still as listed and really inside the project (symlinks followed: never
+        anything outside it), then the folders they leave empty up to `_processed/` (which stays)."""
+        done = set()
+        stop = os.path.realpath(self.folder / PROCESSED)
+        for e in entries:
+            path = self.folder / e.name
+            if self.locations is not None and not self.locations.inside(str(path)):
+                continue
+            try:
+                st = os.lstat(path)
+                if not stat.S_ISREG(st.st_mode) or st.st_mtime_ns > e.mtime_ns:
+                    continue  # rewritten since it was listed: leave it
+                os.unlink(path)
+            except FileNotFoundError:
+                continue
+            done.add(e.name)
+            folder = path.parent
+            while os.path.realpath(folder) != stop and folder != folder.parent:
+                try:
+                    folder.rmdir()  # only when empty
+                except OSError:
+                    break
+                folder = folder.parent
+        return done
+
+    def changed(self, entries: builtins.list[ZoneEntry], removed: bool = False) -> builtins.list[tuple[ZoneEntry, str]]:
+        out = []
+        for e in entries:
+            try:
+                st = (self.folder / e.name).stat()
+            except OSError:  # gone (or no longer readable)
+                if removed:
+                    out.append((e, "removed"))
+                continue
+            if st.st_size != e.size:
+                out.append((e, f"{e.size:,} -> {st.st_size:,} bytes"))
+            elif st.st_mtime_ns != e.mtime_ns:
+                out.append((e, "rewritten"))
+        return out
+
+
+def _entry(path: Path, name: str) -> ZoneEntry | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return ZoneEntry(name, st.st_size, st.st_mtime_ns, path=path)
+
+
+def local_zone(root: Path, namespace: str, zone: str, file: str | None = None,
+               locations: ProjectLocations | None = None) -> LocalZone:
+    """The zone folder, which must exist (RAT-LND-001 naming `file`, with the zones there are) and lie inside the
+    project or a folder ratui.yaml allows (RAT-PTH-001)."""
+    if not zone or "/" in zone or "\\" in zone or zone.startswith((".", "_")):
+        raise RatuiError("RAT-LND-001", f"'{zone[:40]}' is not a landing zone name", file=file)
+    folder = landing_folder(root, namespace, zone)
+    if not folder.is_dir():
+        known = [p.name for p in _zone_dirs(root / namespace / "landing")]
+        raise RatuiError("RAT-LND-001", f"landing zone '{zone}' does not exist in namespace '{namespace}'", file=file,
+                         hint=did_you_mean(zone, known) if known else None)
+    locations = locations or ProjectLocations(root)
+    locations.check(root / namespace / "landing", "landing folder")
+    locations.check(folder, f"landing zone '{zone}'")
+    return LocalZone(namespace, zone, folder, locations)
+
+
+def zones_on_disk(root: Path, locations: ProjectLocations | None = None) -> Iterator[LocalZone]:
+    """Every zone folder of the project (`{namespace}/landing/{zone}/`), never through a symlinked landing folder."""
+    real = Path(os.path.realpath(root))
+    for ns in sorted(real.iterdir()) if real.is_dir() else []:
+        landing = ns / "landing"
+        if ns.name.startswith(".") or not landing.is_dir() or landing.is_symlink():
+            continue
+        for zone in sorted(landing.iterdir()):
+            if zone.is_dir():
+                yield LocalZone(ns.name, zone.name, zone, locations or ProjectLocations(real))
+
+
+def _zone_dirs(folder: Path) -> builtins.list[Path]:
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+
+
+DIGEST_MAX_BYTES = 256 << 20  # bigger local files are told apart by size and time only
+_DIGESTS: "OrderedDict[tuple, str | None]" = OrderedDict()  # (path, size, mtime_ns, inode) -> digest
+_DIGESTS_LOCK = threading.Lock()
+
+
+def file_digest(path: Path, size: int, mtime_ns: int) -> str | None:
+    """SHA-256 of a local landing file's bytes (None over DIGEST_MAX_BYTES, or when it cannot be read: the
+    run's read reports that), remembered per path, size, time and inode for the pipelines sharing a zone."""
+    if size > DIGEST_MAX_BYTES:
+        return None
+    try:
+        key = (str(path), size, mtime_ns, path.stat().st_ino)
+        with _DIGESTS_LOCK:
+            if key in _DIGESTS:
+                return _DIGESTS[key]
+        with open(path, "rb") as handle:
+            digest = hashlib.file_digest(handle, "sha256").hexdigest()
+    except OSError:
+        return None
+    with _DIGESTS_LOCK:
+        _DIGESTS[key] = digest
+        while len(_DIGESTS) > 4096:
+            _DIGESTS.popitem(last=False)
+    return digest

@@ -1,0 +1,324 @@
+"""Reading landing files into Spark: columns by name, every file looked at first, bad rows never silent.
+
+Before Spark reads anything, each file gets a cheap look at its bytes (never its rows):
+
+    empty (0 bytes)                        left out, with a warning naming it (RAT-LND-009)
+    CSV / JSON with NUL bytes or not UTF-8 RAT-LND-008, with the line of the first bad byte
+    Parquet without its magic bytes, or    RAT-LND-008
+      whose footer cannot be read
+    CSV header: an empty or repeated name  RAT-LND-006, line 1
+
+Columns map by name in every file. Spark applies one schema to a folder of CSV files by position, so files are
+grouped by header; each group is read with the zone's schema in that group's own column order, and the groups
+are united by name. Files whose columns differ from the zone's (the first file read) are an error naming the
+file (RAT-LND-006), or, with `landing.columns: union`, read with the missing columns as NULL. Parquet files are
+compared the same way from their footers, and a column whose type differs between files is an error.
+
+Malformed CSV rows (a wrong number of fields, a broken quote) and JSON lines that do not parse are found by
+Spark's own parser (PERMISSIVE mode with a corrupt-record column, column pruning off so that every field is
+checked whatever the query selects). By default the run fails naming the file and the line of the first bad row
+(RAT-LND-007); with `landing.bad_rows: skip` the rows are left out and their count and first lines are kept with
+the run.
+
+File names Hadoop would misread (`:`, glob characters `[]{}*?`, `%`, ...) are hard-linked under safe names into
+the run's staging folder first; errors still name the original file.
+
+Schema inference and the bad-row check each cost a pass over the files. For small plain CSV files (no quotes, every
+row as wide as the header, each column of one clear kind: csv_types.py) ratui finds Spark's types in Python, which
+also shows that no row is malformed, so neither Spark pass runs: in a JVM that has just started they cost about a
+second. Both depend only on the files' bytes (and the schema read with), so the process remembers them per set of
+files, by each file's path, size, modification time and inode: the edit-and-rerun loop (a full_refresh pipeline
+re-reading the same files, watch mode after a save) skips both passes, and any rewritten file is read afresh.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+from urllib.parse import unquote, urlparse
+
+from ratui.engine.errors import RatuiError
+from ratui.engine.landing.formats import format_module
+from ratui.engine.sql_text import quote
+
+CORRUPT = "__ratui_bad_row"
+FILE = "__ratui_file"  # each row's file, kept until the bad-row check (a union has no _metadata)
+SAMPLE_BAD_ROWS = 5
+PREFIX_BYTES = 1 << 20  # how much of a text file is checked for binary data and UTF-8
+_SAFE_PATH = re.compile(r"^[A-Za-z0-9._/ +=@-]+$")
+
+
+class _Memo:
+    """A small thread-safe LRU map: file-set identity -> what a pass over those files found."""
+
+    def __init__(self, size: int = 512):
+        self._items: OrderedDict[Any, Any] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+            return None
+
+    def put(self, key: Any, value: Any) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+
+
+INFERRED = _Memo()  # (format, files[, header]) -> the schema inferred, as JSON (CSV: with "no row malformed")
+CLEAN = _Memo()  # (format, files, schema JSON) -> True: a bad-row check over exactly these found none
+
+
+def file_set(files: list["ZoneFile"]) -> tuple:
+    """What makes a pass over these files give the same answer: each file's path, size, mtime and inode."""
+    out = []
+    for zf in files:
+        st = zf.path.stat()
+        out.append((str(zf.path), st.st_size, st.st_mtime_ns, st.st_ino))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class ZoneFile:
+    """One file to read: where it is now, and its name in the ledger (relative to the zone folder)."""
+
+    path: Path
+    name: str
+    origin: str | None = None  # where the file really is when `path` is a staged copy (an s3:// URI)
+
+    @property
+    def where(self) -> str:
+        """What an error names: the object's URI for a staged copy, else the file."""
+        return self.origin or str(self.path)
+
+
+@dataclass
+class BadRow:
+    file: str  # ledger name
+    line: int | None
+    text: str
+
+
+@dataclass
+class ReadReport:
+    notes: list[str] = field(default_factory=list)  # warnings, each starting with its code
+    bad_rows: int = 0
+    samples: list[BadRow] = field(default_factory=list)
+    files_read: int = 0
+    delimiters: dict[str, str] = field(default_factory=dict)  # CSV files read with another delimiter than a comma
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"notes": self.notes, "bad_rows": self.bad_rows, "files_read": self.files_read,
+                "samples": [s.__dict__ for s in self.samples]}
+
+
+# ------------------------------------------------------------------------------------------ looking at bytes
+
+
+def _first_bad_byte_line(data: bytes) -> tuple[str, int] | None:
+    """('binary data' | 'not UTF-8', line) for the first problem in `data`, or None."""
+    nul = data.find(b"\x00")
+    try:
+        text_end = len(data)
+        data.decode("utf-8")
+        bad = None
+    except UnicodeDecodeError as exc:
+        # a character cut by the prefix's end is not an error
+        bad = None if exc.start >= len(data) - 3 and exc.reason == "unexpected end of data" else exc.start
+        text_end = exc.start
+    if nul != -1 and (bad is None or nul <= bad):
+        return "binary data (NUL bytes)", data.count(b"\n", 0, nul) + 1
+    if bad is not None:
+        return "not UTF-8 text", data.count(b"\n", 0, text_end) + 1
+    return None
+
+
+def check_text(zf: ZoneFile, kind: str) -> bytes:
+    """A text file's first bytes, refused when they hold NUL bytes or are not UTF-8 (RAT-LND-008 at the line)."""
+    with open(zf.path, "rb") as fh:
+        data = fh.read(PREFIX_BYTES)
+    problem = _first_bad_byte_line(data)
+    if problem:
+        what, line = problem
+        raise RatuiError("RAT-LND-008", f"landing file '{zf.name}' is not a {kind} file: {what} at line {line}",
+                         file=zf.where, line=line)
+    return data
+
+
+def compare_columns(zone: str, reference: ZoneFile, ref_cols: list[str], zf: ZoneFile, cols: list[str],
+                    mode: str) -> None:
+    """A file whose columns differ from the zone's (its first file's) is an error, unless `columns: union`."""
+    if mode == "union":
+        return
+    want, have = {c.lower() for c in ref_cols}, {c.lower() for c in cols}
+    if want == have:
+        return
+    missing = [c for c in ref_cols if c.lower() not in have]
+    extra = [c for c in cols if c.lower() not in want]
+    parts = ([f"missing {', '.join(missing)}"] if missing else []) + ([f"extra {', '.join(extra)}"] if extra else [])
+    raise RatuiError("RAT-LND-006", f"landing file '{zf.name}' in zone '{zone}' has other columns than "
+                     f"'{reference.name}': {'; '.join(parts)}", file=zf.where, line=1)
+
+
+def with_file(df):
+    from pyspark.sql import functions as F
+
+    return df.withColumn(FILE, F.col("_metadata.file_path"))
+
+
+def _uri_path(uri: str) -> str:
+    return os.path.normpath(unquote(urlparse(uri).path) if uri.startswith("file:") else uri)
+
+
+# -------------------------------------------------------------------------------------------------- reader
+
+
+class ZoneReader:
+    """Reads one zone's files for one run. `staging`: a folder of the run (safe-named links go there)."""
+
+    def __init__(self, session, zone: str, fmt: str, *, bad_rows: str = "fail", columns: str = "strict",
+                 staging: Path, check_rows: bool = True):
+        """`check_rows=False`: the DataFrame is only wanted for its columns (no job looks for bad rows)."""
+        self.session = session
+        self.check_rows = check_rows
+        self.zone = zone
+        self.fmt = fmt
+        self.bad_rows = bad_rows
+        self.columns = columns
+        self.staging = staging
+        self.report = ReadReport()
+        self._by_spark_path: dict[str, ZoneFile] = {}
+
+    # -------------------------------------------------------------------------------------------- paths
+
+    def spark_path(self, zf: ZoneFile) -> str:
+        """A path Spark reads as exactly this file: the file itself, or a safe-named hard link to it."""
+        path = str(zf.path)
+        if not _SAFE_PATH.match(path):
+            folder = self.staging / "landing" / self.zone
+            folder.mkdir(parents=True, exist_ok=True)
+            safe = folder / f"f{len(self._by_spark_path):05d}{zf.path.suffix.lower()}"
+            try:
+                os.link(zf.path, safe)
+            except OSError:  # another file system
+                shutil.copy2(zf.path, safe)
+            path = str(safe)
+        self._by_spark_path[os.path.normpath(path)] = zf
+        return path
+
+    def origin(self, uri: str) -> ZoneFile | None:
+        return self._by_spark_path.get(_uri_path(uri))
+
+    def name_of(self, uri: str) -> str:
+        origin = self.origin(uri)
+        return origin.name if origin is not None else uri
+
+    # --------------------------------------------------------------------------------------------- read
+
+    def read(self, files: list[ZoneFile]):
+        """A DataFrame over the files (None when every one of them is empty), after the checks above."""
+        present = []
+        for zf in files:
+            if zf.path.stat().st_size == 0:
+                self.report.notes.append(f"RAT-LND-009 {zf.name}: empty landing file in zone '{self.zone}', "
+                                         "loaded as zero rows")
+                continue
+            present.append(zf)
+        self.report.files_read = len(present)
+        if not present:
+            return None
+        return format_module(self.fmt).read(self, present)
+
+
+    # ----------------------------------------------------------------------------------------- bad rows
+
+    def bad_rows_of(self, df, only_bad: bool = False, read_from: list[ZoneFile] | None = None):
+        """Count the rows Spark could not parse (one job); fail on them, or leave them out and report them.
+        `read_from`: the files df reads, when a clean result may be remembered for them."""
+        from pyspark.sql import functions as F
+
+        if not self.check_rows:
+            return df.drop(CORRUPT, FILE)
+        key = (self.fmt, file_set(read_from), df.schema.json()) if read_from else None
+        if key is not None and CLEAN.get(key):
+            return df.drop(CORRUPT, FILE)
+        data_cols = [c for c in df.columns if c not in (CORRUPT, FILE)]
+        bad = df.where(F.col(CORRUPT).isNotNull())
+        # Spark refuses a query over the corrupt column alone: count a data column along with it
+        rows = (bad.groupBy(F.col(FILE).alias("path"))
+                .agg(F.count(F.lit(1)).alias("n"),
+                     F.slice(F.collect_list(CORRUPT), 1, SAMPLE_BAD_ROWS).alias("first"),
+                     F.count(F.col(quote(data_cols[0]))).alias("_"))
+                .collect())
+        if not rows:
+            if key is not None:
+                CLEAN.put(key, True)
+            return df.drop(CORRUPT, FILE)
+        total = sum(r.n for r in rows)
+        samples: list[BadRow] = []
+        first_file: ZoneFile | None = None
+        for r in sorted(rows, key=lambda r: self.name_of(r.path)):
+            zf = self.origin(r.path)
+            if zf is None:
+                continue
+            first_file = first_file or zf
+            lines = _find_lines(zf.path, list(r.first), header=self.fmt == "csv")
+            samples.extend(BadRow(zf.name, line, text[:200]) for text, line in zip(r.first, lines))
+        samples = sorted(samples, key=lambda b: (b.file, b.line or 0))[:SAMPLE_BAD_ROWS]
+        what = "line" if self.fmt == "json" else "row"
+        if self.bad_rows != "skip" or only_bad:
+            first = samples[0] if samples else None
+            files = sorted({s.file for s in samples})
+            raise RatuiError(
+                "RAT-LND-007",
+                f"{total} malformed {what}(s) in landing zone '{self.zone}' ({', '.join(files)})"
+                + (f"; first at line {first.line}: {first.text[:120]!r}" if first and first.line else
+                   f"; first: {first.text[:120]!r}" if first else ""),
+                file=first_file.where if first_file else None, line=first.line if first else None,
+                details={"bad_rows": total, "samples": [s.__dict__ for s in samples]},
+                hint=None if self.bad_rows == "skip" else (
+                    "Fix the rows shown, or set `landing: {bad_rows: skip}` in ratui.yaml to leave them out (their "
+                    "count and first lines are kept with the run)." + (
+                        " A quoted CSV field that spans lines is not supported." if self.fmt == "csv" else "")),
+            )
+        self.report.bad_rows += total
+        self.report.samples.extend(samples)
+        where = ", ".join(f"{s.file}:{s.line}" if s.line else s.file for s in samples)
+        self.report.notes.append(f"RAT-LND-007 {total} malformed {what}(s) in zone '{self.zone}' left out "
+                                 f"(landing.bad_rows: skip); first at {where}")
+        return df.where(F.col(CORRUPT).isNull()).drop(CORRUPT, FILE)
+
+
+def _find_lines(path: Path, records: Iterable[str], header: bool = False) -> list[int | None]:
+    """The 1-based line number of each bad record's text in the file (the first unclaimed match). `header`: line 1
+    is the file's header, never a row (a row repeating it is found further down)."""
+    wanted = [r.rstrip("\r\n") for r in records]
+    found: list[int | None] = [None] * len(wanted)
+    pending = {i for i in range(len(wanted))}
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            if not pending:
+                break
+            text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            if number == 1:
+                if header:
+                    continue
+                text = text.lstrip("\ufeff")
+            for i in sorted(pending):
+                if wanted[i] == text:
+                    found[i] = number
+                    pending.discard(i)
+                    break
+    return found

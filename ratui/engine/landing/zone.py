@@ -1,0 +1,156 @@
+"""One interface for a landing zone, wherever its files are; `open_zone` finds the right one.
+
+A `Zone` lists its active files as `ZoneEntry`s (a name relative to the zone and the identity the ledger compares:
+size, modification time, and for an object its ETag and version), finds the files the ledger names (archived ones
+included), stages what a run reads where Spark can read it, archives what a run loaded to `_processed/{run_id}/`,
+lists and purges the archive (the reaper's retention), and says which files a run read changed under it.
+
+Which implementation a zone gets depends only on its URL: a zone named in ratui.yaml's `landing.zones` has the
+URL written there (`s3://bucket/prefix`), any other is the project folder `{namespace}/landing/{zone}/`. A new
+scheme is one module with a class like local.LocalZone or s3.S3Zone and one line in SCHEMES.
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Protocol
+
+from ratui.engine.errors import RatuiError
+
+# the implementation of each URL scheme of ratui.yaml's landing.zones: "module:factory", factory(remote zone)
+SCHEMES = {
+    "s3": "ratui.engine.landing.s3:s3_zone",
+}
+
+
+@dataclass(frozen=True)
+class ZoneEntry:
+    """One file of a zone as listed: its name relative to the zone (`a.csv`, `_processed/RUN/a.csv`) and its
+    identity. A local file also has its `path`; an object has its ETag (and version, on a versioned bucket)."""
+    name: str
+    size: int
+    mtime_ns: int
+    etag: str | None = None
+    version: str | None = None
+    path: Path | None = field(default=None, compare=False)
+
+    @property
+    def base_name(self) -> str:
+        return self.name.rsplit("/", 1)[-1]
+
+
+Progress = Callable[[int, int, int], None]  # (files staged, of how many, bytes so far)
+
+
+class Zone(Protocol):
+    @property
+    def namespace(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def noun(self) -> str:
+        """What its files are called in messages: "file" or "object"."""
+
+    @property
+    def polled(self) -> bool:
+        """The file watcher cannot see it: watch mode lists it every watch.poll_seconds."""
+
+    @property
+    def empty_hint(self) -> str | None:
+        """How to put files into it (None: the error's own hint)."""
+
+    @property
+    def url(self) -> str: ...
+
+    def where(self, name: str) -> str:
+        """What a message names for one of its files: a path, or the object's URI."""
+
+    def list(self) -> builtins.list[ZoneEntry]:
+        """The active files at the zone's root, sorted by name."""
+
+    def lookup(self, names: Iterable[str]) -> dict[str, ZoneEntry]:
+        """The files of these names that exist now (active or archived names): name -> entry."""
+
+    def processed(self) -> builtins.list[ZoneEntry]:
+        """Everything under `_processed/`, names relative to the zone."""
+
+    def stage(self, entries: builtins.list[ZoneEntry], staging: Path, progress: Progress | None = None,
+              check: Callable[[], None] | None = None) -> dict[str, Path]:
+        """Local paths Spark reads for these entries (the files themselves, or copies under `staging`);
+        `check()` raises to stop (a cancelled run)."""
+
+    def archive(self, names: builtins.list[str], run_id: str) -> dict[str, ZoneEntry]:
+        """Move these active files to `_processed/{run_id}/`: name -> the archived entry (gone ones left out)."""
+
+    def archived_to(self, run_id: str) -> str:
+        """Where archive() put a run's files, as the ledger records it."""
+
+    def purge(self, entries: builtins.list[ZoneEntry]) -> set[str]:
+        """Delete archived entries (unless rewritten since they were listed): the names deleted."""
+
+    def changed(self, entries: builtins.list[ZoneEntry], removed: bool = False) -> builtins.list[tuple[ZoneEntry, str]]:
+        """Entries a run read whose file is no longer as listed (size, time), with what changed; `removed`:
+        gone ones too. A zone whose reads are pinned to what was listed (an object's ETag) has none."""
+
+
+def entry_of(item: Any) -> ZoneEntry:
+    """A ZoneEntry for a local Path (stat'ed now) or anything with name/size/mtime_ns (an entry already)."""
+    if isinstance(item, ZoneEntry):
+        return item
+    if isinstance(item, Path):
+        st = item.stat()
+        return ZoneEntry(item.name, st.st_size, st.st_mtime_ns, path=item)
+    return ZoneEntry(item.name, item.size, item.mtime_ns, getattr(item, "etag", None), getattr(item, "version", None))
+
+
+def zone_digest(files: Iterable[Any]) -> builtins.list[list[Any]]:
+    """What change detection compares: the active files with their size and modification time (and, for
+    objects, their ETag and version)."""
+    out = []
+    for item in files:
+        try:
+            e = entry_of(item)
+        except FileNotFoundError:
+            continue
+        out.append([e.name, e.size, e.mtime_ns] + ([e.etag, e.version] if e.etag is not None else []))
+    return sorted(out)
+
+
+def open_zone(settings: Any, namespace: str, name: str, file: str | None = None) -> Zone:
+    """The zone `namespace.name` of a project: the URL ratui.yaml gives it, else the project's folder (which must
+    exist: RAT-LND-001 naming `file`, with the zones there are)."""
+    remote = settings.remote_zone(namespace, name)
+    if remote is not None:
+        return _scheme(remote.url)(remote)
+    from ratui.engine.landing.local import local_zone
+
+    return local_zone(settings.root, namespace, name, file=file, locations=settings.locations())
+
+
+def configured_zones(settings: Any) -> Iterator[Zone]:
+    """Every zone ratui.yaml names with a URL (the ones a folder walk of the project cannot find)."""
+    for remote in list(settings.remote_zones.values()):
+        yield _scheme(remote.url)(remote)
+
+
+def every_zone(settings: Any) -> Iterator[Zone]:
+    """Every zone of the project: the folders under each `{namespace}/landing/`, then the configured ones."""
+    from ratui.engine.landing.local import zones_on_disk
+
+    yield from zones_on_disk(settings.root, settings.locations())
+    yield from configured_zones(settings)
+
+
+def _scheme(url: str) -> Callable[[Any], Zone]:
+    scheme = url.split("://", 1)[0] if "://" in url else ""
+    target = SCHEMES.get(scheme)
+    if target is None:
+        raise RatuiError("RAT-CFG-007", f"landing zones at {scheme or url}:// URLs are not supported",
+                         hint="Known: " + ", ".join(f"{s}://" for s in SCHEMES))
+    module, _, factory = target.partition(":")
+    return getattr(importlib.import_module(module), factory)

@@ -1,1 +1,0 @@
-"""Object storage: landing zones outside the local disk."""

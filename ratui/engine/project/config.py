@@ -39,7 +39,7 @@ KEYS = (
     "landing_columns",
 )
 LANDING_MODES = ("all", "new_files")
-# per pipeline, over ratui.yaml's landing.bad_rows / landing.columns (see landing_reader.py)
+# per pipeline, over ratui.yaml's landing.bad_rows / landing.columns (see landing/reader.py)
 LANDING_BAD_ROWS = ("fail", "skip")
 LANDING_COLUMNS = ("strict", "union")
 

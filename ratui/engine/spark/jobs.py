@@ -24,7 +24,7 @@ def new_run_session(settings: Settings, run_id: str):
     """A session for one run: isolated temp views, shared context. Call from the thread that runs the jobs."""
     root = RUNTIME.get_spark(settings)
     session = RUNTIME.fresh(root)
-    # a malformed CSV row is found whatever columns the query reads (landing_reader.py)
+    # a malformed CSV row is found whatever columns the query reads (landing/reader.py)
     session.conf.set("spark.sql.csv.parser.columnPruning.enabled", "false")
     # a cached batch (a merge reads it two or three times) gets adaptive execution's coalesced partitions too:
     # a 100-row batch is not scanned as spark.sql.shuffle.partitions tasks every time

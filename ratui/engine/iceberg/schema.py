@@ -20,28 +20,16 @@ NAME_MAPPING = "schema.name-mapping.default"
 def spark_to_iceberg_type(dtype, column: str):
     from pyspark.sql import types as st
 
-    if isinstance(dtype, st.BooleanType):
-        return it.BooleanType()
-    if isinstance(dtype, (st.ByteType, st.ShortType, st.IntegerType)):
-        return it.IntegerType()
-    if isinstance(dtype, st.LongType):
-        return it.LongType()
-    if isinstance(dtype, st.FloatType):
-        return it.FloatType()
-    if isinstance(dtype, st.DoubleType):
-        return it.DoubleType()
     if isinstance(dtype, st.DecimalType):
         return it.DecimalType(dtype.precision, dtype.scale)
-    if isinstance(dtype, (st.StringType, st.CharType, st.VarcharType)):
-        return it.StringType()
-    if isinstance(dtype, st.BinaryType):
-        return it.BinaryType()
-    if isinstance(dtype, st.DateType):
-        return it.DateType()
-    if isinstance(dtype, st.TimestampNTZType):
-        return it.TimestampType()
-    if isinstance(dtype, st.TimestampType):
-        return it.TimestamptzType()
+    for spark_types, iceberg_type in (
+            (st.BooleanType, it.BooleanType), ((st.ByteType, st.ShortType, st.IntegerType), it.IntegerType),
+            (st.LongType, it.LongType), (st.FloatType, it.FloatType), (st.DoubleType, it.DoubleType),
+            ((st.StringType, st.CharType, st.VarcharType), it.StringType), (st.BinaryType, it.BinaryType),
+            (st.DateType, it.DateType), (st.TimestampNTZType, it.TimestampType),
+            (st.TimestampType, it.TimestamptzType)):
+        if isinstance(dtype, spark_types):
+            return iceberg_type()
     hint = "Cast it, e.g. CAST(NULL AS STRING)." if isinstance(dtype, st.NullType) else None
     raise RatuiError("RAT-WRT-004", f"column '{column}' has type {dtype.simpleString()}, which ratui cannot store "
                      "yet", hint=hint)

@@ -23,7 +23,7 @@ from typing import Callable, Iterable, Iterator
 
 from ratui.engine.errors import RatuiError, did_you_mean
 from ratui.engine.landing.names import PROCESSED, archived_name, is_active_name
-from ratui.engine.landing.zone import Progress, ZoneEntry
+from ratui.engine.landing.entry import Progress, ZoneEntry
 from ratui.engine.locations import ProjectLocations
 
 

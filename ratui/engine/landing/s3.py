@@ -34,7 +34,7 @@ from typing import Any, Callable, Iterable
 
 from ratui.engine.errors import RatuiError
 from ratui.engine.landing.names import PROCESSED, archived_name, is_active_name
-from ratui.engine.landing.zone import Progress, ZoneEntry
+from ratui.engine.landing.entry import Progress, ZoneEntry
 
 log = logging.getLogger("ratui.s3")
 

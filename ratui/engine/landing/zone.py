@@ -14,35 +14,19 @@ from __future__ import annotations
 
 import builtins
 import importlib
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
 from ratui.engine.errors import RatuiError
+from ratui.engine.landing.entry import Progress, ZoneEntry, entry_of, zone_digest
+
+__all__ = ["SCHEMES", "Progress", "Zone", "ZoneEntry", "configured_zones", "entry_of", "every_zone", "open_zone",
+           "zone_digest"]
 
 # the implementation of each URL scheme of ratui.yaml's landing.zones: "module:factory", factory(remote zone)
 SCHEMES = {
     "s3": "ratui.engine.landing.s3:s3_zone",
 }
-
-
-@dataclass(frozen=True)
-class ZoneEntry:
-    """One file of a zone as listed: its name relative to the zone (`a.csv`, `_processed/RUN/a.csv`) and its
-    identity. A local file also has its `path`; an object has its ETag (and version, on a versioned bucket)."""
-    name: str
-    size: int
-    mtime_ns: int
-    etag: str | None = None
-    version: str | None = None
-    path: Path | None = field(default=None, compare=False)
-
-    @property
-    def base_name(self) -> str:
-        return self.name.rsplit("/", 1)[-1]
-
-
-Progress = Callable[[int, int, int], None]  # (files staged, of how many, bytes so far)
 
 
 class Zone(Protocol):
@@ -96,29 +80,6 @@ class Zone(Protocol):
     def changed(self, entries: builtins.list[ZoneEntry], removed: bool = False) -> builtins.list[tuple[ZoneEntry, str]]:
         """Entries a run read whose file is no longer as listed (size, time), with what changed; `removed`:
         gone ones too. A zone whose reads are pinned to what was listed (an object's ETag) has none."""
-
-
-def entry_of(item: Any) -> ZoneEntry:
-    """A ZoneEntry for a local Path (stat'ed now) or anything with name/size/mtime_ns (an entry already)."""
-    if isinstance(item, ZoneEntry):
-        return item
-    if isinstance(item, Path):
-        st = item.stat()
-        return ZoneEntry(item.name, st.st_size, st.st_mtime_ns, path=item)
-    return ZoneEntry(item.name, item.size, item.mtime_ns, getattr(item, "etag", None), getattr(item, "version", None))
-
-
-def zone_digest(files: Iterable[Any]) -> builtins.list[list[Any]]:
-    """What change detection compares: the active files with their size and modification time (and, for
-    objects, their ETag and version)."""
-    out = []
-    for item in files:
-        try:
-            e = entry_of(item)
-        except FileNotFoundError:
-            continue
-        out.append([e.name, e.size, e.mtime_ns] + ([e.etag, e.version] if e.etag is not None else []))
-    return sorted(out)
 
 
 def open_zone(settings: Any, namespace: str, name: str, file: str | None = None) -> Zone:

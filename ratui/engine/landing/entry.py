@@ -1,0 +1,49 @@
+"""A file of a landing zone as listed, and the identity the ledger and change detection compare."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+
+@dataclass(frozen=True)
+class ZoneEntry:
+    """One file of a zone as listed: its name relative to the zone (`a.csv`, `_processed/RUN/a.csv`) and its
+    identity. A local file also has its `path`; an object has its ETag (and version, on a versioned bucket)."""
+    name: str
+    size: int
+    mtime_ns: int
+    etag: str | None = None
+    version: str | None = None
+    path: Path | None = field(default=None, compare=False)
+
+    @property
+    def base_name(self) -> str:
+        return self.name.rsplit("/", 1)[-1]
+
+
+Progress = Callable[[int, int, int], None]  # (files staged, of how many, bytes so far)
+
+
+def entry_of(item: Any) -> ZoneEntry:
+    """A ZoneEntry for a local Path (stat'ed now) or anything with name/size/mtime_ns (an entry already)."""
+    if isinstance(item, ZoneEntry):
+        return item
+    if isinstance(item, Path):
+        st = item.stat()
+        return ZoneEntry(item.name, st.st_size, st.st_mtime_ns, path=item)
+    return ZoneEntry(item.name, item.size, item.mtime_ns, getattr(item, "etag", None), getattr(item, "version", None))
+
+
+def zone_digest(files: Iterable[Any]) -> list[list[Any]]:
+    """What change detection compares: the active files with their size and modification time (and, for
+    objects, their ETag and version)."""
+    out = []
+    for item in files:
+        try:
+            e = entry_of(item)
+        except FileNotFoundError:
+            continue
+        out.append([e.name, e.size, e.mtime_ns] + ([e.etag, e.version] if e.etag is not None else []))
+    return sorted(out)

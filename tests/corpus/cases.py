@@ -271,6 +271,12 @@ CASES: list[Case] = [
          _merge(pipe("bronze", "cfg_strategy", "SELECT 1 AS id\n"),
                 {f"{P}/bronze/cfg_strategy/config.yaml": "merge_strategy: merge\n"}),
          expect_code="RAT-CFG-001", expect_file=f"{P}/bronze/cfg_strategy/config.yaml"),
+    Case("cfg-yaml-unknown-key-at-its-line", "config.yaml",
+         _merge(pipe("bronze", "cfg_key_line", "SELECT 1 AS id\n"),
+                {f"{P}/bronze/cfg_key_line/config.yaml": "description: orders\nmerge_strategy: full_refresh\n"
+                                                         "uniqe_key: id\n"}),
+         expect_code="RAT-CFG-002", expect_file=f"{P}/bronze/cfg_key_line/config.yaml", expect_line=3,
+         spec="building", notes="named at the key's line (the schema's YAML reader), with the nearest key"),
 
     # ------------------------------------------------------------------------------------------ ratui.yaml
     Case("ratui-yaml-syntax", "ratui.yaml",
@@ -318,6 +324,11 @@ CASES: list[Case] = [
          {"ratui.yaml": BASE_SETTINGS + "landing:\n  s3:\n    endpoint: http://127.0.0.1:9000\n"},
          expect_code="RAT-CFG-007", expect_file="ratui.yaml", spec="building",
          notes="the option is endpoint_url; an unknown one is an error with a did-you-mean hint"),
+    Case("ratui-yaml-zone-unknown-option", "ratui.yaml",
+         {"ratui.yaml": BASE_SETTINGS + "landing:\n  zones:\n    orders:\n      url: s3://bucket/orders\n"
+                                        "      endpont_url: http://127.0.0.1:9000\n"},
+         expect_code="RAT-CFG-007", expect_file="ratui.yaml", expect_line=11,
+         spec="building", notes="an unknown key four levels deep: its own line and the nearest declared key"),
     Case("ratui-yaml-remote-and-master", "ratui.yaml",
          {"ratui.yaml": BASE_SETTINGS + "  remote: sc://127.0.0.1:15002\n"},
          expect_code="RAT-CFG-007", expect_file="ratui.yaml", spec="building"),

@@ -1,47 +1,108 @@
 """Pipeline configuration: annotations in the pipeline file win over config.yaml, which wins over defaults.
 
-The result is one validated, typed `PipelineConfig`. Validation never guesses: an unknown key or a
-misspelt strategy is an error naming the file and the nearest valid word, never a silent default.
+The result is one validated, typed `PipelineConfig`, whose field types are the schema (pydantic checks the merged
+values with it, and schema.py turns a refusal into ratui's coded error at the annotation's or the key's line).
+Validation never guesses: an unknown key or a misspelt strategy is an error naming the file and the nearest valid
+word, never a silent default.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-import yaml
+from pydantic import PlainValidator, TypeAdapter, ValidationError
+from pydantic_core import PydanticUseDefault
 
 from ratui.engine.errors import RatuiError, did_you_mean
 from ratui.engine.project import strategy_specs
+from ratui.engine.project.partition_terms import parse_partition_by
+from ratui.engine.project.schema import YamlDoc, coded_error, invalid, one_of, read_yaml
+from ratui.engine.project.settings_schema import BAD_ROWS, COLUMN_MODES
 
 STRATEGIES = strategy_specs.NAMES
 # Strategies the write phase implements today; the others are rejected up front, never approximated.
 SUPPORTED_STRATEGIES = STRATEGIES
 KEYED_STRATEGIES = strategy_specs.KEYED
 MATERIALIZATIONS = ("table",)
-
-KEYS = (
-    "merge_strategy",
-    "unique_key",
-    "watermark_column",
-    "description",
-    "partition_column",
-    "archive_landing_zones",
-    "scd_valid_from",
-    "scd_valid_to",
-    "materialized",
-    "tags",
-    "partition_by",
-    "landing_mode",
-    "landing_bad_rows",
-    "landing_columns",
-)
 LANDING_MODES = ("all", "new_files")
 # per pipeline, over ratui.yaml's landing.bad_rows / landing.columns (see landing/reader.py)
-LANDING_BAD_ROWS = ("fail", "skip")
-LANDING_COLUMNS = ("strict", "union")
+LANDING_BAD_ROWS = BAD_ROWS
+LANDING_COLUMNS = COLUMN_MODES
+_COLUMN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_TAG = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _as_list(value: Any) -> tuple[str, ...]:
+    """A YAML list, or comma-separated text (an annotation's value is always text)."""
+    if isinstance(value, (list, tuple)):
+        items = [str(v).strip() for v in value]
+    else:
+        items = [part.strip() for part in str(value).split(",")]
+    return tuple(item for item in items if item)
+
+
+def _column(value: Any) -> str:
+    text = str(value).strip()
+    if not _COLUMN.match(text):
+        raise invalid(f"{{where}} must be a column name, got '{value}'", "RAT-CFG-005")
+    return text
+
+
+def _optional_column(value: Any) -> str:
+    if not str(value).strip():  # blank text (quoted, in config.yaml): the key's default
+        raise PydanticUseDefault()
+    return _column(value)
+
+
+def _as_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "yes", "1", "on"):
+        return True
+    if text in ("false", "no", "0", "off", ""):
+        return False
+    raise invalid(f"{{where}} must be true or false, got '{value}'", "RAT-CFG-005")
+
+
+def _tags(value: Any) -> tuple[str, ...]:
+    tags = _as_list(value)
+    for tag in tags:
+        if not _TAG.match(tag):
+            raise invalid(f"tag '{tag}' may hold only letters, digits, '_' and '-'", "RAT-CFG-005")
+    return tags
+
+
+def _partition_by(value: Any) -> tuple[str, ...]:
+    try:
+        return tuple(str(term) for term in parse_partition_by(_as_list(value)))
+    except ValueError as exc:
+        raise invalid(f"partition_by: {exc}", "RAT-CFG-005", hint=(
+            "Write partition_by as a list of column or transform(column), transform one of identity, year, month, "
+            "day, hour: e.g. [day(order_ts), country].")) from None
+
+
+def _choice(choices: tuple[str, ...], message: str, code: str = "RAT-CFG-005", hint: str | None = None) -> Any:
+    return PlainValidator(one_of(choices, code, message, fold=str, hint=hint))
+
+
+# The field types of a pipeline's configuration: each takes YAML's value or an annotation's text.
+Strategy = Annotated[str, _choice(STRATEGIES, "unknown merge strategy '{text}'", "RAT-CFG-001")]
+Column = Annotated[str, PlainValidator(_optional_column)]
+OptionalColumn = Annotated[str | None, PlainValidator(_optional_column)]
+Columns = Annotated[tuple[str, ...], PlainValidator(lambda value: tuple(_column(k) for k in _as_list(value)))]
+Text = Annotated[str, PlainValidator(lambda value: str(value).strip())]
+Flag = Annotated[bool, PlainValidator(_as_bool)]
+LandingMode = Annotated[str, _choice(LANDING_MODES, "unknown landing_mode '{text}'")]
+BadRows = Annotated[str | None, _choice(LANDING_BAD_ROWS, "unknown landing_bad_rows '{text}'")]
+ColumnMode = Annotated[str | None, _choice(LANDING_COLUMNS, "unknown landing_columns '{text}'")]
+Materialization = Annotated[str, _choice(MATERIALIZATIONS, "materialized '{text}' is not supported", hint=(
+    "Pipelines materialize as Iceberg tables: use `table` (the default)."))]
+Tags = Annotated[tuple[str, ...], PlainValidator(_tags)]
+PartitionBy = Annotated[tuple[str, ...], PlainValidator(_partition_by)]
 
 # `-- @key: value` in SQL, `# @key: value` in Python.
 _ANNOTATION = {
@@ -60,42 +121,35 @@ class Annotation:
 
 @dataclass(frozen=True)
 class PipelineConfig:
-    merge_strategy: str = "full_refresh"
-    unique_key: tuple[str, ...] = ()
-    watermark_column: str | None = None
-    description: str = ""
-    partition_column: str | None = None
-    archive_landing_zones: bool = False
+    """A pipeline's configuration, and its schema: each field's type says what a value may be (resolve_config
+    validates annotations and config.yaml with it). Built directly, as tests and the writer do, nothing is checked."""
+
+    merge_strategy: Strategy = "full_refresh"
+    unique_key: Columns = ()
+    watermark_column: OptionalColumn = None
+    description: Text = ""
+    partition_column: OptionalColumn = None
+    archive_landing_zones: Flag = False
     # all: landing_zone() reads every active file; new_files: only files this pipeline has not loaded yet
-    landing_mode: str = "all"
-    landing_bad_rows: str | None = None  # None: ratui.yaml's landing.bad_rows
-    landing_columns: str | None = None  # None: ratui.yaml's landing.columns
-    scd_valid_from: str = "valid_from"
-    scd_valid_to: str = "valid_to"
-    materialized: str = "table"
-    tags: tuple[str, ...] = ()
+    landing_mode: LandingMode = "all"
+    landing_bad_rows: BadRows = None  # None: ratui.yaml's landing.bad_rows
+    landing_columns: ColumnMode = None  # None: ratui.yaml's landing.columns
+    scd_valid_from: Column = "valid_from"
+    scd_valid_to: Column = "valid_to"
+    materialized: Materialization = "table"
+    tags: Tags = ()
     # Iceberg partition spec terms, normalised: "day(order_ts)", "country" (identity); see partitioning.py
-    partition_by: tuple[str, ...] = ()
+    partition_by: PartitionBy = ()
     # where each key's value came from: "annotation", "config.yaml" or "default"
     origin: dict[str, str] = field(default_factory=dict, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "merge_strategy": self.merge_strategy,
-            "unique_key": list(self.unique_key),
-            "watermark_column": self.watermark_column,
-            "description": self.description,
-            "partition_column": self.partition_column,
-            "archive_landing_zones": self.archive_landing_zones,
-            "landing_mode": self.landing_mode,
-            "landing_bad_rows": self.landing_bad_rows,
-            "landing_columns": self.landing_columns,
-            "scd_valid_from": self.scd_valid_from,
-            "scd_valid_to": self.scd_valid_to,
-            "materialized": self.materialized,
-            "tags": list(self.tags),
-            "partition_by": list(self.partition_by),
-        }
+        return {key: list(value) if isinstance(value, tuple) else value
+                for key in KEYS for value in (getattr(self, key),)}
+
+
+# the keys a pipeline may set, in the schema's order
+KEYS = tuple(f.name for f in fields(PipelineConfig) if f.name != "origin")
 
 
 def parse_annotations(text: str, file: Path) -> list[Annotation]:
@@ -120,79 +174,40 @@ def parse_annotations(text: str, file: Path) -> list[Annotation]:
     return found
 
 
-def _as_list(value: Any) -> tuple[str, ...]:
-    if isinstance(value, (list, tuple)):
-        items = [str(v).strip() for v in value]
-    else:
-        items = [part.strip() for part in str(value).split(",")]
-    return tuple(item for item in items if item)
-
-
-def _as_bool(value: Any, key: str, file: str, line: int | None) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("true", "yes", "1", "on"):
-        return True
-    if text in ("false", "no", "0", "off", ""):
-        return False
-    raise RatuiError("RAT-CFG-005", f"'{key}' must be true or false, got '{value}'", file=file, line=line)
-
-
-def _column(value: Any, key: str, file: str, line: int | None) -> str:
-    text = str(value).strip()
-    if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", text):
-        raise RatuiError("RAT-CFG-005", f"'{key}' must be a column name, got '{value}'", file=file, line=line)
-    return text
+def _config_doc(path: Path) -> YamlDoc:
+    if not path.is_file():
+        return YamlDoc({})
+    doc = read_yaml(path, "RAT-CFG-006")
+    if doc.data is None:
+        return YamlDoc({})
+    if not isinstance(doc.data, dict):
+        raise RatuiError("RAT-CFG-006", f"config.yaml holds a {type(doc.data).__name__}, not a mapping",
+                         file=str(path))
+    return doc
 
 
 def load_config_yaml(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise RatuiError("RAT-CFG-006", f"YAML syntax error: {getattr(exc, 'problem', exc)}", file=str(path),
-                         line=mark.line + 1 if mark else None) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RatuiError("RAT-PRJ-006", f"cannot read config.yaml: {exc}", file=str(path)) from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise RatuiError("RAT-CFG-006", f"config.yaml holds a {type(data).__name__}, not a mapping", file=str(path))
-    return data
-
-
-def _yaml_line(path: Path, key: str) -> int | None:
-    """The line of a top-level key in a YAML file (for errors that name it), or None."""
-    try:
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if re.match(rf"^{re.escape(key)}\s*:", line):
-                return number
-    except (OSError, UnicodeDecodeError):
-        pass
-    return None
+    return _config_doc(path).data
 
 
 def resolve_config(pipeline_file: Path, text: str, config_file: Path) -> PipelineConfig:
     """Merge annotations > config.yaml > defaults and validate the result."""
     annotations = parse_annotations(text, pipeline_file)
-    yaml_values = load_config_yaml(config_file)
+    doc = _config_doc(config_file)
 
     values: dict[str, Any] = {}
     origin: dict[str, str] = {}
     where: dict[str, tuple[str, int | None]] = {}
-    for key, value in yaml_values.items():
+    for key, value in doc.data.items():
         key = str(key)
+        line = doc.line((key,))
         if key not in KEYS:
             raise RatuiError("RAT-CFG-002", f"unknown key '{key}' in config.yaml", file=str(config_file),
-                             hint=did_you_mean(key, KEYS))
+                             line=line, hint=did_you_mean(key, KEYS))
         if value is None or (isinstance(value, (str, list, tuple, dict)) and not value):
             raise RatuiError("RAT-CFG-005", f"'{key}' in config.yaml has no value", file=str(config_file),
-                             line=_yaml_line(config_file, key),
-                             hint=f"Give {key} a value, or remove the key.")
-        values[key], origin[key], where[key] = value, "config.yaml", (str(config_file), _yaml_line(config_file, key))
+                             line=line, hint=f"Give {key} a value, or remove the key.")
+        values[key], origin[key], where[key] = value, "config.yaml", (str(config_file), line)
     seen: set[str] = set()
     for ann in annotations:
         if ann.key not in KEYS:
@@ -209,71 +224,14 @@ def resolve_config(pipeline_file: Path, text: str, config_file: Path) -> Pipelin
     for key in KEYS:
         origin.setdefault(key, "default")
 
-    def loc(key: str) -> tuple[str, int | None]:
-        return where.get(key, (str(pipeline_file), None))
+    def locate(loc: tuple[str, ...]) -> tuple[str, int | None]:
+        return where.get(loc[0] if loc else "", (str(pipeline_file), None))
 
-    kwargs: dict[str, Any] = {}
-    if "merge_strategy" in values:
-        strategy = str(values["merge_strategy"]).strip()
-        if strategy not in STRATEGIES:
-            file, line = loc("merge_strategy")
-            raise RatuiError("RAT-CFG-001", f"unknown merge strategy '{strategy}'", file=file, line=line,
-                             hint=did_you_mean(strategy, STRATEGIES))
-        kwargs["merge_strategy"] = strategy
-    if "unique_key" in values:
-        keys = _as_list(values["unique_key"])
-        kwargs["unique_key"] = tuple(_column(k, "unique_key", *loc("unique_key")) for k in keys)
-    for key in ("watermark_column", "partition_column", "scd_valid_from", "scd_valid_to"):
-        if key in values and str(values[key]).strip():
-            kwargs[key] = _column(values[key], key, *loc(key))
-    if "description" in values:
-        kwargs["description"] = str(values["description"]).strip()
-    if "landing_mode" in values:
-        mode = str(values["landing_mode"]).strip()
-        if mode not in LANDING_MODES:
-            file, line = loc("landing_mode")
-            raise RatuiError("RAT-CFG-005", f"unknown landing_mode '{mode}'", file=file, line=line,
-                             hint=did_you_mean(mode, LANDING_MODES))
-        kwargs["landing_mode"] = mode
-    for key, choices in (("landing_bad_rows", LANDING_BAD_ROWS), ("landing_columns", LANDING_COLUMNS)):
-        if key in values:
-            choice = str(values[key]).strip()
-            if choice not in choices:
-                file, line = loc(key)
-                raise RatuiError("RAT-CFG-005", f"unknown {key} '{choice}'", file=file, line=line,
-                                 hint=did_you_mean(choice, choices))
-            kwargs[key] = choice
-    if "archive_landing_zones" in values:
-        kwargs["archive_landing_zones"] = _as_bool(values["archive_landing_zones"], "archive_landing_zones",
-                                                   *loc("archive_landing_zones"))
-    if "materialized" in values:
-        mat = str(values["materialized"]).strip()
-        if mat not in MATERIALIZATIONS:
-            file, line = loc("materialized")
-            raise RatuiError("RAT-CFG-005", f"materialized '{mat}' is not supported", file=file, line=line,
-                             hint="Pipelines materialize as Iceberg tables: use `table` (the default).")
-        kwargs["materialized"] = mat
-    if "tags" in values:
-        tags = _as_list(values["tags"])
-        for tag in tags:
-            if not re.match(r"^[A-Za-z0-9_-]+$", tag):
-                raise RatuiError("RAT-CFG-005", f"tag '{tag}' may hold only letters, digits, '_' and '-'",
-                                 file=loc("tags")[0], line=loc("tags")[1])
-        kwargs["tags"] = tags
-    if "partition_by" in values:
-        from ratui.engine.project.partition_terms import parse_partition_by
-
-        try:
-            terms = parse_partition_by(_as_list(values["partition_by"]))
-        except ValueError as exc:
-            file, line = loc("partition_by")
-            raise RatuiError("RAT-CFG-005", f"partition_by: {exc}", file=file, line=line,
-                             hint="Write partition_by as a list of column or transform(column), transform one "
-                                  "of identity, year, month, day, hour: e.g. [day(order_ts), country].") from None
-        kwargs["partition_by"] = tuple(str(t) for t in terms)
-
-    config = PipelineConfig(**kwargs, origin=origin)
-    file, line = loc("merge_strategy")
+    try:
+        config = _SCHEMA.validate_python({**values, "origin": origin})
+    except ValidationError as exc:
+        raise coded_error(exc, "RAT-CFG-005", locate, "config") from None
+    file, line = locate(("merge_strategy",))
     spec = strategy_specs.BY_NAME.get(config.merge_strategy)
     if spec is not None and spec.needs_key and not config.unique_key:
         raise RatuiError("RAT-CFG-003", f"merge strategy '{config.merge_strategy}' needs a unique_key", file=file,
@@ -285,3 +243,6 @@ def resolve_config(pipeline_file: Path, text: str, config_file: Path) -> Pipelin
         raise RatuiError("RAT-CFG-008", f"merge strategy '{config.merge_strategy}' is not supported yet",
                          file=file, line=line)
     return config
+
+
+_SCHEMA = TypeAdapter(PipelineConfig)

@@ -1,0 +1,184 @@
+"""The shape of ratui.yaml, declared once: its sections, their keys, each key's type, default and allowed values.
+
+settings.py reads the file with this schema and flattens the result into `Settings`, the object the rest of
+ratui uses. A section here is a `Section` (schema.py): any key it does not declare is refused with the nearest
+one it does. A type refuses a value in ratui's words (RAT-CFG-007, at the key's line).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar
+
+from pydantic import BeforeValidator, Field, PlainValidator, model_validator
+
+from ratui.engine.project.schema import Section, at_least, invalid, mapping, one_of
+
+# spark.jit: how ratui's own JVM compiles Spark's code. full: both of Java's compilers (fastest once warm); quick:
+# only the quick one (a new JVM's start and first queries take about half the CPU, big work runs up to 2.7x slower);
+# auto: quick for a `ratui run` whose inputs are small (spark/jit.py), full for everything else.
+JIT_MODES = ("auto", "quick", "full")
+# landing.bad_rows: a malformed CSV row or JSON line fails the run (naming file and line), or is left out and
+# counted; landing.columns: files of a zone must have the same columns (any order), or are united by name.
+BAD_ROWS = ("fail", "skip")
+COLUMN_MODES = ("strict", "union")
+
+Count = Annotated[int, PlainValidator(at_least(0))]
+Positive = Annotated[int, PlainValidator(at_least(1))]
+
+
+def _text(value: Any) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise invalid(f"{{where}} must be text, got {value!r}")
+    return value
+
+
+def _spark_config(value: Any) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, setting in mapping(value).items():
+        if not str(key).startswith("spark."):
+            raise invalid(f"Spark setting '{key}' must start with 'spark.'", at=str(key))
+        out[str(key)] = str(setting).lower() if isinstance(setting, bool) else str(setting)
+    return out
+
+
+def _connect_url(value: Any) -> str | None:
+    if value is None:
+        return None
+    text = str(value).strip()
+    if not text.startswith("sc://") or len(text) <= 5:
+        shown = text.split(";", 1)[0] + (";..." if ";" in text else "")  # never a token in a message
+        raise invalid(f"{{where}} must be a Spark Connect URL sc://HOST:PORT, got {shown!r}",
+                      hint="Spark Connect servers listen on sc://HOST:15002 by default.")
+    return text
+
+
+def _folders(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise invalid("{where} must be a list of folder paths")
+    return tuple(v.strip() for v in value)
+
+
+Text = Annotated[str | None, PlainValidator(_text)]
+Mapping = BeforeValidator(mapping)
+
+
+class SparkSection(Section):
+    # master: local[N] | spark://HOST:PORT (a standalone cluster); remote: sc://HOST:PORT (Spark Connect: no JVM in
+    # ratui's process). SPARK_REMOTE in the environment sets the remote when ratui.yaml names neither.
+    master: Annotated[str | None, PlainValidator(lambda v: None if v is None else str(v))] = None
+    remote: Annotated[str | None, PlainValidator(_connect_url)] = None
+    config: Annotated[dict[str, str], PlainValidator(_spark_config)] = {}
+    jit: Annotated[str, PlainValidator(one_of(JIT_MODES))] = "auto"
+
+    @model_validator(mode="after")
+    def _one_spark(self) -> SparkSection:
+        if self.master is not None and self.remote is not None:
+            raise invalid("'spark.master' and 'spark.remote' are both set", at="remote", hint=(
+                "Keep spark.master for a local or standalone Spark, or spark.remote for Spark Connect."))
+        return self
+
+
+class RunSection(Section):
+    threads: Positive = 1  # how many independent pipelines of one invocation run at once (each in its FAIR pool)
+
+
+class QualitySection(Section):
+    sample_rows: Count = 5
+
+
+class MergeSection(Section):
+    retries: Positive = 3
+    backoff_ms: Count = 200
+
+
+class S3Options(Section):
+    """How to reach object storage: landing.s3 (every zone's defaults), or one zone's own."""
+
+    endpoint_url: Text = None
+    region: Text = None
+    profile: Text = None
+    concurrency: Positive = 8
+
+
+class Zone(S3Options):
+    """A zone of landing.zones: its s3://bucket/prefix URL alone, or a mapping of url and S3 options."""
+
+    url: Any = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_url(cls, value: Any) -> Any:
+        return value if isinstance(value, dict) else {"url": value}
+
+    @model_validator(mode="after")
+    def _s3_url(self) -> Zone:
+        self.bucket_and_prefix()
+        return self
+
+    def bucket_and_prefix(self) -> tuple[str, str]:
+        """("bucket", "" or "prefix/")."""
+        text = self.url.strip() if isinstance(self.url, str) else ""
+        if not text.startswith("s3://") or len(text) <= 5 or text[5] == "/":
+            raise invalid(f"{{where}} must be an s3://bucket/prefix URL, got {self.url!r}",
+                          hint="Write the zone as s3://BUCKET/PREFIX (the prefix may be empty).")
+        bucket, _, prefix = text[5:].partition("/")
+        prefix = prefix.strip("/")
+        return bucket, prefix + "/" if prefix else ""
+
+
+class LandingSection(Section):
+    max_attempts: Positive = 3
+    bad_rows: Annotated[str, PlainValidator(one_of(BAD_ROWS))] = "fail"
+    columns: Annotated[str, PlainValidator(one_of(COLUMN_MODES))] = "strict"
+    # zones that live in object storage, {zone | namespace.zone: s3://bucket/prefix or a Zone mapping}
+    zones: Annotated[dict[Any, Zone], Mapping] = {}
+    s3: S3Options = Field(default_factory=S3Options)
+
+
+class WatchSection(Section):
+    debounce_ms: Count = 300
+    poll_seconds: Positive = 30  # how often watch mode lists object-store zones (a local folder is watched)
+
+
+class ReaperSection(Section):
+    """A swept file must be an hour old at least: a younger one may belong to a write not committed yet."""
+
+    stuck_run_timeout_minutes: Positive = 30
+    orphan_branch_max_age_hours: Count = 6
+    processed_max_age_days: Count = 7
+    snapshot_max_age_days: Count = 7
+    compact_deleted_percent: Positive = 10
+    orphan_file_max_age_hours: Positive = 24
+    run_history_keep_per_pipeline: Count = 1000
+    run_history_max_age_days: Count = 90
+    interval_minutes: Positive = 60
+
+
+class PathsSection(Section):
+    # real folders outside the root that ratui may read (relative ones: to the project root)
+    allow_outside: Annotated[tuple[str, ...], PlainValidator(_folders)] = ()
+
+
+class SettingsFile(Section):
+    """ratui.yaml as a whole."""
+
+    namespace: Any = None  # a name (names.py); None: the project's only namespace folder
+    spark: SparkSection = Field(default_factory=SparkSection)
+    run: RunSection = Field(default_factory=RunSection)
+    quality: QualitySection = Field(default_factory=QualitySection)
+    merge: MergeSection = Field(default_factory=MergeSection)
+    watch: WatchSection = Field(default_factory=WatchSection)
+    landing: LandingSection = Field(default_factory=LandingSection)
+    reaper: ReaperSection = Field(default_factory=ReaperSection)
+    paths: PathsSection = Field(default_factory=PathsSection)
+
+    # sections whose keys are Settings attributes as they are: {section}_{key}
+    FLAT: ClassVar[tuple[str, ...]] = ("run", "quality", "merge", "landing", "watch", "reaper")
+
+    def flat(self) -> dict[str, Any]:
+        return {f"{name}_{key}": value for name in self.FLAT for key, value in getattr(self, name)
+                if not isinstance(value, (dict, Section))}

@@ -234,7 +234,9 @@ def ratui(*args: str, timeout: float = 600, env: dict[str, str] | None = None) -
 
 
 def ratui_background(*args: str, log: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
-    with open(log, "wb") as out:
+    # append mode: stdout (block-buffered into a file) and stderr share this file, and each write lands at its
+    # end; in plain write mode a late flush of stdout wrote over what stderr had written meanwhile
+    with open(log, "ab") as out:
         return subprocess.Popen([sys.executable, "-m", "ratui", *args], stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, env=ratui_env(env), start_new_session=True)
 

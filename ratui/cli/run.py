@@ -128,8 +128,10 @@ def _stop_on_signals(invocation, as_json: bool) -> dict:
     state: dict = {"signal": 0, "previous": {}}
 
     def say(text: str) -> None:
+        # the process's own stderr: the handler runs on the main thread, which may be running a Python pipeline
+        # whose prints sys.stderr routes into the run's log (python_pipeline.captured_prints)
         try:
-            print(f"ratui: {text}", file=sys.stderr, flush=True)
+            print(f"ratui: {text}", file=sys.__stderr__, flush=True)
         except (OSError, ValueError):  # SIGHUP: the terminal may be gone
             pass
 

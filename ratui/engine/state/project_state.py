@@ -20,11 +20,11 @@ from ratui.engine.state.history import History
 from ratui.engine.state.ledger import Ledger
 
 if TYPE_CHECKING:
-    from ratui.engine.state.catalog.sqlite import SqliteBranchCatalog
+    from ratui.engine.state.catalog.base import BranchCatalog
 
 
 class ProjectState:
-    def __init__(self, settings: Settings, *, catalog: "SqliteBranchCatalog | None" = None,
+    def __init__(self, settings: Settings, *, catalog: "BranchCatalog | None" = None,
                  history: History | None = None, ledger: Ledger | None = None):
         self.settings = settings
         self.history = history or History(settings.db_path)
@@ -45,16 +45,18 @@ class ProjectState:
         return self.settings.root
 
     @property
-    def catalog(self) -> "SqliteBranchCatalog":
+    def catalog(self) -> "BranchCatalog":
         if self._catalog is None:
             # imported before the lock is taken: a thread holding a lock while it imports can deadlock with a
             # thread that holds an import lock (its own first imports) and then waits for this lock
-            from ratui.engine.state.catalog.sqlite import SqliteBranchCatalog
+            from ratui.engine.state.catalog.config import open_catalog, read_catalog_config
 
+            # ratui.yaml's `catalog:` section, read here until settings.py declares it (see catalog/config.py)
+            config = read_catalog_config(self.settings.root)
             with self._lock:
                 if self._catalog is None:
-                    self._catalog = SqliteBranchCatalog(self.settings.db_path, self.settings.root,
-                                                        self.settings.allow_outside)
+                    self._catalog = open_catalog(config, self.settings.db_path, self.settings.root,
+                                                 self.settings.allow_outside)
         return self._catalog
 
     def apply_settings(self, settings: Settings) -> None:

@@ -587,15 +587,16 @@ def nessie(nessie_uri: str, root: Path) -> BranchCatalog:
     return catalog
 
 
-def other_client_put(uri: str, ref: str, key: str, location: str) -> None:
-    """Another Nessie client (plain HTTP) points `key` on `ref` at `location`, keeping the content id."""
+def other_client_put(uri: str, ref: str, key: str, location: str, **fields: object) -> None:
+    """Another Nessie client (plain HTTP) points `key` on `ref` at `location` (and sets `fields` of the content),
+    keeping the content id."""
     import requests
 
     head = requests.get(f"{uri}/trees/{ref}", timeout=10).json()["reference"]["hash"]
     content = requests.get(f"{uri}/trees/{ref}/contents/{key}", timeout=10).json()["content"]
     body = {"commitMeta": {"message": "another client"},
             "operations": [{"type": "PUT", "key": {"elements": key.split(".")},
-                            "content": {**content, "metadataLocation": location}}]}
+                            "content": {**content, "metadataLocation": location, **fields}}]}
     requests.post(f"{uri}/trees/{ref}@{head}/history/commit", json=body, timeout=10).raise_for_status()
 
 
@@ -610,6 +611,26 @@ def test_nessie_unreachable_is_a_coded_error_and_fast(root: Path) -> None:
     assert err.value.code == "RAT-NES-001"
     assert uri in err.value.message and err.value.hint
     assert time.monotonic() - started < 5
+
+
+@pytest.mark.slow
+def test_nessie_stopped_mid_run_is_a_coded_error(root: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A server of its own, stopped while a catalog uses it: every call is RAT-NES-001, quickly."""
+    from ratui.engine.state.catalog.nessie import NessieBranchCatalog
+    from tests.nessie_server import nessie_server
+
+    with nessie_server(tmp_path_factory.mktemp("nessie-stopped")) as uri:
+        catalog = NessieBranchCatalog(uri, root / ".ratui" / "ratui.db", root)
+        make_table(catalog, root, "main", ORDERS, 1)
+        catalog.create_branch("run-1")
+        held = catalog.load_table("run-1", ORDERS)
+    started = time.monotonic()
+    for call in (lambda: catalog.create_branch("run-2"), lambda: held.append(rows(2)), lambda: catalog.merge("run-1"),
+                 lambda: catalog.list_refs()):
+        with pytest.raises(RatuiError) as err:
+            call()
+        assert err.value.code == "RAT-NES-001" and uri in err.value.message
+    assert time.monotonic() - started < 10
 
 
 @pytest.mark.slow
@@ -640,8 +661,13 @@ def test_nessie_ref_moved_by_another_client_between_read_and_commit(nessie_uri: 
                                                                     nessie: BranchCatalog) -> None:
     """A table is loaded, then the branch moves under it before the write: a commit of another table by another
     client does not stop it (Nessie checks per key); another installation's write to the same table is not lost
-    (the commit of the stale table is refused and PyIceberg writes again on top of the other one); a rollback
-    computed before the move is refused (RAT-CAT-003) and changes nothing."""
+    (the stale table's commit is refused, and PyIceberg writes again on top of the other one); a change of the
+    table's content that the metadata does not show is caught by Nessie itself (the commit carries the hash the
+    table was loaded at); a rollback computed before the move is refused (RAT-CAT-003) and changes nothing."""
+    import requests
+    from pyiceberg.exceptions import CommitFailedException
+    from pyiceberg.table.update import SetPropertiesUpdate
+
     from ratui.engine.state.catalog.nessie import NessieBranchCatalog
 
     nessie.create_branch("run-1")
@@ -655,6 +681,14 @@ def test_nessie_ref_moved_by_another_client_between_read_and_commit(nessie_uri: 
     second.load_table("run-1", ORDERS).append(rows(4))
     held.append(rows(5))
     assert ids(nessie, "run-1", ORDERS) == [1, 2, 3, 4, 5]
+
+    held = nessie.load_table("run-1", ORDERS)
+    content = requests.get(f"{nessie_uri}/trees/run-1/contents/{ORDERS}", timeout=10).json()["content"]
+    # the same metadata file, another Nessie value (the snapshot id another engine's client wrote)
+    other_client_put(nessie_uri, "run-1", ORDERS, content["metadataLocation"], snapshotId=-1)
+    with pytest.raises(CommitFailedException):
+        held.catalog.commit_table(held, (), (SetPropertiesUpdate(updates={"owner": "me"}),))
+    assert "owner" not in nessie.load_table("run-1", ORDERS).properties
 
     before = nessie.table_pointers("run-1")[ORDERS]
     main = nessie.table_pointers("main")[ORDERS]

@@ -2,7 +2,8 @@
 127.0.0.1 on a free port in its own process group, its output in a log file, stopped (the whole group) at the end.
 
 The jar comes from Maven Central (`.ci/run` fetches it with `mvn dependency:get`); RATUI_NESSIE_JAR points at
-another one. Nothing it needs is on the network: OpenTelemetry and the management port are off.
+another one. Nothing it needs is on the network: OpenTelemetry is off, and both its HTTP port and its management
+port are free ports on the loopback address.
 """
 
 from __future__ import annotations
@@ -84,7 +85,10 @@ def nessie_server(log_dir: Path) -> Iterator[str]:
     env = {**os.environ, "JAVA_HOME": str(Path(java_bin).resolve().parent.parent)}
     command = [java_bin, "-Xmx512m", "-XX:TieredStopAtLevel=1",
                f"-Dquarkus.http.port={port}", "-Dquarkus.http.host=127.0.0.1",
-               "-Dquarkus.management.enabled=false", "-Dquarkus.otel.sdk.disabled=true",
+               # the management interface (health, metrics) is built in: it cannot be turned off at run time, so it
+               # gets a free loopback port too (its default, 0.0.0.0:9000, is shared by every server on the machine)
+               f"-Dquarkus.management.port={free_port()}", "-Dquarkus.management.host=127.0.0.1",
+               "-Dquarkus.otel.sdk.disabled=true",
                "-Dquarkus.log.console.enable=true", "-Dquarkus.log.file.enable=false",
                "-Dquarkus.analytics.disabled=true",
                "-jar", str(jar)]

@@ -16,6 +16,8 @@ Where Nessie's model differs from the embedded catalog, this backend follows Nes
   first). A branch that changed no table merges to nothing (no commit), as on the embedded catalog: ratui asks
   Nessie for a dry run first and only merges when a table changed.
 - A deleted branch's commits are not reachable by name any more: `log` of a deleted branch is RAT-CAT-002.
+- main's `created_at` is its head's time (Nessie keeps none for a ref); an empty main gets an "init" commit when a
+  catalog opens, since Nessie merges nothing into its empty beginning.
 - A table restored after it was dropped comes back with a new content id (Nessie gives a re-added key a new one).
 
 `in_tx` callbacks (the ledger's SQLite writes) cannot share a transaction with Nessie: they run right after Nessie
@@ -72,6 +74,7 @@ class NessieBranchCatalog(BranchCatalog):
         self._catalogs: dict[str, NessieRefCatalog] = {}
         self._lock = threading.Lock()
         self._check_server()
+        self._init_main()
 
     def __repr__(self) -> str:
         return f"NessieBranchCatalog({self.uri!r})"
@@ -85,6 +88,13 @@ class NessieBranchCatalog(BranchCatalog):
         if config["defaultBranch"] != MAIN:
             raise RatuiError("RAT-NES-002", f"Nessie at {self.uri} has '{config['defaultBranch']}' as its default "
                              f"branch; ratui publishes to '{MAIN}'", details={"uri": self.uri})
+
+    def _init_main(self) -> None:
+        """An empty main (a new Nessie) gets a first commit, "init", as on the embedded catalog: Nessie finds no
+        common ancestor between its empty beginning and a branch made from it, so nothing could merge into it."""
+        main = tree.reference(self._api, MAIN)
+        if main["hash"] == tree.NO_ANCESTOR:
+            tree.commit(self._api, MAIN, main["hash"], "init", [], {"kind": "init"})
 
     def allow_outside(self, folders: tuple[Path, ...]) -> None:
         self.locations = ProjectLocations(self.warehouse, (), folders)

@@ -19,6 +19,7 @@ Where Nessie's model differs from the embedded catalog, this backend follows Nes
 - main's `created_at` is its head's time (Nessie keeps none for a ref); an empty main gets an "init" commit when a
   catalog opens, since Nessie merges nothing into its empty beginning.
 - A table restored after it was dropped comes back with a new content id (Nessie gives a re-added key a new one).
+- Branch names follow Nessie's rule too: a letter first, no "..", no trailing ".".
 
 `in_tx` callbacks (the ledger's SQLite writes) cannot share a transaction with Nessie: they run right after Nessie
 accepted the change, in a local SQLite transaction on the project's state database. If the process dies between the
@@ -51,8 +52,9 @@ from ratui.engine.state.catalog.nessie_http import NessieHttp, key_of, ref_path
 from ratui.engine.state.catalog.nessie_tables import NessieRefCatalog
 from ratui.engine.state.db import open_db, write_tx
 
-# ratui's own rule for branch names (as the embedded catalog's), inside Nessie's (no "..", no trailing ".")
-BRANCH_NAME_RE = re.compile(r"^[A-Za-z0-9](?:(?!\.\.)[A-Za-z0-9._-]){0,126}[A-Za-z0-9_-]?$")
+# ratui's rule for branch names (the embedded catalog's); Nessie's own adds no "..", no trailing "." and a letter
+# first (checked here, so the error is ratui's RAT-CAT-006 rather than Nessie's BAD_REQUEST)
+BRANCH_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9._-]{0,127}$")
 DELETE_ATTEMPTS = 3
 
 
@@ -117,7 +119,7 @@ class NessieBranchCatalog(BranchCatalog):
                       in_tx: Callable[[sqlite3.Connection], None] | None = None) -> Ref:
         """See BranchCatalog.create_branch: a Nessie branch at `from_ref`'s head, then the commit that records its
         origin (see the module docstring). `in_tx` runs after Nessie created it."""
-        if not BRANCH_NAME_RE.match(name) or len(name) > 128:
+        if not BRANCH_NAME_RE.match(name) or ".." in name or name.endswith("."):
             raise RatuiError("RAT-CAT-006", f"branch name '{name[:40]}' is not valid")
         source = tree.reference(self._api, from_ref)
         self._api.post("trees", {"type": "BRANCH", "name": source["name"], "hash": source["hash"]},

@@ -1,7 +1,8 @@
 """A project's state, opened once: its settings, the branch catalog, the run history and the landing ledger.
 
 All of it lives in the project's one SQLite database (.ratui/ratui.db); the catalog and the ledger share it so a
-merge and "these landing files are loaded" commit in one transaction. The engine is built on one ProjectState;
+merge and "these landing files are loaded" commit in one transaction. A project whose ratui.yaml names a Nessie
+server (`catalog: {type: nessie, ...}`, catalog/config.py) keeps its catalog there instead; the ledger stays here. The engine is built on one ProjectState;
 the reaper, change detection and ad-hoc queries read it. Settings change in one place (`apply_settings`), so no
 part keeps using old ones.
 
@@ -49,14 +50,13 @@ class ProjectState:
         if self._catalog is None:
             # imported before the lock is taken: a thread holding a lock while it imports can deadlock with a
             # thread that holds an import lock (its own first imports) and then waits for this lock
-            from ratui.engine.state.catalog.config import open_catalog, read_catalog_config
+            from ratui.engine.state.catalog.config import catalog_opener, read_catalog_config
 
             # ratui.yaml's `catalog:` section, read here until settings.py declares it (see catalog/config.py)
-            config = read_catalog_config(self.settings.root)
+            opener = catalog_opener(read_catalog_config(self.settings.root))
             with self._lock:
                 if self._catalog is None:
-                    self._catalog = open_catalog(config, self.settings.db_path, self.settings.root,
-                                                 self.settings.allow_outside)
+                    self._catalog = opener(self.settings.db_path, self.settings.root, self.settings.allow_outside)
         return self._catalog
 
     def apply_settings(self, settings: Settings) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ratui.engine.errors import RatuiError
 
@@ -82,11 +82,18 @@ def read_catalog_config(root: Path) -> CatalogConfig:
 def open_catalog(config: CatalogConfig, db_path: Path, root: Path,
                  allow_outside: tuple[Path, ...] = ()) -> BranchCatalog:
     """The project's branch catalog: the embedded one, or Nessie at `config.uri`."""
+    return catalog_opener(config)(db_path, root, allow_outside)
+
+
+def catalog_opener(config: CatalogConfig) -> Callable[[Path, Path, tuple[Path, ...]], BranchCatalog]:
+    """`open_catalog` in two steps: the backend's module imported now, the catalog opened by the returned call (so a
+    caller can import before it takes a lock and open under it)."""
     if config.type == "nessie":
         from ratui.engine.state.catalog.nessie import NessieBranchCatalog
 
-        assert config.uri is not None
-        return NessieBranchCatalog(config.uri, db_path, root, token=config.token, allow_outside=allow_outside)
+        uri = config.uri or ""
+        return lambda db_path, root, allow: NessieBranchCatalog(uri, db_path, root, token=config.token,
+                                                                allow_outside=allow)
     from ratui.engine.state.catalog.sqlite import SqliteBranchCatalog
 
-    return SqliteBranchCatalog(db_path, root, allow_outside)
+    return lambda db_path, root, allow: SqliteBranchCatalog(db_path, root, allow)

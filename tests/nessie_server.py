@@ -71,8 +71,9 @@ def java() -> str:
 
 
 @contextmanager
-def nessie_server(log_dir: Path) -> Iterator[str]:
-    """Yields Nessie's API v2 base URL (http://127.0.0.1:PORT/api/v2)."""
+def nessie_server(log_dir: Path, properties: dict[str, str] | None = None) -> Iterator[str]:
+    """Yields Nessie's API v2 base URL (http://127.0.0.1:PORT/api/v2). `properties`: more of Nessie's settings
+    (e.g. its Iceberg REST catalog's warehouse)."""
     jar = nessie_jar()
     if jar is None:
         pytest.fail(f"Nessie's runner jar {VERSION} is not in ~/.m2: run `mvn -q dependency:get "
@@ -91,6 +92,7 @@ def nessie_server(log_dir: Path) -> Iterator[str]:
                "-Dquarkus.otel.sdk.disabled=true",
                "-Dquarkus.log.console.enable=true", "-Dquarkus.log.file.enable=false",
                "-Dquarkus.analytics.disabled=true",
+               *(f"-D{k}={v}" for k, v in (properties or {}).items()),
                "-jar", str(jar)]
     proc = subprocess.Popen(command, stdout=log, stderr=log, stdin=subprocess.DEVNULL, cwd=log_dir,
                             env=env, start_new_session=True)

@@ -2,9 +2,9 @@
 
 All of it lives in the project's one SQLite database (.ratui/ratui.db); the catalog and the ledger share it so a
 merge and "these landing files are loaded" commit in one transaction. A project whose ratui.yaml names a Nessie
-server (`catalog: {type: nessie, ...}`, catalog/config.py) keeps its catalog there instead; the ledger stays here. The engine is built on one ProjectState;
-the reaper, change detection and ad-hoc queries read it. Settings change in one place (`apply_settings`), so no
-part keeps using old ones.
+server (`catalog: {type: nessie, ...}`, catalog/config.py) keeps its catalog there instead; the ledger stays here.
+The engine is built on one ProjectState; the reaper, change detection and ad-hoc queries read it. Settings change in
+one place (`apply_settings`), so no part keeps using old ones.
 
 The catalog opens on first use: it loads PyIceberg and SQLAlchemy (about a second), which commands that only read
 the run history or the ledger (`ratui runs`, `ratui cancel`, `ratui landing`) never pay for.

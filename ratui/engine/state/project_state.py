@@ -1,9 +1,10 @@
 """A project's state, opened once: its settings, the branch catalog, the run history and the landing ledger.
 
 All of it lives in the project's one SQLite database (.ratui/ratui.db); the catalog and the ledger share it so a
-merge and "these landing files are loaded" commit in one transaction. The engine is built on one ProjectState;
-the reaper, change detection and ad-hoc queries read it. Settings change in one place (`apply_settings`), so no
-part keeps using old ones.
+merge and "these landing files are loaded" commit in one transaction. A project whose ratui.yaml names a Nessie
+server (`catalog: {type: nessie, ...}`, catalog/config.py) keeps its catalog there instead; the ledger stays here.
+The engine is built on one ProjectState; the reaper, change detection and ad-hoc queries read it. Settings change in
+one place (`apply_settings`), so no part keeps using old ones.
 
 The catalog opens on first use: it loads PyIceberg and SQLAlchemy (about a second), which commands that only read
 the run history or the ledger (`ratui runs`, `ratui cancel`, `ratui landing`) never pay for.
@@ -20,11 +21,11 @@ from ratui.engine.state.history import History
 from ratui.engine.state.ledger import Ledger
 
 if TYPE_CHECKING:
-    from ratui.engine.state.catalog.sqlite import SqliteBranchCatalog
+    from ratui.engine.state.catalog.base import BranchCatalog
 
 
 class ProjectState:
-    def __init__(self, settings: Settings, *, catalog: "SqliteBranchCatalog | None" = None,
+    def __init__(self, settings: Settings, *, catalog: "BranchCatalog | None" = None,
                  history: History | None = None, ledger: Ledger | None = None):
         self.settings = settings
         self.history = history or History(settings.db_path)
@@ -45,16 +46,17 @@ class ProjectState:
         return self.settings.root
 
     @property
-    def catalog(self) -> "SqliteBranchCatalog":
+    def catalog(self) -> "BranchCatalog":
         if self._catalog is None:
             # imported before the lock is taken: a thread holding a lock while it imports can deadlock with a
             # thread that holds an import lock (its own first imports) and then waits for this lock
-            from ratui.engine.state.catalog.sqlite import SqliteBranchCatalog
+            from ratui.engine.state.catalog.config import catalog_opener, read_catalog_config
 
+            # ratui.yaml's `catalog:` section, read here until settings.py declares it (see catalog/config.py)
+            opener = catalog_opener(read_catalog_config(self.settings.root))
             with self._lock:
                 if self._catalog is None:
-                    self._catalog = SqliteBranchCatalog(self.settings.db_path, self.settings.root,
-                                                        self.settings.allow_outside)
+                    self._catalog = opener(self.settings.db_path, self.settings.root, self.settings.allow_outside)
         return self._catalog
 
     def apply_settings(self, settings: Settings) -> None:

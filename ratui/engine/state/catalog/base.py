@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from pyiceberg.schema import Schema
     from pyiceberg.table import Table
 
+    from ratui.engine.locations import ProjectLocations
+
 
 ChangeKind = Literal["added", "modified", "dropped"]
 
@@ -123,10 +125,21 @@ class Pointer:
 
 
 class BranchCatalog(ABC):
-    """Refs, commits and per-ref table pointers, Nessie-style. Every method is safe to call from worker threads."""
+    """Refs, commits and per-ref table pointers, Nessie-style. Every method is safe to call from worker threads.
+
+    `in_tx` callbacks get a sqlite3 connection of the project's state database inside a write transaction: the
+    embedded catalog runs them inside its own transaction (they commit or roll back with the change); a catalog on
+    a server runs them right after the server accepted the change (see nessie.py for that gap)."""
+
+    locations: ProjectLocations  # how table files map to this project's folders (FileIO, the orphan sweep)
 
     @abstractmethod
-    def create_branch(self, name: str, *, from_ref: str = MAIN, run_id: str | None = None) -> Ref:
+    def allow_outside(self, folders: tuple[Path, ...]) -> None:
+        """New allowed folders (ratui.yaml reloaded): tables loaded from now on use them."""
+
+    @abstractmethod
+    def create_branch(self, name: str, *, from_ref: str = MAIN, run_id: str | None = None,
+                      in_tx: Callable[[Any], None] | None = None) -> Ref:
         """A new ref pointing at `from_ref`'s current tables (no data copied). RAT-CAT-001 if it exists."""
 
     @abstractmethod
@@ -149,17 +162,19 @@ class BranchCatalog(ABC):
 
     @abstractmethod
     def merge(
-        self, ref: str, into: str = MAIN, *, message: str | None = None, dry_run: bool = False
+        self, ref: str, into: str = MAIN, *, message: str | None = None, dry_run: bool = False,
+        in_tx: Callable[[Any, MergeResult], None] | None = None, meta: dict | None = None,
     ) -> MergeResult:
         """Apply every table `ref` changed since its fork point to `into`, atomically.
 
         Raises RatuiError RAT-CAT-003 with details={"tables": [...]} on conflict, leaving `into` unchanged.
         `dry_run` computes the result (conflicts included) and changes nothing. A branch without changes
-        merges successfully and records nothing (commit None).
+        merges successfully and records nothing (commit None). `meta` is the merge commit's meta (default
+        {"kind": "merge", "from": ref}); `in_tx(conn, result)` see the class docstring.
         """
 
     @abstractmethod
-    def delete_branch(self, name: str) -> None:
+    def delete_branch(self, name: str, in_tx: Callable[[Any], None] | None = None) -> None:
         """Drop the ref's pointers; keep its commits; delete no files. RAT-CAT-004 for main, RAT-CAT-002 if absent."""
 
     @abstractmethod

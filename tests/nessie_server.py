@@ -1,0 +1,142 @@
+"""A real Nessie server for the tests: Nessie's own runner jar (Quarkus, in-memory version store), started on
+127.0.0.1 on a free port in its own process group, its output in a log file, stopped (the whole group) at the end.
+
+The jar comes from Maven Central (`.ci/run` fetches it with `mvn dependency:get`); RATUI_NESSIE_JAR points at
+another one. Nothing it needs is on the network: OpenTelemetry is off, and both its HTTP port and its management
+port are free ports on the loopback address.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+
+VERSION = "0.99.0"
+MIN_JAVA = 21
+START_TIMEOUT = 120.0
+JAR_ENV = "RATUI_NESSIE_JAR"
+NO_ANCESTOR = "2e1cfa82b035c26cbbbdae632cea070514eb8b773f616aaeaf668e2f0be8f10d"  # Nessie's "beginning"
+START_TIMES: list[float] = []  # seconds each start took until /config answered (printed by the tests' summary)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def nessie_jar() -> Path | None:
+    """The runner jar: RATUI_NESSIE_JAR, or the one Maven put in ~/.m2."""
+    if os.environ.get(JAR_ENV):
+        return Path(os.environ[JAR_ENV])
+    m2 = Path(os.environ.get("MAVEN_REPO", Path.home() / ".m2" / "repository"))
+    jar = m2 / "org/projectnessie/nessie/nessie-quarkus" / VERSION / f"nessie-quarkus-{VERSION}-runner.jar"
+    return jar if jar.is_file() else None
+
+
+def _feature(java_bin: str) -> int:
+    """The Java feature version (17, 21, 25...) of a `java` binary, from its JDK's `release` file or `-version`."""
+    release = Path(java_bin).resolve().parent.parent / "release"
+    text = release.read_text(errors="replace") if release.is_file() else subprocess.run(
+        [java_bin, "-version"], capture_output=True, text=True, timeout=30).stderr
+    found = re.search(r'version "?(\d+)', text) or re.search(r'JAVA_VERSION="(\d+)', text)
+    return int(found.group(1)) if found else 0
+
+
+def java() -> str:
+    """A Java that runs Nessie 0.99 (built for Java 21: class files version 65; Java 17 refuses them): JAVA_HOME's,
+    the one on PATH, or the newest under /usr/lib/jvm."""
+    candidates = []
+    if os.environ.get("JAVA_HOME"):
+        candidates.append(str(Path(os.environ["JAVA_HOME"], "bin", "java")))
+    candidates += [shutil.which("java") or ""]
+    candidates += sorted(glob.glob("/usr/lib/jvm/*/bin/java"), key=lambda j: -_feature(j))
+    for candidate in candidates:
+        if candidate and Path(candidate).is_file() and _feature(candidate) >= MIN_JAVA:
+            return candidate
+    pytest.fail(f"Nessie {VERSION} needs Java {MIN_JAVA} or newer; none found (JAVA_HOME, PATH, /usr/lib/jvm)")
+
+
+@contextmanager
+def nessie_server(log_dir: Path, properties: dict[str, str] | None = None) -> Iterator[str]:
+    """Yields Nessie's API v2 base URL (http://127.0.0.1:PORT/api/v2). `properties`: more of Nessie's settings
+    (e.g. its Iceberg REST catalog's warehouse)."""
+    jar = nessie_jar()
+    if jar is None:
+        pytest.fail(f"Nessie's runner jar {VERSION} is not in ~/.m2: run `mvn -q dependency:get "
+                    f"-Dartifact=org.projectnessie.nessie:nessie-quarkus:{VERSION}:jar:runner -Dtransitive=false` "
+                    f"or set {JAR_ENV}")
+    port = free_port()
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log = open(log_dir / f"nessie-{port}.log", "wb")
+    java_bin = java()
+    env = {**os.environ, "JAVA_HOME": str(Path(java_bin).resolve().parent.parent)}
+    command = [java_bin, "-Xmx512m", "-XX:TieredStopAtLevel=1",
+               f"-Dquarkus.http.port={port}", "-Dquarkus.http.host=127.0.0.1",
+               # the management interface (health, metrics) is built in: it cannot be turned off at run time, so it
+               # gets a free loopback port too (its default, 0.0.0.0:9000, is shared by every server on the machine)
+               f"-Dquarkus.management.port={free_port()}", "-Dquarkus.management.host=127.0.0.1",
+               "-Dquarkus.otel.sdk.disabled=true",
+               "-Dquarkus.log.console.enable=true", "-Dquarkus.log.file.enable=false",
+               "-Dquarkus.analytics.disabled=true",
+               *(f"-D{k}={v}" for k, v in (properties or {}).items()),
+               "-jar", str(jar)]
+    proc = subprocess.Popen(command, stdout=log, stderr=log, stdin=subprocess.DEVNULL, cwd=log_dir,
+                            env=env, start_new_session=True)
+    base = f"http://127.0.0.1:{port}/api/v2"
+    started = time.monotonic()
+    try:
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"Nessie exited with {proc.returncode}: see {log.name}")
+            try:
+                urllib.request.urlopen(base + "/config", timeout=2).read()
+                break
+            except OSError:
+                if time.monotonic() - started > START_TIMEOUT:
+                    raise RuntimeError(f"Nessie did not answer on {base} within {START_TIMEOUT:.0f} s: "
+                                       f"see {log.name}") from None
+                time.sleep(0.2)
+        START_TIMES.append(time.monotonic() - started)
+        yield base
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=20)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait(timeout=10)
+        log.close()
+
+
+def reset(base: str) -> None:
+    """Back to an empty server between tests: every branch but main deleted, main assigned to Nessie's beginning
+    (the in-memory store cannot be wiped; commits left unreachable do no harm)."""
+    import requests
+
+    refs = requests.get(f"{base}/trees", timeout=10).json()["references"]
+    for ref in refs:
+        if ref["name"] != "main":
+            kind = ref["type"]
+            requests.delete(f"{base}/trees/{ref['name']}@{ref['hash']}", params={"type": kind},
+                            timeout=10).raise_for_status()
+    main = requests.get(f"{base}/trees/main", timeout=10).json()["reference"]
+    if main["hash"] != NO_ANCESTOR:
+        requests.put(f"{base}/trees/main@{main['hash']}", params={"type": "BRANCH"},
+                     json={"type": "BRANCH", "name": "main", "hash": NO_ANCESTOR}, timeout=10).raise_for_status()

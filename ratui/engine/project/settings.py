@@ -56,6 +56,8 @@ class Settings:
     allow_outside: tuple[Path, ...] = ()
     watch_debounce_ms: int = 300
     watch_poll_seconds: int = 30
+    # ratui.yaml's catalog section as written (type, uri, token): state/catalog/config.py checks and opens it
+    catalog: dict[str, Any] = field(default_factory=dict, repr=False)
     # object-store landing zones: (namespace, zone) -> RemoteZone (see remote_zone())
     remote_zones: dict[tuple[str, str], "RemoteZone"] = field(default_factory=dict)
     reaper_stuck_run_timeout_minutes: int = 30
@@ -187,5 +189,6 @@ def load_settings(root: Path) -> Settings:
         allow_outside=tuple(Path(os.path.realpath(root / os.path.expanduser(folder)))
                             for folder in file.paths.allow_outside),
         remote_zones=_remote_zones(file.landing, namespace, path),
+        catalog=file.catalog.model_dump(exclude_defaults=True),
         **file.flat(),
     )

@@ -163,6 +163,15 @@ class PathsSection(Section):
     allow_outside: Annotated[tuple[str, ...], PlainValidator(_folders)] = ()
 
 
+class CatalogSection(Section):
+    """Which branch catalog the project uses: the embedded one in .ratui/ (sqlite, the default) or a Nessie server
+    (`uri`: its REST API v2, `token`: a bearer token, never printed). state/catalog/config.py opens it."""
+
+    type: Annotated[str, PlainValidator(one_of(("sqlite", "nessie")))] = "sqlite"
+    uri: Text = None
+    token: Annotated[str | None, PlainValidator(_text), Field(repr=False)] = None
+
+
 class SettingsFile(Section):
     """ratui.yaml as a whole."""
 
@@ -175,6 +184,7 @@ class SettingsFile(Section):
     landing: LandingSection = Field(default_factory=LandingSection)
     reaper: ReaperSection = Field(default_factory=ReaperSection)
     paths: PathsSection = Field(default_factory=PathsSection)
+    catalog: CatalogSection = Field(default_factory=CatalogSection)
 
     # sections whose keys are Settings attributes as they are: {section}_{key}
     FLAT: ClassVar[tuple[str, ...]] = ("run", "quality", "merge", "landing", "watch", "reaper")

@@ -50,10 +50,10 @@ class ProjectState:
         if self._catalog is None:
             # imported before the lock is taken: a thread holding a lock while it imports can deadlock with a
             # thread that holds an import lock (its own first imports) and then waits for this lock
-            from ratui.engine.state.catalog.config import catalog_opener, read_catalog_config
+            from ratui.engine.state.catalog.config import catalog_config, catalog_opener
 
-            # ratui.yaml's `catalog:` section, read here until settings.py declares it (see catalog/config.py)
-            opener = catalog_opener(read_catalog_config(self.settings.root))
+            opener = catalog_opener(catalog_config(self.settings.catalog or None,
+                                                   file=str(self.settings.root / "ratui.yaml")))
             with self._lock:
                 if self._catalog is None:
                     self._catalog = opener(self.settings.db_path, self.settings.root, self.settings.allow_outside)

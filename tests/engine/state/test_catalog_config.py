@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from ratui.engine.errors import RatuiError
-from ratui.engine.state.catalog.config import CatalogConfig, catalog_config, open_catalog, read_catalog_config
+from ratui.engine.project.settings import load_settings
+from ratui.engine.state.catalog.config import CatalogConfig, catalog_config, open_catalog
 
 
 def test_absent_section_is_the_embedded_catalog() -> None:
@@ -44,27 +45,38 @@ def test_read_from_ratui_yaml_and_open(tmp_path: Path) -> None:
     from ratui.engine.state.catalog.sqlite import SqliteBranchCatalog
 
     (tmp_path / "ratui.yaml").write_text("namespace: shop\n")
-    config = read_catalog_config(tmp_path)
+    config = catalog_config(load_settings(tmp_path).catalog or None, env={})
     assert config == CatalogConfig()
     assert isinstance(open_catalog(config, tmp_path / ".ratui" / "ratui.db", tmp_path), SqliteBranchCatalog)
-    (tmp_path / "ratui.yaml").write_text("namespace: shop\ncatalog:\n  type: nessie\n  uri: http://h:19120/api/v2\n")
-    assert read_catalog_config(tmp_path) == CatalogConfig("nessie", "http://h:19120/api/v2", None)
+    (tmp_path / "ratui.yaml").write_text("namespace: shop\ncatalog:\n  type: nessie\n  uri: http://h:19120/api/v2\n"
+                                         "  token: s3cr3t-token-value\n")
+    settings = load_settings(tmp_path)
+    assert "s3cr3t" not in repr(settings)  # the token is kept, never shown
+    assert catalog_config(settings.catalog, env={}) == CatalogConfig("nessie", "http://h:19120/api/v2",
+                                                                     "s3cr3t-token-value")
+
+
+def test_the_settings_schema_refuses_a_bad_catalog_section_at_its_line(tmp_path: Path) -> None:
+    (tmp_path / "ratui.yaml").write_text("namespace: shop\ncatalog:\n  type: nesie\n")
+    with pytest.raises(RatuiError) as err:
+        load_settings(tmp_path)
+    assert err.value.code == "RAT-CFG-007" and err.value.line == 3 and "nessie" in (err.value.hint or "")
+    (tmp_path / "ratui.yaml").write_text("namespace: shop\ncatalog:\n  type: nessie\n  url: http://h\n")
+    with pytest.raises(RatuiError) as err:
+        load_settings(tmp_path)
+    assert err.value.line == 4 and "uri" in (err.value.hint or "") + err.value.message
 
 
 @pytest.mark.slow
 def test_project_state_opens_nessie_from_ratui_yaml(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
-    """ProjectState reads ratui.yaml's catalog section itself until settings.py declares it (today's settings loader
-    still refuses the key, so the section is written after the settings were loaded)."""
-    from ratui.engine.project.settings import load_settings
+    """ProjectState opens the catalog ratui.yaml's `catalog:` section names."""
     from ratui.engine.state.catalog.nessie import NessieBranchCatalog
     from ratui.engine.state.project_state import ProjectState
     from tests.nessie_server import nessie_server
 
-    (tmp_path / "ratui.yaml").write_text("namespace: shop\n")
-    settings = load_settings(tmp_path)
     with nessie_server(tmp_path_factory.mktemp("nessie")) as uri:
         (tmp_path / "ratui.yaml").write_text(f"namespace: shop\ncatalog:\n  type: nessie\n  uri: {uri}\n")
-        state = ProjectState(settings)
+        state = ProjectState(load_settings(tmp_path))
         try:
             assert isinstance(state.catalog, NessieBranchCatalog)
             assert state.catalog.get_ref("main").name == "main"

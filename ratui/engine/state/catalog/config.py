@@ -6,12 +6,8 @@
       token: ...                 # optional bearer token; RATUI_NESSIE_TOKEN in the environment wins (ratui.yaml is
                                  # often shared, the environment is not)
 
-Parsed here, on its own, while settings.py is being rewritten into one declarative schema. Until that lands,
-project_state.py reads the section from the raw ratui.yaml (`read_catalog_config`); note that today's settings.py
-still refuses an unknown top-level key, so a ratui.yaml with `catalog:` needs "catalog" among its TOP_KEYS. Once the
-schema exists, it should declare `catalog` as a mapping with exactly these keys, call `catalog_config(raw_section)`
-to validate it (or declare the same rules), and keep the result on Settings (`settings.catalog`), which
-project_state.py then hands to `open_catalog` instead of reading the file itself.
+The settings schema (project/settings_schema.py CatalogSection) checks the section's shape at its line in ratui.yaml
+and keeps it on `Settings.catalog`; `catalog_config` adds the rules across keys and the environment's token.
 """
 
 from __future__ import annotations
@@ -65,18 +61,6 @@ def catalog_config(raw: Any, *, file: str | None = None, env: Mapping[str, str] 
     if token is not None and not isinstance(token, str):
         raise RatuiError("RAT-CFG-007", "catalog.token must be a string", file=file)
     return CatalogConfig("nessie", uri.rstrip("/"), token or None)
-
-
-def read_catalog_config(root: Path) -> CatalogConfig:
-    """The section as ratui.yaml holds it now (the settings loader has already checked the file is valid YAML)."""
-    import yaml
-
-    path = Path(root) / "ratui.yaml"
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return CatalogConfig()
-    return catalog_config(raw.get("catalog") if isinstance(raw, dict) else None, file=str(path))
 
 
 def open_catalog(config: CatalogConfig, db_path: Path, root: Path,

@@ -12,7 +12,6 @@ import glob
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -20,6 +19,8 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
+
+from tests.processes import stop_group
 
 import pytest
 
@@ -113,15 +114,7 @@ def nessie_server(log_dir: Path, properties: dict[str, str] | None = None) -> It
         START_TIMES.append(time.monotonic() - started)
         yield base
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=20)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait(timeout=10)
+        stop_group(proc, 20)
         log.close()
 
 

@@ -21,7 +21,7 @@ from ratui.engine.landing.zone import Zone, open_zone, zone_digest
 from ratui.engine.project.settings import load_settings
 from ratui.engine.state.ledger import Ledger
 
-from s3_server import moto_server, s3_client
+from s3_server import isolate_aws, moto_server, s3_client
 
 # names a user or a tool leaves in a zone that are never landing files
 NEVER_READ = [".hidden.csv", "_notes.csv", "~lock.csv", "draft.csv~", "edit.csv.swp", "upload.csv.tmp",
@@ -43,13 +43,7 @@ def endpoint(tmp_path_factory):
 
 @pytest.fixture
 def aws_env(monkeypatch, tmp_path):
-    for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
+    isolate_aws(monkeypatch, tmp_path)
 
 
 def _project(root: Path, extra: str = "") -> Path:

@@ -17,7 +17,7 @@ from ratui.engine.landing.s3 import S3Zone
 from ratui.engine.landing.zone import ZoneEntry
 
 from mainstate import main_fingerprint, run_one
-from s3_server import free_port, moto_server, s3_client
+from s3_server import free_port, isolate_aws, moto_server, s3_client
 
 pytestmark = pytest.mark.slow
 
@@ -39,13 +39,7 @@ def endpoint(tmp_path_factory):
 @pytest.fixture(autouse=True)
 def aws_env(monkeypatch, tmp_path):
     """Credentials from the environment (boto3's chain), no shared config of the machine's user."""
-    for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
+    isolate_aws(monkeypatch, tmp_path)
 
 
 def new_bucket(endpoint: str, versioned: bool = False) -> str:

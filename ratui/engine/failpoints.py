@@ -2,8 +2,9 @@
 
 Points: `kill:PHASE` as each phase of a run starts (branch, config, build, write, quality, resolve), `kill:commit`
 after a write's data files are written and before its snapshot is committed, `kill:compact` after the reaper's
-compaction wrote its files and before it commits. Unset in normal use; it exists so tests can prove that a process
-killed at any of these points leaves main exactly as it was.
+compaction wrote its files and before it commits, `kill:merged` after Nessie accepted a merge and before the
+project's database records it (the Nessie catalog's one gap). Unset in normal use; it exists so tests can prove that
+a process killed at any of these points leaves main exactly as it was.
 """
 
 from __future__ import annotations

@@ -165,11 +165,13 @@ class PathsSection(Section):
 
 class CatalogSection(Section):
     """Which branch catalog the project uses: the embedded one in .ratui/ (sqlite, the default) or a Nessie server
-    (`uri`: its REST API v2, `token`: a bearer token, never printed). state/catalog/config.py opens it."""
+    (`uri`: its REST API v2, `token`: a bearer token, never printed, `warehouse`: the folder holding the tables).
+    state/catalog/config.py opens it."""
 
     type: Annotated[str, PlainValidator(one_of(("sqlite", "nessie")))] = "sqlite"
     uri: Text = None
     token: Annotated[str | None, PlainValidator(_text), Field(repr=False)] = None
+    warehouse: Text = None
 
 
 class SettingsFile(Section):

@@ -80,6 +80,7 @@ class PipelineRun:
         self.sources: RunSources | None = None  # what the current attempt reads
         self.pipeline: Pipeline | None = None
         self.fork_pointers: dict[str, str] = {}
+        self._written: list[int] = []  # the snapshots this run's writes made (landing facts taken in at its merge)
         self.failed_phase: str | None = None
         self.notes: list[str] = []  # warnings worth keeping with the run (coded: "RAT-LND-009 ...")
         self._query: tuple[Pipeline, str] | None = None  # the planned query the write phase executes
@@ -265,6 +266,7 @@ class PipelineRun:
         with self.phase("quality"):
             self._quality(pipeline, sources)
         self.control.check()
+        self._written = sources.written_snapshots()
         with self.phase("resolve"):
             # the landing files this run read become `loaded` in the merge's own transaction
             result = self.catalog.merge(
@@ -286,6 +288,7 @@ class PipelineRun:
         at = result.commit.created_at if result.commit is not None else None
         self.state.ledger.mark_loaded(conn, self.run_id, self.sources.consumed if self.sources else [],
                                       ref=self.target, at=at)
+        self.state.ledger.mark_synced(conn, self.target, self.key, self._written)
         self.history.mark_merged(conn, self.run_id, at)
 
     def _staging_progress(self, zone: str, done: int, total: int, size: int, total_bytes: int) -> None:
@@ -349,6 +352,7 @@ class PipelineRun:
             notes=self.notes)
         sources.on_progress = self._staging_progress
         sources.check = self.control.check
+        sources.learn_landing()
         context = sources.context(pipeline, file)
         sql = ""
         if pipeline.kind == "sql":
@@ -387,7 +391,8 @@ class PipelineRun:
 
     def _write(self, config, strategy: str, batch) -> WriteOutcome:
         request = WriteRequest(self.session, self.catalog, self.branch, self.key, self.settings.root, self.run_id,
-                               batch, None, config, strategy, run_started_at=self.run_started_at)
+                               batch, None, config, strategy, run_started_at=self.run_started_at,
+                               snapshot_properties=self.sources.landing_summary() if self.sources else {})
         try:
             outcome = write(request)  # the query executes here, once
         except Exception as exc:

@@ -2,8 +2,9 @@
 
 A run records its host, pid and the start time of that process (state/processes.py). A run still `pending` or
 `running` whose process on this host is gone (a reused pid included) died: it becomes failed (RAT-RUN-006), or
-succeeded if its merge had committed (the merge stamps the run in its own transaction). Runs of other hosts are
-left to the reaper's stuck-run timeout: their process cannot be checked from here.
+succeeded if its merge had committed (the embedded catalog's merge stamps the run in its own transaction; on Nessie,
+whose merge commits before the project's database hears of it, the merge commit in Nessie's log names the run). Runs
+of other hosts are left to the reaper's stuck-run timeout: their process cannot be checked from here.
 
 Commands that act on runs call `recover()` when they start; long-lived processes (console, watch) also run the
 monitor, which checks every couple of seconds. Several processes may recover at once: each run is claimed by one.
@@ -22,7 +23,7 @@ from ratui.engine.errors import RatuiError
 from ratui.engine.events import Event, EventBus, RunFinished
 from ratui.engine.state import processes
 from ratui.engine.state.project_state import ProjectState
-from ratui.engine.vocabulary import now_iso, run_branch
+from ratui.engine.vocabulary import MAIN, now_iso, run_branch
 
 log = logging.getLogger("ratui.run.recovery")
 
@@ -47,7 +48,7 @@ class Recovery:
             if processes.alive(run["pid"], run.get("pid_started")):
                 continue
             branch = run_branch(run["id"])
-            if run.get("merged_at"):
+            if run.get("merged_at") or self._landed(run):
                 # it died after its merge committed: its data is on main, so it did succeed
                 if not history.claim_unfinished(run["id"], status="success", finished_at=now_iso()):
                     continue
@@ -65,6 +66,16 @@ class Recovery:
             self._bus.emit(RunFinished(run["id"], run["pipeline"], "failed", 0, 0, error.to_dict()))
             recovered.append(run["id"])
         return recovered
+
+    def _landed(self, run: dict) -> bool:
+        """Whether the catalog merged the run although its process died before stamping it (a catalog on a server
+        merges before the project's database hears of it: catalog.merged_run)."""
+        try:
+            return self._state.catalog.merged_run(run["id"], run.get("ref") or MAIN,
+                                                  run.get("started_at") or run.get("queued_at")) is not None
+        except RatuiError as exc:  # the catalog does not answer: the run stays failed, as before
+            log.debug("could not ask the catalog about run %s: %s", run["id"], exc)
+            return False
 
     def _drop_leftovers(self, run_id: str, branch: str) -> str:
         shutil.rmtree(self._state.settings.state_dir / "staging" / run_id, ignore_errors=True)

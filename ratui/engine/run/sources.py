@@ -22,6 +22,7 @@ from ratui.engine.landing.zone import Zone, ZoneEntry, open_zone, zone_digest
 from ratui.engine.project.discovery import Pipeline
 from ratui.engine.project.names import check_name, sql_ident
 from ratui.engine.project.templating import TemplateContext, parse_ref
+from ratui.engine.state import landing_facts
 from ratui.engine.state.project_state import ProjectState
 from ratui.engine.vocabulary import MAIN, format_bytes
 
@@ -52,6 +53,40 @@ class RunSources:
         # (zone, objects fetched, of how many, bytes so far, bytes in all): an object-store zone's staging
         self.on_progress: Callable[[str, int, int, int, int], None] | None = None
         self.check: Callable[[], None] | None = None  # raises when the run was cancelled (between downloads)
+        self.fork_snapshot: int | None = None  # the table's current snapshot when the branch was made
+
+    def learn_landing(self) -> None:
+        """Before any zone is read: take in the landing facts this pipeline's table carries on the run's branch
+        (what the target had when the branch was made) that the ledger has not seen: files another installation
+        sharing the catalog loaded, or a run that died between its merge and its ledger write (landing_facts.py).
+        They are loaded, and this run does not read them again."""
+        catalog = self.state.catalog
+        if not self.pipeline.zones or not catalog.table_exists(self.branch, self.key):
+            return
+        table = catalog.load_table(self.branch, self.key)
+        self.fork_snapshot = table.metadata.current_snapshot_id
+        walked, facts = landing_facts.since(table, self.state.ledger.synced(self.target, self.key))
+        if not walked:
+            return
+        learned = self.state.ledger.learn(self.target, self.key.split(".")[0], self.key, self.key, walked, facts)
+        if learned:
+            self.log(f"{learned} landing file(s) already loaded on {self.target} by runs this project's ledger had "
+                     f"not recorded (another installation sharing the catalog, or an interrupted run): not read "
+                     "again")
+
+    def landing_summary(self) -> dict[str, str]:
+        """The snapshot-summary property naming the landing files this run read (landing_facts.py)."""
+        return landing_facts.summary(self.state.ledger.identities(self.consumed))
+
+    def written_snapshots(self) -> list[int]:
+        """The snapshots of this pipeline's table on the branch since the branch was made (this run's writes): the
+        merge records them as taken in, so a later reset of a file is not undone by this run's own facts."""
+        catalog = self.state.catalog
+        if not self.pipeline.zones or not catalog.table_exists(self.branch, self.key):
+            return []
+        table = catalog.load_table(self.branch, self.key)
+        stop = {self.fork_snapshot} if self.fork_snapshot is not None else set()
+        return landing_facts.since(table, stop)[0]
 
     def forget(self, key: str) -> None:
         """Read `key` again next time (this pipeline's own table after the write, for its quality tests)."""

@@ -116,7 +116,7 @@ class History:
     def unfinished_runs(self) -> list[dict[str, Any]]:
         with self._lock:
             return list(self.db.query(
-                "select id, pipeline, status, pid, pid_started, host, branch, started_at, queued_at, merged_at "
+                "select id, pipeline, status, pid, pid_started, host, branch, started_at, queued_at, merged_at, ref "
                 "from runs "
                 "where status in ('pending', 'running')"))
 

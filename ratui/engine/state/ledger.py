@@ -77,6 +77,12 @@ CREATE TABLE IF NOT EXISTS landing_loads (
     loaded_at TEXT NOT NULL,
     PRIMARY KEY (ref, namespace, zone, pipeline, name)
 );
+CREATE TABLE IF NOT EXISTS landing_synced (
+    ref TEXT NOT NULL,
+    table_key TEXT NOT NULL,       -- namespace.layer.name
+    snapshot_id INTEGER NOT NULL,  -- a snapshot of the table on ref whose landing facts the ledger has taken in
+    PRIMARY KEY (ref, table_key, snapshot_id)
+);
 """
 
 
@@ -345,6 +351,70 @@ class Ledger:
     @staticmethod
     def drop_ref(conn: sqlite3.Connection, ref: str) -> None:
         conn.execute("DELETE FROM landing_loads WHERE ref = ?", (ref,))
+        conn.execute("DELETE FROM landing_synced WHERE ref = ?", (ref,))
+
+    # ------------------------------------------------------------------ facts carried by the tables (landing_facts.py)
+
+    def identities(self, entries: Iterable[tuple[str, str, str, str]]) -> list[dict[str, Any]]:
+        """The identity of each (namespace, zone, pipeline, file) a run read, as landing_facts.summary takes it."""
+        out = []
+        with self._conn() as conn:
+            for namespace, zone, pipeline, file in entries:
+                row = conn.execute("SELECT size, mtime_ns, digest, etag, version FROM landing_files WHERE "
+                                   "namespace = ? AND zone = ? AND pipeline = ? AND file = ?",
+                                   (namespace, zone, pipeline, file)).fetchone()
+                if row is not None:
+                    out.append({"zone": zone, "name": file.rsplit("/", 1)[-1], **dict(row)})
+        return out
+
+    def synced(self, ref: str, table_key: str) -> set[int]:
+        """The snapshots of `table_key` on `ref` whose landing facts the ledger has taken in."""
+        with self._conn() as conn:
+            return {r[0] for r in conn.execute("SELECT snapshot_id FROM landing_synced WHERE ref = ? AND "
+                                               "table_key = ?", (ref, table_key))}
+
+    @staticmethod
+    def mark_synced(conn: sqlite3.Connection, ref: str, table_key: str, snapshot_ids: Iterable[int]) -> None:
+        conn.executemany("INSERT OR IGNORE INTO landing_synced VALUES (?, ?, ?)",
+                         [(ref, table_key, i) for i in snapshot_ids])
+
+    def learn(self, ref: str, namespace: str, pipeline: str, table_key: str, walked: list[int],
+              facts: list[Any]) -> int:
+        """Take in the landing facts of snapshots of `table_key` on `ref` the ledger had not seen (written by
+        another installation sharing the catalog, or by a process that died before its own ledger write): each
+        file they name is loaded on `ref` for `pipeline`. A file this installation has not listed yet gets its row
+        now, with the fact's identity, so listing it later keeps it loaded (a copy with another time is told by its
+        digest). Returns how many files became loaded."""
+        changed = 0
+        now = now_iso()
+        with self._conn() as conn, write_tx(conn):
+            for fact in facts:
+                key = (namespace, fact.zone, pipeline, fact.name)
+                row = conn.execute("SELECT size, mtime_ns, digest, etag, version, state FROM landing_files WHERE "
+                                   "namespace = ? AND zone = ? AND pipeline = ? AND file = ?", key).fetchone()
+                same = row is not None and fact.same_file(row["size"], row["mtime_ns"], row["digest"], row["etag"],
+                                                          row["version"])
+                if ref != MAIN:
+                    if row is None or same:
+                        mtime = row["mtime_ns"] if row is not None else fact.mtime_ns
+                        conn.execute("INSERT OR REPLACE INTO landing_loads VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                     (ref, *key, fact.size, mtime, fact.run_id, fact.at))
+                        changed += 1
+                elif row is None:
+                    conn.execute(
+                        """INSERT INTO landing_files (namespace, zone, pipeline, file, size, mtime_ns, digest, etag,
+                           version, state, run_id, attempts, updated_at, loaded_at)
+                           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'loaded', ?, 1, ?, ?)""",
+                        (*key, fact.size, fact.mtime_ns, fact.digest, fact.etag, fact.version, fact.run_id, now,
+                         fact.at))
+                    changed += 1
+                elif same and row["state"] != "loaded":
+                    conn.execute("UPDATE landing_files SET state = 'loaded', run_id = ?, last_error = NULL, "
+                                 "updated_at = ?, loaded_at = ? WHERE namespace = ? AND zone = ? AND pipeline = ? "
+                                 "AND file = ?", (fact.run_id, now, fact.at, *key))
+                    changed += 1
+            self.mark_synced(conn, ref, table_key, walked)
+        return changed
 
     def record_failure(self, entries: Iterable[tuple[str, str, str, str]], error: str) -> list[str]:
         """Count a failed attempt; files at max_attempts become skipped. Returns the names newly skipped."""

@@ -32,7 +32,7 @@ def partition_terms(req: WriteRequest):
 def create_table(req: WriteRequest, spark_schema) -> Table:
     schema = iceberg_schema_of(spark_schema)
     spec = build_spec(schema, partition_terms(req), req.key)
-    return req.catalog.create_table(req.ref, req.key, schema, table_location(req.root, req.key),
+    return req.catalog.create_table(req.ref, req.key, schema, table_location(req.catalog.warehouse, req.key),
                                     partition_spec=spec)
 
 

@@ -28,6 +28,9 @@ class WriteRequest:
     # scd2 stamps every version the run opens or closes with it. None: taken once when the write starts.
     run_started_at: datetime | str | None = None
     merge_on_read: bool = True  # False: every touched file is rewritten (copy-on-write only)
+    # more properties for the summary of the snapshot the write commits (the landing files it read:
+    # state/landing_facts.py)
+    snapshot_properties: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

@@ -119,7 +119,8 @@ def _write_and_commit(req: WriteRequest, table: Table, df, *, delete, message: s
     written = write_files(df, table, req.run_id, cluster_by, rows_hint, keep=keep, keep_files=keep_files)
     try:
         commit_files(table, add=written.files, delete=delete, message=message, add_deletes=list(add_deletes),
-                     properties={"ratui.run-id": req.run_id, "ratui.strategy": req.strategy})
+                     properties={**req.snapshot_properties, "ratui.run-id": req.run_id,
+                                 "ratui.strategy": req.strategy})
     except Exception:
         discard(written)
         raise

@@ -132,6 +132,9 @@ class BranchCatalog(ABC):
     a server runs them right after the server accepted the change (see nessie.py for that gap)."""
 
     locations: ProjectLocations  # how table files map to this project's folders (FileIO, the orphan sweep)
+    # the folder holding the tables ({namespace}/warehouse/{layer}/{name}/): the project folder, or a Nessie
+    # catalog's catalog.warehouse
+    warehouse: Path
 
     @abstractmethod
     def allow_outside(self, folders: tuple[Path, ...]) -> None:
@@ -193,6 +196,12 @@ class BranchCatalog(ABC):
             out.extend(Pointer(ref.name, key, location) for key, location in
                        sorted(self.table_pointers(ref.name).items()))
         return out
+
+    def merged_run(self, run_id: str, into: str = MAIN, since: str | None = None) -> str | None:
+        """When run `run_id`'s merge into `into` committed (ISO), looking back to `since`; None if it did not. The
+        embedded catalog stamps the run in the merge's own transaction, so it has nothing to add; a catalog on a
+        server answers from its log (a process killed between the server's merge and its own stamp did land)."""
+        return None
 
     @abstractmethod
     def commit(self, spec: str) -> Commit:

@@ -5,6 +5,9 @@
       uri: http://HOST:19120/api/v2
       token: ...                 # optional bearer token; RATUI_NESSIE_TOKEN in the environment wins (ratui.yaml is
                                  # often shared, the environment is not)
+      warehouse: /mnt/lake       # optional: the folder holding the tables ({namespace}/warehouse/{layer}/{name}/),
+                                 # absolute or relative to the project; default the project folder. Installations
+                                 # sharing one Nessie need one they all reach at the same path
 
 The settings schema (project/settings_schema.py CatalogSection) checks the section's shape at its line in ratui.yaml
 and keeps it on `Settings.catalog`; `catalog_config` adds the rules across keys and the environment's token.
@@ -22,7 +25,7 @@ from ratui.engine.errors import RatuiError
 if TYPE_CHECKING:
     from ratui.engine.state.catalog.base import BranchCatalog
 
-CATALOG_KEYS = {"type", "uri", "token"}
+CATALOG_KEYS = {"type", "uri", "token", "warehouse"}
 TYPES = ("sqlite", "nessie")
 TOKEN_ENV = "RATUI_NESSIE_TOKEN"
 
@@ -32,6 +35,7 @@ class CatalogConfig:
     type: str = "sqlite"
     uri: str | None = None
     token: str | None = field(default=None, repr=False)  # never printed
+    warehouse: str | None = None  # as written in ratui.yaml (None: the project folder)
 
 
 def catalog_config(raw: Any, *, file: str | None = None, env: Mapping[str, str] | None = None) -> CatalogConfig:
@@ -52,15 +56,32 @@ def catalog_config(raw: Any, *, file: str | None = None, env: Mapping[str, str] 
     uri = raw.get("uri")
     token = env.get(TOKEN_ENV) or raw.get("token")
     if kind == "sqlite":
-        if uri is not None or raw.get("token") is not None:
-            raise RatuiError("RAT-CFG-007", "catalog.uri and catalog.token belong to type: nessie", file=file)
+        if uri is not None or raw.get("token") is not None or raw.get("warehouse") is not None:
+            raise RatuiError("RAT-CFG-007", "catalog.uri, catalog.token and catalog.warehouse belong to type: nessie "
+                             "(the embedded catalog keeps its tables in the project folder)", file=file)
         return CatalogConfig()
     if not isinstance(uri, str) or not uri.startswith(("http://", "https://")):
         raise RatuiError("RAT-CFG-007", "catalog.uri must be Nessie's API v2 URL, e.g. http://HOST:19120/api/v2",
                          file=file)
     if token is not None and not isinstance(token, str):
         raise RatuiError("RAT-CFG-007", "catalog.token must be a string", file=file)
-    return CatalogConfig("nessie", uri.rstrip("/"), token or None)
+    warehouse = raw.get("warehouse")
+    if warehouse is not None and (not isinstance(warehouse, str) or not warehouse.strip() or "://" in warehouse):
+        raise RatuiError("RAT-CFG-007", "catalog.warehouse must be a folder path (absolute, or relative to the "
+                         "project)", file=file)
+    return CatalogConfig("nessie", uri.rstrip("/"), token or None, warehouse)
+
+
+def tables_root(config: CatalogConfig, root: Path, *, file: str | None = None) -> Path:
+    """The folder that holds the project's tables: catalog.warehouse (relative to the project root), or the project
+    root. RAT-CFG-007 if the configured folder is not there (a shared mount that is not mounted)."""
+    if not config.warehouse:
+        return root
+    folder = (root / os.path.expanduser(config.warehouse)).resolve()
+    if not folder.is_dir():
+        raise RatuiError("RAT-CFG-007", f"catalog.warehouse {folder} is not a folder", file=file,
+                         hint="Create it, or mount the shared folder every installation of the project uses")
+    return folder
 
 
 def open_catalog(config: CatalogConfig, db_path: Path, root: Path,
@@ -76,8 +97,8 @@ def catalog_opener(config: CatalogConfig) -> Callable[[Path, Path, tuple[Path, .
         from ratui.engine.state.catalog.nessie import NessieBranchCatalog
 
         uri = config.uri or ""
-        return lambda db_path, root, allow: NessieBranchCatalog(uri, db_path, root, token=config.token,
-                                                                allow_outside=allow)
+        return lambda db_path, root, allow: NessieBranchCatalog(uri, db_path, tables_root(config, root),
+                                                                token=config.token, allow_outside=allow)
     from ratui.engine.state.catalog.sqlite import SqliteBranchCatalog
 
     return lambda db_path, root, allow: SqliteBranchCatalog(db_path, root, allow)

@@ -23,9 +23,9 @@ Where Nessie's model differs from the embedded catalog, this backend follows Nes
 
 `in_tx` callbacks (the ledger's SQLite writes) cannot share a transaction with Nessie: they run right after Nessie
 accepted the change, in a local SQLite transaction on the project's state database. If the process dies between the
-two, Nessie has the change and the ledger does not (a crash window the embedded catalog does not have); carrying the
-ledger's facts in the commit itself, so every installation reads them from Nessie, is the cross-machine part of
-issue 30 still to come.
+two, Nessie has the change and the project's database does not; nothing is lost: the table's snapshot names the
+landing files the run loaded (state/landing_facts.py: the next run takes them in), and recovery finds the run's merge
+in Nessie's log (`merged_run`) and records the run as the success it was.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from pyiceberg.serializers import FromInputFile
 from pyiceberg.table import Table
 
 from ratui.engine.errors import RatuiError
+from ratui.engine.failpoints import failpoint
 from ratui.engine.locations import ProjectLocations
 from ratui.engine.state.catalog import merge_rule
 from ratui.engine.state.catalog import nessie_tree as tree
@@ -333,10 +334,25 @@ class NessieBranchCatalog(BranchCatalog):
             raise
         commit = self._commit_at(into, response["resultantTargetHash"])
         result = MergeResult(ref, into, tables, commit, False, [])
+        failpoint("kill:merged")  # Nessie has merged, the project's database does not know yet
         if in_tx is not None:
             with self._local_tx() as conn:
                 in_tx(conn, result)
         return result
+
+    def merged_run(self, run_id: str, into: str = MAIN, since: str | None = None) -> str | None:
+        """See BranchCatalog.merged_run: the merge commit on `into` whose properties name the run (its log read back
+        to `since`, the run's start)."""
+        for entry in tree.log_entries(self._api, into):
+            meta = entry["commitMeta"]
+            when = tree.iso(meta.get("commitTime"))
+            if since and when < since:
+                return None
+            props = tree.props_of(meta)
+            if props.get(tree.PREFIX + "run_id") == run_id and props.get(tree.PREFIX + "kind") == "run" \
+                    and props.get(tree.REF_PROPERTY) == into:
+                return when
+        return None
 
     # ---------------------------------------------------------------- tables
 

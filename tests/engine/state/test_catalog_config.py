@@ -33,12 +33,31 @@ def test_nessie_section() -> None:
     ({"type": "nessie", "uri": "http://n/api/v2", "tokne": "x"}, "RAT-CFG-002", "catalog.tokne"),
     ({"uri": "http://n/api/v2"}, "RAT-CFG-007", "type: nessie"),
     ({"type": "nessie", "uri": "http://n/api/v2", "token": 12}, "RAT-CFG-007", "catalog.token"),
+    ({"type": "sqlite", "warehouse": "/mnt/lake"}, "RAT-CFG-007", "catalog.warehouse belong"),
+    ({"type": "nessie", "uri": "http://n/api/v2", "warehouse": "s3://bucket/lake"}, "RAT-CFG-007", "folder path"),
+    ({"type": "nessie", "uri": "http://n/api/v2", "warehouse": ["a"]}, "RAT-CFG-007", "folder path"),
+    ({"type": "nessie", "uri": "http://n/api/v2", "warehouse": " "}, "RAT-CFG-007", "folder path"),
 ])
 def test_bad_sections_are_coded(raw: object, code: str, words: str) -> None:
     with pytest.raises(RatuiError) as err:
         catalog_config(raw, file="ratui.yaml", env={})
     assert err.value.code == code and words in err.value.message
     assert err.value.file == "ratui.yaml"
+
+
+def test_the_warehouse_is_a_folder_relative_to_the_project(tmp_path: Path) -> None:
+    from ratui.engine.state.catalog.config import tables_root
+
+    root = tmp_path / "proj"
+    root.mkdir()
+    assert tables_root(catalog_config({"type": "nessie", "uri": "http://n/api/v2"}, env={}), root) == root
+    (tmp_path / "lake").mkdir()
+    config = catalog_config({"type": "nessie", "uri": "http://n/api/v2", "warehouse": "../lake"}, env={})
+    assert tables_root(config, root) == (tmp_path / "lake").resolve()
+    missing = catalog_config({"type": "nessie", "uri": "http://n/api/v2", "warehouse": "/no/such/mount"}, env={})
+    with pytest.raises(RatuiError) as err:
+        tables_root(missing, root, file="ratui.yaml")
+    assert err.value.code == "RAT-CFG-007" and "/no/such/mount" in err.value.message and err.value.hint
 
 
 def test_read_from_ratui_yaml_and_open(tmp_path: Path) -> None:

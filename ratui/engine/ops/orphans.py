@@ -8,8 +8,11 @@ alone. The mark walks, for every table pointer of every ref in one consistent re
     see MARK_DELETED_ENTRIES for why tombstones are not counted)
     statistics files
 
-Every commit of a live ref inside the snapshot retention window is marked too (commit_pointers): a rollback or a
-time-travel read may point at it again.
+On a Nessie server "every ref" is every branch and tag Nessie lists, those other Nessie clients made included, each
+read at the hash one listing gave (nessie_tree.every_pointer), never one branch alone.
+
+Every commit of a live branch inside the snapshot retention window is marked too (commit_pointers): a rollback or a
+time-travel read may point at it again. (A Nessie tag's own state is marked whole, its past commits are not walked.)
 
 The sweep lists the files under each `{namespace}/warehouse/` and removes only those that no ref reaches AND
 whose modification time is older than the threshold (a younger file may belong to a write that has not
@@ -171,13 +174,11 @@ class Marker:
                 for snapshot in metadata.snapshots:
                     if snapshot.snapshot_id not in skip:
                         self._snapshot(result, io, snapshot)
-            except RatuiError:
-                raise
-            except Exception as exc:
+            except Exception as exc:  # a RatuiError too (its metadata outside the project): the ref and table named
+                why = f"{exc.code}: {exc.message}" if isinstance(exc, RatuiError) else f"{type(exc).__name__}: {exc}"
                 raise RatuiError(
                     "RAT-RPR-002",
-                    f"cannot read table {pointer.table} on ref '{pointer.ref}' ({pointer.location}): "
-                    f"{type(exc).__name__}: {exc}",
+                    f"cannot read table {pointer.table} on ref '{pointer.ref}' ({pointer.location}): {why}",
                     file=local_path(pointer.location, self._locations),
                 ) from exc
         result.manifests = len(self._manifest_files)

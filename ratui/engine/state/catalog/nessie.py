@@ -375,6 +375,11 @@ class NessieBranchCatalog(BranchCatalog):
 
         return StaticTable.from_metadata(location, properties=self.locations.file_io_properties())
 
+    def every_pointer(self) -> list[tree.Pointer]:
+        """Every table of every Nessie reference, branches and tags, other clients' too, each read at the hash one
+        listing gave (nessie_tree.every_pointer): what the orphan-file sweep must keep."""
+        return tree.every_pointer(self._api)
+
     def table_pointers(self, ref: str) -> dict[str, str]:
         if split_spec(ref)[1] is not None:
             return dict(self.commit(ref).pointers)

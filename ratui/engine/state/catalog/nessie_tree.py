@@ -13,7 +13,7 @@ import json
 from datetime import datetime, timezone
 from typing import Any, Iterator
 
-from ratui.engine.state.catalog.base import Commit
+from ratui.engine.state.catalog.base import Commit, Pointer
 from ratui.engine.state.catalog.nessie_http import NessieHttp, key_elements, key_of, path_key, ref_path
 
 PREFIX = "ratui."
@@ -95,6 +95,40 @@ def contents(api: NessieHttp, ref: str, hash: str | None = None) -> tuple[str, d
         token = page.get("token")
         if not page.get("hasMore") or not token:
             return at, out
+
+
+def references(api: NessieHttp) -> list[dict]:
+    """Every reference on the server, branches and tags, other clients' as well as ratui's: {type, name, hash}."""
+    found: list[dict] = []
+    token = None
+    while True:
+        page = api.get("trees", fetch="MINIMAL", max_records=PAGE, page_token=token)
+        found += page.get("references") or []
+        token = page.get("token")
+        if not page.get("hasMore") or not token:
+            return found
+
+
+def every_pointer(api: NessieHttp) -> list[Pointer]:
+    """Every table of every reference (branches and tags, whoever made them), for the orphan-file sweep: one listing
+    of the refs, then each ref's tables at the hash listed. A hash is immutable, so a ref that moves meanwhile is
+    read as the listing saw it (the read is by hash alone, `@HASH`, so a ref deleted meanwhile is read too), and refs
+    listed at one hash are read once. Nessie's listing is a scan of the refs, not a snapshot of them: a ref created
+    (or moved) while it ran may be missing from it, so the refs are listed once more after the reads and what that
+    second listing adds is read as well (marking more than needed keeps files; it never deletes one)."""
+    tables: dict[str, dict[str, str]] = {}  # hash -> its table pointers
+    seen: set[tuple[str, str]] = set()
+    out: list[Pointer] = []
+    for _ in range(2):
+        for ref in references(api):
+            name, hash = ref["name"], ref["hash"]
+            if (name, hash) in seen:
+                continue
+            seen.add((name, hash))
+            if hash not in tables:
+                tables[hash] = pointers(contents(api, "", hash)[1])
+            out.extend(Pointer(name, key, location) for key, location in sorted(tables[hash].items()))
+    return out
 
 
 def pointers(entries: dict[str, dict]) -> dict[str, str]:

@@ -211,15 +211,18 @@ class Marker:
         return files
 
 
-def warehouse_roots(project_root: Path) -> list[Path]:
-    """Every `{namespace}/warehouse/` folder of the project (real paths)."""
+def warehouse_roots(project_root: Path, namespaces: Iterable[str] | None = None) -> list[Path]:
+    """Every `{namespace}/warehouse/` folder under `project_root` (real paths); only those of `namespaces` when
+    given (a shared catalog.warehouse holds other projects' namespaces too: never swept from here)."""
     roots = []
+    wanted = None if namespaces is None else set(namespaces)
     try:
         children = sorted(Path(project_root).iterdir())
     except FileNotFoundError:
         return []
     for child in children:
-        if child.name.startswith(".") or not child.is_dir() or child.is_symlink():
+        if child.name.startswith(".") or not child.is_dir() or child.is_symlink() or \
+                (wanted is not None and child.name not in wanted):
             continue
         warehouse = child / "warehouse"
         if warehouse.is_dir() and not warehouse.is_symlink():
@@ -288,6 +291,11 @@ def plan_sweep(roots: Iterable[Path], reachable: set[str], *, older_than: float,
 
 
 KEEP_FOLDERS = {"data", "metadata"}
+
+
+def within(path: str, folder: Path) -> bool:
+    """Whether `path` (as the sweep planned it: a real path) lies in `folder`."""
+    return path == str(folder) or path.startswith(str(folder).rstrip(os.sep) + os.sep)
 
 
 def remove_file(path: str, *, older_than: float, root: Path, stop_at: Iterable[Path] = ()) -> int | None:

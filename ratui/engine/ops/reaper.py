@@ -530,7 +530,11 @@ class Reaper:
         expire = {(MAIN, key): ids for key, ids in ctx.expiry.items()}
         mark = orphans.Marker(self.catalog.locations).mark(pointers, expire=expire)
         live = self._live_runs(ctx)
-        roots = orphans.warehouse_roots(self.settings.root)
+        tables_root = Path(self.catalog.warehouse)  # the project folder, or a Nessie catalog's catalog.warehouse
+        # a shared warehouse: only this project's namespaces (its folders with pipelines) are swept from here
+        shared = Path(os.path.realpath(tables_root)) != Path(os.path.realpath(self.settings.root))
+        roots = orphans.warehouse_roots(tables_root, [p.name for p in self.settings.root.iterdir()
+                                                      if (p / "pipelines").is_dir()] if shared else None)
         staging = self.settings.state_dir / "staging"
         run_roots = [Path(os.path.realpath(staging))] if staging.is_dir() and not staging.is_symlink() else []
         plan = orphans.plan_sweep(roots, mark.files, older_than=older_than, live_runs=live, run_roots=run_roots)
@@ -546,7 +550,8 @@ class Reaper:
             task.bytes_found += orphan.size
             if ctx.dry_run:
                 continue
-            freed = orphans.remove_file(orphan.path, older_than=older_than, root=self.settings.root,
+            owner = tables_root if any(orphans.within(orphan.path, r) for r in roots) else self.settings.root
+            freed = orphans.remove_file(orphan.path, older_than=older_than, root=owner,
                                         stop_at=[*roots, *run_roots])
             if freed is not None:
                 task.removed.append(item)

@@ -130,6 +130,24 @@ def test_two_installations_load_each_file_once_and_concurrent_runs_give_the_seri
         assert "merge conflict" in log
         assert ids(a) == ids(b) == [1, 2, 3, 4, 5, 6, 7]
 
+        # the shared warehouse swept from one installation: its namespace's unreachable old files go, every file of
+        # the table stays, and another project's namespace in the same folder is never touched
+        junk = lake / "shop/warehouse/bronze/orders/data/00000-0-junk.parquet"
+        foreign = lake / "other/warehouse/silver/t/data/old.parquet"
+        for path in (junk, foreign):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(b"x" * 10)
+        for folder, _, files in os.walk(lake):
+            for name in files:
+                os.utime(Path(folder) / name, (1, 1))
+        report = b.reaper().run()
+        assert report.ok, report.errors
+        removed = [item["path"] for item in report.tasks["orphan_files"].removed]
+        # the junk, and what the retried run's first attempt wrote before Nessie refused its merge
+        assert str(junk) in removed and all(p.startswith(str(lake / "shop")) for p in removed)
+        assert foreign.exists() and not junk.exists()
+        assert ids(a) == ids(b) == [1, 2, 3, 4, 5, 6, 7]
+
         # Nessie's own view: main holds the table, no run branch is left, and the loads are named in the table
         refs = requests.get(f"{uri}/trees", timeout=10).json()["references"]
         assert [r["name"] for r in refs] == ["main"]

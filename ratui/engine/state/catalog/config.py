@@ -97,8 +97,9 @@ def catalog_opener(config: CatalogConfig) -> Callable[[Path, Path, tuple[Path, .
         from ratui.engine.state.catalog.nessie import NessieBranchCatalog
 
         uri = config.uri or ""
-        return lambda db_path, root, allow: NessieBranchCatalog(uri, db_path, tables_root(config, root),
-                                                                token=config.token, allow_outside=allow)
+        return lambda db_path, root, allow: NessieBranchCatalog(
+            uri, db_path, tables_root(config, root, file=str(root / "ratui.yaml")), token=config.token,
+            allow_outside=allow)
     from ratui.engine.state.catalog.sqlite import SqliteBranchCatalog
 
     return lambda db_path, root, allow: SqliteBranchCatalog(db_path, root, allow)

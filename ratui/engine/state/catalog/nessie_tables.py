@@ -118,6 +118,12 @@ class NessieRefCatalog(MetastoreCatalog):
             current, head, content_id = self._read(key)
         except NoSuchTableError:
             current, content_id = None, None
+            if not any(type(r).__name__ == "AssertCreate" for r in requirements):
+                # not a creation: the table this write loaded is gone (another client dropped it). Not a
+                # CommitFailedException, which PyIceberg would retry by loading a table that is not there
+                raise RatuiError("RAT-CAT-005", f"table '{key}' was dropped on '{self.ref}' while this write held "
+                                 "it (by another Nessie client): nothing was written",
+                                 details={"tables": [key]}) from None
         staged = self._update_and_stage_table(current, table.name(), requirements, updates)
         if current is not None and staged.metadata == current.metadata:
             return CommitTableResponse(metadata=current.metadata,  # type: ignore[call-arg]

@@ -45,8 +45,43 @@ def metadata_bytes(engine, ref="main"):
     return out
 
 
+@pytest.fixture(scope="module")
+def nessie_uri(tmp_path_factory):
+    from tests.nessie_server import nessie_server
+
+    with nessie_server(tmp_path_factory.mktemp("nessie")) as uri:
+        yield uri
+
+
+@pytest.fixture(params=["sqlite", pytest.param("nessie", marks=pytest.mark.slow)])
+def catalog(request, tmp_path):
+    """The project's catalog: the embedded one, or a real Nessie server (emptied for each test), named in the
+    ratui.yaml make_project writes."""
+    if request.param == "nessie":
+        from tests.conftest import TEST_SETTINGS
+        from tests.nessie_server import reset
+
+        uri = request.getfixturevalue("nessie_uri")
+        reset(uri)
+        root = tmp_path / "proj"
+        root.mkdir(parents=True, exist_ok=True)
+        (root / "ratui.yaml").write_text(TEST_SETTINGS.format(ns="demo") + f"catalog:\n  type: nessie\n  uri: {uri}\n")
+    return request.param
+
+
 @pytest.fixture
-def project(make_project, spark):
+def project(make_project, spark, catalog):
+    return events_project(make_project)
+
+
+@pytest.fixture
+def embedded_project(make_project, spark):
+    """The embedded catalog only: what it alone does (a moved project's tables follow it; on Nessie the tables
+    stay in catalog.warehouse, wherever the checkout goes)."""
+    return events_project(make_project)
+
+
+def events_project(make_project):
     return make_project({
         "demo/landing/events/e1.jsonl": E1,
         "demo/pipelines/bronze/events/pipeline.sql": (
@@ -141,7 +176,7 @@ def test_runs_on_two_dev_branches_and_main_at_once_do_not_interfere(project):
 
 
 @pytest.fixture
-def dag(make_project, spark):
+def dag(make_project, spark, catalog):
     """a -> b -> c -> d; c's quality test fails when an event of kind 'bad' arrives."""
     return make_project({
         "demo/landing/events/e1.jsonl": E1,
@@ -335,9 +370,11 @@ def test_the_branch_commands_end_to_end(project, capsys):
     assert "RAT-CAT-002" in capsys.readouterr().err
 
 
-def test_a_moved_project_still_travels_back_and_rolls_back(project, tmp_path):
+def test_a_moved_project_still_travels_back_and_rolls_back(embedded_project, tmp_path):
     """Iceberg metadata holds absolute paths: past commits of a moved project read and restore at its new place."""
     import shutil
+
+    project = embedded_project
 
     engine = Engine.open(project)
     first = run(engine)

@@ -336,6 +336,35 @@ CASES: list[Case] = [
          {"ratui.yaml": "namespace: shop\nspark:\n  remote: http://127.0.0.1:15002\n"},
          expect_code="RAT-CFG-007", expect_file="ratui.yaml", spec="building"),
 
+    # ------------------------------------------------------------------------------------------ catalog
+    # ratui.yaml's catalog section (the embedded catalog or a Nessie server): refused when the settings are read,
+    # before any catalog, server or JVM is touched. Faults of a real server: tests/cli/test_nessie_cli.py.
+    Case("catalog-type-unknown", "catalog", {"ratui.yaml": BASE_SETTINGS + "catalog: {type: hive}\n"},
+         expect_code="RAT-CFG-007", expect_file="ratui.yaml", expect_line=7, spec="building",
+         notes="sqlite or nessie; the nearest one is suggested"),
+    Case("catalog-nessie-without-uri", "catalog", {"ratui.yaml": BASE_SETTINGS + "catalog:\n  type: nessie\n"},
+         argv=RUN, expect_code="RAT-CFG-007", expect_file="ratui.yaml", expect_line=7, spec="building",
+         notes="a Nessie catalog needs its URI: refused at the section's line, the hint shows one"),
+    Case("catalog-uri-not-http", "catalog",
+         {"ratui.yaml": BASE_SETTINGS + "catalog:\n  type: nessie\n  uri: ftp://ratui:pw@nessie.example.com/api/v2\n"},
+         argv=RUN, expect_code="RAT-CFG-007", expect_file="ratui.yaml", expect_line=9, spec="building",
+         notes="only http(s); the message names the scheme, never the rest (a URL may hold a password)"),
+    Case("catalog-uri-not-text", "catalog",
+         {"ratui.yaml": BASE_SETTINGS + "catalog:\n  type: nessie\n  uri: 19120\n"},
+         expect_code="RAT-CFG-007", expect_file="ratui.yaml", expect_line=9, spec="building"),
+    Case("catalog-unknown-key", "catalog",
+         {"ratui.yaml": BASE_SETTINGS + "catalog:\n  type: nessie\n  uri: http://127.0.0.1:19120/api/v2\n"
+                                        "  username: ratui\n"},
+         argv=RUN, expect_code="RAT-CFG-007", expect_file="ratui.yaml", expect_line=10, spec="building",
+         notes="type, uri and token only (a bearer token: no user name); the nearest key is suggested"),
+    Case("catalog-sqlite-with-uri", "catalog",
+         {"ratui.yaml": BASE_SETTINGS + "catalog:\n  type: sqlite\n  uri: http://127.0.0.1:19120/api/v2\n"},
+         expect_code="RAT-CFG-007", expect_file="ratui.yaml", expect_line=9, spec="building",
+         notes="a URI with the embedded catalog would be ignored silently: refused at its line instead"),
+    Case("catalog-token-without-nessie", "catalog", {"ratui.yaml": BASE_SETTINGS + "catalog:\n  token: abc123\n"},
+         argv=RUN, expect_code="RAT-CFG-007", expect_file="ratui.yaml", expect_line=8, spec="building",
+         notes="no type means the embedded catalog, which takes no token"),
+
     # ------------------------------------------------------------------------------------------ templates
     Case("tpl-syntax-error", "templates",
          pipe("bronze", "tpl_syntax", sql("-- @merge_strategy: full_refresh", "SELECT *",

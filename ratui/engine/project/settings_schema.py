@@ -180,9 +180,10 @@ class CatalogSection(Section):
             raise invalid("{where} belongs to 'catalog.type: nessie'", at="uri" if self.uri is not None else "token",
                           hint="Add `type: nessie` to use a Nessie server, or remove it for the embedded catalog.")
         if self.type == "nessie" and not (self.uri or "").startswith(("http://", "https://")):
+            # the scheme only, never the rest: a URL may hold a password
             scheme = (self.uri or "").partition("://")[0][:12] if "://" in (self.uri or "") else ""
             raise invalid("'catalog.uri' is missing" if self.uri is None else "{where} must be an http:// or https:// "
-                          f"URL{', not ' + scheme + '://...' if scheme else ''}",  # never the rest: it may hold a password
+                          f"URL{', not ' + scheme + '://...' if scheme else ''}",
                           at="uri" if self.uri is not None else None, hint=hint)
         return self
 

@@ -1,7 +1,8 @@
 """The installed `ratui` command on a real Nessie server (catalog: {type: nessie} in ratui.yaml), each command a
 process of its own: the sample project runs, the branch commands agree with what Nessie's own REST API shows, a
-rollback puts main's rows back, and a server that is not there, not Nessie, or refuses a commit is a coded error
-with main unchanged. A token (in ratui.yaml or RATUI_NESSIE_TOKEN) never shows in any output, log or run record."""
+rollback puts main's rows back, and a server that is not there, not Nessie, refuses a token or refuses a commit
+is a coded error with main unchanged. A token (in ratui.yaml or RATUI_NESSIE_TOKEN) never shows in any output,
+log or run record."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import pytest
 import requests
 
 from tests.engine.run.test_nessie_sample import fresh_sample
-from tests.nessie_server import free_port, nessie_server, reset
+from tests.nessie_server import TokenIssuer, free_port, nessie_server, reset
 
 pytestmark = pytest.mark.slow
 
@@ -66,8 +67,8 @@ class Cli:
     def json(self, *args: str, **kwargs) -> list[dict]:
         return [json.loads(line) for line in self(*args, "--json", **kwargs).stdout.splitlines()]
 
-    def count(self, sql: str, ref: str = "main") -> int:
-        out = self("query", sql, "--ref", ref, "--format", "json").stdout
+    def count(self, sql: str, ref: str = "main", env: dict[str, str] | None = None) -> int:
+        out = self("query", sql, "--ref", ref, "--format", "json", env=env).stdout
         return json.loads(out)["n"]
 
 
@@ -260,26 +261,50 @@ def test_an_answer_that_is_not_nessies_api_v2_is_rat_nes_002(where: str, nessie:
     assert nessie_refs(nessie) == before
 
 
-def test_a_commit_nessie_refuses_for_authorization_is_rat_nes_003(tmp_path_factory: pytest.TempPathFactory,
-                                                                 make_project) -> None:
-    """Nessie's own authorization (CEL rules, the anonymous principal's role is ''): tables may be created on main,
-    never changed; every read is allowed. The second run's merge into main is refused with 403."""
+def test_nessie_with_authentication_and_authorization(tmp_path_factory: pytest.TempPathFactory, make_project) -> None:
+    """Nessie checking bearer tokens (JWTs, tests/nessie_server.py TokenIssuer) and its own authorization rules (CEL):
+    the writer may do everything, the reader everything but change a table on main. A token Nessie does not accept
+    is RAT-NES-003 (401); the reader's run, whose merge into main Nessie refuses (403), is RAT-NES-003 with main
+    unchanged, while its reads work. No token shows anywhere."""
+    issuer = TokenIssuer()
+    writer, reader, stranger = issuer.token("ratui-writer"), issuer.token("ratui-reader"), TokenIssuer().token("x")
     rules = {"nessie.server.authorization.enabled": "true",
-             "nessie.server.authorization.rules.no_changes_on_main":
-                 "!(op in ['UPDATE_ENTITY', 'DELETE_ENTITY'] && ref == 'main')"}
-    with nessie_server(tmp_path_factory.mktemp("nessie-authz"), rules) as uri:
+             "nessie.server.authorization.rules.writer": "role == 'ratui-writer'",
+             "nessie.server.authorization.rules.reader":
+                 "role == 'ratui-reader' && !(op in ['CREATE_ENTITY', 'UPDATE_ENTITY', 'DELETE_ENTITY'] "
+                 "&& ref == 'main')"}
+    with nessie_server(tmp_path_factory.mktemp("nessie-auth"), {**issuer.properties, **rules}) as uri:
         pipeline = "-- @merge_strategy: full_refresh\nSELECT * FROM VALUES (1, 'a'), (2, 'b') AS t(id, name)\n"
-        cli = project(make_project({"demo/pipelines/bronze/items/pipeline.sql": pipeline}), uri, token=FILE_TOKEN,
+        cli = project(make_project({"demo/pipelines/bronze/items/pipeline.sql": pipeline}), uri, token=writer,
                       ns="demo")
-        assert [r["status"] for r in cli.json("run")] == ["success"]
-        main = nessie_refs(uri)["main"]
+        assert [r["status"] for r in cli.json("run")] == ["success"]  # the writer's token, from ratui.yaml
+        assert requests.get(f"{uri}/trees", timeout=10).status_code == 401  # Nessie does check tokens
+        main = requests.get(f"{uri}/trees/main", headers={"Authorization": f"Bearer {writer}"},
+                            timeout=10).json()["reference"]["hash"]
 
-        proc = cli("run", "--force", "--json", ok=False)
+        # a token Nessie does not accept (RATUI_NESSIE_TOKEN wins over ratui.yaml's)
+        for args in (("branches", "--json"), ("run", "--force", "--json")):
+            proc = cli(*args, env={"RATUI_NESSIE_TOKEN": stranger}, ok=False)
+            errors = coded_errors(proc)
+            assert proc.returncode != 0 and [e["code"] for e in errors] == ["RAT-NES-003"], proc.stdout + proc.stderr
+            assert uri in errors[0]["message"] and "401" in errors[0]["message"]
+            no_foreign_text(proc)
+
+        # the reader: reads work, its run's merge into main is refused
+        as_reader = {"RATUI_NESSIE_TOKEN": reader}
+        assert [r["name"] for r in cli.json("branches", env=as_reader)] == ["main"]
+        proc = cli("run", "--force", "--json", env=as_reader, ok=False)
         results = [json.loads(line) for line in proc.stdout.splitlines()]
         assert proc.returncode == 1 and proc.stderr == ""
         assert [(r["status"], r["error"]["code"]) for r in results] == [("failed", "RAT-NES-003")], results
-        assert uri in results[0]["error"]["message"] and results[0]["error"]["hint"]
+        assert uri in results[0]["error"]["message"] and "ratui-reader" in results[0]["error"]["message"]
         no_foreign_text(proc)
-        assert nessie_refs(uri) == {"main": main}  # main unchanged, the run's branch deleted
-        assert cli.count("SELECT count(*) AS n FROM bronze.items") == 2
-        assert not any(FILE_TOKEN in text for text in cli.outputs)
+        refs = requests.get(f"{uri}/trees", headers={"Authorization": f"Bearer {writer}"}, timeout=10).json()
+        assert {r["name"]: r["hash"] for r in refs["references"]} == {"main": main}  # unchanged, no branch left
+        assert cli.count("SELECT count(*) AS n FROM bronze.items", env=as_reader) == 2
+
+        files = [p for p in (cli.root / ".ratui").rglob("*") if p.is_file()]
+        for token in (writer, reader, stranger):
+            signature = token.rsplit(".", 1)[1]
+            assert not any(signature in text for text in cli.outputs)
+            assert not [p for p in files if signature.encode() in p.read_bytes()]

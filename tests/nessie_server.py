@@ -8,13 +8,16 @@ port are free ports on the loopback address.
 
 from __future__ import annotations
 
+import base64
 import glob
+import json
 import os
 import re
 import shutil
 import socket
 import subprocess
 import time
+import urllib.error
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
@@ -106,11 +109,14 @@ def nessie_server(log_dir: Path, properties: dict[str, str] | None = None) -> It
             try:
                 urllib.request.urlopen(base + "/config", timeout=2).read()
                 break
+            except urllib.error.HTTPError as e:
+                if e.code in (401, 403):  # up, with authentication on (TokenIssuer)
+                    break
             except OSError:
-                if time.monotonic() - started > START_TIMEOUT:
-                    raise RuntimeError(f"Nessie did not answer on {base} within {START_TIMEOUT:.0f} s: "
-                                       f"see {log.name}") from None
-                time.sleep(0.2)
+                pass
+            if time.monotonic() - started > START_TIMEOUT:
+                raise RuntimeError(f"Nessie did not answer on {base} within {START_TIMEOUT:.0f} s: see {log.name}")
+            time.sleep(0.2)
         START_TIMES.append(time.monotonic() - started)
         yield base
     finally:
@@ -133,3 +139,37 @@ def reset(base: str) -> None:
     if main["hash"] != NO_ANCESTOR:
         requests.put(f"{base}/trees/main@{main['hash']}", params={"type": "BRANCH"},
                      json={"type": "BRANCH", "name": "main", "hash": NO_ANCESTOR}, timeout=10).raise_for_status()
+
+
+class TokenIssuer:
+    """Bearer tokens a Nessie started with `properties` accepts: JWTs signed with a key of this test run, checked
+    by Nessie (Quarkus OIDC) against the public key alone, no identity server. A token's role (in Nessie's
+    authorization rules) is its `upn`."""
+
+    def __init__(self) -> None:
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
+        self._key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+    @property
+    def properties(self) -> dict[str, str]:
+        """Nessie's settings that turn authentication on with this issuer's key."""
+        from cryptography.hazmat.primitives import serialization
+
+        der = self._key.public_key().public_bytes(serialization.Encoding.DER,
+                                                  serialization.PublicFormat.SubjectPublicKeyInfo)
+        return {"nessie.server.authentication.enabled": "true",
+                "quarkus.oidc.public-key": base64.b64encode(der).decode()}
+
+    def token(self, role: str, valid_for: float = 3600) -> str:
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import padding
+
+        def b64(data: bytes) -> str:
+            return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+        now = int(time.time())
+        claims = {"sub": role, "upn": role, "iss": "ratui-tests", "iat": now, "exp": now + int(valid_for)}
+        signed = f"{b64(json.dumps({'alg': 'RS256', 'typ': 'JWT'}).encode())}.{b64(json.dumps(claims).encode())}"
+        signature = self._key.sign(signed.encode(), padding.PKCS1v15(), hashes.SHA256())
+        return f"{signed}.{b64(signature)}"

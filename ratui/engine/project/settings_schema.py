@@ -169,9 +169,29 @@ class CatalogSection(Section):
     state/catalog/config.py opens it."""
 
     type: Annotated[str, PlainValidator(one_of(("sqlite", "nessie")))] = "sqlite"
-    uri: Text = None
+    uri: Any = None  # checked with the type below (text, http or https, only for nessie)
     token: Annotated[str | None, PlainValidator(_text), Field(repr=False)] = None
     warehouse: Text = None
+
+    @model_validator(mode="after")
+    def _uri_for_nessie(self) -> CatalogSection:
+        hint = "catalog.uri is Nessie's REST API v2 URL, e.g. http://HOST:19120/api/v2."
+        if self.uri is not None and not isinstance(self.uri, str):
+            raise invalid(f"{{where}} must be text (a URL), got {type(self.uri).__name__}", at="uri", hint=hint)
+        if self.type == "sqlite" and (self.uri is not None or self.token is not None or self.warehouse is not None):
+            at = "uri" if self.uri is not None else "token" if self.token is not None else "warehouse"
+            raise invalid("{where} belongs to 'catalog.type: nessie'", at=at,
+                          hint="Add `type: nessie` to use a Nessie server, or remove it for the embedded catalog.")
+        if self.warehouse is not None and "://" in self.warehouse:
+            raise invalid("{where} must be a folder path (tables on object stores are not supported yet)",
+                          at="warehouse", hint="A folder every installation reaches at the same path, e.g. /mnt/lake.")
+        if self.type == "nessie" and not (self.uri or "").startswith(("http://", "https://")):
+            # the scheme only, never the rest: a URL may hold a password
+            scheme = (self.uri or "").partition("://")[0][:12] if "://" in (self.uri or "") else ""
+            raise invalid("'catalog.uri' is missing" if self.uri is None else "{where} must be an http:// or https:// "
+                          f"URL{', not ' + scheme + '://...' if scheme else ''}",
+                          at="uri" if self.uri is not None else None, hint=hint)
+        return self
 
 
 class SettingsFile(Section):

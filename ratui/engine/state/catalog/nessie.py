@@ -121,7 +121,9 @@ class NessieBranchCatalog(BranchCatalog):
         """See BranchCatalog.create_branch: a Nessie branch at `from_ref`'s head, then the commit that records its
         origin (see the module docstring). `in_tx` runs after Nessie created it."""
         if not BRANCH_NAME_RE.match(name) or ".." in name or name.endswith("."):
-            raise RatuiError("RAT-CAT-006", f"branch name '{name[:40]}' is not valid")
+            raise RatuiError("RAT-CAT-006", f"branch name '{name[:40]}' is not valid on Nessie", hint=(
+                "On Nessie a branch name starts with a letter, then letters, digits, '.', '_' or '-' (at most 128 "
+                "characters), with no '..' and no '.' at the end."))
         source = tree.reference(self._api, from_ref)
         self._api.post("trees", {"type": "BRANCH", "name": source["name"], "hash": source["hash"]},
                        name=name, type="BRANCH")

@@ -8,6 +8,10 @@ commit is sent with the hash its table was loaded at, so if another writer chang
 meantime Nessie refuses it (CommitFailedException: PyIceberg's own "retry me" error) instead of losing the other
 write. A table loaded elsewhere is guarded by the hash its current content was read at.
 
+A table is created with the two properties Iceberg's own NessieCatalog gives every table it creates, `gc.enabled` and
+`write.metadata.delete-after-commit.enabled` false: another engine reading ratui's tables through Nessie then refuses
+to expire snapshots, remove orphan files or purge on one branch, which would delete files other refs still use.
+
 Namespaces are NAMESPACE contents; Nessie refuses a table whose namespace is absent, so they are created (parents
 first) in the table's own commit when missing. A namespace has no properties unless someone set some.
 """
@@ -42,6 +46,8 @@ if TYPE_CHECKING:
     from pyiceberg.view import View
 
 _LOADED_MAX = 4096
+# what Iceberg's NessieCatalog sets on a new table (a caller's own value wins)
+TABLE_DEFAULTS = {"gc.enabled": "false", "write.metadata.delete-after-commit.enabled": "false"}
 
 
 class NessieRefCatalog(MetastoreCatalog):
@@ -79,6 +85,7 @@ class NessieRefCatalog(MetastoreCatalog):
                      sort_order: SortOrder = UNSORTED_SORT_ORDER, properties: Properties = EMPTY_DICT) -> Table:
         # As SqlCatalog.create_table does (MetastoreCatalog's staging takes one-level namespaces only).
         key = self._key(identifier)
+        properties = {**TABLE_DEFAULTS, **properties}
         schema = self._convert_schema_if_needed(  # type: ignore[assignment]
             schema, int(properties.get(TableProperties.FORMAT_VERSION,  # type: ignore[arg-type]
                                        TableProperties.DEFAULT_FORMAT_VERSION)))

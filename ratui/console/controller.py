@@ -105,7 +105,10 @@ class Controller(EventQueue, Operations, Reads, QuerySessions):
         engine.start_monitor()
         engine.refs()  # opens the catalog now rather than on the first click
         if self.follower is None:
-            self.follower = Follower(self.root, engine.settings.db_path, self._post, self.others_active).start()
+            catalog = engine.state.catalog  # a shared server is followed too (another client's commits)
+            token = catalog.change_token if catalog.change_token() is not None else None
+            self.follower = Follower(self.root, engine.settings.db_path, self._post, self.others_active,
+                                     token).start()
 
     def others_active(self) -> int:
         """Runs in flight in other processes (a CLI run, watch, another console)."""

@@ -7,6 +7,10 @@ screens reload. The project tree (ratui.yaml and every pipeline folder's files) 
 modification time: a saved template, a fixed error or a new pipeline folder reaches the Pipelines screen within
 about a second, watch mode or not.
 
+A catalog on a server (Nessie) is shared with clients that never touch this SQLite file: another installation's
+runs, a branch made with Nessie's own tools. Its `change_token()` (every ref's head, one request) is asked every
+CATALOG_INTERVAL seconds, and a change reaches the screens as the database's does.
+
 Nothing here touches the event loop: the follower posts items to the controller's queue, as engine events do.
 """
 
@@ -16,6 +20,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -23,6 +28,7 @@ from typing import Callable
 log = logging.getLogger("ratui.console.follow")
 
 INTERVAL = 1.0  # seconds
+CATALOG_INTERVAL = 2.0  # seconds between two questions to a catalog server
 
 
 @dataclass(frozen=True)
@@ -64,11 +70,12 @@ class Follower:
     """Polls every INTERVAL seconds until stopped; calls `post(StateItem)` when something changed."""
 
     def __init__(self, root: Path, db_path: Path, post: Callable[[StateItem], None],
-                 others_active: Callable[[], int]):
+                 others_active: Callable[[], int], catalog_token: Callable[[], object] | None = None):
         self.root = Path(root)
         self.db_path = Path(db_path)
         self.post = post
         self.others_active = others_active
+        self.catalog_token = catalog_token  # a shared catalog's change token (None: nothing to follow there)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -86,6 +93,8 @@ class Follower:
         version = None
         tree = project_fingerprint(self.root)
         others = 0  # what the App assumes until told otherwise
+        catalog = self._catalog_token()
+        asked = time.monotonic()
         while not self._stop.wait(INTERVAL):
             try:
                 if conn is None:
@@ -103,6 +112,13 @@ class Follower:
                 if conn is not None:
                     conn.close()
                     conn = None
+            if self.catalog_token is not None and time.monotonic() - asked >= CATALOG_INTERVAL:
+                asked = time.monotonic()
+                now_catalog = self._catalog_token()
+                if now_catalog is not None and now_catalog != catalog:
+                    changed, catalog = catalog is not None, now_catalog
+                    if changed:
+                        self.post(StateItem("db", others))
             try:
                 now_tree = project_fingerprint(self.root)
                 if now_tree != tree:
@@ -112,3 +128,13 @@ class Follower:
                 log.debug("following the project tree failed", exc_info=True)
         if conn is not None:
             conn.close()
+
+    def _catalog_token(self) -> object | None:
+        """The catalog's change token; None when there is none or the server did not answer (asked again later)."""
+        if self.catalog_token is None:
+            return None
+        try:
+            return self.catalog_token()
+        except Exception:
+            log.debug("following the catalog failed", exc_info=True)
+            return None

@@ -93,6 +93,11 @@ class Reads:
                                 tuple(change.schema_changes)))
         return rows
 
+    def catalog_server(self) -> str | None:
+        """Nessie's URI when the project's catalog is a Nessie server; None for the embedded catalog. No I/O."""
+        section = getattr(self.settings, "catalog", None) or {}
+        return section.get("uri") if section.get("type") == "nessie" else None
+
     def merge_target(self, ref: str) -> str:
         """The ref `ref` was created from (where its merge goes), when that ref is still there; else main."""
         return self.require_engine().branch_origin(ref)

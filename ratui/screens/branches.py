@@ -457,8 +457,13 @@ class BranchesScreen(TableScreen):
         if row is None:
             return
         body = Text(f"Delete branch {ref} (head {row.head[:12]}, {row.tables} table(s))?\n\n")
-        body.append("Its table pointers go; its commits are kept for audit; no data file is deleted. "
-                    "main is not touched.", style="dim")
+        if self.app.controller.catalog_server():
+            body.append("Nessie deletes the branch: its commits are no longer reachable by its name, and Nessie's "
+                        "garbage collection may drop them. No data file is deleted now. main is not touched.",
+                        style="dim")
+        else:
+            body.append("Its table pointers go; its commits are kept for audit; no data file is deleted. "
+                        "main is not touched.", style="dim")
         if ref == self.working:
             body.append(f"\nThe console works on {ref}: it goes back to main.", style="yellow")
 

@@ -149,6 +149,12 @@ class BranchCatalog(ABC):
     def list_refs(self) -> list[Ref]:
         """Every live ref, main first."""
 
+    def change_token(self) -> object | None:
+        """A value that changes whenever any client commits to, creates or deletes a ref of this catalog, cheap
+        enough to ask every few seconds (the console follows a shared server with it); None when a backend has
+        no such value (the embedded catalog: its SQLite file says when another process committed)."""
+        return None
+
     @abstractmethod
     def get_ref(self, name: str) -> Ref:
         """The ref; RAT-CAT-002 if there is none of that name."""

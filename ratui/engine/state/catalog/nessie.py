@@ -149,6 +149,18 @@ class NessieBranchCatalog(BranchCatalog):
         refs = [self._ref(r) for r in found]
         return sorted(refs, key=lambda r: (r.name != MAIN, r.created_at, r.name))
 
+    def change_token(self) -> object | None:
+        """Every branch's name and head from Nessie's ref list (no per-ref reads): any client's commit, new branch
+        or deleted branch changes it."""
+        heads = []
+        token = None
+        while True:
+            page = self._api.get("trees", max_records=tree.PAGE, page_token=token)
+            heads += [(r["name"], r["hash"]) for r in page.get("references") or [] if r.get("type") == "BRANCH"]
+            token = page.get("token")
+            if not page.get("hasMore") or not token:
+                return tuple(sorted(heads))
+
     def get_ref(self, name: str) -> Ref:
         base, at = split_spec(name)
         if at is not None:

@@ -101,3 +101,20 @@ def test_a_table_created_again_under_its_name_has_another_content_id(nessie_uri:
         nessie.restore("main", {ORDERS: first["metadataLocation"]}, {ORDERS: "elsewhere"}, "roll back")
     assert err.value.code == "RAT-CAT-003"
     assert ids(nessie, "main", ORDERS) == [1, 2]
+
+
+def test_content_ids_stay_the_same_across_branches_merges_and_rollbacks(nessie_uri: str,
+                                                                       nessie: BranchCatalog) -> None:
+    """A table is one Nessie content wherever it goes: a branch, a write on it, the merge back, a rollback."""
+    first = content(nessie_uri, "main", ORDERS)
+    nessie.create_branch("dev")
+    append(nessie, "dev", ORDERS, 3)
+    assert content(nessie_uri, "dev", ORDERS)["id"] == first["id"]
+    assert content(nessie_uri, "dev", ORDERS)["metadataLocation"] != first["metadataLocation"]
+    nessie.merge("dev")
+    assert content(nessie_uri, "main", ORDERS)["id"] == first["id"]
+    now = nessie.table_pointers("main")[ORDERS]
+    nessie.restore("main", {ORDERS: first["metadataLocation"]}, {ORDERS: now}, "roll back")
+    back = content(nessie_uri, "main", ORDERS)
+    assert (back["id"], back["metadataLocation"]) == (first["id"], first["metadataLocation"])
+    assert ids(nessie, "main", ORDERS) == [1, 2]

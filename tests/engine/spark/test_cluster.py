@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.engine.spark.conftest import checksum_sql, sample_keys
+from tests.engine.conftest import checksum_sql, sample_keys
 from tests.servers import (json_lines, main_head, make_slow_project, master_state, query, ratui, ratui_background,
                            running_run, start_master, start_worker, wait_for, with_spark)
 

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from tests.engine.spark.conftest import checksum_sql, sample_keys
+from tests.engine.conftest import checksum_sql, sample_keys
 from tests.servers import (json_lines, main_head, make_slow_project, query, ratui, ratui_background, running_run,
                            start_connect, wait_for, with_spark)
 

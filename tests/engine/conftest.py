@@ -1,4 +1,5 @@
-"""What the sample project gives in classic local mode, for the cluster and Connect tests to compare against."""
+"""What the sample project gives in classic local mode (embedded catalog), for the cluster, Connect and Nessie tests
+to compare against."""
 
 from __future__ import annotations
 

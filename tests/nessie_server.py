@@ -74,6 +74,16 @@ def java() -> str:
     pytest.fail(f"Nessie {VERSION} needs Java {MIN_JAVA} or newer; none found (JAVA_HOME, PATH, /usr/lib/jvm)")
 
 
+def _die_with_parent() -> None:
+    """In the server's process before Java starts: Linux sends it SIGTERM when the process that started it dies, so
+    a test process killed by a signal (its `finally` never runs) leaves no Nessie behind."""
+    import ctypes
+    import signal
+
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 @contextmanager
 def nessie_server(log_dir: Path, properties: dict[str, str] | None = None) -> Iterator[str]:
     """Yields Nessie's API v2 base URL (http://127.0.0.1:PORT/api/v2). `properties`: more of Nessie's settings
@@ -99,7 +109,7 @@ def nessie_server(log_dir: Path, properties: dict[str, str] | None = None) -> It
                *(f"-D{k}={v}" for k, v in (properties or {}).items()),
                "-jar", str(jar)]
     proc = subprocess.Popen(command, stdout=log, stderr=log, stdin=subprocess.DEVNULL, cwd=log_dir,
-                            env=env, start_new_session=True)
+                            env=env, start_new_session=True, preexec_fn=_die_with_parent)
     base = f"http://127.0.0.1:{port}/api/v2"
     started = time.monotonic()
     try:

@@ -79,3 +79,13 @@ def sample_copy(tmp_path) -> Path:
     dest = tmp_path / "sample"
     shutil.copytree(SAMPLE, dest, ignore=shutil.ignore_patterns(".ratui", "warehouse", "_processed", "__pycache__"))
     return dest
+
+
+@pytest.fixture(scope="module")
+def nessie_uri(tmp_path_factory):
+    """A real Nessie server for the module that asks for it (tests/nessie_server.py): its API v2 base URL. Tests
+    that need it empty call tests.nessie_server.reset(uri)."""
+    from tests.nessie_server import nessie_server
+
+    with nessie_server(tmp_path_factory.mktemp("nessie")) as uri:
+        yield uri

@@ -20,22 +20,13 @@ from typing import Iterator
 import pytest
 import requests
 
+from tests.conftest import TEST_SETTINGS
 from tests.engine.run.test_nessie_sample import fresh_sample
 from tests.nessie_server import TokenIssuer, free_port, nessie_server, reset
 
 pytestmark = pytest.mark.slow
 
-SETTINGS = """\
-namespace: {ns}
-spark:
-  master: local[2]
-  config:
-    spark.sql.shuffle.partitions: 2
-    spark.default.parallelism: 2
-catalog:
-  type: nessie
-  uri: {uri}
-"""
+SETTINGS = TEST_SETTINGS + "catalog:\n  type: nessie\n  uri: {uri}\n"
 FILE_TOKEN = "tok-in-ratui-yaml-5f1c0e"
 ENV_TOKEN = "tok-in-environment-93ab7d"
 CLV = "ecommerce.gold.customer_lifetime_value"
@@ -43,9 +34,8 @@ FOREIGN = ("Traceback", "File \"", "Exception", "at org.", "py4j", "WARN")
 
 
 @pytest.fixture(scope="module")
-def nessie(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with nessie_server(tmp_path_factory.mktemp("nessie")) as uri:
-        yield uri
+def nessie(nessie_uri):
+    return nessie_uri
 
 
 class Cli:

@@ -30,11 +30,8 @@ NESSIE_PROPERTY = "ratui.run_id"  # ratui's facts about a commit, as Nessie's co
 
 
 @pytest.fixture(scope="module")
-def nessie(tmp_path_factory):
-    from tests.nessie_server import nessie_server
-
-    with nessie_server(tmp_path_factory.mktemp("nessie")) as base:
-        yield base
+def nessie(nessie_uri):
+    return nessie_uri
 
 
 def on_nessie(tmp_path, base: str):

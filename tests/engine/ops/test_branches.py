@@ -45,13 +45,6 @@ def metadata_bytes(engine, ref="main"):
     return out
 
 
-@pytest.fixture(scope="module")
-def nessie_uri(tmp_path_factory):
-    from tests.nessie_server import nessie_server
-
-    with nessie_server(tmp_path_factory.mktemp("nessie")) as uri:
-        yield uri
-
 
 @pytest.fixture(params=["sqlite", pytest.param("nessie", marks=pytest.mark.slow)])
 def catalog(request, tmp_path):

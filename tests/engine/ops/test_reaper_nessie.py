@@ -13,7 +13,6 @@ import os
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Iterator
 
 import pyarrow as pa
 import pytest
@@ -29,13 +28,6 @@ pytestmark = pytest.mark.slow
 KEY = "demo.bronze.items"
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("v", pa.string())])
 
-
-@pytest.fixture(scope="module")
-def nessie_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    from tests.nessie_server import nessie_server
-
-    with nessie_server(tmp_path_factory.mktemp("nessie")) as uri:
-        yield uri
 
 
 @pytest.fixture

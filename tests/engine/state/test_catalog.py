@@ -15,7 +15,7 @@ import textwrap
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 import pyarrow as pa
 import pytest
@@ -65,13 +65,6 @@ def snapshot_id(cat: BranchCatalog, ref: str, key: str) -> int | None:
 def files_under(root: Path) -> set[Path]:
     return {p for p in root.rglob("*") if p.is_file() and ".ratui" not in p.parts}
 
-
-@pytest.fixture(scope="module")
-def nessie_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    from tests.nessie_server import nessie_server
-
-    with nessie_server(tmp_path_factory.mktemp("nessie")) as uri:
-        yield uri
 
 
 @pytest.fixture

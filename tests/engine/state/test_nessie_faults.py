@@ -6,7 +6,6 @@ id). Each is a coded error or Nessie's own conflict; main is what the other clie
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 import requests
@@ -17,13 +16,6 @@ from tests.engine.state.test_catalog import ORDERS, USERS, append, ids, make_tab
 
 pytestmark = pytest.mark.slow
 
-
-@pytest.fixture(scope="module")
-def nessie_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    from tests.nessie_server import nessie_server
-
-    with nessie_server(tmp_path_factory.mktemp("nessie")) as uri:
-        yield uri
 
 
 @pytest.fixture

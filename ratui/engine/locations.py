@@ -41,7 +41,8 @@ def plain_path(uri: str) -> str | None:
     return os.path.normpath(path)
 
 
-def _within(path: str, folder: str) -> bool:
+def within(path: str, folder: str) -> bool:
+    """Whether the normalised `path` lies in `folder` (or is it)."""
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
@@ -64,7 +65,7 @@ class ProjectLocations:
         if path is None:
             return uri
         for old in self.earlier:
-            if _within(path, old):
+            if within(path, old):
                 return self.root + path[len(old.rstrip(os.sep)):]
         return path
 
@@ -81,7 +82,7 @@ class ProjectLocations:
 
     def inside(self, path: str | Path) -> bool:
         real = self.real(path)
-        return _within(real, self.root) or any(_within(real, a) for a in self.allowed)
+        return within(real, self.root) or any(within(real, a) for a in self.allowed)
 
     def check(self, path: str | Path, what: str, *, code: str = "RAT-PTH-001", file: str | None = None) -> None:
         """Raise `code` if `path` (followed through symlinks) leaves the project and every allowed folder."""

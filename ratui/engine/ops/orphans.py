@@ -293,10 +293,6 @@ def plan_sweep(roots: Iterable[Path], reachable: set[str], *, older_than: float,
 KEEP_FOLDERS = {"data", "metadata"}
 
 
-def within(path: str, folder: Path) -> bool:
-    """Whether `path` (as the sweep planned it: a real path) lies in `folder`."""
-    return path == str(folder) or path.startswith(str(folder).rstrip(os.sep) + os.sep)
-
 
 def remove_file(path: str, *, older_than: float, root: Path, stop_at: Iterable[Path] = ()) -> int | None:
     """Delete one planned orphan if it is still old and really lies inside the project `root` (symlinks

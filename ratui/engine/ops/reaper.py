@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ratui.engine.landing.names import archived_run, is_readable_archive
 from ratui.engine.landing.zone import Zone, every_zone
+from ratui.engine.locations import within
 from ratui.engine.ops import orphans
 from ratui.engine.events import Event, EventBus, RunFinished
 from ratui.engine.state.reaper_reports import ReaperReports
@@ -550,7 +551,7 @@ class Reaper:
             task.bytes_found += orphan.size
             if ctx.dry_run:
                 continue
-            owner = tables_root if any(orphans.within(orphan.path, r) for r in roots) else self.settings.root
+            owner = tables_root if any(within(orphan.path, str(r)) for r in roots) else self.settings.root
             freed = orphans.remove_file(orphan.path, older_than=older_than, root=owner,
                                         stop_at=[*roots, *run_roots])
             if freed is not None:

@@ -115,9 +115,10 @@ def table_locations(table: Any) -> ProjectLocations | None:
 
 
 def local_file(table: Any, uri: str) -> str:
-    """A file of `table` as a local path of this project (mapped after a move, checked to be inside)."""
+    """A file of `table` as a local path of this project (mapped after a move, checked to be inside); an object
+    store's URI (s3://...) as it is."""
     locations = table_locations(table)
-    if locations is None:
+    if locations is None or plain_path(uri) is None:
         return plain_path(uri) or uri
     path = locations.local(uri)
     locations.check(path, f"a file of table {'.'.join(table.name())}", code="RAT-PTH-002")

@@ -52,6 +52,7 @@ class Settings:
     landing_max_attempts: int = 3
     landing_bad_rows: str = "fail"
     landing_columns: str = "strict"
+    landing_s3_read: str = "auto"
     # real folders outside the root that ratui may read (landing zones, pipelines linked in from elsewhere)
     allow_outside: tuple[Path, ...] = ()
     watch_debounce_ms: int = 300
@@ -94,6 +95,12 @@ class Settings:
     def remote_zone(self, namespace: str, zone: str) -> "RemoteZone | None":
         return self.remote_zones.get((namespace, zone))
 
+    def object_warehouse(self):
+        """The s3:// warehouse of catalog.warehouse (storage/warehouse.py), or None when the tables are in a folder."""
+        from ratui.engine.storage.warehouse import object_warehouse
+
+        return object_warehouse(self.catalog, self.root)
+
     def locations(self):
         """The project's path rules (root, allowed folders outside it): see locations.py."""
         from ratui.engine.locations import ProjectLocations
@@ -112,10 +119,21 @@ class RemoteZone:
     region: str | None = None
     profile: str | None = None
     concurrency: int = 8
+    path_style: bool | None = None
+    access_key_id: str | None = field(default=None, repr=False)
+    secret_access_key: str | None = field(default=None, repr=False)
 
     @property
     def url(self) -> str:
         return f"s3://{self.bucket}/{self.prefix}"
+
+    @property
+    def access(self):
+        """How to reach the zone's bucket (storage/s3.py S3Access)."""
+        from ratui.engine.storage.s3 import S3Access
+
+        return S3Access(self.bucket, self.endpoint_url, self.region, self.profile, self.path_style,
+                        self.access_key_id, self.secret_access_key)
 
 
 def _remote_zones(landing: LandingSection, namespace: str, path: Path) -> dict[tuple[str, str], RemoteZone]:

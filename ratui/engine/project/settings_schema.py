@@ -21,6 +21,10 @@ JIT_MODES = ("auto", "quick", "full")
 # counted; landing.columns: files of a zone must have the same columns (any order), or are united by name.
 BAD_ROWS = ("fail", "skip")
 COLUMN_MODES = ("strict", "union")
+# landing.s3_read: how Spark reads an S3 zone's objects. in_place: straight from the bucket (Spark's S3A connector);
+# staged: downloaded to the run's staging folder first (works with pyspark alone, but only with a local Spark);
+# auto: in place when Spark is not local (a cluster or a Connect server cannot read this machine's disk), else staged.
+S3_READS = ("auto", "in_place", "staged")
 
 Count = Annotated[int, PlainValidator(at_least(0))]
 Positive = Annotated[int, PlainValidator(at_least(1))]
@@ -96,12 +100,25 @@ class MergeSection(Section):
 
 
 class S3Options(Section):
-    """How to reach object storage: landing.s3 (every zone's defaults), or one zone's own."""
+    """How to reach object storage: landing.s3 (every zone's defaults), one zone's own, or catalog.s3 (the
+    warehouse's). Keys are best left to boto3's chain (the environment, a profile): ratui.yaml is often shared."""
 
     endpoint_url: Text = None
     region: Text = None
     profile: Text = None
     concurrency: Positive = 8
+    path_style: bool | None = None  # None: path-style addressing for a custom endpoint_url, virtual hosts on AWS
+    access_key_id: Annotated[str | None, PlainValidator(_text), Field(repr=False)] = None
+    secret_access_key: Annotated[str | None, PlainValidator(_text), Field(repr=False)] = None
+
+    @model_validator(mode="after")
+    def _both_keys(self) -> S3Options:
+        if (self.access_key_id is None) != (self.secret_access_key is None):
+            given = "access_key_id" if self.access_key_id is not None else "secret_access_key"
+            raise invalid("{where} needs its pair (access_key_id and secret_access_key)", at=given,
+                          hint="Give both, or neither and let boto3's chain find them (AWS_ACCESS_KEY_ID and "
+                               "AWS_SECRET_ACCESS_KEY in the environment, or a profile).")
+        return self
 
 
 class Zone(S3Options):
@@ -137,6 +154,7 @@ class LandingSection(Section):
     # zones that live in object storage, {zone | namespace.zone: s3://bucket/prefix or a Zone mapping}
     zones: Annotated[dict[Any, Zone], Mapping] = {}
     s3: S3Options = Field(default_factory=S3Options)
+    s3_read: Annotated[str, PlainValidator(one_of(S3_READS))] = "auto"
 
 
 class WatchSection(Section):
@@ -165,26 +183,34 @@ class PathsSection(Section):
 
 class CatalogSection(Section):
     """Which branch catalog the project uses: the embedded one in .ratui/ (sqlite, the default) or a Nessie server
-    (`uri`: its REST API v2, `token`: a bearer token, never printed, `warehouse`: the folder holding the tables).
-    state/catalog/config.py opens it."""
+    (`uri`: its REST API v2, `token`: a bearer token, never printed). `warehouse`: where the tables are, an
+    s3://bucket/prefix (either catalog; `s3` says how to reach it) or, for Nessie, a folder every installation
+    reaches. state/catalog/config.py opens it."""
 
     type: Annotated[str, PlainValidator(one_of(("sqlite", "nessie")))] = "sqlite"
     uri: Any = None  # checked with the type below (text, http or https, only for nessie)
     token: Annotated[str | None, PlainValidator(_text), Field(repr=False)] = None
     warehouse: Text = None
+    s3: S3Options = Field(default_factory=S3Options)
 
     @model_validator(mode="after")
     def _uri_for_nessie(self) -> CatalogSection:
         hint = "catalog.uri is Nessie's REST API v2 URL, e.g. http://HOST:19120/api/v2."
         if self.uri is not None and not isinstance(self.uri, str):
             raise invalid(f"{{where}} must be text (a URL), got {type(self.uri).__name__}", at="uri", hint=hint)
-        if self.type == "sqlite" and (self.uri is not None or self.token is not None or self.warehouse is not None):
+        on_store = self.warehouse is not None and "://" in self.warehouse
+        if self.type == "sqlite" and (self.uri is not None or self.token is not None
+                                      or (self.warehouse is not None and not on_store)):
             at = "uri" if self.uri is not None else "token" if self.token is not None else "warehouse"
-            raise invalid("{where} belongs to 'catalog.type: nessie'", at=at,
-                          hint="Add `type: nessie` to use a Nessie server, or remove it for the embedded catalog.")
-        if self.warehouse is not None and "://" in self.warehouse:
-            raise invalid("{where} must be a folder path (tables on object stores are not supported yet)",
-                          at="warehouse", hint="A folder every installation reaches at the same path, e.g. /mnt/lake.")
+            raise invalid("{where} belongs to 'catalog.type: nessie'" + (" (the embedded catalog keeps a folder "
+                          "warehouse in the project; an s3:// one works with both)" if at == "warehouse" else ""),
+                          at=at, hint="Add `type: nessie` to use a Nessie server, or remove it for the embedded "
+                                      "catalog.")
+        if on_store:
+            _object_store_url(self.warehouse)
+        elif "s3" in self.model_fields_set:
+            raise invalid("{where} says how to reach an s3:// warehouse, and catalog.warehouse is not one", at="s3",
+                          hint="Set catalog.warehouse: s3://BUCKET/PREFIX, or remove catalog.s3.")
         if self.type == "nessie" and not (self.uri or "").startswith(("http://", "https://")):
             # the scheme only, never the rest: a URL may hold a password
             scheme = (self.uri or "").partition("://")[0][:12] if "://" in (self.uri or "") else ""
@@ -192,6 +218,18 @@ class CatalogSection(Section):
                           f"URL{', not ' + scheme + '://...' if scheme else ''}",
                           at="uri" if self.uri is not None else None, hint=hint)
         return self
+
+
+def _object_store_url(url: str) -> None:
+    """catalog.warehouse on an object store: s3://bucket[/prefix], the only scheme ratui has a connector for."""
+    scheme, _, rest = url.strip().partition("://")
+    if scheme != "s3":
+        raise invalid(f"{{where}}: ratui has no connector for {scheme[:12]}:// warehouses", at="warehouse",
+                      hint="Use s3://BUCKET/PREFIX (any S3-compatible store: AWS, MinIO, Ceph...), or a folder.")
+    bucket = rest.partition("/")[0]
+    if not bucket or not all(c.isalnum() or c in ".-" for c in bucket) or "@" in rest or "?" in rest:
+        raise invalid("{where} must be s3://BUCKET/PREFIX (a bucket name of letters, digits, '.' and '-')",
+                      at="warehouse", hint="For example s3://lake/analytics.")
 
 
 class SettingsFile(Section):

@@ -78,6 +78,16 @@ def start(settings: Settings, required: dict[str, str], retries: RetryBounds):
             applied[key] = value
         except Exception as exc:  # a static SQL setting (spark.sql.warehouse.dir, ...): the server's value holds
             notes.append(f"{key} is the server's to set ({error_message(exc)})")
+    # each bucket Spark reaches (its endpoint and key: a server does not share this process's environment), set
+    # like the SQL settings on every session; never logged
+    from ratui.engine.spark import s3a
+
+    for key, value in s3a.session_conf(settings).items():
+        try:
+            session.conf.set(key, value)
+            applied[key] = value
+        except Exception as exc:
+            notes.append(f"{key} was refused by the server ({error_message(exc)[:120]})")
     ignored = sorted(k for k, v in settings.spark_config.items()
                      if not k.startswith(CONNECT_SESSION_PREFIX) and DEFAULT_SPARK_CONFIG.get(k) != v)
     if ignored:

@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 from ratui.engine.errors import RatuiError
 from ratui.engine.project.settings import Settings
-from ratui.engine.spark import addresses, class_archive, connect, jit
+from ratui.engine.spark import addresses, class_archive, connect, jit, s3a
 from ratui.engine.spark import errors as spark_errors
 
 log = logging.getLogger("ratui.spark")
@@ -290,7 +290,13 @@ class SparkRuntime:
 
         conf = SparkConf(loadDefaults=False)
         conf.setMaster(settings.spark_master).setAppName(f"ratui:{settings.root.name}")
-        for key, value in {**JVM_DEFAULT_CONF, **settings.spark_config, **REQUIRED_CONF}.items():
+        connector = {}
+        if s3a.needs_connector(settings):
+            # the connector's jars, and each bucket's endpoint and key as Hadoop settings of the JVM (every session
+            # made from it has them; a cluster's executors get them with their tasks)
+            connector = {**s3a.launch_conf(settings.spark_config),
+                         **{f"spark.hadoop.{k}": v for k, v in s3a.session_conf(settings).items()}}
+        for key, value in {**JVM_DEFAULT_CONF, **settings.spark_config, **connector, **REQUIRED_CONF}.items():
             conf.set(key, value)
         if cluster and all(addresses.is_loopback(h) for h, _p in cluster):
             # a cluster on this machine's loopback: the executors reach the driver there too (by default the driver
@@ -342,7 +348,13 @@ class SparkRuntime:
             raise spark_errors.jvm_not_started(settings, exc, jvm_out, said_before) from None
         if archive.startswith("-XX:SharedArchiveFile="):
             class_archive.check_used(Path(archive.split("=", 1)[1]), jvm_out, said_before)
-        sc = SparkContext(conf=conf, gateway=gateway)
+        try:
+            sc = SparkContext(conf=conf, gateway=gateway)
+        except Exception as exc:
+            if "spark.jars.packages" in connector:  # Spark could not fetch the S3 connector (offline, say)
+                raise RatuiError("RAT-S3-005", f"Spark could not fetch its S3 connector: "
+                                 f"{spark_errors.error_message(exc)[:300]}", hint=s3a.hint()) from None
+            raise
         sc.setLogLevel("WARN")
         session = SparkSession(sc)
         try:

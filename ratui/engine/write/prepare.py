@@ -15,7 +15,6 @@ from pyiceberg.table import Table
 from ratui.engine.errors import RatuiError
 from ratui.engine.iceberg.schema import iceberg_schema_of, iceberg_to_spark_type
 from ratui.engine.sql_text import cast_as, type_sql
-from ratui.engine.write.files import table_location
 from ratui.engine.write.partitioning import build_spec, parse_partition_by, same_terms, spec_terms
 from ratui.engine.write.schema_evolution import apply_changes, plan_changes
 
@@ -32,7 +31,7 @@ def partition_terms(req: WriteRequest):
 def create_table(req: WriteRequest, spark_schema) -> Table:
     schema = iceberg_schema_of(spark_schema)
     spec = build_spec(schema, partition_terms(req), req.key)
-    return req.catalog.create_table(req.ref, req.key, schema, table_location(req.catalog.warehouse, req.key),
+    return req.catalog.create_table(req.ref, req.key, schema, req.catalog.table_location(req.key),
                                     partition_spec=spec)
 
 

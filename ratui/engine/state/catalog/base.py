@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from pyiceberg.schema import Schema
     from pyiceberg.table import Table
 
-    from ratui.engine.locations import ProjectLocations
+    from ratui.engine.storage.warehouse import Warehouse
+from ratui.engine.locations import ProjectLocations
 
 
 ChangeKind = Literal["added", "modified", "dropped"]
@@ -133,8 +134,18 @@ class BranchCatalog(ABC):
 
     locations: ProjectLocations  # how table files map to this project's folders (FileIO, the orphan sweep)
     # the folder holding the tables ({namespace}/warehouse/{layer}/{name}/): the project folder, or a Nessie
-    # catalog's catalog.warehouse
+    # catalog's catalog.warehouse; the project folder when the tables are in an object store
     warehouse: Path
+    storage: Warehouse  # where the tables really are: that folder, or an s3:// warehouse (storage/warehouse.py)
+
+    def table_location(self, key: str) -> str:
+        """Where a new table `key` goes (every ref creates it at the same place)."""
+        return self.storage.table_location(key)
+
+    def file_io_properties(self) -> dict[str, str]:
+        """What PyIceberg's FileIO needs for this catalog's tables: the project's path rules, the object store's
+        settings and credentials (never stored in a table: catalog properties only)."""
+        return {**self.locations.file_io_properties(), **self.storage.file_io_properties()}
 
     @abstractmethod
     def allow_outside(self, folders: tuple[Path, ...]) -> None:

@@ -8,6 +8,8 @@
       warehouse: /mnt/lake       # optional: the folder holding the tables ({namespace}/warehouse/{layer}/{name}/),
                                  # absolute or relative to the project; default the project folder. Installations
                                  # sharing one Nessie need one they all reach at the same path
+                                 # or s3://bucket/prefix (with either catalog type), reached as catalog.s3 says:
+      s3: {endpoint_url: ..., region: ..., path_style: true, profile: ...}
 
 The settings schema (project/settings_schema.py CatalogSection) checks the section's shape at its line in ratui.yaml
 and keeps it on `Settings.catalog`; `catalog_config` adds the rules across keys and the environment's token.
@@ -24,8 +26,9 @@ from ratui.engine.errors import RatuiError
 
 if TYPE_CHECKING:
     from ratui.engine.state.catalog.base import BranchCatalog
+    from ratui.engine.storage.warehouse import Warehouse
 
-CATALOG_KEYS = {"type", "uri", "token", "warehouse"}
+CATALOG_KEYS = {"type", "uri", "token", "warehouse", "s3"}
 TYPES = ("sqlite", "nessie")
 TOKEN_ENV = "RATUI_NESSIE_TOKEN"
 
@@ -36,6 +39,11 @@ class CatalogConfig:
     uri: str | None = None
     token: str | None = field(default=None, repr=False)  # never printed
     warehouse: str | None = None  # as written in ratui.yaml (None: the project folder)
+    s3: dict[str, Any] = field(default_factory=dict, repr=False)  # catalog.s3: how to reach an s3:// warehouse
+
+    @property
+    def on_object_store(self) -> bool:
+        return bool(self.warehouse) and "://" in (self.warehouse or "")
 
 
 def catalog_config(raw: Any, *, file: str | None = None, env: Mapping[str, str] | None = None) -> CatalogConfig:
@@ -55,27 +63,38 @@ def catalog_config(raw: Any, *, file: str | None = None, env: Mapping[str, str] 
                          file=file)
     uri = raw.get("uri")
     token = env.get(TOKEN_ENV) or raw.get("token")
+    warehouse = raw.get("warehouse")
+    s3 = dict(raw.get("s3") or {})
+    on_store = isinstance(warehouse, str) and "://" in warehouse
     if kind == "sqlite":
-        if uri is not None or raw.get("token") is not None or raw.get("warehouse") is not None:
-            raise RatuiError("RAT-CFG-007", "catalog.uri, catalog.token and catalog.warehouse belong to type: nessie "
-                             "(the embedded catalog keeps its tables in the project folder)", file=file)
-        return CatalogConfig()
+        if uri is not None or raw.get("token") is not None or (warehouse is not None and not on_store):
+            raise RatuiError("RAT-CFG-007", "catalog.uri, catalog.token and a folder catalog.warehouse belong to type: "
+                             "nessie (the embedded catalog keeps its tables in the project folder, or at an s3:// "
+                             "warehouse)", file=file)
+        return CatalogConfig(warehouse=warehouse if on_store else None, s3=s3)
     if not isinstance(uri, str) or not uri.startswith(("http://", "https://")):
         raise RatuiError("RAT-CFG-007", "catalog.uri must be Nessie's API v2 URL, e.g. http://HOST:19120/api/v2",
                          file=file)
     if token is not None and not isinstance(token, str):
         raise RatuiError("RAT-CFG-007", "catalog.token must be a string", file=file)
-    warehouse = raw.get("warehouse")
-    if warehouse is not None and (not isinstance(warehouse, str) or not warehouse.strip() or "://" in warehouse):
+    if warehouse is not None and (not isinstance(warehouse, str) or not warehouse.strip()):
         raise RatuiError("RAT-CFG-007", "catalog.warehouse must be a folder path (absolute, or relative to the "
-                         "project)", file=file)
-    return CatalogConfig("nessie", uri.rstrip("/"), token or None, warehouse)
+                         "project) or an s3://bucket/prefix URL", file=file)
+    return CatalogConfig("nessie", uri.rstrip("/"), token or None, warehouse, s3)
+
+
+def warehouse_of(config: CatalogConfig, root: Path, *, file: str | None = None) -> Warehouse:
+    """Where the project's tables are: an s3:// warehouse, or the folder tables_root() finds."""
+    from ratui.engine.storage.warehouse import Warehouse, object_warehouse
+
+    on_store = object_warehouse({"warehouse": config.warehouse, "s3": config.s3}, root)
+    return on_store if on_store is not None else Warehouse(tables_root(config, root, file=file))
 
 
 def tables_root(config: CatalogConfig, root: Path, *, file: str | None = None) -> Path:
     """The folder that holds the project's tables: catalog.warehouse (relative to the project root), or the project
     root. RAT-CFG-007 if the configured folder is not there (a shared mount that is not mounted)."""
-    if not config.warehouse:
+    if not config.warehouse or config.on_object_store:
         return root
     folder = (root / os.path.expanduser(config.warehouse)).resolve()
     if not folder.is_dir():
@@ -98,8 +117,9 @@ def catalog_opener(config: CatalogConfig) -> Callable[[Path, Path, tuple[Path, .
 
         uri = config.uri or ""
         return lambda db_path, root, allow: NessieBranchCatalog(
-            uri, db_path, tables_root(config, root, file=str(root / "ratui.yaml")), token=config.token,
+            uri, db_path, warehouse_of(config, root, file=str(root / "ratui.yaml")), token=config.token,
             allow_outside=allow)
     from ratui.engine.state.catalog.sqlite import SqliteBranchCatalog
 
-    return lambda db_path, root, allow: SqliteBranchCatalog(db_path, root, allow)
+    return lambda db_path, root, allow: SqliteBranchCatalog(
+        db_path, root, allow, storage=warehouse_of(config, root, file=str(root / "ratui.yaml")))

@@ -51,6 +51,7 @@ from ratui.engine.state.catalog.base import (
 )
 from ratui.engine.state.catalog.nessie_http import NessieHttp, key_of, ref_path
 from ratui.engine.state.catalog.nessie_tables import NessieRefCatalog
+from ratui.engine.storage.warehouse import Warehouse
 from ratui.engine.state.db import open_db, write_tx
 
 # ratui's rule for branch names (the embedded catalog's); Nessie's own adds no "..", no trailing "." and a letter
@@ -66,11 +67,12 @@ class NessieBranchCatalog(BranchCatalog):
     the embedded catalog: table files go through the project's FileIO. Opening checks that Nessie answers
     (RAT-NES-001 if not, RAT-NES-002 if what answers is not Nessie's API v2)."""
 
-    def __init__(self, uri: str, db_path: Path, warehouse: Path, *, token: str | None = None,
+    def __init__(self, uri: str, db_path: Path, warehouse: Path | Warehouse, *, token: str | None = None,
                  allow_outside: tuple[Path, ...] = (), connect_timeout: float | None = None):
         self.uri = uri.rstrip("/")
         self.db_path = Path(db_path).resolve()
-        self.warehouse = Path(warehouse).resolve()
+        self.storage = warehouse if isinstance(warehouse, Warehouse) else Warehouse(Path(warehouse).resolve())
+        self.warehouse = self.storage.root.resolve()
         timeouts = {} if connect_timeout is None else {"connect_timeout": connect_timeout}
         self._api = NessieHttp(self.uri, token, **timeouts)
         self.locations = ProjectLocations(self.warehouse, (), allow_outside)
@@ -264,7 +266,7 @@ class NessieBranchCatalog(BranchCatalog):
         return commit
 
     def _metadata(self, location: str) -> Any:
-        io = load_file_io(properties=self.locations.file_io_properties(), location=location)
+        io = load_file_io(properties=self.file_io_properties(), location=location)
         return FromInputFile.table_metadata(io.new_input(location))
 
     def log(self, ref: str, limit: int = 50, *, own: bool = False) -> list[Commit]:
@@ -381,13 +383,13 @@ class NessieBranchCatalog(BranchCatalog):
         with self._lock:
             if ref not in self._catalogs:
                 self._catalogs[ref] = NessieRefCatalog(ref, self._api, warehouse=self.warehouse.as_uri(),
-                                                       **self.locations.file_io_properties())
+                                                       **self.file_io_properties())
             return self._catalogs[ref]
 
     def static_table(self, location: str) -> Table:
         from pyiceberg.table import StaticTable
 
-        return StaticTable.from_metadata(location, properties=self.locations.file_io_properties())
+        return StaticTable.from_metadata(location, properties=self.file_io_properties())
 
     def every_pointer(self) -> list[tree.Pointer]:
         """Every table of every Nessie reference, branches and tags, other clients' too, each read at the hash one

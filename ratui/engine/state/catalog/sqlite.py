@@ -37,6 +37,7 @@ from ratui.engine.state.catalog.base import (
     MAIN, BranchCatalog, Commit, MergeResult, Pointer, Ref, TableChange, split_spec,
 )
 from ratui.engine.state.catalog.ref_catalog import RefCatalog
+from ratui.engine.storage.warehouse import Warehouse
 from ratui.engine.state.db import open_db, sqlalchemy_engine, sqlite_utils, write_tx
 
 BRANCH_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -46,9 +47,13 @@ class SqliteBranchCatalog(BranchCatalog):
     """Branch catalog embedded in the SQLite file `db_path`; `warehouse` is the project root (tables are created
     with explicit locations under it, e.g. {project}/{namespace}/warehouse/{layer}/{name})."""
 
-    def __init__(self, db_path: Path, warehouse: Path, allow_outside: tuple[Path, ...] = ()):
+    def __init__(self, db_path: Path, warehouse: Path, allow_outside: tuple[Path, ...] = (), *,
+                 storage: Warehouse | None = None):
+        from ratui.engine.storage.warehouse import Warehouse
+
         self.db_path = Path(db_path).resolve()
         self.warehouse = Path(warehouse).resolve()
+        self.storage = storage if storage is not None else Warehouse(self.warehouse)
         self._engine = sqlalchemy_engine(self.db_path)
         self._catalogs: dict[str, RefCatalog] = {}
         self._lock = threading.Lock()
@@ -307,14 +312,14 @@ class SqliteBranchCatalog(BranchCatalog):
                     self._require_ref,
                     uri=f"sqlite:///{self.db_path}",
                     warehouse=self.warehouse.as_uri(),
-                    **self.locations.file_io_properties(),
+                    **self.file_io_properties(),
                 )
             return self._catalogs[ref]
 
     def static_table(self, location: str) -> Table:
         from pyiceberg.table import StaticTable
 
-        return StaticTable.from_metadata(location, properties=self.locations.file_io_properties())
+        return StaticTable.from_metadata(location, properties=self.file_io_properties())
 
     def table_pointers(self, ref: str) -> dict[str, str]:
         if split_spec(ref)[1] is not None:

@@ -207,7 +207,7 @@ class CatalogSection(Section):
                           at=at, hint="Add `type: nessie` to use a Nessie server, or remove it for the embedded "
                                       "catalog.")
         if on_store:
-            _object_store_url(self.warehouse)
+            _object_store_url(self.warehouse or "")
         elif "s3" in self.model_fields_set:
             raise invalid("{where} says how to reach an s3:// warehouse, and catalog.warehouse is not one", at="s3",
                           hint="Set catalog.warehouse: s3://BUCKET/PREFIX, or remove catalog.s3.")

@@ -24,6 +24,7 @@ from typing import Callable, Iterable, Iterator
 from ratui.engine.errors import RatuiError, did_you_mean
 from ratui.engine.landing.names import PROCESSED, archived_name, is_active_name
 from ratui.engine.landing.entry import Progress, ZoneEntry
+from ratui.engine.landing.files import ZoneFile
 from ratui.engine.locations import ProjectLocations
 
 
@@ -98,8 +99,8 @@ class LocalZone:
         return sorted(out, key=lambda e: e.name)
 
     def stage(self, entries: builtins.list[ZoneEntry], staging: Path, progress: Progress | None = None,
-              check: Callable[[], None] | None = None) -> dict[str, Path]:
-        return {e.name: self.folder / e.name for e in entries}
+              check: Callable[[], None] | None = None) -> dict[str, ZoneFile]:
+        return {e.name: ZoneFile(self.folder / e.name, e.name) for e in entries}
 
     def archive(self, names: builtins.list[str], run_id: str) -> dict[str, ZoneEntry]:
         target = self.folder / PROCESSED / run_id

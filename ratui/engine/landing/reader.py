@@ -21,7 +21,12 @@ checked whatever the query selects). By default the run fails naming the file an
 the run.
 
 File names Hadoop would misread (`:`, glob characters `[]{}*?`, `%`, ...) are hard-linked under safe names into
-the run's staging folder first; errors still name the original file.
+the run's staging folder first; errors still name the original file. An object read in place cannot be linked:
+Spark reads it by its own URI with path globbing off (the `__globPaths__` option, only when a name needs it).
+
+A file is a local path, an object read in place, or a local file with a copy Spark can reach (files.py): the
+checks read its bytes through ZoneFile (an object's first MB, its Parquet footer, its lines for a bad row's line
+number: ranged GETs pinned to the listed ETag), Spark reads `spark_path()`.
 
 Schema inference and the bad-row check each cost a pass over the files. For small plain CSV files (no quotes, every
 row as wide as the header, each column of one clear kind: csv_types.py) ratui finds Spark's types in Python, which
@@ -44,6 +49,7 @@ from typing import Any, Iterable
 from urllib.parse import unquote, urlparse
 
 from ratui.engine.errors import RatuiError
+from ratui.engine.landing.files import ZoneFile
 from ratui.engine.landing.formats import format_module
 from ratui.engine.sql_text import quote
 
@@ -81,27 +87,10 @@ INFERRED = _Memo()  # (format, files[, header]) -> the schema inferred, as JSON 
 CLEAN = _Memo()  # (format, files, schema JSON) -> True: a bad-row check over exactly these found none
 
 
-def file_set(files: list["ZoneFile"]) -> tuple:
-    """What makes a pass over these files give the same answer: each file's path, size, mtime and inode."""
-    out = []
-    for zf in files:
-        st = zf.path.stat()
-        out.append((str(zf.path), st.st_size, st.st_mtime_ns, st.st_ino))
-    return tuple(out)
-
-
-@dataclass(frozen=True)
-class ZoneFile:
-    """One file to read: where it is now, and its name in the ledger (relative to the zone folder)."""
-
-    path: Path
-    name: str
-    origin: str | None = None  # where the file really is when `path` is a staged copy (an s3:// URI)
-
-    @property
-    def where(self) -> str:
-        """What an error names: the object's URI for a staged copy, else the file."""
-        return self.origin or str(self.path)
+def file_set(files: list[ZoneFile]) -> tuple:
+    """What makes a pass over these files give the same answer: each file's identity (a local file's path, size,
+    mtime and inode; an object's URI, size, ETag and version as listed)."""
+    return tuple(zf.identity for zf in files)
 
 
 @dataclass
@@ -147,8 +136,7 @@ def _first_bad_byte_line(data: bytes) -> tuple[str, int] | None:
 
 def check_text(zf: ZoneFile, kind: str) -> bytes:
     """A text file's first bytes, refused when they hold NUL bytes or are not UTF-8 (RAT-LND-008 at the line)."""
-    with open(zf.path, "rb") as fh:
-        data = fh.read(PREFIX_BYTES)
+    data = zf.head(PREFIX_BYTES)
     problem = _first_bad_byte_line(data)
     if problem:
         what, line = problem
@@ -179,7 +167,12 @@ def with_file(df):
 
 
 def _uri_path(uri: str) -> str:
-    return os.path.normpath(unquote(urlparse(uri).path) if uri.startswith("file:") else uri)
+    """The path ratui gave Spark for the URI Spark's `_metadata.file_path` names it by (URL-encoded)."""
+    if uri.startswith("file:"):
+        return os.path.normpath(unquote(urlparse(uri).path))
+    if "://" in uri:
+        return unquote(uri)
+    return os.path.normpath(uri)
 
 
 # -------------------------------------------------------------------------------------------------- reader
@@ -200,11 +193,19 @@ class ZoneReader:
         self.staging = staging
         self.report = ReadReport()
         self._by_spark_path: dict[str, ZoneFile] = {}
+        self._unglobbed = False  # a path Spark must not glob (an object's name with glob characters)
 
     # -------------------------------------------------------------------------------------------- paths
 
     def spark_path(self, zf: ZoneFile) -> str:
-        """A path Spark reads as exactly this file: the file itself, or a safe-named hard link to it."""
+        """A path Spark reads as exactly this file: the file itself, or a safe-named hard link to it; an object's
+        URI (or its copy's where Spark can reach it)."""
+        if zf.spark_uri is not None:
+            if not _SAFE_PATH.match(zf.spark_uri.split("://", 1)[-1]):
+                self._unglobbed = True
+            self._by_spark_path[zf.spark_uri] = zf  # Spark names it URL-encoded: see _uri_path
+            return zf.spark_uri
+        assert zf.path is not None
         path = str(zf.path)
         if not _SAFE_PATH.match(path):
             folder = self.staging / "landing" / self.zone
@@ -217,6 +218,12 @@ class ZoneReader:
             path = str(safe)
         self._by_spark_path[os.path.normpath(path)] = zf
         return path
+
+    def spark_read(self):
+        """Spark's reader for the paths given out by spark_path() so far: an object whose name Hadoop would take
+        for a pattern is read by its name (globbing off: Spark's `__globPaths__` option)."""
+        reader = self.session.read
+        return reader.option("__globPaths__", "false") if self._unglobbed else reader
 
     def origin(self, uri: str) -> ZoneFile | None:
         return self._by_spark_path.get(_uri_path(uri))
@@ -231,7 +238,7 @@ class ZoneReader:
         """A DataFrame over the files (None when every one of them is empty), after the checks above."""
         present = []
         for zf in files:
-            if zf.path.stat().st_size == 0:
+            if zf.size == 0:
                 self.report.notes.append(f"RAT-LND-009 {zf.name}: empty landing file in zone '{self.zone}', "
                                          "loaded as zero rows")
                 continue
@@ -274,7 +281,7 @@ class ZoneReader:
             if zf is None:
                 continue
             first_file = first_file or zf
-            lines = _find_lines(zf.path, list(r.first), header=self.fmt == "csv")
+            lines = _find_lines(zf, list(r.first), header=self.fmt == "csv")
             samples.extend(BadRow(zf.name, line, text[:200]) for text, line in zip(r.first, lines))
         samples = sorted(samples, key=lambda b: (b.file, b.line or 0))[:SAMPLE_BAD_ROWS]
         what = "line" if self.fmt == "json" else "row"
@@ -301,24 +308,27 @@ class ZoneReader:
         return df.where(F.col(CORRUPT).isNull()).drop(CORRUPT, FILE)
 
 
-def _find_lines(path: Path, records: Iterable[str], header: bool = False) -> list[int | None]:
+def _find_lines(zf: ZoneFile, records: Iterable[str], header: bool = False) -> list[int | None]:
     """The 1-based line number of each bad record's text in the file (the first unclaimed match). `header`: line 1
     is the file's header, never a row (a row repeating it is found further down)."""
     wanted = [r.rstrip("\r\n") for r in records]
     found: list[int | None] = [None] * len(wanted)
     pending = {i for i in range(len(wanted))}
-    with open(path, "rb") as fh:
-        for number, raw in enumerate(fh, start=1):
-            if not pending:
+    lines = zf.lines()
+    for number, raw in enumerate(lines, start=1):
+        if not pending:
+            break
+        text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+        if number == 1:
+            if header:
+                continue
+            text = text.lstrip("\ufeff")
+        for i in sorted(pending):
+            if wanted[i] == text:
+                found[i] = number
+                pending.discard(i)
                 break
-            text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-            if number == 1:
-                if header:
-                    continue
-                text = text.lstrip("\ufeff")
-            for i in sorted(pending):
-                if wanted[i] == text:
-                    found[i] = number
-                    pending.discard(i)
-                    break
+    close = getattr(lines, "close", None)
+    if close is not None:
+        close()  # an object's stream: not read to its end
     return found

@@ -5,10 +5,20 @@ prefix are the zone's active files (never `_processed/`, `_samples/`, hidden nam
 rule as a local folder), and a run archives what it loaded to `prefix/_processed/{run_id}/` (copy, then delete,
 after the merge).
 
-Spark as pyspark ships it has no `s3a` filesystem, so a run stages the objects it reads into its own staging
-folder under `.ratui/` (a bounded pool of downloads, with progress) and Spark reads them from there; the staging
-folder goes with the run. Each fetch asks for exactly the version it listed (`IfMatch` on the ETag, and the
-version id on a versioned bucket): an object rewritten between listing and fetch is an error, never a silent mix.
+Spark reads a zone's objects one of two ways (landing.s3_read; spark/s3a.py reads_in_place decides):
+
+    in place  Spark reads `s3://bucket/key` itself (Hadoop's S3A connector): nothing is downloaded. ratui's own
+              checks of the bytes (landing/reader.py) read ranged GETs pinned to the listed ETag (S3Object), and
+              after the run's Spark work, before its merge, `changed()` lists the zone again: an object whose ETag
+              (or version) is no longer the listed one, or that is gone, fails the run (RAT-LND-010), because
+              Spark's own reads are not pinned to ratui's listing. S3A's change detection (storage/s3.py) fails a
+              read during which the object changes.
+    staged    the run downloads the objects it reads into its own staging folder under `.ratui/` (a bounded pool
+              of downloads, with progress) and Spark reads them there (pyspark alone has no S3A; the staging
+              folder goes with the run). Each fetch asks for exactly the version it listed (`IfMatch` on the
+              ETag, and the version id on a versioned bucket): an object rewritten between listing and fetch is an
+              error, never a silent mix; what was read is pinned, so `changed()` has nothing to say.
+
 This is the `Zone` of landing/zone.py for the `s3://` scheme.
 
 Credentials come from boto3's standard chain (environment, shared profile, instance role); `profile`,
@@ -30,48 +40,52 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from ratui.engine.errors import RatuiError
-from ratui.engine.landing.names import PROCESSED, archived_name, is_active_name
+from ratui.engine.landing.files import ZoneFile
+from ratui.engine.landing.names import PROCESSED, archived_name, is_active_name, is_archived_name
 from ratui.engine.landing.entry import Progress, ZoneEntry
+from ratui.engine.storage.s3 import S3Access
 
 log = logging.getLogger("ratui.s3")
 
 CHUNK = 1 << 20
-# bounded network behaviour: a dead endpoint fails a run in seconds, not minutes
-CONNECT_TIMEOUT = 3
-READ_TIMEOUT = 30
-RETRIES = 2
 
 
 class S3Zone:
-    """Listing, staging and archiving the objects of one zone. Thread-safe (boto3 clients are). An object's
-    `mtime_ns` is its LastModified."""
+    """Listing, staging (or reading in place) and archiving the objects of one zone. Thread-safe (boto3 clients
+    are). An object's `mtime_ns` is its LastModified. The client's timeouts and retries are bounded (storage/s3.py):
+    a dead endpoint fails a run in seconds, not minutes."""
 
     noun = "object"
     polled = True  # no file watcher sees a bucket: watch mode lists it every watch.poll_seconds
     empty_hint = "Upload files under the zone's prefix (objects under _processed/ and _samples/ are never read)."
 
     def __init__(self, bucket: str, prefix: str, *, endpoint_url: str | None = None, region: str | None = None,
-                 profile: str | None = None, concurrency: int = 8, name: str = "", namespace: str = ""):
+                 profile: str | None = None, concurrency: int = 8, name: str = "", namespace: str = "",
+                 path_style: bool | None = None, access_key_id: str | None = None,
+                 secret_access_key: str | None = None, in_place: bool = False):
+        """`in_place`: Spark reads the objects from the bucket (stage() downloads nothing)."""
         self.namespace = namespace
         self.bucket = bucket
         self.prefix = prefix
         self.endpoint_url = endpoint_url
-        self.region = region
-        self.profile = profile
+        self.access = S3Access(bucket, endpoint_url, region, profile, path_style, access_key_id, secret_access_key)
         self.concurrency = max(1, concurrency)
         self.name = name
+        self.in_place = in_place
         self._client: Any = None
         self._lock = threading.Lock()
         self._versioned: bool | None = None
 
     @classmethod
-    def of(cls, zone) -> "S3Zone":
+    def of(cls, zone, in_place: bool = False) -> "S3Zone":
         """From settings.RemoteZone."""
         return cls(zone.bucket, zone.prefix, endpoint_url=zone.endpoint_url, region=zone.region,
-                   profile=zone.profile, concurrency=zone.concurrency, name=zone.name, namespace=zone.namespace)
+                   profile=zone.profile, concurrency=zone.concurrency, name=zone.name, namespace=zone.namespace,
+                   path_style=zone.path_style, access_key_id=zone.access_key_id,
+                   secret_access_key=zone.secret_access_key, in_place=in_place)
 
     @property
     def url(self) -> str:
@@ -86,21 +100,13 @@ class S3Zone:
 
     @property
     def client(self):
+        """boto3's client for the zone's bucket, with the addressing and key Spark's S3A gets for it too."""
         with self._lock:
             if self._client is None:
-                import boto3
-                from botocore.config import Config
-
                 try:
-                    session = boto3.session.Session(profile_name=self.profile, region_name=self.region)
-                except Exception as exc:  # botocore.exceptions.ProfileNotFound and kin
-                    raise RatuiError("RAT-S3-002", f"cannot use AWS profile {self.profile!r} for zone "
-                                     f"'{self.name}': {exc}", file=self.url) from None
-                config = Config(connect_timeout=CONNECT_TIMEOUT, read_timeout=READ_TIMEOUT,
-                                retries={"max_attempts": RETRIES + 1, "mode": "standard"},
-                                max_pool_connections=max(10, self.concurrency))
-                self._client = session.client("s3", endpoint_url=self.endpoint_url, config=config,
-                                              region_name=session.region_name or "us-east-1")
+                    self._client = self.access.client(pool=max(10, self.concurrency))
+                except RatuiError as exc:  # a profile boto3 does not know
+                    raise RatuiError(exc.code, f"zone '{self.name}': {exc.message}", file=self.url) from None
             return self._client
 
     def _error(self, exc: Exception, what: str, key: str | None = None) -> RatuiError:
@@ -108,7 +114,7 @@ class S3Zone:
         from botocore import exceptions as bex
 
         where = f"s3://{self.bucket}/{key}" if key else self.url
-        endpoint = self.endpoint_url or "AWS S3"
+        endpoint = self.access.endpoint  # never with a user or password
         if isinstance(exc, RatuiError):
             return exc
         if isinstance(exc, (bex.EndpointConnectionError, bex.ConnectTimeoutError, bex.ReadTimeoutError,
@@ -215,9 +221,14 @@ class S3Zone:
     # ------------------------------------------------------------------------------------------ fetching
 
     def stage(self, entries: builtins.list[ZoneEntry], staging: Path, progress: Progress | None = None,
-              check: Callable[[], None] | None = None) -> dict[str, Path]:
-        """The objects downloaded under `staging/s3/{zone}/`: see fetch()."""
-        return self.fetch(entries, staging / "s3" / self.name, progress, check)
+              check: Callable[[], None] | None = None) -> dict[str, ZoneFile]:
+        """In place: each object as Spark reads it from the bucket (nothing downloaded). Staged: the objects
+        downloaded under `staging/s3/{zone}/` (see fetch())."""
+        if self.in_place:
+            return {e.name: ZoneFile(None, e.name, source=S3Object(self, e), spark_uri=self.uri(e.name))
+                    for e in entries}
+        paths = self.fetch(entries, staging / "s3" / self.name, progress, check)
+        return {name: ZoneFile(path, name, origin=self.uri(name)) for name, path in paths.items()}
 
     def fetch(self, files: Iterable[ZoneEntry], dest: Path, progress: Progress | None = None,
               check: Callable[[], None] | None = None) -> dict[str, Path]:
@@ -328,7 +339,45 @@ class S3Zone:
         return self.delete(e.name for e in entries)
 
     def changed(self, entries: builtins.list[ZoneEntry], removed: bool = False) -> builtins.list[tuple[ZoneEntry, str]]:
-        return []  # each fetch asked for the object exactly as listed (ETag, version): what was read is pinned
+        """Staged: none (each fetch asked for the object exactly as listed: what was read is pinned). In place:
+        the objects whose ETag or version is no longer the listed one, and the ones gone (whatever `removed`
+        says: Spark may have read a replacement before the object went), from one listing of the zone (a
+        request per archived object a rebuild read)."""
+        if not self.in_place or not entries:
+            return []
+        archived = [e.name for e in entries if is_archived_name(e.name)]
+        now = {e.name: e for e in self.list()} if len(archived) < len(entries) else {}
+        if archived:
+            with ThreadPoolExecutor(max_workers=min(self.concurrency, len(archived)),
+                                    thread_name_prefix=f"ratui-s3-{self.name}") as pool:
+                now.update({e.name: e for e in pool.map(self.head, archived) if e is not None})
+        out = []
+        for e in entries:
+            found = now.get(e.name)
+            if found is None:
+                out.append((e, "removed"))
+            elif found.etag != e.etag or (e.version is not None and found.version != e.version):
+                out.append((e, f"{e.size:,} -> {found.size:,} bytes" if found.size != e.size else "rewritten"))
+        return out
+
+    def head(self, name: str) -> ZoneEntry | None:
+        """The object of this name as it is now (its latest version), or None when there is none."""
+        from botocore import exceptions as bex
+
+        key = self.prefix + name
+        try:
+            item = self.client.head_object(Bucket=self.bucket, Key=key)
+        except bex.ClientError as exc:
+            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            if status == 404 or str(exc.response.get("Error", {}).get("Code", "")) in ("404", "NoSuchKey"):
+                return None
+            raise self._error(exc, "check an object", key) from None
+        except Exception as exc:
+            raise self._error(exc, "check an object", key) from None
+        version = item.get("VersionId")
+        return ZoneEntry(name, int(item.get("ContentLength", 0)),
+                         int(item["LastModified"].timestamp() * 1_000_000) * 1000,
+                         str(item.get("ETag", "")).strip('"'), version if version and version != "null" else None)
 
     def delete(self, names: Iterable[str]) -> set[str]:
         """Delete objects of the zone by name (the reaper's retention of archived files). Returns the names
@@ -352,14 +401,70 @@ def _first_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
-_zones: dict[Any, S3Zone] = {}  # one per zone setting
+class S3Object:
+    """One object of a zone exactly as listed, read in place (landing/files.py ObjectBytes): each read is a
+    ranged GET pinned to the listed version (a versioned bucket) or ETag (`IfMatch`), so a check never reads
+    another object than the listed one (an object rewritten since: RAT-S3-004)."""
+
+    def __init__(self, zone: S3Zone, entry: ZoneEntry):
+        self.zone = zone
+        self.entry = entry
+        self.key = zone.prefix + entry.name
+
+    @property
+    def size(self) -> int:
+        return self.entry.size
+
+    @property
+    def uri(self) -> str:
+        return self.zone.uri(self.entry.name)
+
+    @property
+    def identity(self) -> tuple:
+        return (self.uri, self.entry.size, self.entry.etag, self.entry.version)
+
+    def _get(self, **extra: Any) -> Any:
+        args: dict[str, Any] = {"Bucket": self.zone.bucket, "Key": self.key, **extra}
+        if self.entry.version:
+            args["VersionId"] = self.entry.version
+        elif self.entry.etag:
+            args["IfMatch"] = f'"{self.entry.etag}"'
+        try:
+            return self.zone.client.get_object(**args)["Body"]
+        except Exception as exc:
+            raise self.zone._error(exc, "read an object", self.key) from None
+
+    def read(self, start: int, length: int) -> bytes:
+        end = min(self.entry.size, start + length)
+        if end <= start:
+            return b""
+        body = self._get(Range=f"bytes={start}-{end - 1}")
+        try:
+            return body.read()
+        except Exception as exc:
+            raise self.zone._error(exc, "read an object", self.key) from None
+        finally:
+            body.close()
+
+    def lines(self) -> Iterator[bytes]:
+        body = self._get()
+        try:
+            yield from body.iter_lines(chunk_size=CHUNK, keepends=True)
+        except Exception as exc:
+            raise self.zone._error(exc, "read an object", self.key) from None
+        finally:
+            body.close()
+
+
+_zones: dict[Any, S3Zone] = {}  # one per zone setting and way of reading
 _zones_lock = threading.Lock()
 
 
-def s3_zone(zone) -> S3Zone:
-    """The process's S3Zone for a settings.RemoteZone (one client per zone setting, reused across runs)."""
+def s3_zone(zone, in_place: bool = False) -> S3Zone:
+    """The process's S3Zone for a settings.RemoteZone (one client per zone setting, reused across runs).
+    `in_place`: Spark reads its objects from the bucket (spark/s3a.py reads_in_place)."""
     with _zones_lock:
-        found = _zones.get(zone)
+        found = _zones.get((zone, in_place))
         if found is None:
-            found = _zones[zone] = S3Zone.of(zone)
+            found = _zones[(zone, in_place)] = S3Zone.of(zone, in_place)
         return found

@@ -2,12 +2,16 @@
 
 A `Zone` lists its active files as `ZoneEntry`s (a name relative to the zone and the identity the ledger compares:
 size, modification time, and for an object its ETag and version), finds the files the ledger names (archived ones
-included), stages what a run reads where Spark can read it, archives what a run loaded to `_processed/{run_id}/`,
-lists and purges the archive (the reaper's retention), and says which files a run read changed under it.
+included), stages what a run reads where Spark can read it (landing/files.py ZoneFile: a local file, a downloaded
+copy, or an object Spark reads in place), archives what a run loaded to `_processed/{run_id}/`, lists and purges
+the archive (the reaper's retention), and says which files a run read changed under it (the run calls `changed()`
+after its Spark work and before its merge: a file read that is no longer as listed fails it with RAT-LND-010).
 
 Which implementation a zone gets depends only on its URL: a zone named in ratui.yaml's `landing.zones` has the
 URL written there (`s3://bucket/prefix`), any other is the project folder `{namespace}/landing/{zone}/`. A new
-scheme is one module with a class like local.LocalZone or s3.S3Zone and one line in SCHEMES.
+scheme is one module with a class like local.LocalZone or s3.S3Zone and one line in SCHEMES. Whether Spark reads
+an object-store zone in place or from a downloaded copy is the project's (Settings.zones_read_in_place: spark/
+s3a.py's rule), given to the zone when it is opened.
 """
 
 from __future__ import annotations
@@ -19,11 +23,13 @@ from typing import Any, Callable, Iterable, Iterator, Protocol
 
 from ratui.engine.errors import RatuiError
 from ratui.engine.landing.entry import Progress, ZoneEntry, entry_of, zone_digest
+from ratui.engine.landing.files import ZoneFile
 
-__all__ = ["SCHEMES", "Progress", "Zone", "ZoneEntry", "configured_zones", "entry_of", "every_zone", "open_zone",
-           "zone_digest"]
+__all__ = ["SCHEMES", "Progress", "Zone", "ZoneEntry", "ZoneFile", "configured_zones", "entry_of", "every_zone",
+           "open_zone", "zone_digest"]
 
-# the implementation of each URL scheme of ratui.yaml's landing.zones: "module:factory", factory(remote zone)
+# the implementation of each URL scheme of ratui.yaml's landing.zones: "module:factory",
+# factory(remote zone, in_place) (in_place: Spark reads the zone's objects where they are)
 SCHEMES = {
     "s3": "ratui.engine.landing.s3:s3_zone",
 }
@@ -64,9 +70,9 @@ class Zone(Protocol):
         """Everything under `_processed/`, names relative to the zone."""
 
     def stage(self, entries: builtins.list[ZoneEntry], staging: Path, progress: Progress | None = None,
-              check: Callable[[], None] | None = None) -> dict[str, Path]:
-        """Local paths Spark reads for these entries (the files themselves, or copies under `staging`);
-        `check()` raises to stop (a cancelled run)."""
+              check: Callable[[], None] | None = None) -> dict[str, ZoneFile]:
+        """What Spark reads for each of these entries, by name: the files themselves, copies under `staging`, or
+        the objects where they are; `check()` raises to stop (a cancelled run)."""
 
     def archive(self, names: builtins.list[str], run_id: str) -> dict[str, ZoneEntry]:
         """Move these active files to `_processed/{run_id}/`: name -> the archived entry (gone ones left out)."""
@@ -78,8 +84,9 @@ class Zone(Protocol):
         """Delete archived entries (unless rewritten since they were listed): the names deleted."""
 
     def changed(self, entries: builtins.list[ZoneEntry], removed: bool = False) -> builtins.list[tuple[ZoneEntry, str]]:
-        """Entries a run read whose file is no longer as listed (size, time), with what changed; `removed`:
-        gone ones too. A zone whose reads are pinned to what was listed (an object's ETag) has none."""
+        """Entries a run read whose file is no longer as listed (size, time; an object's ETag and version), with
+        what changed; `removed`: gone ones too. A zone whose reads were pinned to what was listed (staged
+        objects) has none; objects Spark read in place are checked, gone ones always reported."""
 
 
 def open_zone(settings: Any, namespace: str, name: str, file: str | None = None) -> Zone:
@@ -87,7 +94,7 @@ def open_zone(settings: Any, namespace: str, name: str, file: str | None = None)
     exist: RAT-LND-001 naming `file`, with the zones there are)."""
     remote = settings.remote_zone(namespace, name)
     if remote is not None:
-        return _scheme(remote.url)(remote)
+        return _scheme(remote.url)(remote, settings.zones_read_in_place)
     from ratui.engine.landing.local import local_zone
 
     return local_zone(settings.root, namespace, name, file=file, locations=settings.locations())
@@ -96,7 +103,7 @@ def open_zone(settings: Any, namespace: str, name: str, file: str | None = None)
 def configured_zones(settings: Any) -> Iterator[Zone]:
     """Every zone ratui.yaml names with a URL (the ones a folder walk of the project cannot find)."""
     for remote in list(settings.remote_zones.values()):
-        yield _scheme(remote.url)(remote)
+        yield _scheme(remote.url)(remote, settings.zones_read_in_place)
 
 
 def every_zone(settings: Any) -> Iterator[Zone]:
@@ -107,7 +114,7 @@ def every_zone(settings: Any) -> Iterator[Zone]:
     yield from configured_zones(settings)
 
 
-def _scheme(url: str) -> Callable[[Any], Zone]:
+def _scheme(url: str) -> Callable[[Any, bool], Zone]:
     scheme = url.split("://", 1)[0] if "://" in url else ""
     target = SCHEMES.get(scheme)
     if target is None:

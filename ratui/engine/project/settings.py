@@ -92,6 +92,21 @@ class Settings:
             return f"cluster {self.spark_master}"
         return self.spark_master
 
+    @property
+    def spark_is_local(self) -> bool:
+        """Whether Spark runs in ratui's own JVM on this machine (local[N]): everything else (a cluster's executors,
+        a Connect server) may not see this machine's disk."""
+        return not self.spark_remote and self.spark_master.startswith("local")
+
+    @property
+    def zones_read_in_place(self) -> bool:
+        """Whether Spark reads object-store landing zones straight from their bucket (landing.s3_read: auto ->
+        when Spark is not local; in_place / staged as set). Staged needs no connector in Spark (pyspark alone has
+        none), but only a Spark that sees this disk can read what was downloaded to it."""
+        if self.landing_s3_read == "auto":
+            return bool(self.remote_zones) and not self.spark_is_local
+        return self.landing_s3_read == "in_place" and bool(self.remote_zones)
+
     def remote_zone(self, namespace: str, zone: str) -> "RemoteZone | None":
         return self.remote_zones.get((namespace, zone))
 

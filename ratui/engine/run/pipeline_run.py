@@ -47,6 +47,8 @@ from ratui.engine.spark import errors as spark_errors
 from ratui.engine.spark import jobs as spark_jobs
 from ratui.engine.state import processes
 from ratui.engine.state.project_state import ProjectState
+from ratui.engine.storage.s3 import spark_failure
+from ratui.engine.storage.staging import run_staging
 from ratui.engine.vocabulary import MAIN, now_iso, run_branch
 from ratui.engine.write.strategies import WriteOutcome, WriteRequest, write
 
@@ -75,6 +77,8 @@ class PipelineRun:
         self.outcome: WriteOutcome | None = None
         self.strategy: str | None = None
         self.staging = self.settings.state_dir / "staging" / run_id
+        # a Spark that cannot see this disk reads local landing files from the warehouse's bucket
+        self.remote_staging = run_staging(self.settings, run_id)
         self.run_started_at = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
         self.session = None
         self.sources: RunSources | None = None  # what the current attempt reads
@@ -159,6 +163,8 @@ class PipelineRun:
                                                                 "was cancelled")
             elif spark_errors.is_unreachable(exc):
                 error = RatuiError(spark_errors.UNREACHABLE_CODE, spark_errors.error_message(exc))
+            elif spark_failure(exc) is not None:  # Spark's S3A connector failed (an object changed, gone...)
+                error = spark_failure(exc)
             else:
                 self.log(traceback.format_exc(), "error")
                 error = RatuiError("RAT-RUN-002", f"{type(exc).__name__}: {_first_line(exc)}")
@@ -224,6 +230,12 @@ class PipelineRun:
         except Exception as exc:  # the reaper removes orphan branches later; say so
             self.log(f"could not delete branch {self.branch}: {exc}", "warning")
         shutil.rmtree(self.staging, ignore_errors=True)
+        if self.remote_staging is not None:
+            try:
+                self.remote_staging.remove()
+            except RatuiError as exc:  # the reaper sweeps staging prefixes of runs that are over
+                self.log(f"could not remove the run's staged files at {self.remote_staging.url}/: {exc.message}",
+                         "warning")
         if self.sources is not None:
             self.sources.drop_views()
 
@@ -349,7 +361,7 @@ class PipelineRun:
             self.state, session, key=self.key, branch=self.branch, target=self.target, pipeline=pipeline,
             strategy=strategy,
             full_refresh=self.full_refresh, run_started_at=self.run_started_at, staging=self.staging, log=self.log,
-            notes=self.notes)
+            notes=self.notes, remote_staging=self.remote_staging)
         sources.on_progress = self._staging_progress
         sources.check = self.control.check
         sources.learn_landing()
@@ -384,6 +396,9 @@ class PipelineRun:
             return Cancelled()
         if spark_errors.is_unreachable(exc):  # Spark went away (a Connect server gone): not the pipeline's fault
             return RatuiError(spark_errors.UNREACHABLE_CODE, spark_errors.error_message(exc))
+        store = spark_failure(exc)  # Spark could not read an object (changed, gone, refused): not the pipeline's
+        if store is not None:
+            return store
         file, _config = pipeline.loaded()
         if pipeline.kind == "sql":
             return _spark_error(exc, "RAT-SQL-001", file, pipeline.text, sql)

@@ -23,6 +23,7 @@ from ratui.engine.errors import RatuiError
 from ratui.engine.events import Event, EventBus, RunFinished
 from ratui.engine.state import processes
 from ratui.engine.state.project_state import ProjectState
+from ratui.engine.storage.staging import run_staging
 from ratui.engine.vocabulary import MAIN, now_iso, run_branch
 
 log = logging.getLogger("ratui.run.recovery")
@@ -79,6 +80,12 @@ class Recovery:
 
     def _drop_leftovers(self, run_id: str, branch: str) -> str:
         shutil.rmtree(self._state.settings.state_dir / "staging" / run_id, ignore_errors=True)
+        remote = run_staging(self._state.settings, run_id)
+        if remote is not None:  # what it uploaded for a Spark that cannot see this disk
+            try:
+                remote.remove(force=True)
+            except RatuiError as exc:  # the reaper sweeps it later
+                log.debug("could not remove %s: %s", remote.url, exc)
         try:
             self._state.catalog.delete_branch(branch)
             return f"; branch {branch} deleted"

@@ -8,6 +8,7 @@ files as they were (change detection compares them next time). A retry of the ru
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from datetime import datetime
 from pathlib import Path
@@ -24,6 +25,7 @@ from ratui.engine.project.names import check_name, sql_ident
 from ratui.engine.project.templating import TemplateContext, parse_ref
 from ratui.engine.state import landing_facts
 from ratui.engine.state.project_state import ProjectState
+from ratui.engine.storage.staging import RemoteStaging
 from ratui.engine.vocabulary import MAIN, format_bytes
 
 Log = Callable[..., None]
@@ -32,7 +34,9 @@ Log = Callable[..., None]
 class RunSources:
     def __init__(self, state: ProjectState, session: Any, *, key: str, branch: str, pipeline: Pipeline,
                  strategy: str, full_refresh: bool, run_started_at: str, staging: Path, log: Log,
-                 notes: list[str], target: str = MAIN):
+                 notes: list[str], target: str = MAIN, remote_staging: RemoteStaging | None = None):
+        """`remote_staging`: where local landing files go for a Spark that cannot see this disk (storage/
+        staging.py); None when Spark reads this disk."""
         self.state = state
         self.session = session
         self.key = key
@@ -43,6 +47,7 @@ class RunSources:
         self.full_refresh = full_refresh
         self.run_started_at = run_started_at
         self.staging = staging
+        self.remote_staging = remote_staging
         self.log = log
         self.notes = notes
         self.views: dict[str, str] = {}
@@ -121,7 +126,8 @@ class RunSources:
 
         A file the ledger needs that is gone is an error naming it (RAT-LND-005): never a smaller table. What the
         run reads is staged where Spark reads it (a remote zone's objects are fetched, at most `concurrency` at a
-        time, with progress), before the format of each is checked.
+        time, with progress, or read in place; local files are uploaded for a Spark that cannot see this disk),
+        before the format of each is checked.
         """
         key = f"landing:{namespace}.{zone_name}"
         if key in self.views:
@@ -167,11 +173,36 @@ class RunSources:
             if self.on_progress is not None:
                 self.on_progress(zone.name, done, total, size, total_bytes)
 
-        paths = zone.stage(chosen, self.staging, progress, check=self.check)
-        if chosen and zone.polled:
+        staged = zone.stage(chosen, self.staging, progress, check=self.check)
+        files = [staged[e.name] for e in chosen]
+        in_place = sum(1 for zf in files if zf.in_place)
+        if in_place:
+            self.log(f"landing zone {zone.name}: {in_place} {zone.noun}(s), {format_bytes(total_bytes)}, read in place "
+                     f"from {zone.url}")
+        elif chosen and zone.polled:
             self.log(f"landing zone {zone.name}: fetched {len(chosen)} {zone.noun}(s), {format_bytes(total_bytes)}, "
                      f"from {zone.url} in {time.monotonic() - began:.1f} s")
-        return [ZoneFile(paths[e.name], e.name, zone.where(e.name) if zone.polled else None) for e in chosen]
+        if self.remote_staging is not None:
+            files = self._hand_over(zone, files, progress)
+        return files
+
+    def _hand_over(self, zone: Zone, files: list[ZoneFile], progress: Callable[[int, int, int], None]) \
+            -> list[ZoneFile]:
+        """Upload the files that are on this disk to the run's staging prefix, where a Spark that cannot see this
+        disk reads them (ratui's own checks still read the local files)."""
+        assert self.remote_staging is not None
+        local = [zf for zf in files if zf.spark_uri is None and zf.path is not None]
+        if not local:
+            return files
+        began = time.monotonic()
+        remote = self.remote_staging
+        uris = remote.upload([(zf.path, remote.place(zone.name, zf.name)) for zf in local if zf.path is not None],
+                             progress, check=self.check)
+        self.log(f"landing zone {zone.name}: uploaded {len(local)} file(s), "
+                 f"{format_bytes(sum(zf.size for zf in local))}, to {remote.url}/ for Spark in "
+                 f"{time.monotonic() - began:.1f} s")
+        handed = {zf.name: dataclasses.replace(zf, spark_uri=uri) for zf, uri in zip(local, uris)}
+        return [handed.get(zf.name, zf) for zf in files]
 
     def _wanted(self, namespace: str, zone_name: str, active: list) -> tuple[list, list, bool, str]:
         """Sync the ledger with the zone's active files; (every row, the rows this run reads, rebuild, mode)."""

@@ -110,7 +110,7 @@ def session_conf(settings: Any) -> dict[str, str]:
 
 def buckets_spark_reaches(settings: Any) -> list[Any]:
     """How to reach each bucket Spark itself reads or writes: the warehouse's, and the landing zones' it reads in
-    place (landing/s3.py reads_in_place)."""
+    place (reads_in_place)."""
     out = []
     warehouse = settings.object_warehouse()
     if warehouse is not None and warehouse.s3 is not None:
@@ -126,17 +126,14 @@ def buckets_spark_reaches(settings: Any) -> list[Any]:
 
 def spark_is_local(settings: Any) -> bool:
     """Whether Spark runs in ratui's own JVM on this machine (local[N]): everything else (a cluster's executors, a
-    Connect server) may not see this machine's disk."""
-    return not settings.spark_remote and settings.spark_master.startswith("local")
+    Connect server) may not see this machine's disk (Settings.spark_is_local)."""
+    return bool(settings.spark_is_local)
 
 
 def reads_in_place(settings: Any) -> bool:
     """Whether Spark reads S3 landing zones straight from their bucket (landing.s3_read: auto -> when Spark is not
-    local; in place / staged as set)."""
-    mode = settings.landing_s3_read
-    if mode == "auto":
-        return bool(settings.remote_zones) and not spark_is_local(settings)
-    return mode == "in_place" and bool(settings.remote_zones)
+    local; in place / staged as set): Settings.zones_read_in_place, which landing/zone.py gives each zone."""
+    return bool(settings.zones_read_in_place)
 
 
 def needs_connector(settings: Any) -> bool:

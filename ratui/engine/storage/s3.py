@@ -17,6 +17,7 @@ table property or a log line here.
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -216,3 +217,34 @@ def classify(exc: BaseException, what: str, where: str, bucket: str, endpoint: s
                                   "curl error", "name or service not known", "endpoint")):
         return RatuiError("RAT-S3-001", f"cannot reach {endpoint} to {what}", file=where)
     return RatuiError("RAT-S3-001", f"{endpoint} failed to {what}: {first_line(exc)}", file=where)
+
+
+# Spark's S3A connector failing a read, by the Java exception it names: (markers, code, what happened)
+_S3A_FAILURES = (
+    (("RemoteFileChangedException", "ETag change detected", "Change detected", "changed on S3"), "RAT-S3-004",
+     "changed while Spark read it"),
+    (("FAILED_READ_FILE.FILE_NOT_EXIST", "FileNotFoundException", "PATH_NOT_FOUND", "NoSuchKey"), "RAT-S3-004",
+     "vanished while Spark read it"),
+    (("UnknownStoreException", "NoSuchBucket"), "RAT-S3-003", "is in a bucket that does not exist"),
+    (("AccessDeniedException", "NoAuthWithAWSException", "AWSCredentialProviderException", "InvalidAccessKeyId",
+      "SignatureDoesNotMatch"), "RAT-S3-002", "could not be read with the credentials Spark has"),
+    (("AWSClientIOException", "AWSApiCallTimeoutException", "ConnectTimeoutException", "Unable to execute HTTP "
+      "request", "SdkClientException"), "RAT-S3-001", "could not be reached by Spark"),
+)
+_OBJECT_URI = re.compile(r"\bs3a?://[^\s'\"`,;()\[\]]+")
+
+
+def spark_failure(exc: BaseException) -> RatuiError | None:
+    """A Spark failure that is its S3 connector's (S3A) reading an object, as RAT-S3-00x naming the object: an
+    object that changed during a read (S3A's change detection, fs.s3a.bucket.*.change.detection), or vanished,
+    or a bucket Spark cannot reach. None for any other failure."""
+    text = str(getattr(exc, "desc", None) or exc)
+    found = _OBJECT_URI.search(text)
+    if found is None and "org.apache.hadoop.fs.s3a." not in text:
+        return None
+    where = found.group(0).rstrip(".:") if found else None
+    for markers, code, what in _S3A_FAILURES:
+        marker = next((m for m in markers if m in text), None)
+        if marker is not None:
+            return RatuiError(code, f"{where or 'an object'} {what} ({marker.split('.')[-1]})", file=where)
+    return None

@@ -13,9 +13,10 @@ import io
 from typing import TYPE_CHECKING, Any
 
 from ratui.engine.errors import RatuiError
+from ratui.engine.landing.files import prefetch_heads
 from ratui.engine.landing.formats.csv_types import csv_types
-from ratui.engine.landing.reader import (CORRUPT, FILE, INFERRED, ZoneFile, check_text, compare_columns,
-                                         file_set, with_file)
+from ratui.engine.landing.reader import (CORRUPT, FILE, INFERRED, PREFIX_BYTES, ZoneFile, check_text,
+                                         compare_columns, file_set, with_file)
 from ratui.engine.sql_text import quote
 
 if TYPE_CHECKING:
@@ -116,6 +117,7 @@ def read(zr: "ZoneReader", files: list[ZoneFile]):
 
     # files with the same header and delimiter read together: a group
     groups: dict[tuple[tuple[str, ...], str], list[ZoneFile]] = {}
+    prefetch_heads(files, PREFIX_BYTES)  # objects read in place: their first bytes, several at a time
     layouts = {zf.name: csv_layout(zf) for zf in files}
     reference, ref_cols = files[0], layouts[files[0].name][1]  # the zone's columns: its first file's
     for zf in files:
@@ -137,7 +139,7 @@ def read(zr: "ZoneReader", files: list[ZoneFile]):
         if known is None:
             found = _types_without_spark(zr, groups[group], header) if delimiter == "," else None
             if found is None:
-                found = zr.session.read.options(header=True, inferSchema=True, sep=delimiter) \
+                found = zr.spark_read().options(header=True, inferSchema=True, sep=delimiter) \
                     .csv(group_paths).schema
                 known = (found.jsonValue(), False)
             else:
@@ -155,7 +157,7 @@ def read(zr: "ZoneReader", files: list[ZoneFile]):
     # each value was seen to parse as its group's type; so it does as the type across groups: no bad row
     clean = proven and all(_reads_as(t, merged[name]) for types in inferred.values() for name, t in types.items())
     plain = clean or not zr.check_rows  # no bad-row check: no corrupt-record or file column either
-    reader = zr.session.read.options(header=True, mode="PERMISSIVE")
+    reader = zr.spark_read().options(header=True, mode="PERMISSIVE")
     if not plain:
         reader = reader.options(columnNameOfCorruptRecord=CORRUPT)
     frames = []
@@ -180,7 +182,7 @@ def _types_without_spark(zr: "ZoneReader", files: list[ZoneFile], header: tuple[
     """The group's schema as Spark would infer it, found in Python (csv_types.py), or None when unsure."""
     from pyspark.sql import types as st
 
-    found = csv_types([zf.path for zf in files])
+    found = csv_types(files)
     if found is None or len(found) != len(header):
         return None
     if {"date", "timestamp"} & set(found):

@@ -33,6 +33,16 @@ import datetime
 import operator
 import re
 from pathlib import Path
+from typing import Protocol, Sequence, Union
+
+
+class Readable(Protocol):
+    """A landing file (reader.py ZoneFile: a local file or an object, its size known without reading it)."""
+
+    @property
+    def size(self) -> int: ...
+
+    def read_bytes(self) -> bytes: ...
 
 # Python takes about 40 ms a MB on a 2-core machine, Spark's warm inference and bad-row check 0.3-0.45 s at 0.5-8 MB
 # (benchmarks/csv_types.py); the limit is for memory: every value of the read is held at once, about 23 times the
@@ -58,17 +68,23 @@ _INT_RANGE = (-(1 << 31), (1 << 31) - 1)
 _BIGINT_RANGE = (-(1 << 63), (1 << 63) - 1)
 
 
-def csv_types(paths: list[Path]) -> list[str] | None:
+def csv_types(files: Sequence[Union[Path, Readable]]) -> list[str] | None:
     """Spark's inferred type of each header column (header=True, inferSchema=True, Spark's defaults otherwise),
     or None when this module cannot be certain of it. Timestamps are TIMESTAMP: the caller maps them to the
-    session's spark.sql.timestampType."""
+    session's spark.sql.timestampType. `files`: paths, or landing files (an object is read only when the files'
+    listed sizes are within MAX_BYTES)."""
+    try:
+        if sum(f.stat().st_size if isinstance(f, Path) else f.size for f in files) > MAX_BYTES:
+            return None
+    except OSError:
+        return None
     header: str | None = None
     width = 0
     fields: list[str] = []  # every row's fields, one row after another
     total = 0
-    for path in paths:
+    for item in files:
         try:
-            data = path.read_bytes()
+            data = item.read_bytes()
         except OSError:
             return None
         total += len(data)

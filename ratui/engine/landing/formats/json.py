@@ -6,25 +6,38 @@ whole, and one it cannot parse is malformed as a whole (Python's parser says whe
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from ratui.engine.errors import RatuiError
-from ratui.engine.landing.reader import (CLEAN, CORRUPT, FILE, INFERRED, BadRow, ZoneFile, check_text, file_set,
-                                         with_file)
+from ratui.engine.landing.files import prefetch_heads
+from ratui.engine.landing.reader import (CLEAN, CORRUPT, FILE, INFERRED, PREFIX_BYTES, BadRow, ZoneFile, check_text,
+                                         file_set, with_file)
 from ratui.engine.sql_text import quote
 
 if TYPE_CHECKING:
     from ratui.engine.landing.reader import ZoneReader
 
 
-def is_json_document(path: Path) -> bool:
+def _landing_file(file: Path | ZoneFile) -> ZoneFile:
+    return file if isinstance(file, ZoneFile) else ZoneFile(file, file.name)
+
+
+def _opened(zf: ZoneFile) -> IO[bytes]:
+    """A local file, or an object's first bytes (what the checks already fetched): enough to find its first line."""
+    if zf.path is not None:
+        return open(zf.path, "rb")
+    return io.BytesIO(zf.head(PREFIX_BYTES))
+
+
+def is_json_document(file: Path | ZoneFile) -> bool:
     """Whether a JSON landing file holds one document rather than JSON lines: its first non-blank line is `{` or
     `[` alone, or starts an array it does not finish (a pretty-printed object or array). A first line that is a
     whole value, even an array, is JSON lines (Spark reads a line holding an array as a row per element)."""
     import json
 
-    with open(path, "rb") as handle:
+    with _opened(_landing_file(file)) as handle:
         while True:
             raw = handle.readline(1 << 20)  # a first line over 1 MB that starts an array: read as a document
             if not raw:
@@ -43,14 +56,15 @@ def is_json_document(path: Path) -> bool:
             return False
 
 
-def json_error_line(path: Path, limit: int = 32 << 20) -> tuple[int | None, str]:
+def json_error_line(file: Path | ZoneFile, limit: int = 32 << 20) -> tuple[int | None, str]:
     """Where Python's JSON parser finds a document broken: (line, that line's text); (None, the first line) when
     it parses it (Spark refused it for another reason) or the file is over `limit` bytes."""
     import json
 
-    if path.stat().st_size > limit:
+    zf = _landing_file(file)
+    if zf.size > limit:
         return None, ""
-    text = path.read_text(encoding="utf-8-sig", errors="replace")
+    text = zf.read_bytes().decode("utf-8-sig", errors="replace")
     lines = text.splitlines()
     try:
         json.loads(text)
@@ -60,12 +74,13 @@ def json_error_line(path: Path, limit: int = 32 << 20) -> tuple[int | None, str]
 
 
 def read(zr: "ZoneReader", files: list[ZoneFile]):
+    prefetch_heads(files, PREFIX_BYTES)  # objects read in place: their first bytes, several at a time
     for zf in files:
         check_text(zf, "JSON")
     documents: list[ZoneFile] = []
     lines: list[ZoneFile] = []
     for zf in files:
-        (documents if is_json_document(zf.path) else lines).append(zf)
+        (documents if is_json_document(zf) else lines).append(zf)
     parts = ([_lines(zr, lines)] if lines else []) + ([_documents(zr, documents)] if documents
                                                            else [])
     if len(parts) == 1:
@@ -80,7 +95,7 @@ def _documents(zr: "ZoneReader", files: list[ZoneFile]):
     from pyspark.sql import types as st
 
     paths = [zr.spark_path(zf) for zf in files]
-    reader = zr.session.read.options(mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT, multiLine=True)
+    reader = zr.spark_read().options(mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT, multiLine=True)
     key = ("json-document", file_set(files))
     known = INFERRED.get(key)
     if known is not None:
@@ -96,14 +111,14 @@ def _documents(zr: "ZoneReader", files: list[ZoneFile]):
     if len(df.columns) == 1:
         # no document gave a field: Spark refuses a query over the corrupt column alone, and every file with
         # something in it is broken
-        errors = {zf.name: json_error_line(zf.path) for zf in files}
+        errors = {zf.name: json_error_line(zf) for zf in files}
         broken = [zf for zf in files if errors[zf.name][0] is not None] or files
     else:
         data = quote(next(c for c in df.columns if c != CORRUPT))  # (Spark refuses the corrupt column alone)
         uris = {r.path for r in df.where(F.col(CORRUPT).isNotNull())
                 .select(F.col("_metadata.file_path").alias("path"), F.col(data)).collect()}
         broken = [zf for zf in map(zr.origin, uris) if zf is not None]
-        errors = {zf.name: json_error_line(zf.path) for zf in broken}
+        errors = {zf.name: json_error_line(zf) for zf in broken}
     if not broken:
         CLEAN.put(clean, True)
         return df.drop(CORRUPT)
@@ -136,7 +151,7 @@ def _lines(zr: "ZoneReader", files: list[ZoneFile]):
     from pyspark.sql import types as st
 
     paths = [zr.spark_path(zf) for zf in files]
-    reader = zr.session.read.options(mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT)
+    reader = zr.spark_read().options(mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT)
     key = ("json", file_set(files))
     known = INFERRED.get(key)
     if known is not None:  # the same bytes as when inferred: the same schema (and the same corrupt column)
@@ -150,7 +165,7 @@ def _lines(zr: "ZoneReader", files: list[ZoneFile]):
         # not one line parsed, so the file has no columns at all: the lines themselves are the report
         from pyspark.sql import functions as F
 
-        lines = zr.session.read.text(paths).where(F.trim("value") != "")
+        lines = zr.spark_read().text(paths).where(F.trim("value") != "")
         df = lines.select(F.col("value").alias(CORRUPT), F.lit(1).alias("__ratui_line"),
                           F.col("_metadata.file_path").alias(FILE))
         return zr.bad_rows_of(df, only_bad=True)

@@ -12,21 +12,26 @@ if TYPE_CHECKING:
 
 
 def parquet_schema(zf: ZoneFile):
+    """The file's schema from its footer, after its magic bytes: an object's through two ranged reads (its first
+    four bytes, then its last 64 KB, which hold the footer of most files)."""
     import pyarrow.parquet as pq
 
-    size = zf.path.stat().st_size
-    with open(zf.path, "rb") as fh:
+    size = zf.size
+    with zf.open_random() as fh:
         head = fh.read(4)
         fh.seek(max(0, size - 4))
         tail = fh.read(4)
-    if size < 12 or head != b"PAR1" or tail != b"PAR1":
-        raise RatuiError("RAT-LND-008", f"landing file '{zf.name}' is not a Parquet file (no Parquet magic bytes)",
-                         file=zf.where)
-    try:
-        return pq.read_schema(zf.path)
-    except Exception as exc:  # a damaged footer
-        raise RatuiError("RAT-LND-008", f"landing file '{zf.name}' is a damaged Parquet file: "
-                         f"{str(exc).splitlines()[0][:200]}", file=zf.where) from None
+        if size < 12 or head != b"PAR1" or tail != b"PAR1":
+            raise RatuiError("RAT-LND-008", f"landing file '{zf.name}' is not a Parquet file (no Parquet magic "
+                             "bytes)", file=zf.where)
+        try:
+            fh.seek(0)
+            return pq.read_schema(fh)
+        except RatuiError:  # the object changed under the read (RAT-S3-004), or the store failed
+            raise
+        except Exception as exc:  # a damaged footer
+            raise RatuiError("RAT-LND-008", f"landing file '{zf.name}' is a damaged Parquet file: "
+                             f"{str(exc).splitlines()[0][:200]}", file=zf.where) from None
 
 
 def read(zr: "ZoneReader", files: list[ZoneFile]):
@@ -48,12 +53,13 @@ def read(zr: "ZoneReader", files: list[ZoneFile]):
 
     # Spark infers a Parquet schema with a job of its own (even for one file): the same files give the same
     # schema, remembered as for CSV and JSON
-    reader = zr.session.read.option("mergeSchema", zr.columns == "union")
+    paths = [zr.spark_path(zf) for zf in files]
+    reader = zr.spark_read().option("mergeSchema", zr.columns == "union")
     key = ("parquet", file_set(files), zr.columns)
     known = INFERRED.get(key)
     if known is not None:
         reader = reader.schema(st.StructType.fromJson(known))
-    df = reader.parquet(*[zr.spark_path(zf) for zf in files])
+    df = reader.parquet(*paths)
     if known is None:
         INFERRED.put(key, df.schema.jsonValue())
     return df

@@ -22,7 +22,7 @@ the run.
 
 File names Hadoop would misread (`:`, glob characters `[]{}*?`, `%`, ...) are hard-linked under safe names into
 the run's staging folder first; errors still name the original file. An object read in place cannot be linked:
-Spark reads it by its own URI with path globbing off (the `__globPaths__` option, only when a name needs it).
+Spark gets its URI with the glob characters escaped (`\\[`), which Hadoop reads as exactly that name.
 
 A file is a local path, an object read in place, or a local file with a copy Spark can reach (files.py): the
 checks read its bytes through ZoneFile (an object's first MB, its Parquet footer, its lines for a bad row's line
@@ -58,6 +58,7 @@ FILE = "__ratui_file"  # each row's file, kept until the bad-row check (a union 
 SAMPLE_BAD_ROWS = 5
 PREFIX_BYTES = 1 << 20  # how much of a text file is checked for binary data and UTF-8
 _SAFE_PATH = re.compile(r"^[A-Za-z0-9._/ +=@-]+$")
+_GLOB = re.compile(r"([\\\[\]{}*?])")  # what Hadoop's path globbing reads as a pattern, escaped with a backslash
 
 
 class _Memo:
@@ -193,7 +194,6 @@ class ZoneReader:
         self.staging = staging
         self.report = ReadReport()
         self._by_spark_path: dict[str, ZoneFile] = {}
-        self._unglobbed = False  # a path Spark must not glob (an object's name with glob characters)
 
     # -------------------------------------------------------------------------------------------- paths
 
@@ -201,10 +201,8 @@ class ZoneReader:
         """A path Spark reads as exactly this file: the file itself, or a safe-named hard link to it; an object's
         URI (or its copy's where Spark can reach it)."""
         if zf.spark_uri is not None:
-            if not _SAFE_PATH.match(zf.spark_uri.split("://", 1)[-1]):
-                self._unglobbed = True
             self._by_spark_path[zf.spark_uri] = zf  # Spark names it URL-encoded: see _uri_path
-            return zf.spark_uri
+            return _GLOB.sub(r"\\\1", zf.spark_uri)
         assert zf.path is not None
         path = str(zf.path)
         if not _SAFE_PATH.match(path):
@@ -218,12 +216,6 @@ class ZoneReader:
             path = str(safe)
         self._by_spark_path[os.path.normpath(path)] = zf
         return path
-
-    def spark_read(self):
-        """Spark's reader for the paths given out by spark_path() so far: an object whose name Hadoop would take
-        for a pattern is read by its name (globbing off: Spark's `__globPaths__` option)."""
-        reader = self.session.read
-        return reader.option("__globPaths__", "false") if self._unglobbed else reader
 
     def origin(self, uri: str) -> ZoneFile | None:
         return self._by_spark_path.get(_uri_path(uri))

@@ -139,7 +139,7 @@ def read(zr: "ZoneReader", files: list[ZoneFile]):
         if known is None:
             found = _types_without_spark(zr, groups[group], header) if delimiter == "," else None
             if found is None:
-                found = zr.spark_read().options(header=True, inferSchema=True, sep=delimiter) \
+                found = zr.session.read.options(header=True, inferSchema=True, sep=delimiter) \
                     .csv(group_paths).schema
                 known = (found.jsonValue(), False)
             else:
@@ -157,7 +157,7 @@ def read(zr: "ZoneReader", files: list[ZoneFile]):
     # each value was seen to parse as its group's type; so it does as the type across groups: no bad row
     clean = proven and all(_reads_as(t, merged[name]) for types in inferred.values() for name, t in types.items())
     plain = clean or not zr.check_rows  # no bad-row check: no corrupt-record or file column either
-    reader = zr.spark_read().options(header=True, mode="PERMISSIVE")
+    reader = zr.session.read.options(header=True, mode="PERMISSIVE")
     if not plain:
         reader = reader.options(columnNameOfCorruptRecord=CORRUPT)
     frames = []

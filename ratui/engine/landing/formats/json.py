@@ -95,7 +95,7 @@ def _documents(zr: "ZoneReader", files: list[ZoneFile]):
     from pyspark.sql import types as st
 
     paths = [zr.spark_path(zf) for zf in files]
-    reader = zr.spark_read().options(mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT, multiLine=True)
+    reader = zr.session.read.options(mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT, multiLine=True)
     key = ("json-document", file_set(files))
     known = INFERRED.get(key)
     if known is not None:
@@ -151,7 +151,7 @@ def _lines(zr: "ZoneReader", files: list[ZoneFile]):
     from pyspark.sql import types as st
 
     paths = [zr.spark_path(zf) for zf in files]
-    reader = zr.spark_read().options(mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT)
+    reader = zr.session.read.options(mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT)
     key = ("json", file_set(files))
     known = INFERRED.get(key)
     if known is not None:  # the same bytes as when inferred: the same schema (and the same corrupt column)
@@ -165,7 +165,7 @@ def _lines(zr: "ZoneReader", files: list[ZoneFile]):
         # not one line parsed, so the file has no columns at all: the lines themselves are the report
         from pyspark.sql import functions as F
 
-        lines = zr.spark_read().text(paths).where(F.trim("value") != "")
+        lines = zr.session.read.text(paths).where(F.trim("value") != "")
         df = lines.select(F.col("value").alias(CORRUPT), F.lit(1).alias("__ratui_line"),
                           F.col("_metadata.file_path").alias(FILE))
         return zr.bad_rows_of(df, only_bad=True)

@@ -54,7 +54,7 @@ def read(zr: "ZoneReader", files: list[ZoneFile]):
     # Spark infers a Parquet schema with a job of its own (even for one file): the same files give the same
     # schema, remembered as for CSV and JSON
     paths = [zr.spark_path(zf) for zf in files]
-    reader = zr.spark_read().option("mergeSchema", zr.columns == "union")
+    reader = zr.session.read.option("mergeSchema", zr.columns == "union")
     key = ("parquet", file_set(files), zr.columns)
     known = INFERRED.get(key)
     if known is not None:

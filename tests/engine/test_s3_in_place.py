@@ -95,7 +95,12 @@ def test_the_checks_read_an_object_in_place_pinned_to_the_listed_version(endpoin
     assert caught.value.code == "RAT-LND-008" and caught.value.line == 2
 
     # its identity is the listing's (no request); a rewritten object is never read as the listed one
-    assert a.identity == (f"s3://{bucket}/z/a.csv", a.size, zone.list()[0].etag, None)
+    listed = zone.list()[0]
+    assert a.identity == (f"s3://{bucket}/z/a.csv", a.size, listed.mtime_ns, listed.etag, None)
+    # a copy downloaded pinned to that ETag is the same file to the memos, whichever staging folder it is in
+    staged = S3Zone(bucket, "z/", endpoint_url=endpoint, name="z")
+    copies = [staged.stage([listed], tmp_path / f"run{i}")["a.csv"] for i in (1, 2)]
+    assert copies[0].path != copies[1].path and copies[0].identity == copies[1].identity == a.identity
     s3.put_object(Bucket=bucket, Key="z/b.parquet", Body=b"PAR1 rewritten PAR1")
     with pytest.raises(RatuiError) as caught:
         parquet_schema(files["b.parquet"])
@@ -121,6 +126,13 @@ def test_objects_read_in_place_that_changed_or_went_are_reported(endpoint, versi
     assert found == {"a.csv": "5 -> 7 bytes", "b.csv": "rewritten", "c.csv": "removed",
                      "_processed/r1/e.csv": "removed"}
     assert staged.changed(read, removed=True) == []  # staged reads were pinned: nothing to say
+
+    # archived by another run (copied with its bytes, then deleted): what was read was the listed object
+    [d] = [e for e in read if e.name == "d.csv"]
+    s3.copy_object(Bucket=bucket, Key="z/_processed/r2/d.csv", CopySource={"Bucket": bucket, "Key": "z/d.csv"})
+    s3.delete_object(Bucket=bucket, Key="z/d.csv")
+    assert in_place.changed([d]) == []
+    assert in_place.changed([d], removed=True) == [(d, "removed")]  # a read that failed may have failed for it
 
 
 def test_local_files_for_a_spark_that_cannot_see_this_disk_go_to_the_runs_staging_prefix(endpoint, tmp_path):

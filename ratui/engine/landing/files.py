@@ -8,9 +8,12 @@ Three kinds, one interface (landing/reader.py and formats/ never ask which):
                             version): only the bytes they need, never a download of the whole object
     a copy Spark can reach  `path` for the bytes and `spark_uri` for Spark: a local file uploaded where a Spark that
                             cannot see this disk reads it (the run's staging prefix in the warehouse's bucket)
+    a downloaded object     `path` (the copy), `origin` (the object's URI) and `pinned` (the identity it was
+                            fetched as)
 
 A file's identity (what makes a pass over it give the same answer: reader.py's memos) is its path, size, time and
-inode when local, and the object's URI, size, ETag and version as listed when read in place (no request).
+inode when local, and the object's URI, size, ETag and version as listed when it is an object (read in place, or
+downloaded pinned to that ETag: a rerun's new copy of the same object is the same file), with no request.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ class ZoneFile:
     origin: str | None = None  # where the file really is when `path` is a copy (an s3:// URI), or the object's
     source: ObjectBytes | None = None  # the object itself, read in place
     spark_uri: str | None = None  # what Spark reads when it is not `path` (the object, or an uploaded copy)
+    pinned: tuple | None = None  # a downloaded object's identity as listed (the bytes `path` holds)
     _head: dict = field(default_factory=dict, compare=False, repr=False, hash=False)
 
     @property
@@ -80,6 +84,8 @@ class ZoneFile:
         """What a pass over the file depends on: see the module's docstring."""
         if self.source is not None:
             return self.source.identity
+        if self.pinned is not None:
+            return self.pinned
         assert self.path is not None
         st = self.path.stat()
         return (str(self.path), st.st_size, st.st_mtime_ns, st.st_ino)

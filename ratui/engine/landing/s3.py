@@ -28,7 +28,7 @@ Credentials come from boto3's standard chain (environment, shared profile, insta
     RAT-S3-001  the endpoint cannot be reached
     RAT-S3-002  credentials missing or refused
     RAT-S3-003  the bucket does not exist
-    RAT-S3-004  an object changed or vanished while it was being fetched
+    RAT-S3-004  an object changed or vanished while it was being fetched or read
 """
 
 from __future__ import annotations
@@ -228,7 +228,12 @@ class S3Zone:
             return {e.name: ZoneFile(None, e.name, source=S3Object(self, e), spark_uri=self.uri(e.name))
                     for e in entries}
         paths = self.fetch(entries, staging / "s3" / self.name, progress, check)
-        return {name: ZoneFile(path, name, origin=self.uri(name)) for name, path in paths.items()}
+        listed = {e.name: e for e in entries}
+        # a copy fetched pinned to the listed ETag (or version) holds that object's bytes: its identity is the
+        # object's, so a rerun's new copy of an unchanged object finds what the last one's checks found
+        return {name: ZoneFile(path, name, origin=self.uri(name), pinned=S3Object(self, listed[name]).identity
+                               if listed[name].etag or listed[name].version else None)
+                for name, path in paths.items()}
 
     def fetch(self, files: Iterable[ZoneEntry], dest: Path, progress: Progress | None = None,
               check: Callable[[], None] | None = None) -> dict[str, Path]:
@@ -340,9 +345,10 @@ class S3Zone:
 
     def changed(self, entries: builtins.list[ZoneEntry], removed: bool = False) -> builtins.list[tuple[ZoneEntry, str]]:
         """Staged: none (each fetch asked for the object exactly as listed: what was read is pinned). In place:
-        the objects whose ETag or version is no longer the listed one, and the ones gone (whatever `removed`
-        says: Spark may have read a replacement before the object went), from one listing of the zone (a
-        request per archived object a rebuild read)."""
+        the objects whose ETag or version is no longer the listed one, from one listing of the zone (a request
+        per archived object a rebuild read), and the ones gone: Spark may have read a replacement before the
+        object went. One gone because a run archived it (a copy under `_processed/` with the listed ETag) held
+        the listed bytes until it went, so a read that succeeded read them: it counts only with `removed`."""
         if not self.in_place or not entries:
             return []
         archived = [e.name for e in entries if is_archived_name(e.name)]
@@ -358,6 +364,10 @@ class S3Zone:
                 out.append((e, "removed"))
             elif found.etag != e.etag or (e.version is not None and found.version != e.version):
                 out.append((e, f"{e.size:,} -> {found.size:,} bytes" if found.size != e.size else "rewritten"))
+        gone = [e for e, how in out if how == "removed" and not is_archived_name(e.name)]
+        if gone and not removed:
+            moved = {(f.base_name, f.etag) for f in self.processed()}
+            out = [(e, how) for e, how in out if not (how == "removed" and (e.base_name, e.etag) in moved)]
         return out
 
     def head(self, name: str) -> ZoneEntry | None:
@@ -421,7 +431,7 @@ class S3Object:
 
     @property
     def identity(self) -> tuple:
-        return (self.uri, self.entry.size, self.entry.etag, self.entry.version)
+        return (self.uri, self.entry.size, self.entry.mtime_ns, self.entry.etag, self.entry.version)
 
     def _get(self, **extra: Any) -> Any:
         args: dict[str, Any] = {"Bucket": self.zone.bucket, "Key": self.key, **extra}

@@ -185,11 +185,12 @@ def start_worker(master: Server, tmp: Path, *, cores: int, memory: str = "2g", n
     return server
 
 
-def start_connect(tmp: Path, *, master: str = "local[2]", token: str | None = None) -> Server:
+def start_connect(tmp: Path, *, master: str = "local[2]", token: str | None = None,
+                  conf: dict[str, str] | None = None) -> Server:
     """`spark-submit --class org.apache.spark.sql.connect.service.SparkConnectServer` in the foreground, with
     the settings ratui needs of a Connect server (CONNECT_SERVER_CONF), on loopback and with a fresh token (as
     README "Beyond one machine" tells a user to start one): `server.url` is sc://localhost:PORT/;token=...,
-    `server.bare_url` the same without the token."""
+    `server.bare_url` the same without the token. `conf`: more settings (the S3 connector's jars, say)."""
     import secrets
 
     port = free_port()
@@ -205,6 +206,7 @@ def start_connect(tmp: Path, *, master: str = "local[2]", token: str | None = No
         "spark.ui.enabled": "false",
         "spark.scheduler.allocation.file": str(pools),
         **CONNECT_SERVER_CONF,
+        **(conf or {}),
     }
     args = [str(SPARK_HOME / "bin" / "spark-submit"), "--master", master, "--driver-memory", "2g",
             "--class", "org.apache.spark.sql.connect.service.SparkConnectServer"]

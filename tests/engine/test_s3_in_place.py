@@ -223,9 +223,11 @@ def run(root: Path, *args: str) -> dict[str, dict]:
 
 
 def table(root: Path, key: str, column: str = "id") -> list:
-    from ratui.engine.state.catalog.sqlite import SqliteBranchCatalog
+    """A column of a table on main, read with PyIceberg (the project's catalog: its tables may be on S3)."""
+    from ratui.engine.state.catalog.config import catalog_config, open_catalog
 
-    catalog = SqliteBranchCatalog(root / ".ratui" / "ratui.db", root)
+    settings = load_settings(root)
+    catalog = open_catalog(catalog_config(settings.catalog), settings.db_path, root)
     return sorted(catalog.load_table("main", key).scan().to_arrow().column(column).to_pylist())
 
 
@@ -349,3 +351,50 @@ def test_bad_objects_read_in_place_are_coded_errors_at_their_line(endpoint, tmp_
     assert (errors["docs"]["code"], errors["docs"]["file"], errors["docs"]["line"]) == \
         ("RAT-LND-007", f"s3://{bucket}/docs/a.json", 3)
     assert set(main_fingerprint(root)) == {"demo.bronze.good"}
+
+
+def test_a_spark_that_cannot_see_this_disk_reads_local_zones_from_the_runs_staging_prefix(endpoint, tmp_path):
+    """Spark Connect (ratui takes any Connect server for one on another machine): an S3 zone is read in place
+    (landing.s3_read: auto), a local zone's files are uploaded under the warehouse's staging prefix for the run
+    (a name Hadoop misreads under a safe one), ratui's checks read the local files, and the prefix is removed when
+    the run ends, whatever its outcome."""
+    from ratui.engine.spark import s3a
+    from tests.servers import start_connect
+
+    jars = s3a.local_jars()
+    if jars is None:
+        pytest.skip("no S3A jars in the local Maven repository")
+    server = start_connect(tmp_path / "connect", conf={"spark.jars": ",".join(map(str, jars)),
+                                                       **{f"spark.hadoop.{k}": v for k, v in s3a.SCHEME_CONF.items()}})
+    try:
+        bucket = new_bucket(endpoint)
+        s3 = s3_client(endpoint)
+        s3.put_object(Bucket=bucket, Key="events/a.jsonl", Body=b'{"id": 1}\n{"id": 2}\n')
+        root = tmp_path / "p"
+        files = {"demo/pipelines/bronze/orders/pipeline.sql": PEOPLE.replace("people", "orders"),
+                 "demo/pipelines/bronze/bad/pipeline.sql": PEOPLE.replace("people", "bad"),
+                 "demo/pipelines/bronze/events/pipeline.sql": EVENTS,
+                 "demo/landing/orders/a.csv": "id,name\n1,ann\n", "demo/landing/orders/x:[1].csv": "id,name\n2,bob\n",
+                 "demo/landing/bad/a.csv": "id,name\n1,ann\n2,bob,extra\n"}
+        for rel, text in files.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(text)
+        (root / "ratui.yaml").write_text(
+            f"namespace: demo\nspark:\n  remote: {server.url}\ncatalog:\n  warehouse: s3://{bucket}/lake\n  s3:\n"
+            f"    endpoint_url: {endpoint}\nlanding:\n  s3:\n    endpoint_url: {endpoint}\n  zones:\n"
+            f"    events: s3://{bucket}/events/\n")
+        results = run(root)
+        assert results["demo.bronze.orders"]["status"] == "success", results["demo.bronze.orders"]
+        assert results["demo.bronze.events"]["status"] == "success", results["demo.bronze.events"]
+        bad = results["demo.bronze.bad"]["error"]
+        assert (bad["code"], bad["file"], bad["line"]) == \
+            ("RAT-LND-007", str(root / "demo/landing/bad/a.csv"), 3)  # the local file, not its uploaded copy
+        log = run_log(root, results["demo.bronze.orders"]["run_id"])
+        assert f"uploaded 2 file(s), 28 B, to s3://{bucket}/lake/_ratui/staging/" in log, log
+        assert "read in place" in run_log(root, results["demo.bronze.events"]["run_id"])
+        assert not [k for k in keys(endpoint, bucket) if "/_ratui/staging/" in k]  # every run removed its prefix
+        events_run = results["demo.bronze.events"]["run_id"]
+        assert f"events/_processed/{events_run}/a.jsonl" in keys(endpoint, bucket, "events/")
+        assert table(root, "demo.bronze.orders") == [1, 2]
+    finally:
+        server.stop()

@@ -72,7 +72,8 @@ class LogLine(Event):
 
 @dataclass(frozen=True)
 class StagingProgress(Event):
-    """Objects of an object-store landing zone fetched into the run's staging folder so far."""
+    """Landing files staged for Spark so far: an object-store zone's objects fetched into the run's staging
+    folder, or local files uploaded for a Spark that cannot see this disk (storage/staging.py)."""
     zone: str
     done: int
     total: int

@@ -5,6 +5,8 @@
                  the implementation from the zone's URL scheme (SCHEMES: one line per scheme)
     local.py     a folder of the project ({namespace}/landing/{zone}/)
     s3.py        an S3-compatible bucket and prefix (boto3)
+    files.py     `ZoneFile`, a file as a run reads it: a local path, a downloaded copy, or an object read in
+                 place (its bytes through ranged reads pinned to the listed ETag), and what Spark reads
     reader.py    reading a zone's files into Spark (checks, columns by name, bad rows)
     formats/     one module per file format (csv, json, parquet), found from formats/__init__.py's registry
 

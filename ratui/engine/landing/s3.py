@@ -21,8 +21,9 @@ Spark reads a zone's objects one of two ways (landing.s3_read; spark/s3a.py read
 
 This is the `Zone` of landing/zone.py for the `s3://` scheme.
 
-Credentials come from boto3's standard chain (environment, shared profile, instance role); `profile`,
-`region` and `endpoint_url` may be set per zone or for all zones in ratui.yaml. Network failures are bounded
+Credentials come from boto3's standard chain (environment, shared profile, instance role) or the zone's keys;
+`profile`, `region`, `endpoint_url`, `path_style` and keys may be set per zone or for all zones in ratui.yaml
+(storage/s3.py S3Access: boto3 and Spark's S3A get the same). Network failures are bounded
 (connect and read timeouts, a few retries) and become coded errors naming the zone's URL:
 
     RAT-S3-001  the endpoint cannot be reached

@@ -163,8 +163,8 @@ class PipelineRun:
                                                                 "was cancelled")
             elif spark_errors.is_unreachable(exc):
                 error = RatuiError(spark_errors.UNREACHABLE_CODE, spark_errors.error_message(exc))
-            elif spark_failure(exc) is not None:  # Spark's S3A connector failed (an object changed, gone...)
-                error = spark_failure(exc)
+            elif (store := spark_failure(exc)) is not None:  # Spark's S3A connector failed (an object changed...)
+                error = store
             else:
                 self.log(traceback.format_exc(), "error")
                 error = RatuiError("RAT-RUN-002", f"{type(exc).__name__}: {_first_line(exc)}")

@@ -199,6 +199,8 @@ def classify(exc: BaseException, what: str, where: str, bucket: str, endpoint: s
     if bex is not None and isinstance(exc, bex.ClientError):
         code = str(exc.response.get("Error", {}).get("Code", ""))
         status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if getattr(exc, "operation_name", "") == "HeadBucket" and (status == 404 or code in ("404", "NoSuchBucket")):
+            code = "NoSuchBucket"  # HEAD has no body: a bucket that is not there is a bare 404
         text = f"{code} {status}"
     elif bex is not None and isinstance(exc, (bex.NoCredentialsError, bex.PartialCredentialsError)):
         return RatuiError("RAT-S3-002", f"no AWS credentials to {what}", file=where)

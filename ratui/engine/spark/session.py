@@ -396,7 +396,15 @@ class SparkRuntime:
     def new_session(self, settings: Settings):
         """A session of its own (temp views, SQL settings) on the process's Spark: an ad-hoc query's. Hand it back
         with release() when done (a Connect session holds a server-side session and a connection)."""
-        return self.fresh(self.get_spark(settings))
+        session = self.fresh(self.get_spark(settings))
+        self.reach_buckets(session, settings)
+        return session
+
+    def reach_buckets(self, session, settings: Settings) -> None:
+        """The project's S3 buckets on a session of a JVM of our own (a Connect session got them in fresh()): the
+        JVM may have been started for another project of the process (the console reopened, a test process)."""
+        if self.remote_url is None:
+            _set_all(session, s3a.session_conf(settings))
 
     def fresh(self, root):
         """A new session on `root`; on Connect it gets ratui's SQL settings and bounded retries, and is released at

@@ -205,16 +205,16 @@ def classify(exc: BaseException, what: str, where: str, bucket: str, endpoint: s
     elif bex is not None and isinstance(exc, (bex.NoCredentialsError, bex.PartialCredentialsError)):
         return RatuiError("RAT-S3-002", f"no AWS credentials to {what}", file=where)
     lowered = text.lower()
-    if "nosuchbucket" in lowered or "bucket does not exist" in lowered or "unknownstoreexception" in lowered:
+    if any(s in lowered for s in ("nosuchbucket", "no_such_bucket", "bucket does not exist", "unknownstoreexception")):
         return RatuiError("RAT-S3-003", f"bucket '{bucket}' does not exist at {endpoint} ({what})", file=where)
     if any(s in lowered for s in ("invalidaccesskeyid", "signaturedoesnotmatch", "accessdenied", "expiredtoken",
-                                  "invalidtoken", "403", "forbidden", "access denied", "nocredentials",
+                                  "invalidtoken", "403", "forbidden", "access denied", "access_denied", "nocredentials",
                                   "no aws credentials")):
         return RatuiError("RAT-S3-002", f"{endpoint} refused the credentials to {what}", file=where)
     if any(s in lowered for s in ("precondition", "412", "nosuchkey", "nosuchversion", "remotefilechanged",
                                   "changed on s3")):
         return RatuiError("RAT-S3-004", f"{where} changed or vanished while ratui was reading it", file=where)
     if any(s in lowered for s in ("connect", "unknownhost", "unreachable", "timed out", "timeout", "refused",
-                                  "curl error", "name or service not known", "endpoint")):
+                                  "curl error", "name or service not known", "endpoint", "network_connection")):
         return RatuiError("RAT-S3-001", f"cannot reach {endpoint} to {what}", file=where)
     return RatuiError("RAT-S3-001", f"{endpoint} failed to {what}: {first_line(exc)}", file=where)

@@ -22,7 +22,7 @@ from ratui.engine.storage.s3 import S3Access, split_url
 S3_OPTIONS = ("endpoint_url", "region", "profile", "path_style", "access_key_id", "secret_access_key")
 
 CHECK_SECONDS = 60.0
-_checked: dict[str, float] = {}  # warehouse URL -> when its bucket last answered
+_checked: dict[tuple, float] = {}  # (warehouse URL, how it is reached) -> when its bucket last answered
 
 STAGING = "_ratui/staging"  # under the warehouse prefix: what runs hand to a Spark that cannot see this disk
 SCHEMES = ("s3",)  # object stores ratui has a connector for (Spark's S3A, PyIceberg's S3 file system, boto3)
@@ -77,13 +77,13 @@ class Warehouse:
         if self.s3 is None:
             return
         now = time.monotonic()
-        if now - _checked.get(self.url, -CHECK_SECONDS) < CHECK_SECONDS:
+        if now - _checked.get((self.url, self.s3), -CHECK_SECONDS) < CHECK_SECONDS:
             return
         try:
             self.s3.client().head_bucket(Bucket=self.s3.bucket)
         except Exception as exc:
             raise self.s3.error(exc, f"open the warehouse {self.url}", self.url) from None
-        _checked[self.url] = now
+        _checked[(self.url, self.s3)] = now
 
     def key(self, uri: str) -> str:
         """An s3:// URI of this warehouse's bucket -> 'bucket/key', the path pyarrow's S3FileSystem takes."""

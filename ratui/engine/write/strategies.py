@@ -160,8 +160,7 @@ def _commit_rewrite(req: WriteRequest, table: Table, new_rows, new_count: int, r
         return _write_and_commit(req, table, result, delete=delete, message=message, cluster_by=cluster_by,
                                  rows_hint=new_count + sum(f.record_count for f in rewrite), add_deletes=add_deletes)
     except BaseException:
-        for folder in {Path(local_file(table, d.file_path)).parent for d in add_deletes}:
-            shutil.rmtree(folder, ignore_errors=True)  # never committed: nothing refers to them
+        _remove_uncommitted(table, add_deletes)
         raise
 
 
@@ -261,15 +260,27 @@ def _plan(req: WriteRequest, table: Table, candidates: list[DataFile], keys_df, 
             mor.append(i)
     deletes: list[DataFile] = []
     if mor:
-        folder = Path(local_file(table, table.location())) / "data" / f"run-{req.run_id}-del{uuid.uuid4().hex[:8]}"
+        folder = f"{local_file(table, table.location()).rstrip('/')}/data/run-{req.run_id}-del{uuid.uuid4().hex[:8]}"
         try:
             for i in mor:
                 positions = found.filter(pc.equal(found[FILE_NO], i))[ROW_POS]
-                deletes.append(write_position_deletes(folder, candidates[i], positions.combine_chunks()))
+                deletes.append(write_position_deletes(table.io, folder, candidates[i], positions.combine_chunks()))
         except BaseException:
-            shutil.rmtree(folder, ignore_errors=True)
+            _remove_uncommitted(table, deletes)
             raise
     return whole, rewrite, deletes
+
+
+def _remove_uncommitted(table: Table, files: Sequence[DataFile]) -> None:
+    """Position-delete files a failed write made (never committed: nothing refers to them), through the table's
+    FileIO; what cannot be removed now the reaper's orphan sweep removes later."""
+    for f in files:
+        try:
+            table.io.delete(f.file_path)
+        except Exception:
+            pass
+    for folder in {str(Path(f.file_path).parent) for f in files if "://" not in f.file_path}:
+        shutil.rmtree(folder, ignore_errors=True)  # the local folder they were in, left empty
 
 
 # --------------------------------------------------------------------------------------------- strategies

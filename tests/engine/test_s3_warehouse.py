@@ -142,3 +142,25 @@ def test_a_spark_without_the_s3_connector_is_a_coded_error_that_says_how_to_get_
     assert result["status"] == "failed" and result["error"]["code"] == "RAT-S3-005", result
     assert "hadoop-aws" in result["error"]["message"] and "mvn dependency:get" in result["error"]["hint"]
     assert objects(endpoint, bucket) == []  # nothing written
+
+
+def test_with_a_nessie_catalog_the_tables_go_to_the_s3_warehouse_and_another_checkout_reads_them(
+        make_project, spark, endpoint, nessie_uri):
+    from tests.nessie_server import reset
+
+    reset(nessie_uri)
+    bucket = new_bucket(endpoint)
+    root = make_project({"demo/pipelines/bronze/orders/pipeline.sql": ORDERS})
+    (root / "ratui.yaml").write_text((root / "ratui.yaml").read_text() + (
+        f"catalog:\n  type: nessie\n  uri: {nessie_uri}\n  warehouse: s3://{bucket}/shared\n  s3:\n"
+        f"    endpoint_url: {endpoint}\n    region: us-east-1\n"))
+    engine = Engine.open(root)
+    assert run_one(engine, "demo.bronze.orders").status == "success"
+    assert objects(endpoint, bucket, "shared/demo/warehouse/bronze/orders/data/")
+    # what Nessie holds for main points into the bucket, and a second checkout (no files of its own) reads it
+    pointers = engine.state.catalog.table_pointers("main")
+    assert pointers["demo.bronze.orders"].startswith(f"s3://{bucket}/shared/demo/warehouse/bronze/orders/metadata/")
+    other = make_project({"demo/pipelines/bronze/orders/pipeline.sql": ORDERS}, name="checkout2")
+    (other / "ratui.yaml").write_text((root / "ratui.yaml").read_text())
+    _columns, rows, _ = Engine.open(other).query("SELECT id FROM bronze.orders ORDER BY id")
+    assert rows == [[1], [2], [3]]

@@ -181,6 +181,7 @@ MOR = """\
 -- @merge_strategy: incremental
 -- @unique_key: id
 -- @landing_mode: new_files
+-- @archive_landing_zones: true
 SELECT CAST(id AS INT) AS id, CAST(val AS INT) AS val FROM {{ landing_zone('many') }}
 """
 MANY_ROWS = [(i, "", {5: 500, 6: 600}.get(i, i)) for i in range(1, 101)]  # after many_2.csv
@@ -261,11 +262,16 @@ def test_every_strategy_merge_on_read_compaction_rollback_and_expiry_on_s3(tmp_p
     assert out.returncode == 0 and json.loads(out.stdout)["commit"], out.stdout + out.stderr
 
     # ten days on: every snapshot but the current ones expires, and the sweep frees what they alone reached (the
-    # file compaction replaced and its delete file among them): the bucket holds what main reaches, no more
+    # file compaction replaced and its delete file among them): the bucket holds what main reaches, no more; the
+    # older archived landing file goes, the newest stays
     engine = Engine.open(root)
     later = datetime.now(timezone.utc) + timedelta(days=10)
-    swept = engine.reaper(clock=lambda: later).run(tasks=["orphan_branches", "snapshots", "orphan_files"])
+    swept = engine.reaper(clock=lambda: later).run(tasks=["orphan_branches", "processed_files", "snapshots",
+                                                          "orphan_files"])
     assert swept.ok, swept.errors
+    assert names(swept.tasks["processed_files"].removed) == [
+        f"demo/landing/many/_processed/{first['many']['run_id']}/many_1.csv"]
+    assert (root / f"demo/landing/many/_processed/{second['many']['run_id']}/many_2.csv").is_file()
     gone = {object_key(i["path"], bucket) for i in swept.tasks["orphan_files"].removed}
     assert any("/many/data/" in k and "/delete-" in k for k in gone), gone
     assert keys(endpoint, bucket) == reachable(engine, bucket)

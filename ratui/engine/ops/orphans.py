@@ -16,7 +16,16 @@ time-travel read may point at it again. (A Nessie tag's own state is marked whol
 
 The sweep lists the files under each `{namespace}/warehouse/` and removes only those that no ref reaches AND
 whose modification time is older than the threshold (a younger file may belong to a write that has not
-committed yet), AND that are not in the data folder of a run still going (`data/run-{run_id}-*`).
+committed yet), AND that are not in the data folder of a run still going (`data/run-{run_id}-*`). Each is checked
+again just before it goes (still there, still old). Run staging folders (`{run_id}/` under a staging root) of runs
+that are not going any more are swept by the same rule.
+
+One sweep, two stores (`Store`): this machine's disk (`LocalStore`: symlinks never followed nor removed, nothing
+outside the project or the shared warehouse folder deleted, folders left empty removed) and an s3:// warehouse's
+bucket (`ObjectStore`: an object's mtime is its LastModified; only this project's `{warehouse}/{namespace}/warehouse/`
+prefixes and the staging prefixes of this project's own runs, never another project's part of a shared bucket).
+The mark names local files by their real path and objects by their URI in one spelling (`object_uri`: s3a:// and
+s3n:// are s3://), which is how the listing names them too.
 
 Why a single consistent read is enough: after it, new metadata only ever derives from metadata that existed at
 that moment (a commit derives from the ref's pointer, a branch copies one, a merge copies a branch's), plus files

@@ -24,6 +24,8 @@ Tasks, in the order a pass runs them (each configurable under `reaper:` in ratui
     orphan_files      the mark-and-sweep of orphans.py over every live ref: unreachable files under
                       `{ns}/warehouse/` older than orphan_file_max_age_hours, and the staging folders
                       (`.ratui/staging/{run_id}/`) a dead run left, as old. Nothing of a live run is touched.
+                      With an s3:// warehouse the same in its bucket: `{warehouse}/{ns}/warehouse/` of this
+                      project's namespaces, and `{warehouse}/_ratui/staging/{run_id}/` of this project's runs.
 
 A dry run lists exactly what a real run would do, removing nothing: later tasks see the planned effects of
 earlier ones (a run the dry run would time out no longer protects its branch; files of a branch it would delete

@@ -8,6 +8,7 @@ moto keeps an object's LastModified as the time it was written: ages come from t
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -164,6 +165,30 @@ def test_sweep_and_expiry_in_the_bucket_spare_what_refs_runs_and_other_projects_
     assert len(main.metadata.snapshots) == 1
     assert sorted(main.scan().to_arrow().column("id").to_pylist()) == [50, 51, 52, 53]
     assert keys(endpoint, bucket) == reachable(engine, bucket) | spared
+
+
+def test_an_object_rewritten_after_the_plan_or_outside_the_warehouse_is_kept(endpoint):
+    from ratui.engine.ops.orphans import ObjectStore, OrphanFile, SweepArea
+    from ratui.engine.storage.s3 import S3Access
+    from ratui.engine.storage.warehouse import Warehouse
+
+    bucket = new_bucket(endpoint)
+    warehouse = Warehouse(Path("/nonexistent"), S3Access(bucket, endpoint), "lake")
+    area = SweepArea(ObjectStore(warehouse), warehouse.url, [warehouse.namespace_root("demo")])
+    old, rewritten = (put(endpoint, bucket, f"lake/demo/warehouse/t/data/{n}.parquet") for n in ("old", "new"))
+    outside = put(endpoint, bucket, "elsewhere/demo/warehouse/t/data/x.parquet")
+    plan = area.plan(set(), older_than=time.time() + 5, live_runs=())
+    assert sorted(object_key(o.path, bucket) for o in plan.orphans) == sorted([old, rewritten])
+    time.sleep(1.1)  # LastModified counts whole seconds
+    cutoff = time.time()
+    time.sleep(1.1)
+    put(endpoint, bucket, rewritten)  # written again after the plan: young now
+    planned = {object_key(o.path, bucket): o for o in plan.orphans}
+    assert area.remove(planned[rewritten], older_than=cutoff) is None
+    assert area.remove(planned[old], older_than=cutoff) == 10
+    assert area.remove(planned[old], older_than=cutoff) is None  # gone already
+    assert area.remove(OrphanFile(f"s3a://{bucket}/{outside}", 10, 0.0), older_than=cutoff) is None
+    assert keys(endpoint, bucket) == {rewritten, outside}
 
 
 # ------------------------------------------------------------------------------ real runs, as a user runs them

@@ -2,9 +2,10 @@
 
 An `S3Access` (a bucket, its endpoint, region, addressing style and credentials) gives each client what it needs:
 
-    boto3           client()               listing, fetching and archiving landing objects
+    boto3           client()               listing, fetching and archiving landing objects; the reaper's sweep of a
+                                           warehouse's objects (ops/orphans.py ObjectStore)
     PyIceberg       file_io_properties()   its PyArrowFileIO's s3.* properties (metadata, manifests, data files)
-    pyarrow         filesystem()           the reaper's listing and deleting of a warehouse's objects
+    pyarrow         filesystem()           a pyarrow S3FileSystem of the bucket (paths 'bucket/key')
     Spark (S3A)     spark_conf()           fs.s3a.bucket.{bucket}.* settings of the run's session
 
 Credentials: `access_key_id` / `secret_access_key` given in ratui.yaml (best left out: the file is often shared),

@@ -186,11 +186,12 @@ def start_worker(master: Server, tmp: Path, *, cores: int, memory: str = "2g", n
 
 
 def start_connect(tmp: Path, *, master: str = "local[2]", token: str | None = None,
-                  conf: dict[str, str] | None = None) -> Server:
+                  jars: list[Path] | None = None) -> Server:
     """`spark-submit --class org.apache.spark.sql.connect.service.SparkConnectServer` in the foreground, with
     the settings ratui needs of a Connect server (CONNECT_SERVER_CONF), on loopback and with a fresh token (as
     README "Beyond one machine" tells a user to start one): `server.url` is sc://localhost:PORT/;token=...,
-    `server.bare_url` the same without the token. `conf`: more settings (the S3 connector's jars, say)."""
+    `server.bare_url` the same without the token. `jars`: on its classpath (--jars: S3A's, spark/s3a.py
+    local_jars())."""
     import secrets
 
     port = free_port()
@@ -206,7 +207,6 @@ def start_connect(tmp: Path, *, master: str = "local[2]", token: str | None = No
         "spark.ui.enabled": "false",
         "spark.scheduler.allocation.file": str(pools),
         **CONNECT_SERVER_CONF,
-        **(conf or {}),
     }
     args = [str(SPARK_HOME / "bin" / "spark-submit"), "--master", master, "--driver-memory", "2g",
             "--class", "org.apache.spark.sql.connect.service.SparkConnectServer"]
@@ -215,6 +215,8 @@ def start_connect(tmp: Path, *, master: str = "local[2]", token: str | None = No
         raise RuntimeError(f"no spark-connect jar in {SPARK_HOME / 'jars'}")
     for key, value in conf.items():
         args += ["--conf", f"{key}={value}"]
+    if jars:
+        args += ["--jars", ",".join(map(str, jars))]
     args.append("spark-internal")
     # the token through the environment the server reads (SPARK_CONNECT_AUTHENTICATE_TOKEN), not its command line
     server = _launch("connect", args, tmp, env={"SPARK_CONNECT_AUTHENTICATE_TOKEN": token})

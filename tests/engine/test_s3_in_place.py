@@ -364,8 +364,7 @@ def test_a_spark_that_cannot_see_this_disk_reads_local_zones_from_the_runs_stagi
     jars = s3a.local_jars()
     if jars is None:
         pytest.skip("no S3A jars in the local Maven repository")
-    server = start_connect(tmp_path / "connect", conf={"spark.jars": ",".join(map(str, jars)),
-                                                       **{f"spark.hadoop.{k}": v for k, v in s3a.SCHEME_CONF.items()}})
+    server = start_connect(tmp_path / "connect", jars=jars)
     try:
         bucket = new_bucket(endpoint)
         s3 = s3_client(endpoint)

@@ -14,7 +14,11 @@ import time
 
 import pytest
 
+from ratui.engine.spark import s3a
+from tests.conftest import REPO
 from tests.engine.conftest import checksum_sql, sample_keys
+from tests.engine.s3_server import s3_client
+from tests.engine.spark.conftest import bucket_keys, s3_catalog
 from tests.servers import (json_lines, main_head, make_slow_project, query, ratui, ratui_background, running_run,
                            start_connect, wait_for, with_spark)
 
@@ -22,12 +26,58 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    server = start_connect(tmp_path_factory.mktemp("connect-server"))
+def server(hidden_disk):
+    """The module's Connect server, on a disk of its own: it sees neither the projects nor ratui's state (all
+    under this machine's /tmp), only what is in S3 (S3A's jars on its classpath, as README's Team setup says)."""
+    server = start_connect(hidden_disk.folder("connect"), disk=hidden_disk, jars=s3a.local_jars())
     try:
         yield server
     finally:
         server.stop()
+
+
+HIDDEN_CHECK = """\
+import json, sys
+from pyspark.sql import SparkSession
+
+url, local_file, s3_url, conf = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+spark = SparkSession.builder.remote(url).create()
+try:
+    spark.read.text(local_file).collect()
+    local = "read"
+except Exception as exc:
+    local = getattr(exc, "getCondition", lambda: None)() or type(exc).__name__
+for key, value in conf.items():
+    spark.conf.set(key, value)
+rows = [tuple(r) for r in spark.read.parquet(s3_url).orderBy("id").collect()]
+print(json.dumps({"local": local, "s3": rows}))
+"""
+
+
+def test_the_server_sees_s3_and_not_this_machines_disk(server, hidden_disk, moto, bucket, tmp_path):
+    """The harness's own proof: a file of a project, read here, is a missing path to the server; an object in
+    moto's bucket, with the settings ratui sets on a session, reads."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ratui.engine.storage.s3 import S3Access
+
+    local_file = tmp_path / "project" / "notes.txt"
+    local_file.parent.mkdir()
+    local_file.write_text("only on this disk\n")
+    assert local_file.read_text() and not hidden_disk.sees(local_file) and not hidden_disk.sees(tmp_path)
+    assert not hidden_disk.sees(REPO / "sample_project")  # nor ratui's code and sample
+    body = io.BytesIO()
+    pq.write_table(pa.table({"id": [1, 2], "name": ["ann", "bob"]}), body)
+    s3_client(moto).put_object(Bucket=bucket, Key="probe/people.parquet", Body=body.getvalue())
+    conf = {**s3a.SCHEME_CONF, **S3Access(bucket, endpoint_url=moto).spark_conf()}
+    out = subprocess.run([sys.executable, "-c", HIDDEN_CHECK, server.url, str(local_file),
+                          f"s3://{bucket}/probe/people.parquet", json.dumps(conf)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads(out.stdout) == {"local": "PATH_NOT_FOUND", "s3": [[1, "ann"], [2, "bob"]]}
 
 
 def checksums(project, sql) -> dict[str, tuple[int, int]]:

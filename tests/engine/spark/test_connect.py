@@ -18,7 +18,7 @@ from ratui.engine.spark import s3a
 from tests.conftest import REPO
 from tests.engine.conftest import checksum_sql, sample_keys
 from tests.engine.s3_server import s3_client
-from tests.engine.spark.conftest import bucket_keys, s3_catalog
+from tests.engine.spark.conftest import LANDING_IN_S3, bucket_keys, s3_catalog, upload_landing
 from tests.servers import (json_lines, main_head, make_slow_project, query, ratui, ratui_background, running_run,
                            start_connect, wait_for, with_spark)
 
@@ -87,13 +87,21 @@ def checksums(project, sql) -> dict[str, tuple[int, int]]:
 def run_ok(*args: str) -> list[dict]:
     out = ratui("run", *args, "--json")
     results = json_lines(out.stdout)
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    failed = "\n".join(f"{r['pipeline']}: {r['error']}" for r in results if r["status"] == "failed")
+    assert out.returncode == 0, failed or out.stdout[-3000:] + out.stderr[-3000:]
     assert results and all(r["status"] == "success" for r in results), results
     return results
 
 
-def test_the_sample_project_gives_on_connect_what_it_gives_locally(server, sample_copy, local_sample):
-    with_spark(sample_copy, remote=server.url)
+def test_the_sample_project_gives_on_connect_what_it_gives_locally(server, hidden_disk, moto, bucket, sample_copy,
+                                                                    local_sample):
+    """On a server that sees none of the project, with its tables in S3; its landing zones on a folder both
+    machines mount at the same path (upload_landing below puts them in S3 instead)."""
+    with_spark(sample_copy, remote=server.url, catalog=s3_catalog(moto, bucket))
+    if LANDING_IN_S3:
+        upload_landing(sample_copy, moto, bucket)
+    else:
+        hidden_disk.share(sample_copy / "ecommerce" / "landing")
     assert sample_keys(sample_copy) == sorted(local_sample["keys"])
     run_ok("--project", str(sample_copy))
     sql = checksum_sql(local_sample["keys"], local_sample["columns"])
@@ -105,8 +113,11 @@ def test_the_sample_project_gives_on_connect_what_it_gives_locally(server, sampl
     # the client wrote no JVM log: there is no JVM in its process
     assert not (sample_copy / ".ratui" / "logs" / "jvm.out").exists()
     assert "Spark Connect" in (sample_copy / ".ratui" / "logs" / "spark.log").read_text()
-    assert not list((sample_copy / "ecommerce" / "warehouse").rglob("_SUCCESS"))
-    assert not list((sample_copy / "ecommerce" / "warehouse").rglob("*.crc"))
+    # the tables are in the bucket, and only there; without Spark's marker and checksum files
+    objects = bucket_keys(moto, bucket)
+    assert any(k.startswith("lake/") and k.endswith(".parquet") for k in objects), objects[:20]
+    assert not [k for k in objects if k.endswith(("_SUCCESS", ".crc"))]
+    assert not (sample_copy / "ecommerce" / "warehouse").exists()
 
 
 CLIENT_CHECK = """\

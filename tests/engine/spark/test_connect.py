@@ -13,6 +13,7 @@ import sys
 import time
 
 import pytest
+import yaml
 
 from ratui.engine.spark import s3a
 from tests.conftest import REPO
@@ -78,6 +79,12 @@ def test_the_server_sees_s3_and_not_this_machines_disk(server, hidden_disk, moto
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-3000:]
     assert json.loads(out.stdout) == {"local": "PATH_NOT_FOUND", "s3": [[1, "ann"], [2, "bob"]]}
+
+
+def settings(remote: str, catalog: dict | None = None, **sections) -> str:
+    """ratui.yaml of a test project on a Connect server (tables in S3 when `catalog` says so)."""
+    data = {"namespace": "demo", "spark": {"remote": remote}, **({"catalog": catalog} if catalog else {}), **sections}
+    return yaml.safe_dump(data, sort_keys=False)
 
 
 def checksums(project, sql) -> dict[str, tuple[int, int]]:
@@ -173,14 +180,14 @@ def test_an_unreachable_server_fails_the_run_at_once_with_a_coded_error(tmp_path
     assert "not reachable" in result["error"]["message"]
 
 
-def _one_pipeline_project(root, remote: str):
+def _one_pipeline_project(root, remote: str, catalog: dict):
     (root / "demo" / "pipelines" / "bronze" / "x").mkdir(parents=True)
     (root / "demo" / "pipelines" / "bronze" / "x" / "pipeline.sql").write_text("SELECT 1 AS id\n")
-    (root / "ratui.yaml").write_text(f"namespace: demo\nspark:\n  remote: {remote}\n")
+    (root / "ratui.yaml").write_text(settings(remote, catalog))
     return root
 
 
-def test_the_servers_token_is_required_and_never_shown(server, tmp_path):
+def test_the_servers_token_is_required_and_never_shown(server, moto, bucket, tmp_path):
     """The server wants its token: a wrong one, or none, is RAT-SPK-003 naming the cause (never the token) and
     writes nothing; a token for 127.0.0.1 without TLS is refused at once with the fix (PySpark would try TLS and
     retry for a minute); the token from SPARK_CONNECT_AUTHENTICATE_TOKEN works, and reaches no log or record."""
@@ -191,7 +198,7 @@ def test_the_servers_token_is_required_and_never_shown(server, tmp_path):
         "ip": (server.url.replace("localhost", "127.0.0.1"), "sent only to sc://localhost or over TLS"),
     }
     for name, (remote, words) in cases.items():
-        root = _one_pipeline_project(tmp_path / name, remote)
+        root = _one_pipeline_project(tmp_path / name, remote, s3_catalog(moto, bucket, name))
         began = time.monotonic()
         out = ratui("run", "--project", str(root), "--json", timeout=120)
         assert time.monotonic() - began < 60, name
@@ -203,7 +210,7 @@ def test_the_servers_token_is_required_and_never_shown(server, tmp_path):
         assert server.token not in everything and wrong not in everything, name
         assert main_head(root)[1] == []  # no run branch left
 
-    root = _one_pipeline_project(tmp_path / "env", server.bare_url)
+    root = _one_pipeline_project(tmp_path / "env", server.bare_url, s3_catalog(moto, bucket, "env"))
     out = ratui("run", "--project", str(root), "--json", env={"SPARK_CONNECT_AUTHENTICATE_TOKEN": server.token})
     (result,) = json_lines(out.stdout)
     assert result["status"] == "success", result
@@ -211,7 +218,8 @@ def test_the_servers_token_is_required_and_never_shown(server, tmp_path):
     listed = ratui("runs", "--project", str(root), "--json")
     assert server.token not in listed.stdout
 
-    root = _one_pipeline_project(tmp_path / "in-yaml", server.url)  # the token in spark.remote works too ...
+    root = _one_pipeline_project(tmp_path / "in-yaml", server.url, s3_catalog(moto, bucket, "in-yaml"))
+    # the token in spark.remote works too ...
     run_ok("--project", str(root))
     shown = ratui("runs", "--project", str(root), "--json").stdout + _state_text(root, skip=("ratui.yaml",))
     assert server.token not in shown  # ... and is shown nowhere but the file it was written in
@@ -232,10 +240,10 @@ SELECT CAST(id AS INT) AS id, CAST(amount AS INT) AS amount FROM {{ landing_zone
 """
 
 
-def test_a_failed_quality_gate_leaves_main_as_it_was(server, tmp_path):
+def test_a_failed_quality_gate_leaves_main_as_it_was(server, hidden_disk, moto, bucket, tmp_path):
     root = tmp_path / "gate"
     files = {
-        "ratui.yaml": f"namespace: demo\nspark:\n  remote: {server.url}\n",
+        "ratui.yaml": settings(server.url, s3_catalog(moto, bucket)),
         "demo/landing/items/items.csv": "id,amount\n1,10\n2,20\n",
         "demo/pipelines/bronze/items/pipeline.sql": GATE_PIPELINE,
         "demo/pipelines/bronze/items/tests/quality/positive_amount.sql":
@@ -244,6 +252,7 @@ def test_a_failed_quality_gate_leaves_main_as_it_was(server, tmp_path):
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
+    hidden_disk.share(root / "demo" / "landing")
     run_ok("--project", str(root))
     head, others = main_head(root)
     (root / "demo/landing/items/items.csv").write_text("id,amount\n1,10\n2,-5\n3,30\n")
@@ -268,9 +277,9 @@ STRATEGY_CONFIG = {
 }
 
 
-def test_every_merge_strategy_on_connect(server, tmp_path):
+def test_every_merge_strategy_on_connect(server, hidden_disk, moto, bucket, tmp_path):
     root = tmp_path / "strategies"
-    files = {"ratui.yaml": f"namespace: demo\nspark:\n  remote: {server.url}\n",
+    files = {"ratui.yaml": settings(server.url, s3_catalog(moto, bucket)),
              "demo/landing/items/items_1.csv": "id,grp,val\n1,a,10\n2,a,20\n3,b,30\n"}
     for strategy, extra in STRATEGY_CONFIG.items():
         files[f"demo/pipelines/silver/{strategy}/pipeline.sql"] = (
@@ -279,6 +288,7 @@ def test_every_merge_strategy_on_connect(server, tmp_path):
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
+    hidden_disk.share(root / "demo" / "landing")
     run_ok("--project", str(root))
     (root / "demo/landing/items/items_2.csv").write_text("id,grp,val\n2,a,25\n5,a,50\n")
     results = run_ok("--project", str(root))
@@ -299,10 +309,12 @@ def test_every_merge_strategy_on_connect(server, tmp_path):
     assert [(r["id"], r["val"]) for r in open_versions] == [(1, 10), (2, 25), (3, 30), (5, 50)]
 
 
-def test_cancel_interrupts_a_running_job_and_another_run_goes_on_beside_it(server, tmp_path):
+def test_cancel_interrupts_a_running_job_and_another_run_goes_on_beside_it(server, hidden_disk, moto, bucket,
+                                                                           tmp_path):
     # 120 one-second tasks on the server's 2 cores: about a minute of work, in short tasks, so another session's
     # job gets cores as soon as a task ends (the server's FAIR pools)
-    project = make_slow_project(tmp_path / "slow", rows=120, parts=120, remote=server.url)
+    project = make_slow_project(tmp_path / "slow", rows=120, parts=120, remote=server.url,
+                                control=hidden_disk.folder("control"), catalog=s3_catalog(moto, bucket))
     root = str(project.root)
     run_ok("--project", root, "slow")  # version 1 on main, quickly
     for marker in project.markers.iterdir():
@@ -345,18 +357,19 @@ SELECT CAST(id AS INT) AS id, CAST(val AS INT) AS val FROM {{ landing_zone('many
 """
 
 
-def test_position_deletes_are_written_read_and_compacted_on_connect(server, tmp_path):
+def test_position_deletes_are_written_read_and_compacted_on_connect(server, hidden_disk, moto, bucket, tmp_path):
     # a few changed keys of a 100-row file: merge-on-read (position deletes, read back with Spark's row index), then
     # the reaper's compaction rewrites the file without them (a write that keeps each file's layout)
     root = tmp_path / "mor"
     files = {
-        "ratui.yaml": f"namespace: demo\nspark:\n  remote: {server.url}\nreaper:\n  compact_deleted_percent: 1\n",
+        "ratui.yaml": settings(server.url, s3_catalog(moto, bucket), reaper={"compact_deleted_percent": 1}),
         "demo/landing/many/many_1.csv": "id,val\n" + "".join(f"{i},{i}\n" for i in range(1, 101)),
         "demo/pipelines/silver/many/pipeline.sql": MOR_PIPELINE,
     }
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
+    hidden_disk.share(root / "demo" / "landing")
     run_ok("--project", str(root))
     (root / "demo/landing/many/many_2.csv").write_text("id,val\n5,500\n6,600\n")
     (second,) = run_ok("--project", str(root))
@@ -378,11 +391,12 @@ def test_position_deletes_are_written_read_and_compacted_on_connect(server, tmp_
     assert table() == [{"n": 100, "ids": 100, "total": 5050 - 5 - 6 - 7 + 5000 + 600 + 700}]
 
 
-def test_a_server_gone_mid_run_fails_the_run_cleanly(tmp_path):
+def test_a_server_gone_mid_run_fails_the_run_cleanly(hidden_disk, moto, bucket, tmp_path):
     # a server of this test's own (the module's serves the other tests), killed while a job runs on it
-    own = start_connect(tmp_path / "server")
+    own = start_connect(hidden_disk.folder("own-connect"), disk=hidden_disk, jars=s3a.local_jars())
     try:
-        project = make_slow_project(tmp_path / "slow", rows=60, parts=60, remote=own.url)
+        project = make_slow_project(tmp_path / "slow", rows=60, parts=60, remote=own.url,
+                                    control=hidden_disk.folder("control"), catalog=s3_catalog(moto, bucket))
         root = str(project.root)
         run_ok("--project", root, "slow")  # version 1 on main
         head = main_head(project.root)

@@ -17,6 +17,16 @@ from tests.hidden_disk import HiddenDisk
 # True; else local, on a folder both machines mount at the same path (HiddenDisk.share). True once Spark reads an
 # S3 zone straight from its bucket (a run still stages the objects into .ratui/, which such a server cannot see).
 LANDING_IN_S3 = False
+# A project's local landing zones on a hidden server: on a folder both machines mount at the same path, when True;
+# else where ratui puts them for a Spark that cannot see this disk (uploaded to the warehouse's staging prefix).
+LANDING_SHARED = True
+
+
+def local_landing_for(disk: HiddenDisk, project: Path) -> None:
+    """The project's local landing zones where the hidden disk's servers can read them (see LANDING_SHARED)."""
+    if LANDING_SHARED:
+        for folder in sorted(project.glob("*/landing")):
+            disk.share(folder)
 
 
 @pytest.fixture(scope="session")

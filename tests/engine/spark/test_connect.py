@@ -1,8 +1,11 @@
 """ratui as a Spark Connect client (spark.remote: sc://HOST:PORT) against a real server on 127.0.0.1.
 
 The server is started once for this module from pyspark's own distribution (tests/servers.py) and always stopped.
-ratui runs through its command line in processes of its own: this process holds the classic local SparkSession the
-other tests share, and a process is either a Connect client or a JVM's driver, not both.
+It runs on a hidden disk (tests/hidden_disk.py): like a server on another machine it sees neither the projects nor
+ratui's state, so the tests keep their tables in moto's S3 (catalog.warehouse: s3://...), and any local path ratui
+handed to Spark would fail them. ratui runs through its command line in processes of its own: this process holds
+the classic local SparkSession the other tests share, and a process is either a Connect client or a JVM's driver,
+not both.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from ratui.engine.spark import s3a
 from tests.conftest import REPO
 from tests.engine.conftest import checksum_sql, sample_keys
 from tests.engine.s3_server import s3_client
-from tests.engine.spark.conftest import LANDING_IN_S3, bucket_keys, s3_catalog, upload_landing
+from tests.engine.spark.conftest import (LANDING_IN_S3, bucket_keys, local_landing_for, s3_catalog,
+                                        upload_landing)
 from tests.servers import (json_lines, main_head, make_slow_project, query, ratui, ratui_background, running_run,
                            start_connect, wait_for, with_spark)
 
@@ -102,13 +106,13 @@ def run_ok(*args: str) -> list[dict]:
 
 def test_the_sample_project_gives_on_connect_what_it_gives_locally(server, hidden_disk, moto, bucket, sample_copy,
                                                                     local_sample):
-    """On a server that sees none of the project, with its tables in S3; its landing zones on a folder both
-    machines mount at the same path (upload_landing below puts them in S3 instead)."""
+    """On a server that sees none of the project, with its tables in S3, and its landing zones in S3 too
+    (LANDING_IN_S3) or local (conftest.py LANDING_SHARED says how the server reaches them)."""
     with_spark(sample_copy, remote=server.url, catalog=s3_catalog(moto, bucket))
     if LANDING_IN_S3:
         upload_landing(sample_copy, moto, bucket)
     else:
-        hidden_disk.share(sample_copy / "ecommerce" / "landing")
+        local_landing_for(hidden_disk, sample_copy)
     assert sample_keys(sample_copy) == sorted(local_sample["keys"])
     run_ok("--project", str(sample_copy))
     sql = checksum_sql(local_sample["keys"], local_sample["columns"])
@@ -252,7 +256,7 @@ def test_a_failed_quality_gate_leaves_main_as_it_was(server, hidden_disk, moto, 
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
-    hidden_disk.share(root / "demo" / "landing")
+    local_landing_for(hidden_disk, root)
     run_ok("--project", str(root))
     head, others = main_head(root)
     (root / "demo/landing/items/items.csv").write_text("id,amount\n1,10\n2,-5\n3,30\n")
@@ -288,7 +292,7 @@ def test_every_merge_strategy_on_connect(server, hidden_disk, moto, bucket, tmp_
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
-    hidden_disk.share(root / "demo" / "landing")
+    local_landing_for(hidden_disk, root)
     run_ok("--project", str(root))
     (root / "demo/landing/items/items_2.csv").write_text("id,grp,val\n2,a,25\n5,a,50\n")
     results = run_ok("--project", str(root))
@@ -369,7 +373,7 @@ def test_position_deletes_are_written_read_and_compacted_on_connect(server, hidd
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
-    hidden_disk.share(root / "demo" / "landing")
+    local_landing_for(hidden_disk, root)
     run_ok("--project", str(root))
     (root / "demo/landing/many/many_2.csv").write_text("id,val\n5,500\n6,600\n")
     (second,) = run_ok("--project", str(root))

@@ -11,6 +11,7 @@ not both.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -351,6 +352,24 @@ def test_cancel_interrupts_a_running_job_and_another_run_goes_on_beside_it(serve
     assert query(project.root, "SELECT count(*) AS n FROM bronze.fast") == [{"n": 100}]
     # the server is still fine for the next client
     assert query(project.root, "SELECT 1 AS one") == [{"one": 1}]
+
+    # `kill` (SIGTERM) of the `ratui run` process cancels the same way
+    for marker in project.markers.iterdir():
+        marker.unlink()
+    slow = ratui_background("run", "--project", root, "--force", "slow", log=tmp_path / "killed.log")
+    try:
+        killed_id = running_run(project.root, "slow", time.monotonic() + 60)
+        wait_for(lambda: list(project.markers.iterdir()), 60, "a task of the slow job running on the server")
+        slow.send_signal(signal.SIGTERM)
+        assert slow.wait(timeout=45) == 128 + signal.SIGTERM, (tmp_path / "killed.log").read_text()
+    finally:
+        if slow.poll() is None:
+            slow.kill()
+    (shown,) = json_lines(ratui("show", killed_id, "--project", root, "--json").stdout)
+    assert shown["status"] == "cancelled" and shown["error_code"] == "RAT-RUN-001", shown
+    assert main_head(project.root) == (head, [])
+    # nothing of either cancelled run is left in the bucket
+    assert not [k for k in bucket_keys(moto, bucket) if run_id in k or killed_id in k]
 
 
 MOR_PIPELINE = """\

@@ -1,8 +1,13 @@
-"""The branch catalog's cost: the same ratui work on the embedded catalog (SQLite in .ratui/) and on a real Nessie
-server, in one process, interleaved, each Nessie figure beside the embedded one measured in the same run.
+"""Where the catalog and the tables are, and what it costs: the same ratui work on two setups in one process,
+interleaved, each figure beside the reference one measured in the same run.
+
+    --compare catalogs (the default): the embedded catalog (SQLite in .ratui/) beside a real Nessie server
+    --compare storage: tables on the local disk beside tables in an s3:// warehouse on moto's S3 server (a real
+                       HTTP server on the loopback, in its own process: every object goes through S3A, PyIceberg's
+                       S3 file system and HTTP), both on the embedded catalog
 
     /work/main/.venv/bin/python benchmarks/catalogs.py              # 1M rows, 5 repeats
-    /work/main/.venv/bin/python benchmarks/catalogs.py --repeat 9 --rows 2000000
+    /work/main/.venv/bin/python benchmarks/catalogs.py --compare storage --rows 10000000 --repeat 3
     /work/main/.venv/bin/python benchmarks/catalogs.py --quick      # small sizes: a smoke test of the script
 
 What it measures (Spark local[2] in this process, started before anything is timed; one Nessie server started
@@ -37,12 +42,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-BACKENDS = ("embedded", "Nessie")
+COMPARISONS = {"catalogs": ("embedded", "Nessie"), "storage": ("local disk", "moto S3")}
+BACKENDS = COMPARISONS["catalogs"]  # main() sets the pair compared
 SMALL = ("bronze.raw_customers", "silver.clean_customers")
 PHASES = ("branch", "config", "build", "write", "quality", "resolve")
 
@@ -65,9 +72,25 @@ FROM {{ landing_zone('orders') }}
 """
 
 
-def ratui_yaml(namespace: str, uri: str | None) -> str:
+def ratui_yaml(namespace: str, uri: str | None, backend: str = "embedded") -> str:
+    """The project's settings on `backend`: `uri` is Nessie's, or moto's endpoint for "moto S3"."""
     text = f"namespace: {namespace}\n{SPARK}"
-    return text + (f"catalog:\n  type: nessie\n  uri: {uri}\n" if uri else "")
+    if backend == "Nessie":
+        return text + f"catalog:\n  type: nessie\n  uri: {uri}\n"
+    if backend == "moto S3":
+        return text + (f"catalog:\n  warehouse: s3://{new_bucket(uri)}/lake\n  s3:\n    endpoint_url: {uri}\n"
+                       "    region: us-east-1\n")
+    return text
+
+
+def new_bucket(endpoint: str) -> str:
+    import uuid
+
+    from tests.engine.s3_server import s3_client
+
+    name = f"bench-{uuid.uuid4().hex[:10]}"
+    s3_client(endpoint).create_bucket(Bucket=name)
+    return name
 
 
 def timed(fn):
@@ -123,7 +146,7 @@ def open_engines(work: Path, name: str, uri: str, build) -> dict:
     for backend in BACKENDS:
         project = work / f"{name}-{backend}"
         namespace = build(project)
-        (project / "ratui.yaml").write_text(ratui_yaml(namespace, uri if backend == "Nessie" else None))
+        (project / "ratui.yaml").write_text(ratui_yaml(namespace, uri, backend))
         engines[backend] = Engine.open(project)
     return engines
 
@@ -230,11 +253,21 @@ def commit_latency(work: Path, uri: str, repeat: int, figures: Figures) -> None:
     schema = pa.schema([pa.field("id", pa.int64()), pa.field("note", pa.string())])
     catalogs = {}
     for backend in BACKENDS:
-        root = work / f"latency-{backend}"
+        root = work / f"latency-{backend.replace(' ', '-')}"
         (root / ".ratui").mkdir(parents=True)
         db = root / ".ratui" / "ratui.db"
-        catalog = SqliteBranchCatalog(db, root) if backend == "embedded" else NessieBranchCatalog(uri, db, root)
-        catalog.create_table("main", key, schema, root / "lat" / "warehouse" / "silver" / "events")
+        if backend == "Nessie":
+            catalog = NessieBranchCatalog(uri, db, root)
+        elif backend == "moto S3":
+            from ratui.engine.storage.s3 import S3Access
+            from ratui.engine.storage.warehouse import Warehouse
+
+            bucket = new_bucket(uri)
+            catalog = SqliteBranchCatalog(db, root, storage=Warehouse.on_s3(
+                root, f"s3://{bucket}/lake", S3Access(bucket, uri, "us-east-1")))
+        else:
+            catalog = SqliteBranchCatalog(db, root)
+        catalog.create_table("main", key, schema, catalog.table_location(key))
         catalog.record_commit("main", f"create {key}")
         catalogs[backend] = catalog
 
@@ -265,9 +298,10 @@ def commit_latency(work: Path, uri: str, repeat: int, figures: Figures) -> None:
 
 
 def report(figures: Figures) -> None:
-    print("\n| operation | embedded | Nessie | ratio |\n|---|---:|---:|---:|")
+    first, second = BACKENDS
+    print(f"\n| operation | {first} | {second} | ratio |\n|---|---:|---:|---:|")
     for figure, per in figures.seconds.items():
-        e, n = per["embedded"], per["Nessie"]
+        e, n = per[first], per[second]
         if figure in figures.latency:
             cell = lambda v: f"{statistics.median(v) * 1000:.1f} ms (p90 {p90(v) * 1000:.1f})"  # noqa: E731
             name = f"{figure}, median of {len(e)}"
@@ -275,7 +309,7 @@ def report(figures: Figures) -> None:
             cell = lambda v: f"{statistics.median(v):.2f} s"  # noqa: E731
             name = figure + (f", median of {len(e)}" if len(e) > 1 else "")
         print(f"| {name} | {cell(e)} | {cell(n)} | {statistics.median(n) / statistics.median(e):.2f}x |")
-    print(f"\nrun phases, median ms (embedded / Nessie):\n\n| run | {' | '.join(PHASES)} |\n"
+    print(f"\nrun phases, median ms ({first} / {second}):\n\n| run | {' | '.join(PHASES)} |\n"
           f"|---|{'---:|' * len(PHASES)}")
     for figure, per in figures.phases.items():
         cells = []
@@ -285,8 +319,28 @@ def report(figures: Figures) -> None:
         print(f"| {figure} | {' | '.join(cells)} |")
 
 
+@contextmanager
+def server(compare: str, work: Path):
+    """Nessie (its URI) for the catalogs, moto's S3 server (its endpoint) for the storage: started and stopped."""
+    if compare == "catalogs":
+        from tests.nessie_server import START_TIMES, nessie_server
+
+        with nessie_server(work / "nessie-log") as uri:
+            print(f"Nessie up in {START_TIMES[-1]:.1f} s at {uri}", flush=True)
+            yield uri
+        return
+    from tests.engine.s3_server import moto_server
+
+    os.environ.update({"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"})
+    with moto_server(work / "moto-log") as endpoint:
+        print(f"moto's S3 server at {endpoint}", flush=True)
+        yield endpoint
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--compare", choices=sorted(COMPARISONS), default="catalogs",
+                        help="embedded vs Nessie catalogs, or local vs S3 tables")
     parser.add_argument("--repeat", type=int, default=5, help="timed runs / rounds per figure (median)")
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows of the merged table")
     parser.add_argument("--quick", action="store_true", help="small sizes and 2 repeats: a smoke test")
@@ -294,6 +348,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.rows, args.repeat = 20_000, 2
+    global BACKENDS
+    BACKENDS = COMPARISONS[args.compare]
     print(subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(), f"({os.cpu_count()} cores)",
           flush=True)
 
@@ -301,18 +357,18 @@ def main() -> None:
 
     from ratui.engine.project.settings import load_settings
     from ratui.engine.spark import session as spark_mod
-    from tests.nessie_server import START_TIMES, nessie_server, reset
+    from tests.nessie_server import reset
 
     logging.getLogger("pyiceberg").setLevel(logging.ERROR)
     work = Path(tempfile.mkdtemp(prefix="ratui-catalogs-"))
     figures = Figures()
     try:
-        (work / "spark").mkdir()
-        (work / "spark" / "ratui.yaml").write_text(ratui_yaml("bench", None))
-        seconds, _ = timed(lambda: spark_mod.get_spark(load_settings(work / "spark")))
-        print(f"Spark up in {seconds:.1f} s (not timed below)", flush=True)
-        with nessie_server(work / "nessie-log") as uri:
-            print(f"Nessie up in {START_TIMES[-1]:.1f} s at {uri}", flush=True)
+        with server(args.compare, work) as uri:
+            (work / "spark").mkdir()
+            # the JVM every project of the run shares: with S3's connector when tables go to S3
+            (work / "spark" / "ratui.yaml").write_text(ratui_yaml("bench", uri, BACKENDS[1]))
+            seconds, _ = timed(lambda: spark_mod.get_spark(load_settings(work / "spark")))
+            print(f"Spark up in {seconds:.1f} s (not timed below)", flush=True)
             parts = (("warm small runs", lambda: warm_small(work, uri, args.repeat, figures)),
                      (f"1% merge into {args.rows:,} rows", lambda: merge_1pct(work, uri, args.rows, args.repeat,
                                                                             figures)),
@@ -321,7 +377,8 @@ def main() -> None:
             for name, part in parts:
                 seconds, _ = timed(part)
                 print(f"  {name}: {seconds:.0f} s", flush=True)
-                reset(uri)
+                if args.compare == "catalogs":
+                    reset(uri)
         report(figures)
         print("\n" + subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
     finally:

@@ -43,8 +43,16 @@ def spark(tmp_path_factory):
     from ratui.engine.spark import session as spark_mod
     from ratui.engine.project.settings import load_settings
 
+    from ratui.engine.spark import s3a
+
     home = tmp_path_factory.mktemp("spark-home")
-    (home / "ratui.yaml").write_text(TEST_SETTINGS.format(ns="test"))
+    # with Hadoop's S3A connector (.ci/run fetches it into ~/.m2): tables on S3 in-process, as a project that names
+    # an s3:// warehouse gets it from ratui; each run's session carries its buckets' settings
+    jars = s3a.local_jars()
+    assert jars is not None, f"no hadoop-aws {s3a.hadoop_version()} and AWS SDK bundle in ~/.m2: run .ci/run"
+    connector = "".join(f"    {k}: {v}\n" for k, v in s3a.launch_conf({"spark.jars": ",".join(map(str, jars))}).items())
+    (home / "ratui.yaml").write_text(TEST_SETTINGS.format(ns="test") + f"    spark.jars: {','.join(map(str, jars))}\n"
+                                     + connector)
     return spark_mod.get_spark(load_settings(home))
 
 

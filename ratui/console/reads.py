@@ -148,11 +148,19 @@ class Reads:
             described = spark_mod.describe()
         except Exception:  # a driver going down: say what ratui.yaml says
             described = None
-        if described:
-            return described
         settings = self.settings
+        tables = self.tables_where()
+        if described:
+            return described + tables
         if settings is None:
             return ""
         if settings.spark_remote:
-            return f"Spark Connect {addresses.display_url(settings.spark_remote)}"
-        return settings.spark_where
+            return f"Spark Connect {addresses.display_url(settings.spark_remote)}" + tables
+        return settings.spark_where + tables
+
+    def tables_where(self) -> str:
+        """' · tables s3://bucket/prefix' when the tables are in an object store (never a key: a URL of ratui.yaml's
+        has none); '' when they are in the project's folders. No I/O."""
+        section = getattr(self.settings, "catalog", None) or {}
+        url = section.get("warehouse")
+        return f" · tables {url}" if isinstance(url, str) and "://" in url else ""

@@ -368,11 +368,27 @@ CASES: list[Case] = [
          {"ratui.yaml": BASE_SETTINGS + "catalog:\n  warehouse: /mnt/lake\n"},
          argv=RUN, expect_code="RAT-CFG-007", expect_file="ratui.yaml", expect_line=8, spec="building",
          notes="the embedded catalog keeps its tables in the project: a warehouse there would be ignored silently"),
-    Case("catalog-warehouse-on-s3", "catalog",
-         {"ratui.yaml": BASE_SETTINGS + "catalog:\n  type: nessie\n  uri: http://127.0.0.1:19120/api/v2\n"
-                                        "  warehouse: s3://lake/tables\n"},
-         expect_code="RAT-CFG-007", expect_file="ratui.yaml", expect_line=10, spec="building",
-         notes="tables on an object store are issue 31: refused at its line, before Nessie is asked anything"),
+    Case("catalog-warehouse-unknown-scheme", "catalog",
+         {"ratui.yaml": BASE_SETTINGS + "catalog:\n  warehouse: gs://lake/tables\n"},
+         argv=RUN, expect_code="RAT-CFG-007", expect_file="ratui.yaml", expect_line=8, spec="building",
+         notes="ratui has a connector for s3:// only: refused at its line, never a 'No FileSystem for scheme' later"),
+    Case("catalog-warehouse-s3-without-bucket", "catalog",
+         {"ratui.yaml": BASE_SETTINGS + "catalog:\n  warehouse: s3:///tables\n"},
+         argv=RUN, expect_code="RAT-CFG-007", expect_file="ratui.yaml", expect_line=8, spec="building"),
+    Case("catalog-s3-key-without-secret", "catalog",
+         {"ratui.yaml": BASE_SETTINGS + "catalog:\n  warehouse: s3://lake/tables\n  s3:\n"
+                                        "    access_key_id: AKIAEXAMPLEKEY\n"},
+         argv=RUN, expect_code="RAT-CFG-007", expect_file="ratui.yaml", expect_line=10, spec="building",
+         notes="a key without its secret: refused at its line, the value never echoed"),
+    Case("catalog-s3-without-s3-warehouse", "catalog",
+         {"ratui.yaml": BASE_SETTINGS + "catalog:\n  s3: {endpoint_url: 'http://127.0.0.1:9000'}\n"},
+         argv=RUN, expect_code="RAT-CFG-007", expect_file="ratui.yaml", expect_line=8, spec="building",
+         notes="how to reach an s3:// warehouse, with no s3:// warehouse: would be ignored silently"),
+    Case("catalog-s3-unknown-key", "catalog",
+         {"ratui.yaml": BASE_SETTINGS + "catalog:\n  warehouse: s3://lake/tables\n  s3:\n"
+                                        "    endpoint: http://127.0.0.1:9000\n"},
+         argv=RUN, expect_code="RAT-CFG-007", expect_file="ratui.yaml", expect_line=10, spec="building",
+         notes="endpoint_url is the key (boto3's name); the nearest one is suggested"),
 
     # ------------------------------------------------------------------------------------------ templates
     Case("tpl-syntax-error", "templates",

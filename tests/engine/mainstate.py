@@ -15,9 +15,12 @@ def run_one(engine: Engine, key: str, **kwargs) -> RunResult:
 
 def main_fingerprint(root: Path) -> dict[str, tuple[int, str]]:
     """{table: (rows, sha256 of its rows in sorted order)} for every table on main, read with PyIceberg."""
-    from ratui.engine.state.catalog.sqlite import SqliteBranchCatalog
+    from ratui.engine.project.settings import load_settings
+    from ratui.engine.state.catalog.config import catalog_config, open_catalog
 
-    catalog = SqliteBranchCatalog(Path(root) / ".ratui" / "ratui.db", Path(root))
+    settings = load_settings(Path(root))
+    # the project's own catalog and storage (an s3:// warehouse's tables are read through its settings)
+    catalog = open_catalog(catalog_config(settings.catalog or None), settings.db_path, settings.root)
     out = {}
     for key in sorted(catalog.table_pointers("main")):
         table = catalog.load_table("main", key).scan().to_arrow()

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyiceberg import types as it
 from pyiceberg.conversions import to_bytes
+from pyiceberg.io import FileIO
 from pyiceberg.manifest import (
     DataFile, DataFileContent, FileFormat, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile,
     ManifestWriter, ManifestWriterV2,
@@ -37,24 +37,26 @@ DELETE_SCHEMA = pa.schema([
 ])
 
 
-def write_position_deletes(folder: Path, data_file: DataFile, positions: pa.Array) -> DataFile:
-    """A position-delete file in `folder` for `positions` of `data_file`; returns its DataFile entry."""
+def write_position_deletes(io: FileIO, folder: str, data_file: DataFile, positions: pa.Array) -> DataFile:
+    """A position-delete file in `folder` (a local folder or an object store's prefix, written through the table's
+    FileIO `io`) for `positions` of `data_file`; returns its DataFile entry."""
     positions = pa.compute.unique(positions.cast(pa.int64()))
     positions = positions.take(pa.compute.sort_indices(positions))
     n = len(positions)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"delete-{uuid.uuid4().hex}.parquet"
+    location = f"{folder.rstrip('/')}/delete-{uuid.uuid4().hex}.parquet"
     table = pa.table([pa.array([data_file.file_path] * n, pa.string()), positions], schema=DELETE_SCHEMA)
-    pq.write_table(table, path)
+    with io.new_output(location).create() as stream:
+        pq.write_table(table, stream)
+        size = stream.tell()
     lo, hi = positions[0].as_py(), positions[-1].as_py()
     target = data_file.file_path.encode("utf-8")
     entry = DataFile.from_args(
         content=DataFileContent.POSITION_DELETES,
-        file_path=str(path),
+        file_path=location,
         file_format=FileFormat.PARQUET,
         partition=data_file.partition,
         record_count=n,
-        file_size_in_bytes=path.stat().st_size,
+        file_size_in_bytes=size,
         value_counts={FILE_PATH_ID: n, POS_ID: n},
         null_value_counts={FILE_PATH_ID: 0, POS_ID: 0},
         lower_bounds={FILE_PATH_ID: target, POS_ID: to_bytes(it.LongType(), lo)},

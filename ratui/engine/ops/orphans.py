@@ -16,7 +16,16 @@ time-travel read may point at it again. (A Nessie tag's own state is marked whol
 
 The sweep lists the files under each `{namespace}/warehouse/` and removes only those that no ref reaches AND
 whose modification time is older than the threshold (a younger file may belong to a write that has not
-committed yet), AND that are not in the data folder of a run still going (`data/run-{run_id}-*`).
+committed yet), AND that are not in the data folder of a run still going (`data/run-{run_id}-*`). Each is checked
+again just before it goes (still there, still old). Run staging folders (`{run_id}/` under a staging root) of runs
+that are not going any more are swept by the same rule.
+
+One sweep, two stores (`Store`): this machine's disk (`LocalStore`: symlinks never followed nor removed, nothing
+outside the project or the shared warehouse folder deleted, folders left empty removed) and an s3:// warehouse's
+bucket (`ObjectStore`: an object's mtime is its LastModified; only this project's `{warehouse}/{namespace}/warehouse/`
+prefixes and the staging prefixes of this project's own runs, never another project's part of a shared bucket).
+The mark names local files by their real path and objects by their URI in one spelling (`object_uri`: s3a:// and
+s3n:// are s3://), which is how the listing names them too.
 
 Why a single consistent read is enough: after it, new metadata only ever derives from metadata that existed at
 that moment (a commit derives from the ref's pointer, a branch copies one, a merge copies a branch's), plus files
@@ -28,13 +37,15 @@ from __future__ import annotations
 
 import os
 import stat
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from ratui.engine.state.catalog.base import BranchCatalog, Pointer
 from ratui.engine.errors import RatuiError
 from ratui.engine.locations import ProjectLocations, plain_path
+from ratui.engine.storage.warehouse import Warehouse
 from ratui.engine.vocabulary import RUN_PREFIX
 
 # Whether a manifest's DELETED entries (tombstones) count as reachable. They do not: a DELETED entry says the
@@ -83,6 +94,16 @@ def local_path(uri: str, locations: ProjectLocations | None = None) -> str | Non
     return None if plain_path(uri) is None else locations.local(uri)
 
 
+# Hadoop's names of one object store: Spark or another engine may have written s3a:// where ratui writes s3://
+SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3"}
+
+
+def object_uri(uri: str) -> str:
+    """An object's URI in one spelling (s3a://b/k and s3n://b/k are s3://b/k), so a marked file matches its listing."""
+    scheme, sep, rest = uri.partition("://")
+    return f"{SCHEME_ALIASES.get(scheme.lower(), scheme.lower())}://{rest}" if sep else uri
+
+
 class _RealPaths:
     """realpath() of a file, resolving only its folder (cached: a table has few folders, many files)."""
 
@@ -99,7 +120,7 @@ class _RealPaths:
 
 @dataclass
 class MarkResult:
-    files: set[str] = field(default_factory=set)  # real local paths reachable from some live ref
+    files: set[str] = field(default_factory=set)  # real local paths and object URIs (object_uri) live refs reach
     metadata_files: int = 0  # current metadata files read
     snapshots: int = 0
     manifests: int = 0
@@ -108,8 +129,13 @@ class MarkResult:
 class Marker:
     """Collects the files live pointers reach. Manifests and manifest lists are immutable: each is read once."""
 
-    def __init__(self, locations: ProjectLocations | None = None) -> None:
+    def __init__(self, locations: ProjectLocations | None = None, properties: dict[str, str] | None = None) -> None:
+        """`properties`: the FileIO's (BranchCatalog.file_io_properties: the project's path rules and the object
+        store's settings); by default the path rules of `locations` alone."""
         self._locations = locations
+        self._properties = properties if properties is not None else \
+            (locations.file_io_properties() if locations else {})
+        self._io: Any = None
         self._real = _RealPaths()
         self._manifest_files: dict[str, list[str]] = {}  # manifest path -> files it lists
         self._manifest_lists: dict[str, list[str]] = {}  # manifest list path -> manifest paths
@@ -119,8 +145,22 @@ class Marker:
         if not uri:
             return
         path = local_path(uri, self._locations)
+        result.files.add(self._real(path) if path is not None else object_uri(uri))
+
+    def _file_io(self, location: str) -> Any:
+        """One FileIO for every read (ratui's ProjectFileIO serves local paths and object URIs alike, and keeps one
+        S3 connection pool), made on first use."""
+        if self._io is None:
+            from pyiceberg.io import load_file_io
+
+            self._io = load_file_io(self._properties, location)
+        return self._io
+
+    def _exists(self, location: str) -> bool:
+        path = local_path(location, self._locations)
         if path is not None:
-            result.files.add(self._real(path))
+            return os.path.exists(path)
+        return self._file_io(location).new_input(location).exists()
 
     def mark(self, pointers: Iterable[Pointer], *,
              expire: dict[tuple[str, str], set[int]] | None = None) -> MarkResult:
@@ -128,7 +168,6 @@ class Marker:
         for (ref, table) those snapshot ids are left out, and the metadata-log is what the expiry's new metadata
         file would hold (the current file appended, the oldest dropped past write.metadata.previous-versions-max).
         Raises RatuiError RAT-RPR-002 if a pointer's metadata or manifests cannot be read."""
-        from pyiceberg.io import load_file_io
         from pyiceberg.serializers import FromInputFile
 
         expire = expire or {}
@@ -139,10 +178,6 @@ class Marker:
             self._add(result, pointer.previous)
             if pointer.view:
                 continue  # a view's metadata references no data files (ratui writes none)
-            if pointer.past:
-                path = local_path(pointer.location, self._locations)
-                if path is not None and not os.path.exists(path):
-                    continue
             skip = frozenset(expire.get((pointer.ref, pointer.table), ()))
             if (pointer.location, skip, pointer.past) in seen or (pointer.past and (pointer.location, skip, False)
                                                                  in seen):
@@ -150,7 +185,9 @@ class Marker:
                 # a past one, never the other way round)
             seen.add((pointer.location, skip, pointer.past))
             try:
-                io = load_file_io(self._locations.file_io_properties() if self._locations else {}, pointer.location)
+                if pointer.past and not self._exists(pointer.location):
+                    continue  # a past commit whose metadata file is gone: nothing of it to keep
+                io = self._file_io(pointer.location)
                 metadata = FromInputFile.table_metadata(io.new_input(pointer.location))
                 result.metadata_files += 1
                 if pointer.past:
@@ -179,7 +216,7 @@ class Marker:
                 raise RatuiError(
                     "RAT-RPR-002",
                     f"cannot read table {pointer.table} on ref '{pointer.ref}' ({pointer.location}): {why}",
-                    file=local_path(pointer.location, self._locations),
+                    file=local_path(pointer.location, self._locations) or pointer.location,
                 ) from exc
         result.manifests = len(self._manifest_files)
         return result
@@ -230,9 +267,156 @@ def warehouse_roots(project_root: Path, namespaces: Iterable[str] | None = None)
     return roots
 
 
+# ------------------------------------------------------------------------------------------------ stores
+
+
+@dataclass(frozen=True)
+class Listed:
+    """A file under a swept root: its folders below the root, its path as the mark names it, size and mtime."""
+
+    folders: tuple[str, ...]
+    path: str
+    size: int
+    mtime: float
+
+
+class Store(ABC):
+    """Where the sweep lists and removes files: this machine's disk, or a bucket of an object store. The plan and
+    its rules (reachable, young, a live run's folder) are the same for both; only these few operations differ."""
+
+    @abstractmethod
+    def listing(self, root: str) -> Iterator[Listed]:
+        """Every regular file under `root`, in path order (nothing when `root` does not exist)."""
+
+    @abstractmethod
+    def stat(self, path: str) -> tuple[int, float] | None:
+        """(size, mtime) of a regular file, None when it is gone (or is not a regular file)."""
+
+    @abstractmethod
+    def inside(self, path: str, root: str) -> bool:
+        """Whether `path` really lies under `root` (what the reaper may delete)."""
+
+    @abstractmethod
+    def delete(self, path: str) -> bool:
+        """Delete one file; False when it was gone already."""
+
+    @abstractmethod
+    def tidy(self, path: str, stop_at: Iterable[str]) -> None:
+        """Remove what deleting `path` left empty, up to a root in `stop_at`."""
+
+
+class LocalStore(Store):
+    """Files on this machine's disk. Symbolic links are neither followed nor removed; a file is deleted only if it
+    resolves inside the root it was planned under (the project, or the shared warehouse)."""
+
+    def listing(self, root: str) -> Iterator[Listed]:
+        for folder, dirs, names in os.walk(root):
+            dirs.sort()
+            rel = tuple(os.path.relpath(folder, root).split(os.sep))
+            for name in sorted(names):
+                path = os.path.join(folder, name)
+                found = self.stat(path)
+                if found is not None:
+                    yield Listed(rel, path, *found)
+
+    def stat(self, path: str) -> tuple[int, float] | None:
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return None
+        return (st.st_size, st.st_mtime) if stat.S_ISREG(st.st_mode) else None
+
+    def inside(self, path: str, root: str) -> bool:
+        return ProjectLocations(root).inside(path)
+
+    def delete(self, path: str) -> bool:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def tidy(self, path: str, stop_at: Iterable[str]) -> None:
+        remove_empty_parents(Path(path).parent, [Path(p) for p in stop_at])
+
+
+class ObjectStore(Store):
+    """Objects of the warehouse's bucket (s3://bucket/key). An object's mtime is its LastModified. Listed, checked
+    and deleted with boto3: pyarrow's S3FileSystem.delete_file writes an empty `folder/` marker object when it
+    deletes the last object of a "folder" (measured), so every swept run folder would leave one behind forever."""
+
+    def __init__(self, warehouse: Warehouse) -> None:
+        assert warehouse.s3 is not None
+        self._access = warehouse.s3
+        self._client: Any = None
+
+    def _s3(self):
+        if self._client is None:
+            self._client = self._access.client()
+        return self._client
+
+    def _split(self, uri: str) -> tuple[str, str]:
+        bucket, _, key = object_uri(uri).split("://", 1)[1].partition("/")
+        if bucket != self._access.bucket:
+            raise RatuiError("RAT-RPR-001", f"{uri} is not in the warehouse's bucket '{self._access.bucket}'")
+        return bucket, key
+
+    def listing(self, root: str) -> Iterator[Listed]:
+        bucket, prefix = self._split(root.rstrip("/") + "/")
+        scheme = object_uri(root).split("://", 1)[0]
+        try:
+            pages = self._s3().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+            objects = [o for page in pages for o in page.get("Contents", [])]
+        except Exception as exc:
+            raise self._access.error(exc, "list the warehouse's objects", root) from None
+        for obj in sorted(objects, key=lambda o: o["Key"]):
+            rel = obj["Key"][len(prefix):]
+            if not rel or rel.endswith("/"):
+                continue  # a folder marker (S3A and pyarrow write some): not a file of any table
+            yield Listed(tuple(rel.split("/")[:-1]) or (".",), f"{scheme}://{bucket}/{obj['Key']}", int(obj["Size"]),
+                         obj["LastModified"].timestamp())
+
+    def stat(self, path: str) -> tuple[int, float] | None:
+        bucket, key = self._split(path)
+        try:
+            head = self._s3().head_object(Bucket=bucket, Key=key)
+        except Exception as exc:
+            if _missing(exc):
+                return None
+            raise self._access.error(exc, "check an object before deleting it", path) from None
+        return int(head["ContentLength"]), head["LastModified"].timestamp()
+
+    def inside(self, path: str, root: str) -> bool:
+        return object_uri(path).startswith(object_uri(root).rstrip("/") + "/")
+
+    def delete(self, path: str) -> bool:
+        bucket, key = self._split(path)
+        try:
+            self._s3().delete_object(Bucket=bucket, Key=key)
+        except Exception as exc:
+            if _missing(exc):
+                return False
+            raise self._access.error(exc, "delete an orphan object", path) from None
+        return True
+
+    def tidy(self, path: str, stop_at: Iterable[str]) -> None:
+        """Nothing: a bucket has no folders, only keys (a "folder" ends with its last object)."""
+
+
+def _missing(exc: BaseException) -> bool:
+    response = getattr(exc, "response", None) or {}
+    return str(response.get("Error", {}).get("Code", "")) in ("404", "NoSuchKey", "NotFound")
+
+
+LOCAL = LocalStore()
+
+
+# ------------------------------------------------------------------------------------------------- sweep
+
+
 @dataclass(frozen=True)
 class OrphanFile:
-    path: str  # real local path
+    path: str  # real local path, or an object's URI (s3://bucket/key)
     size: int
     mtime: float
 
@@ -243,6 +427,7 @@ class SweepPlan:
     reachable: int = 0
     young: int = 0  # unreachable but younger than the threshold
     protected: int = 0  # unreachable, in the data folder of a run still going
+    foreign: int = 0  # unreachable, in the staging folder of a run this project does not know (a shared bucket)
     scanned: int = 0
 
 
@@ -254,64 +439,76 @@ def _run_folder_id(part: str) -> str | None:
     return rest.rsplit("-", 1)[0] if "-" in rest else rest
 
 
-def plan_sweep(roots: Iterable[Path], reachable: set[str], *, older_than: float, live_runs: Iterable[str] = (),
-               run_roots: Iterable[Path] = ()) -> SweepPlan:
+def plan_sweep(roots: Iterable[Path | str], reachable: set[str], *, older_than: float, live_runs: Iterable[str] = (),
+               run_roots: Iterable[Path | str] = (), store: Store = LOCAL,
+               own_run: Callable[[str], bool] | None = None) -> SweepPlan:
     """The files under `roots` that no live ref reaches, whose mtime is before `older_than` (a POSIX time),
     outside the data folders (`.../run-{run_id}-*/`) of `live_runs`. `run_roots` (also swept) hold one folder per
-    run named by its id, e.g. the staging area `.ratui/staging/{run_id}/`: a live run's folder is spared.
-    Symbolic links are neither followed nor removed."""
+    run named by its id, e.g. the staging area `.ratui/staging/{run_id}/`: a live run's folder is spared, and so
+    is the folder of a run `own_run` says is not this project's (a staging area other projects share)."""
     live = set(live_runs)
     plan = SweepPlan()
-    by_run = {Path(r) for r in run_roots}
-    for root in [*roots, *by_run]:
-        for folder, dirs, names in os.walk(root):
-            dirs.sort()
-            rel_parts = os.path.relpath(folder, root).split(os.sep)
-            guarded = any(_run_folder_id(part) in live for part in rel_parts) if live else False
-            if Path(root) in by_run:
-                guarded = guarded or rel_parts[0] in live
-            for name in sorted(names):
-                path = os.path.join(folder, name)
-                try:
-                    st = os.lstat(path)
-                except FileNotFoundError:
-                    continue
-                if not stat.S_ISREG(st.st_mode):
-                    continue
-                plan.scanned += 1
-                if path in reachable:
-                    plan.reachable += 1
-                elif guarded:
-                    plan.protected += 1
-                elif st.st_mtime >= older_than:
-                    plan.young += 1
-                else:
-                    plan.orphans.append(OrphanFile(path, st.st_size, st.st_mtime))
+    by_run = {str(r) for r in run_roots}
+    for root in [*map(str, roots), *by_run]:
+        for entry in store.listing(root):
+            guarded = any(_run_folder_id(part) in live for part in entry.folders) if live else False
+            foreign = False
+            if root in by_run:
+                guarded = guarded or entry.folders[0] in live
+                foreign = own_run is not None and entry.folders[0] != "." and not own_run(entry.folders[0])
+            plan.scanned += 1
+            if entry.path in reachable:
+                plan.reachable += 1
+            elif guarded:
+                plan.protected += 1
+            elif foreign:
+                plan.foreign += 1
+            elif entry.mtime >= older_than:
+                plan.young += 1
+            else:
+                plan.orphans.append(OrphanFile(entry.path, entry.size, entry.mtime))
     return plan
+
+
+@dataclass
+class SweepArea:
+    """One store's share of the sweep: its table roots (`{namespace}/warehouse/`), its run roots (one folder per run
+    id), and the fence every deletion must stay inside (the project, the shared warehouse folder, or the s3://
+    warehouse)."""
+
+    store: Store
+    fence: Path | str
+    roots: list[str] = field(default_factory=list)
+    run_roots: list[str] = field(default_factory=list)
+    own_run: Callable[[str], bool] | None = None
+
+    def plan(self, reachable: set[str], *, older_than: float, live_runs: Iterable[str]) -> SweepPlan:
+        return plan_sweep(self.roots, reachable, older_than=older_than, live_runs=live_runs,
+                          run_roots=self.run_roots, store=self.store, own_run=self.own_run)
+
+    def remove(self, orphan: OrphanFile, *, older_than: float) -> int | None:
+        return remove_file(orphan.path, older_than=older_than, root=self.fence,
+                           stop_at=[*self.roots, *self.run_roots], store=self.store)
 
 
 KEEP_FOLDERS = {"data", "metadata"}
 
 
-
-def remove_file(path: str, *, older_than: float, root: Path, stop_at: Iterable[Path] = ()) -> int | None:
-    """Delete one planned orphan if it is still old and really lies inside the project `root` (symlinks
-    followed: the reaper never deletes anything outside the project); then the folders it leaves empty (never
-    a `data` or `metadata` folder, nor a root in `stop_at`). Returns the bytes freed, None if kept or gone."""
-    if not ProjectLocations(root).inside(path):
+def remove_file(path: str, *, older_than: float, root: Path | str, stop_at: Iterable[Path | str] = (),
+                store: Store = LOCAL) -> int | None:
+    """Delete one planned orphan if it is still old and really lies inside `root` (the project, the shared
+    warehouse, or this project's part of a bucket; symlinks followed: the reaper never deletes anything outside);
+    then the folders it leaves empty (never a `data` or `metadata` folder, nor a root in `stop_at`). Returns the
+    bytes freed, None if kept or gone."""
+    if not store.inside(path, str(root)):
         return None
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return None
-    if not stat.S_ISREG(st.st_mode) or st.st_mtime >= older_than:
+    found = store.stat(path)
+    if found is None or found[1] >= older_than:
         return None  # rewritten since it was planned: leave it
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
+    if not store.delete(path):
         return None
-    remove_empty_parents(Path(path).parent, stop_at)
-    return st.st_size
+    store.tidy(path, [str(p) for p in stop_at])
+    return found[0]
 
 
 def remove_empty_parents(folder: Path, stop_at: Iterable[Path], keep: Callable[[Path], bool] | None = None) -> None:

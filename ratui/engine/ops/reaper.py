@@ -24,6 +24,8 @@ Tasks, in the order a pass runs them (each configurable under `reaper:` in ratui
     orphan_files      the mark-and-sweep of orphans.py over every live ref: unreachable files under
                       `{ns}/warehouse/` older than orphan_file_max_age_hours, and the staging folders
                       (`.ratui/staging/{run_id}/`) a dead run left, as old. Nothing of a live run is touched.
+                      With an s3:// warehouse the same in its bucket: `{warehouse}/{ns}/warehouse/` of this
+                      project's namespaces, and `{warehouse}/_ratui/staging/{run_id}/` of this project's runs.
 
 A dry run lists exactly what a real run would do, removing nothing: later tasks see the planned effects of
 earlier ones (a run the dry run would time out no longer protects its branch; files of a branch it would delete
@@ -46,10 +48,10 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ratui.engine.landing.names import archived_run, is_readable_archive
 from ratui.engine.landing.zone import Zone, every_zone
-from ratui.engine.locations import within
 from ratui.engine.ops import orphans
 from ratui.engine.events import Event, EventBus, RunFinished
 from ratui.engine.state.reaper_reports import ReaperReports
+from ratui.engine.storage.warehouse import STAGING
 from ratui.engine.vocabulary import (ACTIVE, FINAL, MAIN, REAPER_TASK_TITLES, RUN_PREFIX, iso as _iso,
                                      parse_time)
 from ratui.engine.errors import RatuiError
@@ -63,6 +65,10 @@ TASK_TITLES = REAPER_TASK_TITLES
 TASK_VERBS = {"stuck_runs": "failed", "snapshots": "expired", "compaction": "compacted"}
 
 LIVE = ("pending", "running")
+
+# the orphan sweep's counts in its task's stats -> SweepPlan's fields
+SWEEP_STATS = {"scanned": "scanned", "reachable_scanned": "reachable", "young_unreachable": "young",
+               "protected_live_run": "protected", "other_projects_staging": "foreign"}
 
 
 _pass_locks: dict[Path, threading.Lock] = {}
@@ -529,33 +535,45 @@ class Reaper:
                                           skip=ctx.branches_removed if ctx.dry_run else set())
         pointers = pointers + history
         expire = {(MAIN, key): ids for key, ids in ctx.expiry.items()}
-        mark = orphans.Marker(self.catalog.locations).mark(pointers, expire=expire)
+        mark = orphans.Marker(self.catalog.locations, self.catalog.file_io_properties()).mark(pointers, expire=expire)
         live = self._live_runs(ctx)
-        tables_root = Path(self.catalog.warehouse)  # the project folder, or a Nessie catalog's catalog.warehouse
-        # a shared warehouse: only this project's namespaces (its folders with pipelines) are swept from here
-        shared = Path(os.path.realpath(tables_root)) != Path(os.path.realpath(self.settings.root))
-        roots = orphans.warehouse_roots(tables_root, [p.name for p in self.settings.root.iterdir()
-                                                      if (p / "pipelines").is_dir()] if shared else None)
-        staging = self.settings.state_dir / "staging"
-        run_roots = [Path(os.path.realpath(staging))] if staging.is_dir() and not staging.is_symlink() else []
-        plan = orphans.plan_sweep(roots, mark.files, older_than=older_than, live_runs=live, run_roots=run_roots)
+        plans = [(area, area.plan(mark.files, older_than=older_than, live_runs=live)) for area in self._sweep_areas()]
         task.stats = {"refs": len({p.ref for p in pointers}), "tables": len(pointers),
                       "metadata_files_read": mark.metadata_files, "snapshots": mark.snapshots,
-                      "manifests": mark.manifests, "reachable_files": len(mark.files), "scanned": plan.scanned,
-                      "reachable_scanned": plan.reachable, "young_unreachable": plan.young,
-                      "protected_live_run": plan.protected}
-        for orphan in plan.orphans:
-            item = {"name": self._rel(orphan.path), "path": self._rel(orphan.path), "bytes": orphan.size,
-                    "age_hours": round((ctx.now.timestamp() - orphan.mtime) / 3600, 2)}
-            task.found.append(item)
-            task.bytes_found += orphan.size
-            if ctx.dry_run:
-                continue
-            owner = tables_root if any(within(orphan.path, str(r)) for r in roots) else self.settings.root
-            freed = orphans.remove_file(orphan.path, older_than=older_than, root=owner,
-                                        stop_at=[*roots, *run_roots])
-            if freed is not None:
-                task.removed.append(item)
-                task.bytes_freed += freed
+                      "manifests": mark.manifests, "reachable_files": len(mark.files),
+                      **{stat: sum(getattr(plan, field) for _a, plan in plans) for stat, field in SWEEP_STATS.items()}}
+        for area, plan in plans:
+            for orphan in plan.orphans:
+                item = {"name": self._rel(orphan.path), "path": self._rel(orphan.path), "bytes": orphan.size,
+                        "age_hours": round((ctx.now.timestamp() - orphan.mtime) / 3600, 2)}
+                task.found.append(item)
+                task.bytes_found += orphan.size
+                if ctx.dry_run:
+                    continue
+                freed = area.remove(orphan, older_than=older_than)
+                if freed is not None:
+                    task.removed.append(item)
+                    task.bytes_freed += freed
 
-
+    def _sweep_areas(self) -> list[orphans.SweepArea]:
+        """Where the sweep looks. On this disk: every `{ns}/warehouse/` of the tables' folder (only this project's
+        namespaces when catalog.warehouse is a folder other projects share) and the staging folders of runs
+        (`.ratui/staging/{run_id}/`). With an s3:// warehouse also, in its bucket, this project's namespaces
+        (`{warehouse}/{ns}/warehouse/`: never another project's in a shared bucket) and the staging prefixes of this
+        project's runs (`{warehouse}/_ratui/staging/{run_id}/`). Tables made before the warehouse moved to S3 keep
+        their folders here, so the local area stays."""
+        tables_root = Path(self.catalog.warehouse)  # the project folder, or a Nessie catalog's catalog.warehouse
+        project_root = Path(os.path.realpath(self.settings.root))
+        shared = Path(os.path.realpath(tables_root)) != project_root
+        namespaces = sorted(p.name for p in self.settings.root.iterdir() if (p / "pipelines").is_dir())
+        roots = [str(r) for r in orphans.warehouse_roots(tables_root, namespaces if shared else None)]
+        staging = self.settings.state_dir / "staging"
+        run_roots = [os.path.realpath(staging)] if staging.is_dir() and not staging.is_symlink() else []
+        areas = [orphans.SweepArea(orphans.LOCAL, tables_root, roots),
+                 orphans.SweepArea(orphans.LOCAL, project_root, run_roots=run_roots)]
+        storage = self.catalog.storage
+        if storage.remote:
+            areas.append(orphans.SweepArea(
+                orphans.ObjectStore(storage), storage.url, [storage.namespace_root(ns) for ns in namespaces],
+                [storage.uri(STAGING)], own_run=lambda run_id: self.history.get_run(run_id) is not None))
+        return areas

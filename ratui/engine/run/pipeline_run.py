@@ -124,6 +124,15 @@ class PipelineRun:
         if changed:
             raise changed_inputs_error(changed)
 
+    def _storage_error(self, exc: BaseException) -> RatuiError | None:
+        """A failure of this process's own reads and writes of an s3:// warehouse (PyIceberg's metadata through
+        pyarrow, boto3), as RAT-S3-00x; None when the tables are local or it is something else."""
+        storage = self.catalog.storage
+        if storage.s3 is None or not isinstance(exc, OSError) and type(exc).__module__.split(".")[0] not in (
+                "botocore", "boto3", "pyarrow"):
+            return None
+        return storage.s3.error(exc, "read or write the warehouse's tables", storage.url)
+
     def _branch_exists(self) -> bool:
         try:
             self.catalog.get_ref(self.branch)
@@ -144,6 +153,7 @@ class PipelineRun:
         self.bus.emit(RunStarted(self.run_id, self.key, self.branch))
         status, error = "failed", None
         try:
+            self.catalog.storage.check()  # an s3:// warehouse that cannot be reached fails the run here, coded
             self._attempts()
             status = "success"
         except Cancelled:
@@ -159,6 +169,9 @@ class PipelineRun:
                                                                 "was cancelled")
             elif spark_errors.is_unreachable(exc):
                 error = RatuiError(spark_errors.UNREACHABLE_CODE, spark_errors.error_message(exc))
+            elif (stored := spark_errors.storage_failure(exc) or self._storage_error(exc)) is not None:
+                self.log(traceback.format_exc(), "error")
+                error = stored
             else:
                 self.log(traceback.format_exc(), "error")
                 error = RatuiError("RAT-RUN-002", f"{type(exc).__name__}: {_first_line(exc)}")
@@ -384,6 +397,9 @@ class PipelineRun:
             return Cancelled()
         if spark_errors.is_unreachable(exc):  # Spark went away (a Connect server gone): not the pipeline's fault
             return RatuiError(spark_errors.UNREACHABLE_CODE, spark_errors.error_message(exc))
+        stored = spark_errors.storage_failure(exc)  # the object store, from Spark's side: not the pipeline's fault
+        if stored is not None:
+            return stored
         file, _config = pipeline.loaded()
         if pipeline.kind == "sql":
             return _spark_error(exc, "RAT-SQL-001", file, pipeline.text, sql)

@@ -27,7 +27,9 @@ from ratui.engine.project.names import sql_ident
 from ratui.engine.run.read_only_sql import check_read_only
 from ratui.engine.spark import jobs as spark_jobs
 from ratui.engine.spark import session as spark_mod
-from ratui.engine.spark.errors import UNREACHABLE_CODE, error_message, error_position, is_cancellation, is_unreachable
+from ratui.engine.spark.s3a import spark_is_local
+from ratui.engine.spark.errors import (UNREACHABLE_CODE, error_message, error_position, is_cancellation,
+                                       is_unreachable, storage_failure)
 from ratui.engine.state.project_state import ProjectState
 from ratui.engine.vocabulary import MAIN
 
@@ -192,6 +194,8 @@ class QueryResult:
         path.parent.mkdir(parents=True, exist_ok=True)
         staging = path.parent / f".{path.name}.{uuid.uuid4().hex[:8]}.part"
         self._bind()
+        if not spark_is_local(self.state.settings):
+            return self._export_here(path, staging, fmt)
         try:
             writer = self.df.coalesce(1).write.mode("error")
             if fmt == "csv":
@@ -210,6 +214,27 @@ class QueryResult:
             shutil.rmtree(staging, ignore_errors=True)
         return path
 
+    def _export_here(self, path: Path, staging: Path, fmt: str) -> Path:
+        """Export through this process: the result comes back over Spark's own connection (Arrow batches) and is
+        written here. A Spark that is not local (a cluster's executors, a Connect server) cannot write into this
+        machine's project folder; the whole result passes through this process's memory."""
+        import pyarrow.csv as pa_csv
+        import pyarrow.parquet as pq
+
+        try:
+            table = self.df.toArrow()
+        except Exception as exc:
+            raise self._error(exc) from None
+        try:
+            if fmt == "csv":
+                pa_csv.write_csv(table, str(staging))
+            else:
+                pq.write_table(table, str(staging))
+            staging.replace(path)
+        finally:
+            staging.unlink(missing_ok=True)
+        return path
+
     # ------------------------------------------------------------------------------------------- misc
 
     def close(self) -> None:
@@ -225,7 +250,7 @@ class QueryResult:
             return RatuiError("RAT-QRY-004", "the query was cancelled")
         if is_unreachable(exc):
             return RatuiError(UNREACHABLE_CODE, f"Spark cannot be reached: {str(exc).splitlines()[0]}")
-        return query_error(exc, self.ref, self.keys)
+        return storage_failure(exc) or query_error(exc, self.ref, self.keys)
 
 
 def cancel(query_id: str) -> None:

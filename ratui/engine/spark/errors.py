@@ -217,3 +217,41 @@ def refused_setting(settings: Settings, exc: BaseException) -> BaseException:
                       line=line, hint=f"Fix or remove {key} under spark: config: in {SETTINGS_FILE} (Spark's message "
                       "says what it accepts). A console started before the fix needs a restart: Spark reads its "
                       "settings when it starts.")
+
+
+# Spark (S3A) failing to reach an object store, by the words its exceptions carry. Each gives the object store's own
+# code (storage/s3.py classify), said from Spark's side: it is Spark (a cluster's executors, a Connect server) that
+# could not reach the store, which this machine may well reach.
+_NO_CONNECTOR = ("S3AFileSystem not found", "No FileSystem for scheme \"s3", "No FileSystem for scheme 's3",
+                 "UNSUPPORTED_FILE_SYSTEM", "hadoop/fs/s3a", "software/amazon/awssdk")
+_S3A_FAILURE = ("org.apache.hadoop.fs.s3a.", "software.amazon.awssdk.", "AWSClientIOException",
+                "AWSBadRequestException", "UnknownStoreException", "s3a://", "RemoteFileChangedException")
+
+
+def storage_failure(exc: BaseException) -> RatuiError | None:
+    """A Spark failure caused by object storage, as RAT-S3-00x (RAT-S3-005: Spark has no S3 connector), or None."""
+    text = f"{exc}\n{getattr(exc, 'desc', '') or ''}"
+    if any(marker in text for marker in _NO_CONNECTOR):
+        from ratui.engine.spark import s3a
+
+        return RatuiError("RAT-S3-005", "Spark has no S3 connector (Hadoop's S3A) to reach s3:// "
+                          f"({error_message(exc)[:200]})", hint=s3a.hint())
+    if not any(marker in text for marker in _S3A_FAILURE):
+        return None
+    from ratui.engine.storage.s3 import classify
+
+    match = re.search(r"s3a?://([A-Za-z0-9.\-]+)(/[^\s:;,'\")]*)?", text)
+    bucket = match.group(1) if match else "?"
+    where = f"s3://{bucket}{match.group(2) or ''}" if match else "s3://"
+    error = classify(RuntimeError(_java_cause(text)), "read or write it from Spark", where, bucket,
+                     "the object store")
+    return RatuiError(error.code, f"Spark: {error.message}", file=error.file,
+                      hint=(error.hint or "") + " Spark reaches the store itself (a cluster's executors, a Spark "
+                      "Connect server): its network and the endpoint it is given must work from there.")
+
+
+def _java_cause(text: str) -> str:
+    """The innermost 'Caused by:' of a JVM stack (the store's own answer), else the first line."""
+    causes = [line.strip()[len("Caused by:"):].strip() for line in text.splitlines()
+              if line.strip().startswith("Caused by:")]
+    return (causes[-1] if causes else text.strip().splitlines()[0] if text.strip() else "")[:400]

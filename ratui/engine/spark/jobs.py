@@ -29,6 +29,7 @@ def new_run_session(settings: Settings, run_id: str):
     # a cached batch (a merge reads it two or three times) gets adaptive execution's coalesced partitions too:
     # a 100-row batch is not scanned as spark.sql.shuffle.partitions tasks every time
     session.conf.set("spark.sql.optimizer.canChangeCachedPlanOutputPartitioning", "true")
+    RUNTIME.reach_buckets(session, settings)
     bind_thread(session, run_id)
     return session
 

@@ -345,16 +345,17 @@ class SparkRuntime:
                 gateway = launch("")
                 class_archive.set_aside(Path(archive.split("=", 1)[1]))
         except Exception as exc:
-            raise spark_errors.jvm_not_started(settings, exc, jvm_out, said_before) from None
+            failure = spark_errors.jvm_not_started(settings, exc, jvm_out, said_before)
+            if "spark.jars.packages" in connector and any(
+                    word in str(failure) for word in ("unresolved dependency", "download failed", "ivy")):
+                # Spark could not fetch the S3 connector it was asked for (offline, a proxy...)
+                raise RatuiError("RAT-S3-005", "Spark could not fetch its S3 connector "
+                                 f"(org.apache.hadoop:hadoop-aws:{s3a.hadoop_version()}): "
+                                 f"{str(getattr(failure, 'message', failure))[:240]}", hint=s3a.hint()) from None
+            raise failure from None
         if archive.startswith("-XX:SharedArchiveFile="):
             class_archive.check_used(Path(archive.split("=", 1)[1]), jvm_out, said_before)
-        try:
-            sc = SparkContext(conf=conf, gateway=gateway)
-        except Exception as exc:
-            if "spark.jars.packages" in connector:  # Spark could not fetch the S3 connector (offline, say)
-                raise RatuiError("RAT-S3-005", f"Spark could not fetch its S3 connector: "
-                                 f"{spark_errors.error_message(exc)[:300]}", hint=s3a.hint()) from None
-            raise
+        sc = SparkContext(conf=conf, gateway=gateway)
         sc.setLogLevel("WARN")
         session = SparkSession(sc)
         try:
@@ -395,7 +396,15 @@ class SparkRuntime:
     def new_session(self, settings: Settings):
         """A session of its own (temp views, SQL settings) on the process's Spark: an ad-hoc query's. Hand it back
         with release() when done (a Connect session holds a server-side session and a connection)."""
-        return self.fresh(self.get_spark(settings))
+        session = self.fresh(self.get_spark(settings))
+        self.reach_buckets(session, settings)
+        return session
+
+    def reach_buckets(self, session, settings: Settings) -> None:
+        """The project's S3 buckets on a session of a JVM of our own (a Connect session got them in fresh()): the
+        JVM may have been started for another project of the process (the console reopened, a test process)."""
+        if self.remote_url is None:
+            _set_all(session, s3a.session_conf(settings))
 
     def fresh(self, root):
         """A new session on `root`; on Connect it gets ratui's SQL settings and bounded retries, and is released at

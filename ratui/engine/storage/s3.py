@@ -2,9 +2,10 @@
 
 An `S3Access` (a bucket, its endpoint, region, addressing style and credentials) gives each client what it needs:
 
-    boto3           client()               listing, fetching and archiving landing objects
+    boto3           client()               listing, fetching and archiving landing objects; the reaper's sweep of a
+                                           warehouse's objects (ops/orphans.py ObjectStore)
     PyIceberg       file_io_properties()   its PyArrowFileIO's s3.* properties (metadata, manifests, data files)
-    pyarrow         filesystem()           the reaper's listing and deleting of a warehouse's objects
+    pyarrow         filesystem()           a pyarrow S3FileSystem of the bucket (paths 'bucket/key')
     Spark (S3A)     spark_conf()           fs.s3a.bucket.{bucket}.* settings of the run's session
 
 Credentials: `access_key_id` / `secret_access_key` given in ratui.yaml (best left out: the file is often shared),
@@ -199,20 +200,22 @@ def classify(exc: BaseException, what: str, where: str, bucket: str, endpoint: s
     if bex is not None and isinstance(exc, bex.ClientError):
         code = str(exc.response.get("Error", {}).get("Code", ""))
         status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if getattr(exc, "operation_name", "") == "HeadBucket" and (status == 404 or code in ("404", "NoSuchBucket")):
+            code = "NoSuchBucket"  # HEAD has no body: a bucket that is not there is a bare 404
         text = f"{code} {status}"
     elif bex is not None and isinstance(exc, (bex.NoCredentialsError, bex.PartialCredentialsError)):
         return RatuiError("RAT-S3-002", f"no AWS credentials to {what}", file=where)
     lowered = text.lower()
-    if "nosuchbucket" in lowered or "bucket does not exist" in lowered or "unknownstoreexception" in lowered:
+    if any(s in lowered for s in ("nosuchbucket", "no_such_bucket", "bucket does not exist", "unknownstoreexception")):
         return RatuiError("RAT-S3-003", f"bucket '{bucket}' does not exist at {endpoint} ({what})", file=where)
     if any(s in lowered for s in ("invalidaccesskeyid", "signaturedoesnotmatch", "accessdenied", "expiredtoken",
-                                  "invalidtoken", "403", "forbidden", "access denied", "nocredentials",
+                                  "invalidtoken", "403", "forbidden", "access denied", "access_denied", "nocredentials",
                                   "no aws credentials")):
         return RatuiError("RAT-S3-002", f"{endpoint} refused the credentials to {what}", file=where)
     if any(s in lowered for s in ("precondition", "412", "nosuchkey", "nosuchversion", "remotefilechanged",
                                   "changed on s3")):
         return RatuiError("RAT-S3-004", f"{where} changed or vanished while ratui was reading it", file=where)
     if any(s in lowered for s in ("connect", "unknownhost", "unreachable", "timed out", "timeout", "refused",
-                                  "curl error", "name or service not known", "endpoint")):
+                                  "curl error", "name or service not known", "endpoint", "network_connection")):
         return RatuiError("RAT-S3-001", f"cannot reach {endpoint} to {what}", file=where)
     return RatuiError("RAT-S3-001", f"{endpoint} failed to {what}: {first_line(exc)}", file=where)

@@ -12,6 +12,7 @@ zone's files) under `staging(run_id)`, which the run removes and the reaper swee
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -19,6 +20,9 @@ from pathlib import Path
 from ratui.engine.storage.s3 import S3Access, split_url
 
 S3_OPTIONS = ("endpoint_url", "region", "profile", "path_style", "access_key_id", "secret_access_key")
+
+CHECK_SECONDS = 60.0
+_checked: dict[tuple, float] = {}  # (warehouse URL, how it is reached) -> when its bucket last answered
 
 STAGING = "_ratui/staging"  # under the warehouse prefix: what runs hand to a Spark that cannot see this disk
 SCHEMES = ("s3",)  # object stores ratui has a connector for (Spark's S3A, PyIceberg's S3 file system, boto3)
@@ -66,6 +70,20 @@ class Warehouse:
 
     def spark_conf(self) -> dict[str, str]:
         return {} if self.s3 is None else self.s3.spark_conf()
+
+    def check(self) -> None:
+        """Raise RAT-S3-001/002/003 when the warehouse's bucket cannot be reached with its settings (one HEAD
+        request; an answer is remembered for a minute): a run fails at once, coded, before it makes a branch."""
+        if self.s3 is None:
+            return
+        now = time.monotonic()
+        if now - _checked.get((self.url, self.s3), -CHECK_SECONDS) < CHECK_SECONDS:
+            return
+        try:
+            self.s3.client().head_bucket(Bucket=self.s3.bucket)
+        except Exception as exc:
+            raise self.s3.error(exc, f"open the warehouse {self.url}", self.url) from None
+        _checked[(self.url, self.s3)] = now
 
     def key(self, uri: str) -> str:
         """An s3:// URI of this warehouse's bucket -> 'bucket/key', the path pyarrow's S3FileSystem takes."""

@@ -42,10 +42,8 @@ later merges prune well.
 
 from __future__ import annotations
 
-import shutil
 import uuid
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from pyiceberg.manifest import DataFile
@@ -160,8 +158,8 @@ def _commit_rewrite(req: WriteRequest, table: Table, new_rows, new_count: int, r
         return _write_and_commit(req, table, result, delete=delete, message=message, cluster_by=cluster_by,
                                  rows_hint=new_count + sum(f.record_count for f in rewrite), add_deletes=add_deletes)
     except BaseException:
-        for folder in {Path(local_file(table, d.file_path)).parent for d in add_deletes}:
-            shutil.rmtree(folder, ignore_errors=True)  # never committed: nothing refers to them
+        for folder in {d.file_path.rsplit("/", 1)[0] for d in add_deletes}:
+            discard(WrittenFiles([], folder, table))  # never committed: nothing refers to them
         raise
 
 
@@ -261,13 +259,14 @@ def _plan(req: WriteRequest, table: Table, candidates: list[DataFile], keys_df, 
             mor.append(i)
     deletes: list[DataFile] = []
     if mor:
-        folder = Path(local_file(table, table.location())) / "data" / f"run-{req.run_id}-del{uuid.uuid4().hex[:8]}"
+        # beside the run's data files (the sweep spares a live run's `run-{run_id}-*` folders), on the table's storage
+        folder = f"{local_file(table, table.location()).rstrip('/')}/data/run-{req.run_id}-del{uuid.uuid4().hex[:8]}"
         try:
             for i in mor:
                 positions = found.filter(pc.equal(found[FILE_NO], i))[ROW_POS]
-                deletes.append(write_position_deletes(folder, candidates[i], positions.combine_chunks()))
+                deletes.append(write_position_deletes(table.io, folder, candidates[i], positions.combine_chunks()))
         except BaseException:
-            shutil.rmtree(folder, ignore_errors=True)
+            discard(WrittenFiles([], folder, table))
             raise
     return whole, rewrite, deletes
 

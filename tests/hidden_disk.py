@@ -81,6 +81,8 @@ class HiddenDisk:
         visible (besides this Python's environment, which servers run their Python workers with)."""
         if shutil.which("unshare") is None or shutil.which("nsenter") is None:
             raise RuntimeError("the hidden-disk tests need util-linux's unshare and nsenter")
+        if os.geteuid() != 0:  # never a silent skip: these tests are the proof that Spark needs no local disk
+            raise RuntimeError("the hidden-disk tests mount in a namespace of their own: run them as root (CI does)")
         scratch = SCRATCH_PARENT / f"ratui-hidden-{uuid.uuid4().hex[:10]}"
         scratch.mkdir(mode=0o755)
         disk = cls(scratch, [*default_hidden(), *(hidden or [])], [Path(sys.prefix), *(keep or [])])

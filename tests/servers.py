@@ -9,7 +9,8 @@
 Every server runs in a process group of its own (so stopping it takes its executors and Python workers along), binds
 to the loopback address only, writes its log to a file of the test's temporary folder, and must be ready within a
 deadline (its port accepts connections, the Master's JSON says the Worker is alive), or the start fails with the
-log's tail. Ports are picked free.
+log's tail. Ports are picked free. `disk=HiddenDisk` runs a server where this machine's /tmp, projects and ratui's
+code do not exist (tests/hidden_disk.py), as on another machine.
 """
 
 from __future__ import annotations

@@ -315,6 +315,7 @@ def run(ctx):
 
     version = int((CONTROL / "version").read_text())
     delay = float((CONTROL / "delay").read_text())
+    parts = int((CONTROL / "parts").read_text())
     markers = str(CONTROL / "markers")
 
     @F.udf("long")
@@ -329,7 +330,7 @@ def run(ctx):
         time.sleep(delay)
         return x
 
-    return ctx.spark.range(0, {rows}, 1, {parts}).select(slow("id").alias("id"), F.lit(version).alias("version"))
+    return ctx.spark.range(0, {rows}, 1, parts).select(slow("id").alias("id"), F.lit(version).alias("version"))
 '''
 
 FAST_PIPELINE = '''\
@@ -347,9 +348,13 @@ class SlowProject:
     def markers(self) -> Path:
         return self.control / "markers"
 
-    def set(self, *, version: int, delay: float) -> None:
+    def set(self, *, version: int, delay: float, parts: int | None = None) -> None:
+        """The next run's rows carry `version`, each takes `delay` seconds, in `parts` tasks (unchanged if None: a
+        quick first run in few tasks writes few files, which an object store makes worth it)."""
         (self.control / "version").write_text(str(version))
         (self.control / "delay").write_text(str(delay))
+        if parts is not None:
+            (self.control / "parts").write_text(str(parts))
 
     def marker_lines(self) -> dict[str, list[str]]:
         """partition-attempt -> the working folder of the executor of each row it processed."""
@@ -374,7 +379,7 @@ def make_slow_project(root: Path, *, rows: int, parts: int, master: str | None =
     files = {
         "ratui.yaml": yaml.safe_dump({"namespace": "demo", "spark": spark, **({"catalog": catalog} if catalog else {})},
                                      sort_keys=False),
-        "demo/pipelines/bronze/slow/pipeline.py": SLOW_PIPELINE.format(control=control, rows=rows, parts=parts),
+        "demo/pipelines/bronze/slow/pipeline.py": SLOW_PIPELINE.format(control=control, rows=rows),
         "demo/pipelines/bronze/fast/pipeline.sql": FAST_PIPELINE,
     }
     for rel, text in files.items():
@@ -382,7 +387,7 @@ def make_slow_project(root: Path, *, rows: int, parts: int, master: str | None =
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     project = SlowProject(root, control)
-    project.set(version=1, delay=0)
+    project.set(version=1, delay=0, parts=parts)
     return project
 
 

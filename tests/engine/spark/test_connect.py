@@ -321,10 +321,11 @@ def test_cancel_interrupts_a_running_job_and_another_run_goes_on_beside_it(serve
     project = make_slow_project(tmp_path / "slow", rows=120, parts=120, remote=server.url,
                                 control=hidden_disk.folder("control"), catalog=s3_catalog(moto, bucket))
     root = str(project.root)
+    project.set(version=1, delay=0, parts=2)
     run_ok("--project", root, "slow")  # version 1 on main, quickly
     for marker in project.markers.iterdir():
         marker.unlink()
-    project.set(version=2, delay=1.0)
+    project.set(version=2, delay=1.0, parts=120)
     slow = ratui_background("run", "--project", root, "--force", "--json", "slow", log=tmp_path / "slow.log")
     try:
         run_id = running_run(project.root, "slow", time.monotonic() + 60)
@@ -358,15 +359,16 @@ def test_cancel_interrupts_a_running_job_and_another_run_goes_on_beside_it(serve
         marker.unlink()
     slow = ratui_background("run", "--project", root, "--force", "slow", log=tmp_path / "killed.log")
     try:
-        killed_id = running_run(project.root, "slow", time.monotonic() + 60)
         wait_for(lambda: list(project.markers.iterdir()), 60, "a task of the slow job running on the server")
         slow.send_signal(signal.SIGTERM)
         assert slow.wait(timeout=45) == 128 + signal.SIGTERM, (tmp_path / "killed.log").read_text()
     finally:
         if slow.poll() is None:
             slow.kill()
-    (shown,) = json_lines(ratui("show", killed_id, "--project", root, "--json").stdout)
-    assert shown["status"] == "cancelled" and shown["error_code"] == "RAT-RUN-001", shown
+    runs = json_lines(ratui("runs", "--project", root, "--json", "--pipeline", "slow").stdout)
+    (killed,) = [r for r in runs if r["id"] != run_id and r["status"] != "success"]
+    killed_id = killed["id"]
+    assert killed["status"] == "cancelled" and killed["error_code"] == "RAT-RUN-001", killed
     assert main_head(project.root) == (head, [])
     # nothing of either cancelled run is left in the bucket
     assert not [k for k in bucket_keys(moto, bucket) if run_id in k or killed_id in k]
@@ -421,11 +423,12 @@ def test_a_server_gone_mid_run_fails_the_run_cleanly(hidden_disk, moto, bucket, 
         project = make_slow_project(tmp_path / "slow", rows=60, parts=60, remote=own.url,
                                     control=hidden_disk.folder("control"), catalog=s3_catalog(moto, bucket))
         root = str(project.root)
+        project.set(version=1, delay=0, parts=2)
         run_ok("--project", root, "slow")  # version 1 on main
         head = main_head(project.root)
         for marker in project.markers.iterdir():
             marker.unlink()
-        project.set(version=2, delay=1.0)
+        project.set(version=2, delay=1.0, parts=60)
         slow = ratui_background("run", "--project", root, "--force", "--json", "slow", log=tmp_path / "slow.log")
         try:
             wait_for(lambda: list(project.markers.iterdir()), 90, "a task of the slow job running on the server")

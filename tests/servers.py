@@ -9,7 +9,8 @@
 Every server runs in a process group of its own (so stopping it takes its executors and Python workers along), binds
 to the loopback address only, writes its log to a file of the test's temporary folder, and must be ready within a
 deadline (its port accepts connections, the Master's JSON says the Worker is alive), or the start fails with the
-log's tail. Ports are picked free.
+log's tail. Ports are picked free. `disk=HiddenDisk` runs a server where this machine's /tmp, projects and ratui's
+code do not exist (tests/hidden_disk.py), as on another machine.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyspark
+
+from tests.hidden_disk import HiddenDisk
 
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 LOOPBACK = "127.0.0.1"
@@ -126,12 +129,21 @@ def spark_env(tmp: Path) -> dict[str, str]:
     return env
 
 
-def _launch(name: str, args: list[str], tmp: Path, env: dict[str, str] | None = None) -> Server:
+def _launch(name: str, args: list[str], tmp: Path, env: dict[str, str] | None = None,
+            disk: HiddenDisk | None = None) -> Server:
+    """`disk`: the server runs inside that hidden disk's namespace (tests/hidden_disk.py), where `tmp` must be
+    visible, and without this process's AWS settings: what it knows of a bucket, the client tells it."""
     tmp.mkdir(parents=True, exist_ok=True)
     log = tmp / f"{name}.log"
+    full_env = {**spark_env(tmp), **(env or {})}
+    if disk is not None:
+        if not disk.sees(tmp):
+            raise RuntimeError(f"{tmp} is hidden from the servers of {disk.scratch}: use disk.folder()")
+        args = disk.wrap(args)
+        full_env = {k: v for k, v in full_env.items() if not k.startswith("AWS_")}
     with open(log, "wb") as out:
         process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   env={**spark_env(tmp), **(env or {})}, cwd=tmp, start_new_session=True)
+                                   env=full_env, cwd=tmp, start_new_session=True)
     return Server(name, process, log)
 
 
@@ -156,23 +168,24 @@ def master_state(server: Server) -> dict:
         return json.load(response)
 
 
-def start_master(tmp: Path) -> Server:
+def start_master(tmp: Path, *, disk: HiddenDisk | None = None) -> Server:
     port, webui = free_port(), free_port()
     server = _launch("master", [str(SPARK_HOME / "bin" / "spark-class"), "org.apache.spark.deploy.master.Master",
-                                "--host", LOOPBACK, "--port", str(port), "--webui-port", str(webui)], tmp)
+                                "--host", LOOPBACK, "--port", str(port), "--webui-port", str(webui)], tmp, disk=disk)
     server.url = f"spark://{LOOPBACK}:{port}"
     server.extra["webui"] = webui
     _wait(server, lambda: port_open(port) and master_state(server)["status"] == "ALIVE", "master listening")
     return server
 
 
-def start_worker(master: Server, tmp: Path, *, cores: int, memory: str = "2g", name: str = "worker") -> Server:
+def start_worker(master: Server, tmp: Path, *, cores: int, memory: str = "2g", name: str = "worker",
+                 disk: HiddenDisk | None = None) -> Server:
     work_dir = tmp / f"{name}-work"
     work_dir.mkdir(parents=True, exist_ok=True)
     before = {w["id"] for w in master_state(master)["workers"] if w["state"] == "ALIVE"}
     server = _launch(name, [str(SPARK_HOME / "bin" / "spark-class"), "org.apache.spark.deploy.worker.Worker",
                             master.url, "--cores", str(cores), "--memory", memory, "--host", LOOPBACK,
-                            "--webui-port", str(free_port()), "--work-dir", str(work_dir)], tmp)
+                            "--webui-port", str(free_port()), "--work-dir", str(work_dir)], tmp, disk=disk)
     server.extra["work_dir"] = work_dir
 
     def registered() -> bool:
@@ -185,13 +198,13 @@ def start_worker(master: Server, tmp: Path, *, cores: int, memory: str = "2g", n
     return server
 
 
-def start_connect(tmp: Path, *, master: str = "local[2]", token: str | None = None,
+def start_connect(tmp: Path, *, master: str = "local[2]", token: str | None = None, disk: HiddenDisk | None = None,
                   jars: list[Path] | None = None) -> Server:
     """`spark-submit --class org.apache.spark.sql.connect.service.SparkConnectServer` in the foreground, with
     the settings ratui needs of a Connect server (CONNECT_SERVER_CONF), on loopback and with a fresh token (as
     README "Beyond one machine" tells a user to start one): `server.url` is sc://localhost:PORT/;token=...,
-    `server.bare_url` the same without the token. `jars`: on its classpath (--jars: S3A's, spark/s3a.py
-    local_jars())."""
+    `server.bare_url` the same without the token. `disk`: inside that hidden disk; `jars`: on its classpath
+    (--jars: S3A's, spark/s3a.py local_jars())."""
     import secrets
 
     port = free_port()
@@ -210,8 +223,8 @@ def start_connect(tmp: Path, *, master: str = "local[2]", token: str | None = No
     }
     args = [str(SPARK_HOME / "bin" / "spark-submit"), "--master", master, "--driver-memory", "2g",
             "--class", "org.apache.spark.sql.connect.service.SparkConnectServer"]
-    jars = sorted((SPARK_HOME / "jars").glob("spark-connect_*.jar"))
-    if not jars:  # the server's classes ship in pyspark's jars folder; older layouts kept them elsewhere
+    if not sorted((SPARK_HOME / "jars").glob("spark-connect_*.jar")):
+        # the server's classes ship in pyspark's jars folder; older layouts kept them elsewhere
         raise RuntimeError(f"no spark-connect jar in {SPARK_HOME / 'jars'}")
     for key, value in conf.items():
         args += ["--conf", f"{key}={value}"]
@@ -219,7 +232,7 @@ def start_connect(tmp: Path, *, master: str = "local[2]", token: str | None = No
         args += ["--jars", ",".join(map(str, jars))]
     args.append("spark-internal")
     # the token through the environment the server reads (SPARK_CONNECT_AUTHENTICATE_TOKEN), not its command line
-    server = _launch("connect", args, tmp, env={"SPARK_CONNECT_AUTHENTICATE_TOKEN": token})
+    server = _launch("connect", args, tmp, env={"SPARK_CONNECT_AUTHENTICATE_TOKEN": token}, disk=disk)
     # PySpark sends a token without TLS only to the name localhost (grpc's local credentials)
     server.bare_url = f"sc://localhost:{port}"
     server.url = f"{server.bare_url}/;token={token}"
@@ -262,8 +275,10 @@ def query(project: Path, sql: str) -> list[dict]:
 
 
 def with_spark(project: Path, *, master: str | None = None, remote: str | None = None,
-               config: dict[str, str] | None = None) -> Path:
-    """Point a project's ratui.yaml at a master or a Connect server (the rest of it unchanged)."""
+               config: dict[str, str] | None = None, catalog: dict | None = None,
+               landing: dict | None = None) -> Path:
+    """Point a project's ratui.yaml at a master or a Connect server (the rest of it unchanged); `catalog`,
+    `landing`: its catalog and landing sections too."""
     import yaml
 
     path = project / "ratui.yaml"
@@ -276,6 +291,10 @@ def with_spark(project: Path, *, master: str | None = None, remote: str | None =
     if remote:
         spark["remote"] = remote
     spark.setdefault("config", {}).update(config or {})
+    if catalog is not None:
+        data["catalog"] = catalog
+    if landing is not None:
+        data["landing"] = landing
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return project
 
@@ -296,6 +315,7 @@ def run(ctx):
 
     version = int((CONTROL / "version").read_text())
     delay = float((CONTROL / "delay").read_text())
+    parts = int((CONTROL / "parts").read_text())
     markers = str(CONTROL / "markers")
 
     @F.udf("long")
@@ -310,7 +330,7 @@ def run(ctx):
         time.sleep(delay)
         return x
 
-    return ctx.spark.range(0, {rows}, 1, {parts}).select(slow("id").alias("id"), F.lit(version).alias("version"))
+    return ctx.spark.range(0, {rows}, 1, parts).select(slow("id").alias("id"), F.lit(version).alias("version"))
 '''
 
 FAST_PIPELINE = '''\
@@ -328,9 +348,13 @@ class SlowProject:
     def markers(self) -> Path:
         return self.control / "markers"
 
-    def set(self, *, version: int, delay: float) -> None:
+    def set(self, *, version: int, delay: float, parts: int | None = None) -> None:
+        """The next run's rows carry `version`, each takes `delay` seconds, in `parts` tasks (unchanged if None: a
+        quick first run in few tasks writes few files, which an object store makes worth it)."""
         (self.control / "version").write_text(str(version))
         (self.control / "delay").write_text(str(delay))
+        if parts is not None:
+            (self.control / "parts").write_text(str(parts))
 
     def marker_lines(self) -> dict[str, list[str]]:
         """partition-attempt -> the working folder of the executor of each row it processed."""
@@ -338,10 +362,12 @@ class SlowProject:
 
 
 def make_slow_project(root: Path, *, rows: int, parts: int, master: str | None = None,
-                      remote: str | None = None) -> SlowProject:
-    """A project of two pipelines: bronze.slow (a sleeping Python UDF, its pace set by files in `control/`) and
-    bronze.fast (plain SQL)."""
-    control = root.parent / f"{root.name}-control"
+                      remote: str | None = None, control: Path | None = None,
+                      catalog: dict | None = None) -> SlowProject:
+    """A project of two pipelines: bronze.slow (a sleeping Python UDF, its pace set by files in `control`) and
+    bronze.fast (plain SQL). `control`: a folder the executors see (the test's instrumentation, not ratui's data;
+    by default beside the project); `catalog`: ratui.yaml's catalog section (an s3:// warehouse, say)."""
+    control = control or root.parent / f"{root.name}-control"
     (control / "markers").mkdir(parents=True)
     spark: dict = {"config": {"spark.sql.shuffle.partitions": 2}}
     if master:
@@ -351,8 +377,9 @@ def make_slow_project(root: Path, *, rows: int, parts: int, master: str | None =
     import yaml
 
     files = {
-        "ratui.yaml": yaml.safe_dump({"namespace": "demo", "spark": spark}, sort_keys=False),
-        "demo/pipelines/bronze/slow/pipeline.py": SLOW_PIPELINE.format(control=control, rows=rows, parts=parts),
+        "ratui.yaml": yaml.safe_dump({"namespace": "demo", "spark": spark, **({"catalog": catalog} if catalog else {})},
+                                     sort_keys=False),
+        "demo/pipelines/bronze/slow/pipeline.py": SLOW_PIPELINE.format(control=control, rows=rows),
         "demo/pipelines/bronze/fast/pipeline.sql": FAST_PIPELINE,
     }
     for rel, text in files.items():
@@ -360,7 +387,7 @@ def make_slow_project(root: Path, *, rows: int, parts: int, master: str | None =
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     project = SlowProject(root, control)
-    project.set(version=1, delay=0)
+    project.set(version=1, delay=0, parts=parts)
     return project
 
 

@@ -180,8 +180,12 @@ def write_files(df, table: Table, run_id: str, cluster_by: Iterable[str] = (),
         # one task per kept file: no file may share a read split with another (Spark packs small files)
         biggest = str(max([f.file_size_in_bytes for f in keep_files] + [1]) + 1)
         conf.update({"spark.sql.files.maxPartitionBytes": biggest, "spark.sql.files.openCostInBytes": biggest})
-    with session_conf(df.sparkSession, conf):
-        writer.parquet(folder)
+    try:
+        with session_conf(df.sparkSession, conf):
+            writer.parquet(folder)
+    except BaseException:  # failed or cancelled: what its tasks wrote (Spark's attempt files, S3A's folder markers)
+        discard(WrittenFiles([], folder, table))
+        raise
     return _register(table, folder)
 
 

@@ -1,8 +1,10 @@
 """ratui as the driver of a Spark standalone cluster (spark.master: spark://HOST:PORT) on 127.0.0.1.
 
 A Master and one Worker (2 cores) are started once for this module from pyspark's own distribution
-(tests/servers.py) and always stopped; a test that kills a Worker starts its own. ratui runs through its command line
-in processes of its own (this process holds the local SparkSession the other tests share).
+(tests/servers.py) and always stopped; a test that kills a Worker starts its own. They run on a hidden disk
+(tests/hidden_disk.py): like a cluster's machines they see neither the projects nor ratui's state, so the tables are
+in moto's S3, and the executors get S3A's jars and each bucket's settings from the driver. ratui runs through its
+command line in processes of its own (this process holds the local SparkSession the other tests share).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import time
 import pytest
 
 from tests.engine.conftest import checksum_sql, sample_keys
+from tests.engine.spark.conftest import (LANDING_IN_S3, bucket_keys, local_landing_for, s3_catalog,
+                                        upload_landing)
 from tests.servers import (json_lines, main_head, make_slow_project, master_state, query, ratui, ratui_background,
                            running_run, start_master, start_worker, wait_for, with_spark)
 
@@ -19,11 +23,11 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("cluster")
-    master = start_master(tmp)
+def cluster(hidden_disk):
+    tmp = hidden_disk.folder("cluster")
+    master = start_master(tmp, disk=hidden_disk)
     try:
-        worker = start_worker(master, tmp, cores=2)
+        worker = start_worker(master, tmp, cores=2, disk=hidden_disk)
         try:
             yield master
         finally:
@@ -37,8 +41,14 @@ def run_json(*args: str) -> tuple[int, list[dict]]:
     return out.returncode, json_lines(out.stdout)
 
 
-def test_the_sample_project_gives_on_the_cluster_what_it_gives_locally(cluster, sample_copy, local_sample):
-    with_spark(sample_copy, master=cluster.url)
+def test_the_sample_project_gives_on_the_cluster_what_it_gives_locally(cluster, hidden_disk, moto, bucket, sample_copy,
+                                                                       local_sample):
+    """Executors that see none of the project, the tables in S3, the landing zones as on Connect."""
+    with_spark(sample_copy, master=cluster.url, catalog=s3_catalog(moto, bucket))
+    if LANDING_IN_S3:
+        upload_landing(sample_copy, moto, bucket)
+    else:
+        local_landing_for(hidden_disk, sample_copy)
     assert sample_keys(sample_copy) == sorted(local_sample["keys"])
     code, results = run_json("--project", str(sample_copy))
     assert code == 0 and all(r["status"] == "success" for r in results), results
@@ -47,12 +57,16 @@ def test_the_sample_project_gives_on_the_cluster_what_it_gives_locally(cluster, 
     # the work ran on the cluster: the app had executors on the Worker
     apps = master_state(cluster)["completedapps"]
     assert any(app["name"] == "ratui:sample" for app in apps), apps
-    assert not list((sample_copy / "ecommerce" / "warehouse").rglob("_SUCCESS"))
+    objects = bucket_keys(moto, bucket)
+    assert any(k.startswith("lake/") and k.endswith(".parquet") for k in objects), objects[:20]
+    assert not [k for k in objects if k.endswith(("_SUCCESS", ".crc"))]
+    assert not (sample_copy / "ecommerce" / "warehouse").exists()
 
 
-def test_cancel_interrupts_the_executors_tasks(cluster, tmp_path):
+def test_cancel_interrupts_the_executors_tasks(cluster, hidden_disk, moto, bucket, tmp_path):
     # 60 two-second tasks on 2 cores: a minute of work unless cancelled
-    project = make_slow_project(tmp_path / "slow", rows=60, parts=60, master=cluster.url)
+    project = make_slow_project(tmp_path / "slow", rows=60, parts=60, master=cluster.url,
+                                control=hidden_disk.folder("control"), catalog=s3_catalog(moto, bucket))
     project.set(version=2, delay=2.0)
     head = main_head(project.root)
     slow = ratui_background("run", "--project", str(project.root), "--json", "slow", log=tmp_path / "slow.log")
@@ -75,15 +89,15 @@ def test_cancel_interrupts_the_executors_tasks(cluster, tmp_path):
     # the tasks ran in the Worker's executor, not in ratui's process
     assert all("/worker-work/app-" in folder for rows in lines.values() for folder in rows), lines
     assert main_head(project.root) == head  # main unchanged, the run's branch gone
-    assert not (project.root / "demo" / "warehouse" / "bronze" / "slow" / "data").exists() or not list(
-        (project.root / "demo" / "warehouse" / "bronze" / "slow" / "data").rglob("*.parquet"))
+    assert not [k for k in bucket_keys(moto, bucket, "lake/demo/warehouse/bronze/slow/") if k.endswith(".parquet")]
 
 
-def test_a_worker_killed_mid_run_is_retried_on_the_other(cluster, tmp_path):
+def test_a_worker_killed_mid_run_is_retried_on_the_other(cluster, hidden_disk, moto, bucket, tmp_path):
     # a second Worker of 1 core; the run's tasks are spread over both; one task of the second is killed with it
-    spare = start_worker(cluster, tmp_path, cores=1, name="spare")
+    spare = start_worker(cluster, hidden_disk.folder("spare"), cores=1, name="spare", disk=hidden_disk)
     try:
-        project = make_slow_project(tmp_path / "slow", rows=48, parts=12, master=cluster.url)
+        project = make_slow_project(tmp_path / "slow", rows=48, parts=12, master=cluster.url,
+                                    control=hidden_disk.folder("control"), catalog=s3_catalog(moto, bucket))
         project.set(version=3, delay=0.5)
         slow = ratui_background("run", "--project", str(project.root), "--json", "slow", log=tmp_path / "slow.log")
         spare_dir = str(spare.extra["work_dir"])

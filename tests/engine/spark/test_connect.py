@@ -1,20 +1,30 @@
 """ratui as a Spark Connect client (spark.remote: sc://HOST:PORT) against a real server on 127.0.0.1.
 
 The server is started once for this module from pyspark's own distribution (tests/servers.py) and always stopped.
-ratui runs through its command line in processes of its own: this process holds the classic local SparkSession the
-other tests share, and a process is either a Connect client or a JVM's driver, not both.
+It runs on a hidden disk (tests/hidden_disk.py): like a server on another machine it sees neither the projects nor
+ratui's state, so the tests keep their tables in moto's S3 (catalog.warehouse: s3://...), and any local path ratui
+handed to Spark would fail them. ratui runs through its command line in processes of its own: this process holds
+the classic local SparkSession the other tests share, and a process is either a Connect client or a JVM's driver,
+not both.
 """
 
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
 
 import pytest
+import yaml
 
+from ratui.engine.spark import s3a
+from tests.conftest import REPO
 from tests.engine.conftest import checksum_sql, sample_keys
+from tests.engine.s3_server import s3_client
+from tests.engine.spark.conftest import (LANDING_IN_S3, bucket_keys, local_landing_for, s3_catalog,
+                                        upload_landing)
 from tests.servers import (json_lines, main_head, make_slow_project, query, ratui, ratui_background, running_run,
                            start_connect, wait_for, with_spark)
 
@@ -22,12 +32,64 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    server = start_connect(tmp_path_factory.mktemp("connect-server"))
+def server(hidden_disk):
+    """The module's Connect server, on a disk of its own: it sees neither the projects nor ratui's state (all
+    under this machine's /tmp), only what is in S3 (S3A's jars on its classpath, as README's Team setup says)."""
+    server = start_connect(hidden_disk.folder("connect"), disk=hidden_disk, jars=s3a.local_jars())
     try:
         yield server
     finally:
         server.stop()
+
+
+HIDDEN_CHECK = """\
+import json, sys
+from pyspark.sql import SparkSession
+
+url, local_file, s3_url, conf = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+spark = SparkSession.builder.remote(url).create()
+try:
+    spark.read.text(local_file).collect()
+    local = "read"
+except Exception as exc:
+    local = getattr(exc, "getCondition", lambda: None)() or type(exc).__name__
+for key, value in conf.items():
+    spark.conf.set(key, value)
+rows = [tuple(r) for r in spark.read.parquet(s3_url).orderBy("id").collect()]
+print(json.dumps({"local": local, "s3": rows}))
+"""
+
+
+def test_the_server_sees_s3_and_not_this_machines_disk(server, hidden_disk, moto, bucket, tmp_path):
+    """The harness's own proof: a file of a project, read here, is a missing path to the server; an object in
+    moto's bucket, with the settings ratui sets on a session, reads."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ratui.engine.storage.s3 import S3Access
+
+    local_file = tmp_path / "project" / "notes.txt"
+    local_file.parent.mkdir()
+    local_file.write_text("only on this disk\n")
+    assert local_file.read_text() and not hidden_disk.sees(local_file) and not hidden_disk.sees(tmp_path)
+    assert not hidden_disk.sees(REPO / "sample_project")  # nor ratui's code and sample
+    body = io.BytesIO()
+    pq.write_table(pa.table({"id": [1, 2], "name": ["ann", "bob"]}), body)
+    s3_client(moto).put_object(Bucket=bucket, Key="probe/people.parquet", Body=body.getvalue())
+    conf = {**s3a.SCHEME_CONF, **S3Access(bucket, endpoint_url=moto).spark_conf()}
+    out = subprocess.run([sys.executable, "-c", HIDDEN_CHECK, server.url, str(local_file),
+                          f"s3://{bucket}/probe/people.parquet", json.dumps(conf)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads(out.stdout) == {"local": "PATH_NOT_FOUND", "s3": [[1, "ann"], [2, "bob"]]}
+
+
+def settings(remote: str, catalog: dict | None = None, **sections) -> str:
+    """ratui.yaml of a test project on a Connect server (tables in S3 when `catalog` says so)."""
+    data = {"namespace": "demo", "spark": {"remote": remote}, **({"catalog": catalog} if catalog else {}), **sections}
+    return yaml.safe_dump(data, sort_keys=False)
 
 
 def checksums(project, sql) -> dict[str, tuple[int, int]]:
@@ -37,13 +99,21 @@ def checksums(project, sql) -> dict[str, tuple[int, int]]:
 def run_ok(*args: str) -> list[dict]:
     out = ratui("run", *args, "--json")
     results = json_lines(out.stdout)
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    failed = "\n".join(f"{r['pipeline']}: {r['error']}" for r in results if r["status"] == "failed")
+    assert out.returncode == 0, failed or out.stdout[-3000:] + out.stderr[-3000:]
     assert results and all(r["status"] == "success" for r in results), results
     return results
 
 
-def test_the_sample_project_gives_on_connect_what_it_gives_locally(server, sample_copy, local_sample):
-    with_spark(sample_copy, remote=server.url)
+def test_the_sample_project_gives_on_connect_what_it_gives_locally(server, hidden_disk, moto, bucket, sample_copy,
+                                                                    local_sample):
+    """On a server that sees none of the project, with its tables in S3, and its landing zones in S3 too
+    (LANDING_IN_S3) or local (conftest.py LANDING_SHARED says how the server reaches them)."""
+    with_spark(sample_copy, remote=server.url, catalog=s3_catalog(moto, bucket))
+    if LANDING_IN_S3:
+        upload_landing(sample_copy, moto, bucket)
+    else:
+        local_landing_for(hidden_disk, sample_copy)
     assert sample_keys(sample_copy) == sorted(local_sample["keys"])
     run_ok("--project", str(sample_copy))
     sql = checksum_sql(local_sample["keys"], local_sample["columns"])
@@ -55,8 +125,11 @@ def test_the_sample_project_gives_on_connect_what_it_gives_locally(server, sampl
     # the client wrote no JVM log: there is no JVM in its process
     assert not (sample_copy / ".ratui" / "logs" / "jvm.out").exists()
     assert "Spark Connect" in (sample_copy / ".ratui" / "logs" / "spark.log").read_text()
-    assert not list((sample_copy / "ecommerce" / "warehouse").rglob("_SUCCESS"))
-    assert not list((sample_copy / "ecommerce" / "warehouse").rglob("*.crc"))
+    # the tables are in the bucket, and only there; without Spark's marker and checksum files
+    objects = bucket_keys(moto, bucket)
+    assert any(k.startswith("lake/") and k.endswith(".parquet") for k in objects), objects[:20]
+    assert not [k for k in objects if k.endswith(("_SUCCESS", ".crc"))]
+    assert not (sample_copy / "ecommerce" / "warehouse").exists()
 
 
 CLIENT_CHECK = """\
@@ -112,14 +185,14 @@ def test_an_unreachable_server_fails_the_run_at_once_with_a_coded_error(tmp_path
     assert "not reachable" in result["error"]["message"]
 
 
-def _one_pipeline_project(root, remote: str):
+def _one_pipeline_project(root, remote: str, catalog: dict):
     (root / "demo" / "pipelines" / "bronze" / "x").mkdir(parents=True)
     (root / "demo" / "pipelines" / "bronze" / "x" / "pipeline.sql").write_text("SELECT 1 AS id\n")
-    (root / "ratui.yaml").write_text(f"namespace: demo\nspark:\n  remote: {remote}\n")
+    (root / "ratui.yaml").write_text(settings(remote, catalog))
     return root
 
 
-def test_the_servers_token_is_required_and_never_shown(server, tmp_path):
+def test_the_servers_token_is_required_and_never_shown(server, moto, bucket, tmp_path):
     """The server wants its token: a wrong one, or none, is RAT-SPK-003 naming the cause (never the token) and
     writes nothing; a token for 127.0.0.1 without TLS is refused at once with the fix (PySpark would try TLS and
     retry for a minute); the token from SPARK_CONNECT_AUTHENTICATE_TOKEN works, and reaches no log or record."""
@@ -130,7 +203,7 @@ def test_the_servers_token_is_required_and_never_shown(server, tmp_path):
         "ip": (server.url.replace("localhost", "127.0.0.1"), "sent only to sc://localhost or over TLS"),
     }
     for name, (remote, words) in cases.items():
-        root = _one_pipeline_project(tmp_path / name, remote)
+        root = _one_pipeline_project(tmp_path / name, remote, s3_catalog(moto, bucket, name))
         began = time.monotonic()
         out = ratui("run", "--project", str(root), "--json", timeout=120)
         assert time.monotonic() - began < 60, name
@@ -142,7 +215,7 @@ def test_the_servers_token_is_required_and_never_shown(server, tmp_path):
         assert server.token not in everything and wrong not in everything, name
         assert main_head(root)[1] == []  # no run branch left
 
-    root = _one_pipeline_project(tmp_path / "env", server.bare_url)
+    root = _one_pipeline_project(tmp_path / "env", server.bare_url, s3_catalog(moto, bucket, "env"))
     out = ratui("run", "--project", str(root), "--json", env={"SPARK_CONNECT_AUTHENTICATE_TOKEN": server.token})
     (result,) = json_lines(out.stdout)
     assert result["status"] == "success", result
@@ -150,7 +223,8 @@ def test_the_servers_token_is_required_and_never_shown(server, tmp_path):
     listed = ratui("runs", "--project", str(root), "--json")
     assert server.token not in listed.stdout
 
-    root = _one_pipeline_project(tmp_path / "in-yaml", server.url)  # the token in spark.remote works too ...
+    root = _one_pipeline_project(tmp_path / "in-yaml", server.url, s3_catalog(moto, bucket, "in-yaml"))
+    # the token in spark.remote works too ...
     run_ok("--project", str(root))
     shown = ratui("runs", "--project", str(root), "--json").stdout + _state_text(root, skip=("ratui.yaml",))
     assert server.token not in shown  # ... and is shown nowhere but the file it was written in
@@ -171,10 +245,10 @@ SELECT CAST(id AS INT) AS id, CAST(amount AS INT) AS amount FROM {{ landing_zone
 """
 
 
-def test_a_failed_quality_gate_leaves_main_as_it_was(server, tmp_path):
+def test_a_failed_quality_gate_leaves_main_as_it_was(server, hidden_disk, moto, bucket, tmp_path):
     root = tmp_path / "gate"
     files = {
-        "ratui.yaml": f"namespace: demo\nspark:\n  remote: {server.url}\n",
+        "ratui.yaml": settings(server.url, s3_catalog(moto, bucket)),
         "demo/landing/items/items.csv": "id,amount\n1,10\n2,20\n",
         "demo/pipelines/bronze/items/pipeline.sql": GATE_PIPELINE,
         "demo/pipelines/bronze/items/tests/quality/positive_amount.sql":
@@ -183,6 +257,7 @@ def test_a_failed_quality_gate_leaves_main_as_it_was(server, tmp_path):
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
+    local_landing_for(hidden_disk, root)
     run_ok("--project", str(root))
     head, others = main_head(root)
     (root / "demo/landing/items/items.csv").write_text("id,amount\n1,10\n2,-5\n3,30\n")
@@ -207,9 +282,9 @@ STRATEGY_CONFIG = {
 }
 
 
-def test_every_merge_strategy_on_connect(server, tmp_path):
+def test_every_merge_strategy_on_connect(server, hidden_disk, moto, bucket, tmp_path):
     root = tmp_path / "strategies"
-    files = {"ratui.yaml": f"namespace: demo\nspark:\n  remote: {server.url}\n",
+    files = {"ratui.yaml": settings(server.url, s3_catalog(moto, bucket)),
              "demo/landing/items/items_1.csv": "id,grp,val\n1,a,10\n2,a,20\n3,b,30\n"}
     for strategy, extra in STRATEGY_CONFIG.items():
         files[f"demo/pipelines/silver/{strategy}/pipeline.sql"] = (
@@ -218,6 +293,7 @@ def test_every_merge_strategy_on_connect(server, tmp_path):
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
+    local_landing_for(hidden_disk, root)
     run_ok("--project", str(root))
     (root / "demo/landing/items/items_2.csv").write_text("id,grp,val\n2,a,25\n5,a,50\n")
     results = run_ok("--project", str(root))
@@ -238,15 +314,18 @@ def test_every_merge_strategy_on_connect(server, tmp_path):
     assert [(r["id"], r["val"]) for r in open_versions] == [(1, 10), (2, 25), (3, 30), (5, 50)]
 
 
-def test_cancel_interrupts_a_running_job_and_another_run_goes_on_beside_it(server, tmp_path):
+def test_cancel_interrupts_a_running_job_and_another_run_goes_on_beside_it(server, hidden_disk, moto, bucket,
+                                                                           tmp_path):
     # 120 one-second tasks on the server's 2 cores: about a minute of work, in short tasks, so another session's
     # job gets cores as soon as a task ends (the server's FAIR pools)
-    project = make_slow_project(tmp_path / "slow", rows=120, parts=120, remote=server.url)
+    project = make_slow_project(tmp_path / "slow", rows=120, parts=120, remote=server.url,
+                                control=hidden_disk.folder("control"), catalog=s3_catalog(moto, bucket))
     root = str(project.root)
+    project.set(version=1, delay=0, parts=2)
     run_ok("--project", root, "slow")  # version 1 on main, quickly
     for marker in project.markers.iterdir():
         marker.unlink()
-    project.set(version=2, delay=1.0)
+    project.set(version=2, delay=1.0, parts=120)
     slow = ratui_background("run", "--project", root, "--force", "--json", "slow", log=tmp_path / "slow.log")
     try:
         run_id = running_run(project.root, "slow", time.monotonic() + 60)
@@ -275,6 +354,25 @@ def test_cancel_interrupts_a_running_job_and_another_run_goes_on_beside_it(serve
     # the server is still fine for the next client
     assert query(project.root, "SELECT 1 AS one") == [{"one": 1}]
 
+    # `kill` (SIGTERM) of the `ratui run` process cancels the same way
+    for marker in project.markers.iterdir():
+        marker.unlink()
+    slow = ratui_background("run", "--project", root, "--force", "slow", log=tmp_path / "killed.log")
+    try:
+        wait_for(lambda: list(project.markers.iterdir()), 60, "a task of the slow job running on the server")
+        slow.send_signal(signal.SIGTERM)
+        assert slow.wait(timeout=45) == 128 + signal.SIGTERM, (tmp_path / "killed.log").read_text()
+    finally:
+        if slow.poll() is None:
+            slow.kill()
+    runs = json_lines(ratui("runs", "--project", root, "--json", "--pipeline", "slow").stdout)
+    (killed,) = [r for r in runs if r["id"] != run_id and r["status"] != "success"]
+    killed_id = killed["id"]
+    assert killed["status"] == "cancelled" and killed["error_code"] == "RAT-RUN-001", killed
+    assert main_head(project.root) == (head, [])
+    # nothing of either cancelled run is left in the bucket
+    assert not [k for k in bucket_keys(moto, bucket) if run_id in k or killed_id in k]
+
 
 MOR_PIPELINE = """\
 -- @merge_strategy: incremental
@@ -284,18 +382,19 @@ SELECT CAST(id AS INT) AS id, CAST(val AS INT) AS val FROM {{ landing_zone('many
 """
 
 
-def test_position_deletes_are_written_read_and_compacted_on_connect(server, tmp_path):
+def test_position_deletes_are_written_read_and_compacted_on_connect(server, hidden_disk, moto, bucket, tmp_path):
     # a few changed keys of a 100-row file: merge-on-read (position deletes, read back with Spark's row index), then
     # the reaper's compaction rewrites the file without them (a write that keeps each file's layout)
     root = tmp_path / "mor"
     files = {
-        "ratui.yaml": f"namespace: demo\nspark:\n  remote: {server.url}\nreaper:\n  compact_deleted_percent: 1\n",
+        "ratui.yaml": settings(server.url, s3_catalog(moto, bucket), reaper={"compact_deleted_percent": 1}),
         "demo/landing/many/many_1.csv": "id,val\n" + "".join(f"{i},{i}\n" for i in range(1, 101)),
         "demo/pipelines/silver/many/pipeline.sql": MOR_PIPELINE,
     }
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
+    local_landing_for(hidden_disk, root)
     run_ok("--project", str(root))
     (root / "demo/landing/many/many_2.csv").write_text("id,val\n5,500\n6,600\n")
     (second,) = run_ok("--project", str(root))
@@ -317,17 +416,19 @@ def test_position_deletes_are_written_read_and_compacted_on_connect(server, tmp_
     assert table() == [{"n": 100, "ids": 100, "total": 5050 - 5 - 6 - 7 + 5000 + 600 + 700}]
 
 
-def test_a_server_gone_mid_run_fails_the_run_cleanly(tmp_path):
+def test_a_server_gone_mid_run_fails_the_run_cleanly(hidden_disk, moto, bucket, tmp_path):
     # a server of this test's own (the module's serves the other tests), killed while a job runs on it
-    own = start_connect(tmp_path / "server")
+    own = start_connect(hidden_disk.folder("own-connect"), disk=hidden_disk, jars=s3a.local_jars())
     try:
-        project = make_slow_project(tmp_path / "slow", rows=60, parts=60, remote=own.url)
+        project = make_slow_project(tmp_path / "slow", rows=60, parts=60, remote=own.url,
+                                    control=hidden_disk.folder("control"), catalog=s3_catalog(moto, bucket))
         root = str(project.root)
+        project.set(version=1, delay=0, parts=2)
         run_ok("--project", root, "slow")  # version 1 on main
         head = main_head(project.root)
         for marker in project.markers.iterdir():
             marker.unlink()
-        project.set(version=2, delay=1.0)
+        project.set(version=2, delay=1.0, parts=60)
         slow = ratui_background("run", "--project", root, "--force", "--json", "slow", log=tmp_path / "slow.log")
         try:
             wait_for(lambda: list(project.markers.iterdir()), 90, "a task of the slow job running on the server")

@@ -210,8 +210,8 @@ def start_connect(tmp: Path, *, master: str = "local[2]", token: str | None = No
     }
     args = [str(SPARK_HOME / "bin" / "spark-submit"), "--master", master, "--driver-memory", "2g",
             "--class", "org.apache.spark.sql.connect.service.SparkConnectServer"]
-    jars = sorted((SPARK_HOME / "jars").glob("spark-connect_*.jar"))
-    if not jars:  # the server's classes ship in pyspark's jars folder; older layouts kept them elsewhere
+    if not sorted((SPARK_HOME / "jars").glob("spark-connect_*.jar")):
+        # the server's classes ship in pyspark's jars folder; older layouts kept them elsewhere
         raise RuntimeError(f"no spark-connect jar in {SPARK_HOME / 'jars'}")
     for key, value in conf.items():
         args += ["--conf", f"{key}={value}"]

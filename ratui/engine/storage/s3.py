@@ -5,7 +5,6 @@ An `S3Access` (a bucket, its endpoint, region, addressing style and credentials)
     boto3           client()               listing, fetching and archiving landing objects; the reaper's sweep of a
                                            warehouse's objects (ops/orphans.py ObjectStore)
     PyIceberg       file_io_properties()   its PyArrowFileIO's s3.* properties (metadata, manifests, data files)
-    pyarrow         filesystem()           a pyarrow S3FileSystem of the bucket (paths 'bucket/key')
     Spark (S3A)     spark_conf()           fs.s3a.bucket.{bucket}.* settings of the run's session
 
 Credentials: `access_key_id` / `secret_access_key` given in ratui.yaml (best left out: the file is often shared),
@@ -20,7 +19,6 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any
 
 from ratui.engine.errors import RatuiError
 
@@ -131,24 +129,6 @@ class S3Access:
             if creds.session_token:
                 props["s3.session-token"] = creds.session_token
         return props
-
-    def filesystem(self):
-        """A pyarrow S3FileSystem for this bucket (paths are 'bucket/key')."""
-        from pyarrow import fs as pafs
-
-        creds = self.credentials()
-        kwargs: dict[str, Any] = {"region": self.region_name, "connect_timeout": CONNECT_TIMEOUT,
-                                  "request_timeout": READ_TIMEOUT,
-                                  "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=RETRIES + 1)}
-        if self.endpoint_url:
-            scheme, _, rest = self.endpoint_url.partition("://")
-            kwargs["endpoint_override"] = rest or self.endpoint_url
-            kwargs["scheme"] = scheme if rest else "https"
-            kwargs["force_virtual_addressing"] = not self.path_style_access
-        if creds is not None:
-            kwargs.update(access_key=creds.access_key_id, secret_key=creds.secret_access_key,
-                          session_token=creds.session_token)
-        return pafs.S3FileSystem(**kwargs)
 
     def spark_conf(self) -> dict[str, str]:
         """Spark's S3A settings for this bucket alone (per-bucket keys: a landing bucket and the warehouse's may

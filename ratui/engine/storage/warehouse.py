@@ -5,8 +5,9 @@
       s3: {endpoint_url: http://127.0.0.1:9000, region: us-east-1, path_style: true}
 
 Both catalogs (embedded and Nessie) create tables at `table_location(key)`; PyIceberg reaches their files with
-`file_io_properties()`, Spark with `spark_conf()` (its S3A connector), the reaper lists and removes them through
-`filesystem()`. A run whose Spark cannot see this machine's disk stages what it must hand to Spark (a local landing
+`file_io_properties()`, Spark with `spark_conf()` (its S3A connector), the reaper lists and removes them with boto3
+(ops/orphans.py ObjectStore: pyarrow's S3 file system leaves a folder marker where it deletes a folder's last object).
+A run whose Spark cannot see this machine's disk stages what it must hand to Spark (a local landing
 zone's files) under `staging(run_id)`, which the run removes and the reaper sweeps when a run died.
 """
 

@@ -12,7 +12,7 @@ Categories (cases):
     annotations           11
     config.yaml            6
     ratui.yaml            16
-    catalog                9
+    catalog               13
     templates              9
     SQL                   16
     names                 10
@@ -26,7 +26,7 @@ Categories (cases):
     CLI misuse            37
     compile gate           3
     Python pipelines      12
-    total                212
+    total                216
 
 Select or skip the corpus with `-m corpus` / `-m "not corpus"`; `-m "corpus and not corpus_jvm"` leaves out the
 cases that need Spark beyond the base state's one run (the fast loop while editing compile-time cases).

@@ -34,7 +34,7 @@ def test_nessie_section() -> None:
     ({"uri": "http://n/api/v2"}, "RAT-CFG-007", "type: nessie"),
     ({"type": "nessie", "uri": "http://n/api/v2", "token": 12}, "RAT-CFG-007", "catalog.token"),
     ({"type": "sqlite", "warehouse": "/mnt/lake"}, "RAT-CFG-007", "catalog.warehouse belong"),
-    ({"type": "nessie", "uri": "http://n/api/v2", "warehouse": "s3://bucket/lake"}, "RAT-CFG-007", "folder path"),
+    ({"type": "nessie", "uri": "http://n/api/v2", "warehouse": 12}, "RAT-CFG-007", "folder path"),
     ({"type": "nessie", "uri": "http://n/api/v2", "warehouse": ["a"]}, "RAT-CFG-007", "folder path"),
     ({"type": "nessie", "uri": "http://n/api/v2", "warehouse": " "}, "RAT-CFG-007", "folder path"),
 ])
@@ -43,6 +43,14 @@ def test_bad_sections_are_coded(raw: object, code: str, words: str) -> None:
         catalog_config(raw, file="ratui.yaml", env={})
     assert err.value.code == code and words in err.value.message
     assert err.value.file == "ratui.yaml"
+
+
+@pytest.mark.parametrize("kind", [{}, {"type": "nessie", "uri": "http://n/api/v2"}])
+def test_an_s3_warehouse_works_with_either_catalog_and_keeps_its_settings(kind: dict) -> None:
+    config = catalog_config({**kind, "warehouse": "s3://lake/tables", "s3": {"endpoint_url": "http://m:9000"}},
+                            file="ratui.yaml", env={})
+    assert config.on_object_store and config.warehouse == "s3://lake/tables"
+    assert config.s3 == {"endpoint_url": "http://m:9000"}
 
 
 def test_the_warehouse_is_a_folder_relative_to_the_project(tmp_path: Path) -> None:

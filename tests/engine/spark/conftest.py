@@ -14,12 +14,11 @@ from tests.engine.s3_server import isolate_aws, moto_server, s3_client
 from tests.hidden_disk import HiddenDisk
 
 # The sample project's landing zones on the hidden servers: in S3, read in place (landing.s3_read: in_place), when
-# True; else local, on a folder both machines mount at the same path (HiddenDisk.share). True once Spark reads an
-# S3 zone straight from its bucket (a run still stages the objects into .ratui/, which such a server cannot see).
-LANDING_IN_S3 = False
+# True; else local, on a folder both machines mount at the same path (HiddenDisk.share).
+LANDING_IN_S3 = True
 # A project's local landing zones on a hidden server: on a folder both machines mount at the same path, when True;
 # else where ratui puts them for a Spark that cannot see this disk (uploaded to the warehouse's staging prefix).
-LANDING_SHARED = True
+LANDING_SHARED = False
 
 
 def local_landing_for(disk: HiddenDisk, project: Path) -> None:

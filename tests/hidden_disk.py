@@ -6,7 +6,7 @@ A Spark Connect server or a standalone cluster on another machine cannot read th
     disk = HiddenDisk.start()                          # /tmp, ratui's checkout and ~/.cache/ratui hidden
     server = start_connect(disk.scratch / "connect", disk=disk, jars=s3a.local_jars())
     disk.sees(project / "ratui.yaml")                  # False
-    disk.share(project / "ecommerce" / "landing")      # that folder only: "a shared mount", at the same path
+    control = disk.folder("control")                   # a folder both sides see (the test's instrumentation)
     ...
     server.stop(); disk.stop()
 
@@ -155,14 +155,6 @@ class HiddenDisk:
     def sees(self, path: Path) -> bool:
         """Whether a process in the namespace finds `path`."""
         return self.run(f"test -e {shlex.quote(str(path))}").returncode == 0
-
-    def share(self, path: Path) -> Path:
-        """`path` (a folder or file of a hidden folder) visible in the namespace at the same path from now on, as
-        a folder on a mount both machines have would be."""
-        out = self.run(self._bind_back(path))
-        if out.returncode != 0 or not self.sees(path):
-            raise RuntimeError(f"could not share {path} with the hidden disk: {out.stderr.strip()}")
-        return path
 
     def folder(self, name: str) -> Path:
         """A fresh folder both sides see (outside every hidden one)."""

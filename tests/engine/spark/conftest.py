@@ -1,5 +1,6 @@
 """The proof that ratui needs no disk beside Spark's: servers on a hidden disk (tests/hidden_disk.py) with the
-tables (and landing zones) on moto's S3 server."""
+tables (and landing zones) on moto's S3 server. A project's local landing zones reach such a server the way ratui
+sends them: uploaded to the warehouse's staging prefix for the run (storage/staging.py)."""
 
 from __future__ import annotations
 
@@ -12,21 +13,6 @@ import yaml
 
 from tests.engine.s3_server import isolate_aws, moto_server, s3_client
 from tests.hidden_disk import HiddenDisk
-
-# The sample project's landing zones on the hidden servers: in S3, read in place (landing.s3_read: in_place), when
-# True; else local, on a folder both machines mount at the same path (HiddenDisk.share).
-LANDING_IN_S3 = True
-# A project's local landing zones on a hidden server: on a folder both machines mount at the same path, when True;
-# else where ratui puts them for a Spark that cannot see this disk (uploaded to the warehouse's staging prefix).
-LANDING_SHARED = False
-
-
-def local_landing_for(disk: HiddenDisk, project: Path) -> None:
-    """The project's local landing zones where the hidden disk's servers can read them (see LANDING_SHARED)."""
-    if LANDING_SHARED:
-        for folder in sorted(project.glob("*/landing")):
-            disk.share(folder)
-
 
 @pytest.fixture(scope="session")
 def moto(tmp_path_factory):

@@ -23,8 +23,7 @@ from ratui.engine.spark import s3a
 from tests.conftest import REPO
 from tests.engine.conftest import checksum_sql, sample_keys
 from tests.engine.s3_server import s3_client
-from tests.engine.spark.conftest import (LANDING_IN_S3, bucket_keys, local_landing_for, s3_catalog,
-                                        upload_landing)
+from tests.engine.spark.conftest import bucket_keys, s3_catalog, upload_landing
 from tests.servers import (json_lines, main_head, make_slow_project, query, ratui, ratui_background, running_run,
                            start_connect, wait_for, with_spark)
 
@@ -105,15 +104,11 @@ def run_ok(*args: str) -> list[dict]:
     return results
 
 
-def test_the_sample_project_gives_on_connect_what_it_gives_locally(server, hidden_disk, moto, bucket, sample_copy,
-                                                                    local_sample):
-    """On a server that sees none of the project, with its tables in S3, and its landing zones in S3 too
-    (LANDING_IN_S3) or local (conftest.py LANDING_SHARED says how the server reaches them)."""
+def test_the_sample_project_gives_on_connect_what_it_gives_locally(server, moto, bucket, sample_copy, local_sample):
+    """On a server that sees none of the project, with its tables in S3 and its landing zones too, read in place
+    (the cluster's test keeps them local: ratui uploads them for the run)."""
     with_spark(sample_copy, remote=server.url, catalog=s3_catalog(moto, bucket))
-    if LANDING_IN_S3:
-        upload_landing(sample_copy, moto, bucket)
-    else:
-        local_landing_for(hidden_disk, sample_copy)
+    upload_landing(sample_copy, moto, bucket)
     assert sample_keys(sample_copy) == sorted(local_sample["keys"])
     run_ok("--project", str(sample_copy))
     sql = checksum_sql(local_sample["keys"], local_sample["columns"])
@@ -128,7 +123,7 @@ def test_the_sample_project_gives_on_connect_what_it_gives_locally(server, hidde
     # the tables are in the bucket, and only there; without Spark's marker and checksum files
     objects = bucket_keys(moto, bucket)
     assert any(k.startswith("lake/") and k.endswith(".parquet") for k in objects), objects[:20]
-    assert not [k for k in objects if k.endswith(("_SUCCESS", ".crc"))]
+    assert not [k for k in objects if k.endswith(("_SUCCESS", ".crc")) or "/_ratui/staging/" in k]
     assert not (sample_copy / "ecommerce" / "warehouse").exists()
 
 
@@ -245,7 +240,7 @@ SELECT CAST(id AS INT) AS id, CAST(amount AS INT) AS amount FROM {{ landing_zone
 """
 
 
-def test_a_failed_quality_gate_leaves_main_as_it_was(server, hidden_disk, moto, bucket, tmp_path):
+def test_a_failed_quality_gate_leaves_main_as_it_was(server, moto, bucket, tmp_path):
     root = tmp_path / "gate"
     files = {
         "ratui.yaml": settings(server.url, s3_catalog(moto, bucket)),
@@ -257,7 +252,6 @@ def test_a_failed_quality_gate_leaves_main_as_it_was(server, hidden_disk, moto, 
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
-    local_landing_for(hidden_disk, root)
     run_ok("--project", str(root))
     head, others = main_head(root)
     (root / "demo/landing/items/items.csv").write_text("id,amount\n1,10\n2,-5\n3,30\n")
@@ -282,7 +276,7 @@ STRATEGY_CONFIG = {
 }
 
 
-def test_every_merge_strategy_on_connect(server, hidden_disk, moto, bucket, tmp_path):
+def test_every_merge_strategy_on_connect(server, moto, bucket, tmp_path):
     root = tmp_path / "strategies"
     files = {"ratui.yaml": settings(server.url, s3_catalog(moto, bucket)),
              "demo/landing/items/items_1.csv": "id,grp,val\n1,a,10\n2,a,20\n3,b,30\n"}
@@ -293,7 +287,6 @@ def test_every_merge_strategy_on_connect(server, hidden_disk, moto, bucket, tmp_
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
-    local_landing_for(hidden_disk, root)
     run_ok("--project", str(root))
     (root / "demo/landing/items/items_2.csv").write_text("id,grp,val\n2,a,25\n5,a,50\n")
     results = run_ok("--project", str(root))
@@ -382,7 +375,7 @@ SELECT CAST(id AS INT) AS id, CAST(val AS INT) AS val FROM {{ landing_zone('many
 """
 
 
-def test_position_deletes_are_written_read_and_compacted_on_connect(server, hidden_disk, moto, bucket, tmp_path):
+def test_position_deletes_are_written_read_and_compacted_on_connect(server, moto, bucket, tmp_path):
     # a few changed keys of a 100-row file: merge-on-read (position deletes, read back with Spark's row index), then
     # the reaper's compaction rewrites the file without them (a write that keeps each file's layout)
     root = tmp_path / "mor"
@@ -394,7 +387,6 @@ def test_position_deletes_are_written_read_and_compacted_on_connect(server, hidd
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
-    local_landing_for(hidden_disk, root)
     run_ok("--project", str(root))
     (root / "demo/landing/many/many_2.csv").write_text("id,val\n5,500\n6,600\n")
     (second,) = run_ok("--project", str(root))

@@ -69,6 +69,18 @@ def s3_client(endpoint: str):
                         aws_secret_access_key="testing")
 
 
+def new_bucket(endpoint: str, versioned: bool = False, prefix: str = "lake") -> str:
+    """A bucket of its own for one test (a JVM caches S3A file systems by bucket: never reuse a name)."""
+    import uuid
+
+    name = f"{prefix}-{uuid.uuid4().hex[:12]}"
+    client = s3_client(endpoint)
+    client.create_bucket(Bucket=name)
+    if versioned:
+        client.put_bucket_versioning(Bucket=name, VersioningConfiguration={"Status": "Enabled"})
+    return name
+
+
 def isolate_aws(monkeypatch, tmp_path: Path) -> None:
     """Credentials from the environment (boto3's chain), no shared config of the machine's user."""
     for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL"):

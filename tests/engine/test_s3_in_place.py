@@ -10,7 +10,6 @@ prefix) run here.
 from __future__ import annotations
 
 import json
-import uuid
 from pathlib import Path
 
 import pyarrow as pa
@@ -28,7 +27,7 @@ from ratui.engine.storage.staging import RemoteStaging, run_staging
 from ratui.engine.storage.warehouse import object_warehouse
 
 from mainstate import main_fingerprint
-from s3_server import isolate_aws, moto_server, s3_client
+from s3_server import isolate_aws, moto_server, new_bucket, s3_client
 from tests.servers import json_lines, ratui
 
 pytestmark = pytest.mark.slow
@@ -44,14 +43,6 @@ def endpoint(tmp_path_factory):
 def aws_env(monkeypatch, tmp_path):
     isolate_aws(monkeypatch, tmp_path)
 
-
-def new_bucket(endpoint: str, versioned: bool = False) -> str:
-    name = f"lake-{uuid.uuid4().hex[:12]}"
-    client = s3_client(endpoint)
-    client.create_bucket(Bucket=name)
-    if versioned:
-        client.put_bucket_versioning(Bucket=name, VersioningConfiguration={"Status": "Enabled"})
-    return name
 
 
 def keys(endpoint: str, bucket: str, prefix: str = "") -> list[str]:
@@ -362,8 +353,7 @@ def test_a_spark_that_cannot_see_this_disk_reads_local_zones_from_the_runs_stagi
     from tests.servers import start_connect
 
     jars = s3a.local_jars()
-    if jars is None:
-        pytest.skip("no S3A jars in the local Maven repository")
+    assert jars is not None, f"no hadoop-aws {s3a.hadoop_version()} and AWS SDK bundle in ~/.m2: run .ci/run"
     server = start_connect(tmp_path / "connect", jars=jars)
     try:
         bucket = new_bucket(endpoint)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import pytest
 from ratui.engine.run.engine import Engine
 from ratui.engine.state.catalog.base import MAIN
 
-from s3_server import isolate_aws, moto_server, s3_client
+from s3_server import isolate_aws, moto_server, new_bucket, s3_client
 
 pytestmark = pytest.mark.slow
 
@@ -38,11 +37,6 @@ def endpoint(tmp_path_factory):
 def aws_env(monkeypatch, tmp_path):
     isolate_aws(monkeypatch, tmp_path)
 
-
-def new_bucket(endpoint: str) -> str:
-    name = f"wh-{uuid.uuid4().hex[:12]}"  # one per test: a JVM caches S3A file systems by bucket
-    s3_client(endpoint).create_bucket(Bucket=name)
-    return name
 
 
 def catalog_section(endpoint: str, bucket: str) -> str:
@@ -98,7 +92,7 @@ def add_run(engine: Engine, run_id: str, status: str) -> None:
 
 
 def test_sweep_and_expiry_in_the_bucket_spare_what_refs_runs_and_other_projects_hold(tmp_path, endpoint):
-    bucket = new_bucket(endpoint)
+    bucket = new_bucket(endpoint, prefix="wh")
     root = tmp_path / "proj"
     (root / "demo/pipelines/bronze/items").mkdir(parents=True)
     (root / "demo/pipelines/bronze/items/pipeline.sql").write_text("SELECT 1 AS id\n")
@@ -172,7 +166,7 @@ def test_an_object_rewritten_after_the_plan_or_outside_the_warehouse_is_kept(end
     from ratui.engine.storage.s3 import S3Access
     from ratui.engine.storage.warehouse import Warehouse
 
-    bucket = new_bucket(endpoint)
+    bucket = new_bucket(endpoint, prefix="wh")
     warehouse = Warehouse(Path("/nonexistent"), S3Access(bucket, endpoint), "lake")
     area = SweepArea(ObjectStore(warehouse), warehouse.url, [warehouse.namespace_root("demo")])
     old, rewritten = (put(endpoint, bucket, f"lake/demo/warehouse/t/data/{n}.parquet") for n in ("old", "new"))
@@ -248,7 +242,7 @@ def plain_rows(root: Path, endpoint: str, table: str) -> list[tuple]:
 def test_every_strategy_merge_on_read_compaction_rollback_and_expiry_on_s3(tmp_path, endpoint):
     from tests.servers import query, ratui
 
-    bucket = new_bucket(endpoint)
+    bucket = new_bucket(endpoint, prefix="wh")
     root = tmp_path / "proj"
     files = {"ratui.yaml": SETTINGS + catalog_section(endpoint, bucket),
              "demo/landing/items/items_1.csv": "id,grp,val\n1,a,10\n2,a,20\n3,b,30\n",

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,7 @@ import pytest
 from ratui.engine.run.engine import Engine
 
 from mainstate import main_fingerprint, run_one
-from s3_server import free_port, isolate_aws, moto_server, s3_client
+from s3_server import free_port, isolate_aws, moto_server, new_bucket, s3_client
 from tests.servers import ratui
 
 pytestmark = pytest.mark.slow
@@ -38,11 +37,6 @@ def aws_env(monkeypatch, tmp_path):
     isolate_aws(monkeypatch, tmp_path)
 
 
-def new_bucket(endpoint: str) -> str:
-    name = f"wh-{uuid.uuid4().hex[:12]}"
-    s3_client(endpoint).create_bucket(Bucket=name)
-    return name
-
 
 def on_s3(root: Path, endpoint: str, bucket: str, extra: str = "") -> Path:
     (root / "ratui.yaml").write_text((root / "ratui.yaml").read_text() + (
@@ -60,7 +54,7 @@ def objects(endpoint: str, bucket: str, prefix: str = "") -> list[str]:
 
 def test_a_table_in_the_s3_warehouse_is_there_and_plain_pyiceberg_reads_what_ratui_query_gives(
         make_project, spark, endpoint):
-    bucket = new_bucket(endpoint)
+    bucket = new_bucket(endpoint, prefix="wh")
     root = on_s3(make_project({"demo/pipelines/bronze/orders/pipeline.sql": ORDERS}), endpoint, bucket)
     engine = Engine.open(root)
     result = run_one(engine, "demo.bronze.orders")
@@ -90,7 +84,7 @@ def test_a_table_in_the_s3_warehouse_is_there_and_plain_pyiceberg_reads_what_rat
 
 def test_store_faults_fail_the_run_at_once_coded_with_main_unchanged_and_the_key_never_shown(
         make_project, spark, endpoint, tmp_path):
-    bucket = new_bucket(endpoint)
+    bucket = new_bucket(endpoint, prefix="wh")
     root = on_s3(make_project({"demo/pipelines/bronze/orders/pipeline.sql": ORDERS}), endpoint, bucket)
     assert run_one(Engine.open(root), "demo.bronze.orders").status == "success"
     before = main_fingerprint(root)
@@ -125,7 +119,7 @@ def test_store_faults_fail_the_run_at_once_coded_with_main_unchanged_and_the_key
 def test_a_spark_without_the_s3_connector_is_a_coded_error_that_says_how_to_get_it(make_project, endpoint,
                                                                                      tmp_path):
     """Offline, with no hadoop-aws in the local Maven repository: Spark cannot fetch the connector ratui asks for."""
-    bucket = new_bucket(endpoint)
+    bucket = new_bucket(endpoint, prefix="wh")
     ivy = tmp_path / "ivysettings.xml"  # Spark's package resolution with no repository at all: offline
     ivy.write_text('<ivysettings><settings defaultResolver="none"/><resolvers><chain name="none"/></resolvers>'
                    '</ivysettings>')
@@ -149,7 +143,7 @@ def test_with_a_nessie_catalog_the_tables_go_to_the_s3_warehouse_and_another_che
     from tests.nessie_server import reset
 
     reset(nessie_uri)
-    bucket = new_bucket(endpoint)
+    bucket = new_bucket(endpoint, prefix="wh")
     root = make_project({"demo/pipelines/bronze/orders/pipeline.sql": ORDERS})
     (root / "ratui.yaml").write_text((root / "ratui.yaml").read_text() + (
         f"catalog:\n  type: nessie\n  uri: {nessie_uri}\n  warehouse: s3://{bucket}/shared\n  s3:\n"

@@ -4,7 +4,6 @@ goes through boto3, botocore's HTTP stack and the network, nothing is patched)."
 from __future__ import annotations
 
 import time
-import uuid
 from datetime import datetime, timedelta, timezone
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -17,7 +16,7 @@ from ratui.engine.landing.s3 import S3Zone
 from ratui.engine.landing.zone import ZoneEntry
 
 from mainstate import main_fingerprint, run_one
-from s3_server import free_port, isolate_aws, moto_server, s3_client
+from s3_server import free_port, isolate_aws, moto_server, new_bucket, s3_client
 
 pytestmark = pytest.mark.slow
 
@@ -41,14 +40,6 @@ def aws_env(monkeypatch, tmp_path):
     """Credentials from the environment (boto3's chain), no shared config of the machine's user."""
     isolate_aws(monkeypatch, tmp_path)
 
-
-def new_bucket(endpoint: str, versioned: bool = False) -> str:
-    name = f"lake-{uuid.uuid4().hex[:12]}"
-    client = s3_client(endpoint)
-    client.create_bucket(Bucket=name)
-    if versioned:
-        client.put_bucket_versioning(Bucket=name, VersioningConfiguration={"Status": "Enabled"})
-    return name
 
 
 def zone_settings(zones: dict[str, str], endpoint: str) -> str:

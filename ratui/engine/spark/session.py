@@ -290,12 +290,10 @@ class SparkRuntime:
 
         conf = SparkConf(loadDefaults=False)
         conf.setMaster(settings.spark_master).setAppName(f"ratui:{settings.root.name}")
-        connector = {}
-        if s3a.needs_connector(settings):
-            # the connector's jars, and each bucket's endpoint and key as Hadoop settings of the JVM (every session
-            # made from it has them; a cluster's executors get them with their tasks)
-            connector = {**s3a.launch_conf(settings.spark_config),
-                         **{f"spark.hadoop.{k}": v for k, v in s3a.session_conf(settings).items()}}
+        # the connector's jars and s3://; each bucket's endpoint and key go on every run's and query's session
+        # instead (reach_buckets), never into the launch settings: those are the JVM's command line, which any user
+        # of this machine can read in the process list
+        connector = s3a.launch_conf(settings.spark_config) if s3a.needs_connector(settings) else {}
         for key, value in {**JVM_DEFAULT_CONF, **settings.spark_config, **connector, **REQUIRED_CONF}.items():
             conf.set(key, value)
         if cluster and all(addresses.is_loopback(h) for h, _p in cluster):

@@ -75,6 +75,8 @@ def cmd_show(args) -> int:
           f", merges into {run.get('ref') or 'main'}" + (f", version {run['version']}" if run.get("version") else ""))
     if run.get("run_type"):
         print(f"  run type {run['run_type']}: {run.get('reason')}")
+    if run.get("isolation"):
+        print(f"  python isolation {run['isolation']}")
     print(f"  started {run.get('started_at')}, finished {run.get('finished_at')}, "
           f"took {format_duration(run.get('duration_ms'))}")
     print(f"  rows written {run.get('rows_written') or 0:,}")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable
 
 from ratui.engine.events import (
-    Event, LogLine, PhaseFinished, PhaseStarted, QualityResultEvent, RunFinished, RunQueued, RunStarted,
+    Event, LogLine, PhaseFinished, PhaseStarted, QualityResultEvent, RunFinished, RunIsolated, RunQueued, RunStarted,
     SparkProgress, StagingProgress,
 )
 from ratui.console.format import outcome
@@ -57,6 +57,7 @@ class LiveRun:
     batch: str | None = None
     reason: str | None = None  # why it ran or was skipped
     run_type: str | None = None  # incremental | full | backfill | skip ...
+    isolation: str | None = None  # a Python pipeline's, as applied (isolation/levels.py)
     live: bool = True  # False: built from a history record
     phases: dict[str, PhaseState] = field(default_factory=lambda: {p: PhaseState(p) for p in PHASES})
     quality: list[dict[str, Any]] = field(default_factory=list)
@@ -107,6 +108,8 @@ class LiveRun:
                 self.status = "running"
         elif isinstance(event, SparkProgress):
             self.spark = event if event.jobs_running and not self.finished else None
+        elif isinstance(event, RunIsolated):
+            self.isolation = event.isolation
         elif isinstance(event, StagingProgress):
             self.staging = (event.zone, event.done, event.total) if event.done < event.total else None
         elif isinstance(event, PhaseFinished):
@@ -154,7 +157,7 @@ class LiveRun:
                    rows_written=run.get("rows_written"),
                    duration_ms=run.get("duration_ms"), warnings=run.get("warnings") or 0,
                    started_at=run.get("started_at"), reason=run.get("reason"), run_type=run.get("run_type"),
-                   live=False)
+                   isolation=run.get("isolation"), live=False)
         if run.get("error_code"):
             live.error = {"code": run["error_code"], "message": run.get("error_message"),
                           "file": run.get("error_file"), "line": run.get("error_line"), "hint": run.get("error_hint")}

@@ -71,6 +71,13 @@ class LogLine(Event):
 
 
 @dataclass(frozen=True)
+class RunIsolated(Event):
+    """How a Python pipeline's run(ctx) was kept from the machine (isolation/levels.py): "confined: landlock-abi7
+    + seccomp", "process", "none (asked confined: ...)"."""
+    isolation: str
+
+
+@dataclass(frozen=True)
 class StagingProgress(Event):
     """Landing files staged for Spark so far: an object-store zone's objects fetched into the run's staging
     folder, or local files uploaded for a Spark that cannot see this disk (storage/staging.py)."""

@@ -227,6 +227,7 @@ class RunScreen(ConsoleScreen):
             *([("into", run.ref)] if run.ref != "main" else []),
             ("strategy", run.strategy or "-"),
             ("trigger", run.trigger or "-"),
+            *([("python", run.isolation)] if run.isolation else []),
         ]
         for name, value in fields:
             text.append(f"{name} ", style="dim")

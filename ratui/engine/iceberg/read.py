@@ -18,6 +18,7 @@ from pyiceberg.manifest import DataFile, DataFileContent
 from pyiceberg.table import Table
 
 from ratui.engine.errors import RatuiError
+from ratui.engine.iceberg.file_scan import FILE_NO, ROW_POS, FileEntry, scan_files
 from ratui.engine.iceberg.schema import spark_schema_of
 from ratui.engine.locations import local_file
 
@@ -81,54 +82,41 @@ def read_table(session, table: Table):
     return read_files(session, table, data_files(table))
 
 
-ROW_POS = "__ratui_pos"
-FILE_NO = "__ratui_file"
+__all__ = ["FILE_NO", "ROW_POS", "BROADCAST_DELETES", "column_max_from_stats", "data_files", "deletes_of",
+           "file_entries", "live_rows", "read_files", "read_table", "row_count", "scan_plan"]
 
 
 def read_files(session, table: Table, files: Iterable[DataFile], *, positions: bool = False):
     """A DataFrame over some of the table's data files (this project's copies of them, see locations.py), without
-    the rows their delete files name.
+    the rows their delete files name (file_scan.py reads them).
 
     positions=True adds two columns: FILE_NO (the file's index in `files`) and ROW_POS (the row's position in it),
-    what a position-delete file records. Files without deletes are read in one scan; each file with deletes is read
-    alone, so its rows carry its number, and the positions its delete files name are left out by a broadcast
-    anti-join (narrow: every file's rows stay in the file's own tasks)."""
-    from pyspark.sql import functions as F
-
-    files = list(files)
+    what a position-delete file records."""
     schema = spark_schema_of(table.schema())
-    if not files:
-        df = session.createDataFrame([], schema)
-        return df.withColumn(FILE_NO, F.lit(0)).withColumn(ROW_POS, F.lit(0).cast("long")) if positions else df
+    entries, deleted = file_entries(table, files)
+    return scan_files(session, schema, entries, positions=positions, broadcast=deleted <= BROADCAST_DELETES)
+
+
+def file_entries(table: Table, files: Iterable[DataFile] | None = None) -> tuple[list[FileEntry], int]:
+    """What Spark reads for some of the table's data files (default: all of the current snapshot's), and how many
+    positions their delete files name."""
     plan = _plan(table)
-    dirty = [i for i, f in enumerate(files) if plan.get(f.file_path, (f, ()))[1]]
-    clean = [i for i in range(len(files)) if i not in set(dirty)]
-    reader = session.read.schema(schema)
-    frames = []
-    if clean and not positions:
-        frames.append(reader.parquet(*[local_file(table, files[i].file_path) for i in clean]))
-    else:
-        for i in clean:
-            frames.append(reader.parquet(local_file(table, files[i].file_path)).selectExpr(
-                "*", f"{i} AS {FILE_NO}", f"_metadata.row_index AS {ROW_POS}"))
-    if dirty:
-        deletes = [(i, d) for i in dirty for d in plan[files[i].file_path][1]]
-        numbers = session.createDataFrame([(files[i].file_path, i) for i in dirty], f"__p string, {FILE_NO} int")
-        gone = (session.read.schema("file_path string, pos long")
-                .parquet(*[local_file(table, d.file_path) for _i, d in deletes])
-                .join(F.broadcast(numbers), F.col("file_path") == F.col("__p"))
-                .select(F.col(FILE_NO), F.col("pos").alias(ROW_POS)))
-        if sum(d.record_count for _i, d in deletes) <= BROADCAST_DELETES:
-            gone = F.broadcast(gone)
-        for i in dirty:
-            rows = reader.parquet(local_file(table, files[i].file_path)).selectExpr(
-                "*", f"{i} AS {FILE_NO}", f"_metadata.row_index AS {ROW_POS}")
-            rows = rows.join(gone, [FILE_NO, ROW_POS], "left_anti")
-            frames.append(rows if positions else rows.drop(FILE_NO, ROW_POS))
-    df = frames[0]
-    for frame in frames[1:]:
-        df = df.unionByName(frame)
-    return df
+    files = list(data_files(table) if files is None else files)
+    entries, deleted = [], 0
+    for f in files:
+        deletes = plan.get(f.file_path, (f, ()))[1]
+        deleted += sum(d.record_count for d in deletes)
+        entries.append(FileEntry(local_file(table, f.file_path), f.file_path,
+                                 [local_file(table, d.file_path) for d in deletes]))
+    return entries, deleted
+
+
+def scan_plan(table: Table) -> dict[str, Any]:
+    """The table's current snapshot as a plan another Spark session reads with scan_files (JSON: an isolated
+    Python pipeline's inputs, isolation/child.py)."""
+    entries, deleted = file_entries(table)
+    return {"schema": spark_schema_of(table.schema()).json(), "files": [e.to_dict() for e in entries],
+            "broadcast": deleted <= BROADCAST_DELETES}
 
 
 # Deleted positions up to this many are broadcast to every task that reads a file with deletes.

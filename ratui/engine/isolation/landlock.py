@@ -161,12 +161,12 @@ def abi() -> int:
 
 
 def restrict(*, read: Iterable[Path] = (), write: Iterable[Path] = (), execute: Iterable[Path] = (),
-             connect_ports: Iterable[int] = (), scope: bool = True) -> LandlockResult:
+             connect_ports: Iterable[int] = (), bind_ports: Iterable[int] = (), scope: bool = True) -> LandlockResult:
     """Confine the calling thread (and all it creates later) for good: every filesystem right the ABI handles
     is denied except beneath the given paths (recursively): `read` paths may be read and listed; `write` paths
     also written, truncated, and have files and folders made, removed and renamed in them; `execute` paths read
     and executed. A path that does not exist is skipped; a file gets the rights that apply to files. With ABI 4+,
-    binding any TCP port and connecting to any TCP port not in `connect_ports` are denied. With ABI 6+ and
+    binding a TCP port not in `bind_ports` and connecting to one not in `connect_ports` are denied. With ABI 6+ and
     `scope`, no signal can be sent to a process outside the domain (the parent included) and no abstract UNIX
     socket created outside it can be connected to.
 
@@ -205,6 +205,7 @@ def restrict(*, read: Iterable[Path] = (), write: Iterable[Path] = (), execute: 
         rules, skipped = _add_path_rules(ruleset, fs, read=read, write=write, execute=execute)
         if net:
             _add_port_rules(ruleset, connect_ports)
+            _add_port_rules(ruleset, bind_ports, NET_BIND_TCP)
         try:
             set_no_new_privs()
         except OSError as exc:
@@ -253,11 +254,11 @@ def _add_path_rules(ruleset: int, handled: int, *, read: Iterable[Path], write: 
     return rules, skipped
 
 
-def _add_port_rules(ruleset: int, ports: Iterable[int]) -> None:
+def _add_port_rules(ruleset: int, ports: Iterable[int], access: int = NET_CONNECT_TCP) -> None:
     for port in ports:
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
             raise ConfinementError(f"not a TCP port: {port!r}", errno.EINVAL)
-        rule = _NetPortAttr(allowed_access=NET_CONNECT_TCP, port=port)
+        rule = _NetPortAttr(allowed_access=access, port=port)
         try:
             syscall(SYS_LANDLOCK_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(LANDLOCK_RULE_NET_PORT),
                     ctypes.byref(rule), ctypes.c_uint32(0))

@@ -20,7 +20,7 @@ from ratui.engine.errors import RatuiError, did_you_mean
 from ratui.engine.project import strategy_specs
 from ratui.engine.project.partition_terms import parse_partition_by
 from ratui.engine.project.schema import YamlDoc, coded_error, invalid, one_of, read_yaml
-from ratui.engine.project.settings_schema import BAD_ROWS, COLUMN_MODES
+from ratui.engine.project.settings_schema import BAD_ROWS, COLUMN_MODES, ISOLATION_LEVELS
 
 STRATEGIES = strategy_specs.NAMES
 # Strategies the write phase implements today; the others are rejected up front, never approximated.
@@ -103,6 +103,8 @@ Materialization = Annotated[str, _choice(MATERIALIZATIONS, "materialized '{text}
     "Pipelines materialize as Iceberg tables: use `table` (the default)."))]
 Tags = Annotated[tuple[str, ...], PlainValidator(_tags)]
 PartitionBy = Annotated[tuple[str, ...], PlainValidator(_partition_by)]
+Isolation = Annotated[str | None, _choice(ISOLATION_LEVELS, "unknown isolation '{text}'", hint=(
+    "Write isolation as none, process, confined or jail (README: Python pipelines)."))]
 
 # `-- @key: value` in SQL, `# @key: value` in Python.
 _ANNOTATION = {
@@ -140,6 +142,8 @@ class PipelineConfig:
     tags: Tags = ()
     # Iceberg partition spec terms, normalised: "day(order_ts)", "country" (identity); see partitioning.py
     partition_by: PartitionBy = ()
+    # a Python pipeline's isolation level over ratui.yaml's python.isolation (None: the project's)
+    isolation: Isolation = None
     # where each key's value came from: "annotation", "config.yaml" or "default"
     origin: dict[str, str] = field(default_factory=dict, compare=False)
 
@@ -231,6 +235,10 @@ def resolve_config(pipeline_file: Path, text: str, config_file: Path) -> Pipelin
         config = _SCHEMA.validate_python({**values, "origin": origin})
     except ValidationError as exc:
         raise coded_error(exc, "RAT-CFG-005", locate, "config") from None
+    if config.isolation is not None and pipeline_file.suffix != ".py":
+        file, line = locate(("isolation",))
+        raise RatuiError("RAT-CFG-005", "isolation applies to Python pipelines; SQL runs on ratui's Spark",
+                         file=file, line=line, hint="Remove the isolation setting from this SQL pipeline.")
     file, line = locate(("merge_strategy",))
     spec = strategy_specs.BY_NAME.get(config.merge_strategy)
     if spec is not None and spec.needs_key and not config.unique_key:

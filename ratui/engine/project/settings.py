@@ -56,6 +56,13 @@ class Settings:
     # real folders outside the root that ratui may read (landing zones, pipelines linked in from elsewhere)
     allow_outside: tuple[Path, ...] = ()
     watch_debounce_ms: int = 300
+    python_isolation: str = "confined"
+    python_isolation_required: bool = False
+    python_timeout: int = 3600
+    python_cpu_seconds: int = 3600
+    python_memory_mb: int = 4096
+    python_file_mb: int = 1024
+    python_open_files: int = 1024
     watch_poll_seconds: int = 30
     # ratui.yaml's catalog section as written (type, uri, token): state/catalog/config.py checks and opens it
     catalog: dict[str, Any] = field(default_factory=dict, repr=False)

@@ -25,6 +25,9 @@ COLUMN_MODES = ("strict", "union")
 # staged: downloaded to the run's staging folder first (works with pyspark alone, but only with a local Spark);
 # auto: in place when Spark is not local (a cluster or a Connect server cannot read this machine's disk), else staged.
 S3_READS = ("auto", "in_place", "staged")
+# python.isolation: how a Python pipeline's run(ctx) is kept from the machine (isolation/levels.py says what each
+# level is and how it degrades); a pipeline's own `isolation` annotation or config.yaml key overrides it.
+ISOLATION_LEVELS = ("none", "process", "confined", "jail")
 
 Count = Annotated[int, PlainValidator(at_least(0))]
 Positive = Annotated[int, PlainValidator(at_least(1))]
@@ -157,6 +160,20 @@ class LandingSection(Section):
     s3_read: Annotated[str, PlainValidator(one_of(S3_READS))] = "auto"
 
 
+class PythonSection(Section):
+    """How Python pipelines run: in ratui's own process (none), or in a child process (process), confined by the
+    kernel (confined: Landlock and seccomp), or that inside bubblewrap's namespaces (jail). The child's limits:
+    wall-clock seconds, CPU seconds, memory, the size of a file it writes, open files."""
+
+    isolation: Annotated[str, PlainValidator(one_of(ISOLATION_LEVELS))] = "confined"
+    isolation_required: bool = False  # a level the machine cannot give is an error before the run, not a degrade
+    timeout: Positive = 3600
+    cpu_seconds: Positive = 3600
+    memory_mb: Annotated[int, PlainValidator(at_least(256))] = 4096
+    file_mb: Positive = 1024
+    open_files: Annotated[int, PlainValidator(at_least(64))] = 1024
+
+
 class WatchSection(Section):
     debounce_ms: Count = 300
     poll_seconds: Positive = 30  # how often watch mode lists object-store zones (a local folder is watched)
@@ -245,9 +262,10 @@ class SettingsFile(Section):
     reaper: ReaperSection = Field(default_factory=ReaperSection)
     paths: PathsSection = Field(default_factory=PathsSection)
     catalog: CatalogSection = Field(default_factory=CatalogSection)
+    python: PythonSection = Field(default_factory=PythonSection)
 
     # sections whose keys are Settings attributes as they are: {section}_{key}
-    FLAT: ClassVar[tuple[str, ...]] = ("run", "quality", "merge", "landing", "watch", "reaper")
+    FLAT: ClassVar[tuple[str, ...]] = ("run", "quality", "merge", "landing", "watch", "reaper", "python")
 
     def flat(self) -> dict[str, Any]:
         return {f"{name}_{key}": value for name in self.FLAT for key, value in getattr(self, name)

@@ -28,7 +28,7 @@ from typing import Callable, Iterator
 from ratui.engine.failpoints import failpoint
 from ratui.engine.errors import PIPELINE_FAULT_FAMILIES, RatuiError, is_definition_error
 from ratui.engine.events import (
-    Event, EventBus, LogLine, PhaseFinished, PhaseStarted, QualityResultEvent, RunFinished, RunStarted,
+    Event, EventBus, LogLine, PhaseFinished, PhaseStarted, QualityResultEvent, RunFinished, RunIsolated, RunStarted,
     StagingProgress,
 )
 from ratui.engine.iceberg.schema import check_columns
@@ -39,9 +39,12 @@ from ratui.engine.landing.zone import open_zone
 from ratui.engine.project.discovery import Pipeline, discover_pipeline
 from ratui.engine.project.templating import line_mapper, render
 from ratui.engine.run.control import Cancelled, RunControl
+from ratui.engine.isolation.levels import Isolation, decide as decide_isolation
+from ratui.engine.isolation.runner import IsolatedRun
 from ratui.engine.run.python_pipeline import PythonContext, run_python_pipeline
 from ratui.engine.run.quality import QualityOutcome, run_tests
 from ratui.engine.run.results import RunResult
+from ratui.engine.run.sql_reach import check_pipeline_sql
 from ratui.engine.run.sources import CHANGED_WHILE_READ, RunSources, changed_inputs_error
 from ratui.engine.spark import errors as spark_errors
 from ratui.engine.spark import jobs as spark_jobs
@@ -87,6 +90,7 @@ class PipelineRun:
         self.failed_phase: str | None = None
         self.notes: list[str] = []  # warnings worth keeping with the run (coded: "RAT-LND-009 ...")
         self._query: tuple[Pipeline, str] | None = None  # the planned query the write phase executes
+        self.isolated: IsolatedRun | None = None  # an isolated Python pipeline's child and folder
 
     # ---------------------------------------------------------------------------------------- helpers
 
@@ -248,6 +252,8 @@ class PipelineRun:
                          "warning")
         if self.sources is not None:
             self.sources.drop_views()
+        if self.isolated is not None:
+            self.isolated.remove()
 
     def _attempts(self) -> None:
         attempts = self.settings.merge_retries
@@ -380,23 +386,72 @@ class PipelineRun:
         if pipeline.kind == "sql":
             sql = render(pipeline.text, file, context)
             self.log("compiled SQL:\n" + sql.strip(), "debug")  # the console shows it with `v`
+            check_pipeline_sql(sql, str(file), line_mapper(pipeline.text, sql))
             try:
                 df = session.sql(sql)
             except Exception as exc:
                 raise self._query_error(exc, pipeline, sql) from None
         else:
-            ctx = PythonContext(session, context.ref, context.landing_zone,
-                                context.this.strip("`") if self.catalog.table_exists(self.branch, self.key) else None,
-                                context.run_started_at, context.watermark_value, context.is_incremental,
-                                context.is_scd2)
-            with self.control.python_code():  # a cancel interrupts the pipeline's own Python code too
-                df = run_python_pipeline(pipeline.text, file, ctx,
-                                         on_print=lambda line: self.log(f"print: {line}"))
+            isolation = self._isolation(pipeline)
+            if isolation.isolated:
+                df = self._run_isolated(pipeline, file, sources, context, isolation)
+            else:
+                self._isolated_as(isolation.describe())
+                ctx = PythonContext(session, context.ref, context.landing_zone,
+                                    context.this.strip("`") if self.catalog.table_exists(self.branch, self.key)
+                                    else None, context.run_started_at, context.watermark_value,
+                                    context.is_incremental, context.is_scd2)
+                with self.control.python_code():  # a cancel interrupts the pipeline's own Python code too
+                    df = run_python_pipeline(pipeline.text, file, ctx,
+                                             on_print=lambda line: self.log(f"print: {line}"))
         check_columns(df.schema)
         # planned, not executed: the write phase runs the query once, straight into its strategy (its errors
         # still name the pipeline's file and line: see _write)
         self._query = (pipeline, sql)
         return sources, df
+
+    # ------------------------------------------------------------------------------- isolated Python
+
+    def _isolation(self, pipeline: Pipeline) -> Isolation:
+        """The level this Python pipeline runs at (isolation/levels.py); RAT-ISO-001 when python.isolation_required
+        and the machine gives less."""
+        _file, config = pipeline.loaded()
+        settings = self.settings
+        return decide_isolation(config.isolation or settings.python_isolation,
+                                spark_is_local=settings.spark_is_local,
+                                tables_on_disk=not self.catalog.storage.remote,
+                                required=settings.python_isolation_required, file=str(pipeline.file))
+
+    def _isolated_as(self, text: str) -> None:
+        self.history.update_run(self.run_id, isolation=text)
+        self.bus.emit(RunIsolated(self.run_id, text))
+        self.log(f"python isolation: {text}")
+
+    def _run_isolated(self, pipeline: Pipeline, file: Path, sources: RunSources, context, isolation: Isolation):
+        """run(ctx) in a child process at `isolation`'s level (isolation/runner.py); its DataFrame comes back as
+        Parquet files in the run's folder, read here by the run's session."""
+        if self.isolated is not None:
+            self.isolated.remove()  # an earlier attempt's
+        run = self.isolated = IsolatedRun(settings=self.settings, isolation=isolation, run_id=self.run_id,
+                                          file=file, text=pipeline.text, tables_root=self.catalog.storage.root,
+                                          log=self.log)
+        tables = {}
+        for key in pipeline.refs:
+            tables[key] = (self.catalog.load_table(self.branch, key), sources.table(key))
+        this = None
+        if self.catalog.table_exists(self.branch, self.key):
+            tables[self.key] = (self.catalog.load_table(self.branch, self.key), sources.table(self.key))
+            this = self.key
+        zones = {zone: sources.zone(pipeline.namespace, zone, str(file)) for zone in pipeline.zones}
+        run.prepare(self.session, tables=tables, zones=zones, this=this, namespace=pipeline.namespace,
+                    run_started_at=context.run_started_at, watermark_value=context.watermark_value,
+                    incremental=bool(context.is_incremental), scd2=bool(context.is_scd2))
+        outcome = run.run(self.control.check)
+        self._isolated_as(outcome.level or isolation.level)
+        error = run.outcome_error(outcome)
+        if error is not None:
+            raise error
+        return run.result(self.session)
 
     def _query_error(self, exc: BaseException, pipeline: Pipeline, sql: str) -> BaseException:
         """A failure while Spark executes the pipeline's query, as the pipeline's coded error."""

@@ -82,6 +82,15 @@ JVM_DEFAULT_CONF = {
 }
 
 
+# Static settings of ratui's own JVM that ratui.yaml cannot turn off: Spark's restricted mode refuses SQL that calls
+# any static Java method (reflect, java_method, try_reflect: the JVM's environment and its secrets) or runs a program
+# (TRANSFORM ... USING), from pipelines, quality tests and the Query screen alike (run/sql_reach.py names the line
+# first for a pipeline).
+LAUNCH_REQUIRED_CONF = {
+    "spark.sql.restrictedMode.enabled": "true",
+}
+
+
 def _quiet_python_loggers() -> None:
     # PySpark logs query context on errors through PySparkLogger (which takes extra keyword arguments):
     # create those loggers with its class, or PySpark's own calls fail on a plain Logger.
@@ -294,7 +303,8 @@ class SparkRuntime:
         # instead (reach_buckets), never into the launch settings: those are the JVM's command line, which any user
         # of this machine can read in the process list
         connector = s3a.launch_conf(settings.spark_config) if s3a.needs_connector(settings) else {}
-        for key, value in {**JVM_DEFAULT_CONF, **settings.spark_config, **connector, **REQUIRED_CONF}.items():
+        for key, value in {**JVM_DEFAULT_CONF, **settings.spark_config, **connector, **REQUIRED_CONF,
+                           **LAUNCH_REQUIRED_CONF}.items():
             conf.set(key, value)
         if cluster and all(addresses.is_loopback(h) for h, _p in cluster):
             # a cluster on this machine's loopback: the executors reach the driver there too (by default the driver

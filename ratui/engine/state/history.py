@@ -37,6 +37,8 @@ RUN_COLUMNS = {
     "ref": str,
     # the hash of the pipeline's whole definition (SQL/Python, config, tests): its version
     "version": str,
+    # a Python pipeline's isolation as applied ("confined: landlock-abi7 + seccomp"; isolation/levels.py)
+    "isolation": str,
 }
 
 

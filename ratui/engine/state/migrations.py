@@ -65,8 +65,14 @@ def _step_1(conn: sqlite3.Connection) -> None:
             "AND file NOT LIKE '\\_processed/%' ESCAPE '\\'")
 
 
+def _step_2(conn: sqlite3.Connection) -> None:
+    """A run records how its Python pipeline was isolated (2026-11-26)."""
+    _add_columns(conn, "runs", {"isolation": "TEXT"})
+
+
 STEPS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
     (1, _step_1),
+    (2, _step_2),
 )
 CURRENT = STEPS[-1][0]
 

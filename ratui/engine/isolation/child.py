@@ -1,0 +1,207 @@
+"""`python -I -m ratui.engine.isolation.child`: one isolated Python pipeline's `run(ctx)` (runner.py starts it).
+
+Its plan arrives on stdin (JSON): the pipeline's file and text, the data server's URL, the inputs as plans the
+data server reads (tables: their data and delete files; landing zones: Parquet copies in the run's folder), the
+limits, the level. Then, in this order:
+
+1. die with ratui (PR_SET_PDEATHSIG), lower the limits (CPU, memory, file size, open files, no core files);
+2. confined/jail: Landlock, while the process has one thread (read the Python installation and the pipeline's
+   folder, write the scratch folder, execute nothing, TCP only to the data server's port);
+3. import what a pipeline needs (the Connect client, pyarrow, pandas: they may start threads), then confined/jail:
+   the seccomp filter, on every thread;
+4. connect to the data server (its gRPC threads start inside the domain), build ctx, load the user's module and
+   call run(ctx);
+5. have the data server write the DataFrame as Parquet into the run's result folder.
+
+What it prints goes to stdout (the run's log); what happened goes to a pipe of its own as JSON lines: {"level":
+...} once confined, then {"ok": ...} or {"error": {...}}. Nothing of ratui's own environment is here to leak: the
+process started with an allow-listed environment (limits.child_environment).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+REPORT_FD = [-1]  # the pipe runner.py reads (its number is in the plan)
+
+
+def report(message: dict[str, Any]) -> None:
+    try:
+        os.write(REPORT_FD[0], (json.dumps(message) + "\n").encode())
+    except OSError:
+        pass
+
+
+class Context:
+    """What `run(ctx)` gets in a child: the same names as in ratui's process (python_pipeline.PythonContext), over
+    a Spark Connect session."""
+
+    def __init__(self, spark, plan: dict[str, Any]):
+        from ratui.engine.iceberg.file_scan import FileEntry, scan_files
+        from pyspark.sql.types import StructType
+
+        self.spark = spark
+        self._namespace = plan["namespace"]
+        self._frames: dict[str, Any] = {}
+        for key, table in plan["tables"].items():
+            schema = StructType.fromJson(json.loads(table["schema"]))
+            entries = [FileEntry.from_dict(e) for e in table["files"]]
+            df = scan_files(spark, schema, entries, broadcast=table["broadcast"])
+            df.createOrReplaceTempView(table["view"])
+            self._frames[key] = df
+        self._zones: dict[str, Any] = {}
+        for zone, where in plan["zones"].items():
+            df = spark.read.parquet(where["parquet"])
+            df.createOrReplaceTempView(where["view"])
+            self._zones[zone] = df
+        self.run_started_at = plan["run_started_at"]
+        self.watermark_value = plan["watermark_value"]
+        self._incremental = bool(plan["incremental"])
+        self._scd2 = bool(plan["scd2"])
+        self._this = plan.get("this")
+
+    def ref(self, name: str):
+        parts = str(name).split(".")
+        key = ".".join([self._namespace, *parts]) if len(parts) == 2 else str(name)
+        if key not in self._frames:
+            raise KeyError(f"ref('{name}') was not found in pipeline.py when ratui read it: ref() needs one literal "
+                           "string argument")
+        return self._frames[key]
+
+    def landing_zone(self, zone: str):
+        if zone not in self._zones:
+            raise KeyError(f"landing_zone('{zone}') was not found in pipeline.py when ratui read it")
+        return self._zones[zone]
+
+    def sql(self, query: str):
+        return self.spark.sql(query)
+
+    @property
+    def this(self):
+        return self._frames.get(self._this) if self._this else None
+
+    def is_incremental(self) -> bool:
+        return self._incremental
+
+    def is_scd2(self) -> bool:
+        return self._scd2
+
+
+def _user_line(tb, file: str) -> int | None:
+    line = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == file:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def _error(kind: str, message: str, line: int | None = None) -> None:
+    report({"error": {"kind": kind, "message": message[:2000], "line": line}})
+
+
+def main() -> int:
+    plan = json.loads(sys.stdin.read())
+    REPORT_FD[0] = int(plan["report_fd"])
+    from ratui.engine.isolation import limits
+
+    limits.die_with_parent(int(plan["parent"]))
+    limits.Limits(**plan["limits"]).apply()
+    scratch = Path(plan["scratch"])
+    os.chdir(scratch)
+    level = plan["level"]
+    applied = "process"
+    confined = level in ("confined", "jail")
+    if confined:
+        # Landlock first, while this process has one thread (it binds the calling thread and what it starts
+        # after); the imports below read only what it allows
+        from ratui.engine.isolation import landlock
+
+        own = Path(f"/proc/{os.getpid()}")
+        try:
+            result = landlock.restrict(read=[Path(p) for p in plan["read"]] + [own],
+                                       write=[scratch, Path("/dev/null")], execute=[],
+                                       connect_ports=[int(plan["port"])])
+        except Exception as exc:  # never run the user's code less confined than decided
+            _error("confine", f"could not confine the pipeline's process: {exc}")
+            return 3
+    # what a pipeline is expected to use (they may start threads: numpy's, pyarrow's)
+    import pyspark.sql.connect.session  # noqa: F401
+    from pyspark.sql import SparkSession, functions, types, window  # noqa: F401
+    from pyspark.sql.connect.dataframe import DataFrame
+    import pyarrow  # noqa: F401
+    import pyarrow.parquet  # noqa: F401
+    try:
+        import pandas  # noqa: F401
+    except ImportError:  # pandas is pyspark[connect]'s: absent only in odd installations
+        pass
+    from ratui.engine.iceberg import file_scan  # noqa: F401
+
+    if confined:
+        from ratui.engine.isolation import seccomp
+
+        try:
+            applied = f"{level}: {result.describe()} + {seccomp.install()}"  # every thread (TSYNC)
+        except Exception as exc:
+            _error("confine", f"could not confine the pipeline's process: {exc}")
+            return 3
+    report({"level": applied})
+    file = plan["file"]
+    try:
+        code = compile(plan["text"], file, "exec")
+    except SyntaxError as exc:
+        _error("syntax", f"Python syntax error: {exc.msg}", exc.lineno)
+        return 0
+    try:
+        spark = SparkSession.builder.remote(plan["url"]).create()
+        ctx = Context(spark, plan)
+    except Exception as exc:
+        _error("server", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+        return 0
+    namespace: dict[str, Any] = {"__name__": "ratui_pipeline", "__file__": file}
+    try:
+        exec(code, namespace)  # noqa: S102 - the user's pipeline, in this confined process
+        run = namespace.get("run")
+        if not callable(run):
+            _error("invalid", "pipeline.py defines no run(ctx) function")
+            return 0
+        result_df = run(ctx)
+    except MemoryError:
+        _error("memory", "run(ctx) ran out of memory (python.memory_mb)")
+        return 0
+    except BaseException as exc:  # noqa: BLE001 - user code may raise anything, SystemExit included
+        line = _user_line(exc.__traceback__, file)
+        if isinstance(exc, SystemExit):
+            message = f"run(ctx) called sys.exit({exc.code!r})"
+        else:
+            first = str(exc).splitlines()[0] if str(exc) else ""
+            message = f"{type(exc).__name__}: {first}".rstrip(": ")
+        kind = "spark" if type(exc).__module__.startswith("pyspark") else "user"
+        _error(kind, message, line)
+        if kind == "user":
+            traceback.print_exc(file=sys.stdout)
+        return 0
+    if not isinstance(result_df, DataFrame):
+        _error("invalid", f"run(ctx) returned {type(result_df).__name__}, not a Spark DataFrame")
+        return 0
+    try:
+        result_df.write.mode("overwrite").parquet(plan["result"])
+    except Exception as exc:  # noqa: BLE001 - Spark computing the user's DataFrame
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        _error("spark", f"{type(exc).__name__}: {first}")
+        return 0
+    report({"ok": True})
+    try:
+        spark.stop()
+    except Exception:  # noqa: BLE001 - the server's session ends with it anyway
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

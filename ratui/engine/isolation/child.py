@@ -141,6 +141,10 @@ def main() -> int:
     except ImportError:  # pandas is pyspark[connect]'s: absent only in odd installations
         pass
     from ratui.engine.iceberg import file_scan  # noqa: F401
+    import logging
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):  # PySpark's, which print JSON to stdout
+        logging.getLogger(name).disabled = True
 
     if confined:
         from ratui.engine.isolation import seccomp
@@ -176,6 +180,10 @@ def main() -> int:
         return 0
     except BaseException as exc:  # noqa: BLE001 - user code may raise anything, SystemExit included
         line = _user_line(exc.__traceback__, file)
+        if isinstance(exc, RuntimeError) and "can't start new thread" in str(exc):
+            _error("memory", "run(ctx) could not start another thread: its memory (python.memory_mb) is spent",
+                   line)
+            return 0
         if isinstance(exc, SystemExit):
             message = f"run(ctx) called sys.exit({exc.code!r})"
         else:

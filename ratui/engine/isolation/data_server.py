@@ -30,6 +30,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -80,6 +81,7 @@ class DataServer:
     token: str = field(default="", repr=False)
     process: subprocess.Popen | None = None
     landlock: str = ""  # what jvm_launch applied ("landlock-abi7"), or "" when unconfined
+    sockets: Path | None = None  # the Python workers' socket folder (0700, removed with the server)
 
     @property
     def url(self) -> str:
@@ -100,11 +102,12 @@ class DataServer:
     def start(self, spark_config: dict[str, str]) -> None:
         folder = self.folder
         shutil.rmtree(folder, ignore_errors=True)
-        for sub in ("tmp", "local", "conf", "sockets", "warehouse"):
+        for sub in ("tmp", "local", "conf", "warehouse"):
             (folder / sub).mkdir(parents=True, exist_ok=True)
         runs_root(self.state_dir).mkdir(parents=True, exist_ok=True)
         (folder / "log4j2.properties").write_text(LOG4J2.format(log_file=self.log_file))
         self.token = secrets.token_urlsafe(32)
+        self.sockets = Path(tempfile.mkdtemp(prefix="ratui-py-", dir="/tmp" if os.path.isdir("/tmp") else None))
         ports = free_ports(3)
         self.port = ports[0]
         argv, env = self._command(ports, spark_config)
@@ -113,7 +116,7 @@ class DataServer:
             "read": [str(p) for p in self._reads()], "write": [str(folder), str(runs_root(self.state_dir)),
                                                               "/dev/null"],
             "execute": [str(p) for p in self._executables(argv[0])],
-            "ports": ports, "report": str(folder / "landlock.json"),
+            "sockets": [str(self.sockets)], "ports": ports, "report": str(folder / "landlock.json"),
         }
         started = threading.Event()
         failure: list[BaseException] = []
@@ -179,6 +182,13 @@ class DataServer:
 
     def stop(self) -> None:
         process, self.process = self.process, None
+        try:
+            self._end(process)
+        finally:
+            if self.sockets is not None:
+                shutil.rmtree(self.sockets, ignore_errors=True)
+
+    def _end(self, process: subprocess.Popen | None) -> None:
         if process is None:
             return
         for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 10.0)):
@@ -220,10 +230,14 @@ class DataServer:
             # the data side's rules (README: Python pipelines)
             "spark.sql.restrictedMode.enabled": "true",
             "spark.sql.runSQLOnFiles": "false",
-            # Python workers (a pipeline's UDFs) talk to the JVM over Unix sockets in its scratch folder, and
+            # Python workers (a pipeline's UDFs) talk to the JVM over Unix sockets in a folder of its own (a short
+            # path: a socket's path is at most 107 bytes, and Spark wants the folder's under 61), and
             # run this Python, under the JVM's Landlock domain
             "spark.python.unix.domain.socket.enabled": "true",
-            "spark.python.unix.domain.socket.dir": str(folder / "sockets"),
+            "spark.python.unix.domain.socket.dir": str(self.sockets),
+            # each worker started by the JVM itself: the daemon's forks are known to the JVM by pid only, and
+            # finding them under /proc is beyond its Landlock domain (its own /proc entry only)
+            "spark.python.use.daemon": "false",
             "spark.pyspark.python": sys.executable,
             "spark.pyspark.driver.python": sys.executable,
             "spark.driver.extraJavaOptions": (
@@ -241,6 +255,8 @@ class DataServer:
             "TZ": "UTC", "SPARK_HOME": str(spark_home), "SPARK_CONF_DIR": str(folder / "conf"),
             "SPARK_LOCAL_IP": "127.0.0.1", "HADOOP_USER_NAME": "ratui", "PYTHONHASHSEED": "0",
             "SPARK_CONNECT_AUTHENTICATE_TOKEN": self.token,  # the server reads it here, not on its command line
+            # the Python of a Connect client's UDFs (the server reads these, not spark.pyspark.python)
+            "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
             "JAVA_HOME": str(Path(java).parent.parent),
             "SPARK_SCALA_VERSION": _scala_version(spark_home),  # what load-spark-env.sh tells the launcher
         }
@@ -267,10 +283,13 @@ class DataServer:
     def _executables(self, java: str) -> list[Path]:
         java_home = Path(java).parent.parent
         # chmod: Hadoop's local file system sets the permissions of what it writes with the chmod program when
-        # its native library is absent (Java itself may chmod any path it can name anyway)
-        chmod = [Path(os.path.realpath(p)) for p in ("/usr/bin/chmod", "/bin/chmod") if os.path.exists(p)]
+        # its native library is absent (Java itself may chmod any path it can name anyway), and Spark removes its
+        # scratch folders with rm before it falls back to Java's own deletes; both run inside this domain (they may
+        # touch only what the JVM may)
+        tools = [Path(os.path.realpath(p)) for p in ("/usr/bin/chmod", "/bin/chmod", "/usr/bin/rm", "/bin/rm")
+                 if os.path.exists(p)]
         return [Path(java), java_home / "lib" / "jspawnhelper", Path(os.path.realpath(sys.executable)),
-                *chmod, *dynamic_loaders()]
+                *tools, *dynamic_loaders()]
 
 
 def dynamic_loaders() -> list[Path]:
@@ -320,37 +339,37 @@ def free_ports(count: int) -> list[int]:
     return ports
 
 
-_servers: dict[tuple[Path, bool], DataServer] = {}
+_servers: list[DataServer] = []  # at most one: a process serves one project at a time (a test process, many)
 _lock = threading.Lock()
 
 
 def data_server(root: Path, state_dir: Path, reads: tuple[Path, ...], spark_config: dict[str, str], *,
                 confined: bool) -> DataServer:
     """This process's data server for the project (confined or not), started on first use; started again when it
-    ended or must read folders it was not started with (a new namespace)."""
+    ended, serves another project or level, or must read folders it was not started with (a new namespace)."""
     with _lock:
-        key = (root, confined)
-        server = _servers.get(key)
-        if server is not None and server.alive() and set(reads) <= set(server.reads):
+        server = _servers[0] if _servers else None
+        if server is not None and server.alive() and server.root == root and server.confined == confined \
+                and set(reads) <= set(server.reads):
             return server
         if server is not None:
             if not server.alive():
                 log.warning("the data server ended (%s): starting another", server.exit_text())
             server.stop()
+            _servers.clear()
         server = DataServer(root, state_dir, tuple(sorted(reads)), confined)
-        _servers[key] = server
         try:
             server.start(spark_config)
         except BaseException:
             server.stop()
-            _servers.pop(key, None)
             raise
+        _servers.append(server)
         return server
 
 
 def stop_all() -> None:
     with _lock:
-        for server in _servers.values():
+        for server in _servers:
             server.stop()
         _servers.clear()
 

@@ -27,6 +27,7 @@ def main() -> int:
         result = landlock.restrict(read=[Path(p) for p in plan["read"]] + [proc_self],
                                    write=[Path(p) for p in plan["write"]],
                                    execute=[Path(p) for p in plan["execute"]],
+                                   sockets=[Path(p) for p in plan["sockets"]],
                                    connect_ports=plan["ports"], bind_ports=plan["ports"])
         applied = result.describe()
     Path(plan["report"]).write_text(json.dumps({"landlock": applied}))

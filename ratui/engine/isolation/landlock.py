@@ -161,12 +161,14 @@ def abi() -> int:
 
 
 def restrict(*, read: Iterable[Path] = (), write: Iterable[Path] = (), execute: Iterable[Path] = (),
-             connect_ports: Iterable[int] = (), bind_ports: Iterable[int] = (), scope: bool = True) -> LandlockResult:
+             connect_ports: Iterable[int] = (), bind_ports: Iterable[int] = (), sockets: Iterable[Path] = (),
+             scope: bool = True) -> LandlockResult:
     """Confine the calling thread (and all it creates later) for good: every filesystem right the ABI handles
     is denied except beneath the given paths (recursively): `read` paths may be read and listed; `write` paths
     also written, truncated, and have files and folders made, removed and renamed in them; `execute` paths read
     and executed. A path that does not exist is skipped; a file gets the rights that apply to files. With ABI 4+,
-    binding a TCP port not in `bind_ports` and connecting to one not in `connect_ports` are denied. With ABI 6+ and
+    binding a TCP port not in `bind_ports` and connecting to one not in `connect_ports` are denied. `sockets`
+    folders are `write` folders where UNIX sockets may be made too (a listening socket's file). With ABI 6+ and
     `scope`, no signal can be sent to a process outside the domain (the parent included) and no abstract UNIX
     socket created outside it can be connected to.
 
@@ -202,7 +204,7 @@ def restrict(*, read: Iterable[Path] = (), write: Iterable[Path] = (), execute: 
     except OSError as exc:
         raise ConfinementError(f"landlock_create_ruleset (ABI {used}) failed: {exc.strerror}", exc.errno) from None
     try:
-        rules, skipped = _add_path_rules(ruleset, fs, read=read, write=write, execute=execute)
+        rules, skipped = _add_path_rules(ruleset, fs, read=read, write=write, execute=execute, sockets=sockets)
         if net:
             _add_port_rules(ruleset, connect_ports)
             _add_port_rules(ruleset, bind_ports, NET_BIND_TCP)
@@ -221,9 +223,10 @@ def restrict(*, read: Iterable[Path] = (), write: Iterable[Path] = (), execute: 
 
 
 def _add_path_rules(ruleset: int, handled: int, *, read: Iterable[Path], write: Iterable[Path],
-                    execute: Iterable[Path]) -> tuple[list[str], list[str]]:
+                    execute: Iterable[Path], sockets: Iterable[Path] = ()) -> tuple[list[str], list[str]]:
     wanted: dict[str, int] = {}  # a path named in several lists gets the union of their rights
-    for paths, rights in ((read, READ_RIGHTS), (write, WRITE_RIGHTS), (execute, EXECUTE_RIGHTS)):
+    for paths, rights in ((read, READ_RIGHTS), (write, WRITE_RIGHTS), (execute, EXECUTE_RIGHTS),
+                          (sockets, WRITE_RIGHTS | FS_MAKE_SOCK)):
         if isinstance(paths, (str, bytes, os.PathLike)):
             raise ConfinementError(f"expected a list of paths, got one path: {paths!r}")
         for entry in paths:

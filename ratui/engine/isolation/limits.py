@@ -115,9 +115,11 @@ def child_environment(base: Mapping[str, str], scratch: Path) -> dict[str, str]:
     PYTHONIOENCODING=utf-8: for a child run without -I/-E; `python -I` ignores every PYTHON* variable, so launch
         the child with `-X utf8` too for UTF-8 standard streams whatever the locale. No PYTHONHASHSEED: hash
         randomization stays on (it is what defeats hash-collision inputs).
+    MALLOC_ARENA_MAX=2: glibc reserves 64 MiB of address space per malloc arena, up to one per thread; under the
+        memory limit (RLIMIT_AS) a client with a dozen threads (gRPC's) would spend it on reservations alone.
     """
     env = {name: value for name, value in base.items()
            if name in _INHERITED or name.startswith(_INHERITED_PREFIXES)}
     env.update({"PATH": "/usr/bin:/bin", "HOME": str(scratch), "TMPDIR": str(scratch),
-                "PYTHONIOENCODING": "utf-8"})
+                "PYTHONIOENCODING": "utf-8", "MALLOC_ARENA_MAX": "2"})
     return env

@@ -57,9 +57,9 @@ def python_reads(pipeline_folder: Path) -> list[Path]:
 
     paths = list(runtime_read_paths())
     for module in ("pyspark", "pyarrow", "pandas", "numpy"):
-        found = sys.modules.get(module)
-        if found is not None and getattr(found, "__file__", None):
-            paths.append(Path(os.path.realpath(found.__file__)).parent)
+        found = getattr(sys.modules.get(module), "__file__", None)
+        if found:
+            paths.append(Path(os.path.realpath(found)).parent)
     paths.append(pipeline_folder)
     paths += [Path(p) for p in ("/etc/hosts", "/etc/nsswitch.conf", "/etc/host.conf", "/etc/resolv.conf",
                                 "/etc/gai.conf", "/dev/urandom", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat",
@@ -228,7 +228,7 @@ class IsolatedRun:
                 return RatuiError("RAT-PY-002", message, file=file, line=line)
             if kind == "invalid":
                 return RatuiError("RAT-PY-003", message, file=file)
-            if kind == "memory":
+            if kind == "memory" or "can't start new thread" in message:
                 return RatuiError("RAT-ISO-003", message, file=file, line=line)
             if kind == "confine":
                 return RatuiError("RAT-ISO-001", message, file=file)

@@ -439,7 +439,7 @@ def test_the_child_environment_is_an_allow_list(tmp_path):
             "LANG": "fr_FR.UTF-8", "LC_TIME": "de_DE.UTF-8", "TZ": "Europe/Paris", "TMPDIR": "/var/tmp"}
     assert child_environment(base, tmp_path) == {
         "LANG": "fr_FR.UTF-8", "LC_TIME": "de_DE.UTF-8", "TZ": "Europe/Paris", "PATH": "/usr/bin:/bin",
-        "HOME": str(tmp_path), "TMPDIR": str(tmp_path), "PYTHONIOENCODING": "utf-8"}
+        "HOME": str(tmp_path), "TMPDIR": str(tmp_path), "PYTHONIOENCODING": "utf-8", "MALLOC_ARENA_MAX": "2"}
 
 
 def test_limits_reject_a_negative_value():

@@ -11,10 +11,10 @@ Categories (cases):
 
     annotations           11
     config.yaml            6
-    ratui.yaml            16
+    ratui.yaml            18
     catalog               13
     templates              9
-    SQL                   16
+    SQL                   18
     names                 10
     landing files         33
     landing ledger         5
@@ -25,8 +25,8 @@ Categories (cases):
     unreadable files      13
     CLI misuse            37
     compile gate           3
-    Python pipelines      12
-    total                216
+    Python pipelines      15
+    total                223
 
 Select or skip the corpus with `-m corpus` / `-m "not corpus"`; `-m "corpus and not corpus_jvm"` leaves out the
 cases that need Spark beyond the base state's one run (the fast loop while editing compile-time cases).

@@ -189,9 +189,8 @@ def main() -> int:
         else:
             first = str(exc).splitlines()[0] if str(exc) else ""
             message = f"{type(exc).__name__}: {first}".rstrip(": ")
-        kind = "spark" if type(exc).__module__.startswith("pyspark") else "user"
-        _error(kind, message, line)
-        if kind == "user":
+        _error("user", message, line)  # a Spark error raised inside run(ctx) is the pipeline's, as in-process
+        if not type(exc).__module__.startswith("pyspark"):
             traceback.print_exc(file=sys.stdout)
         return 0
     if not isinstance(result_df, DataFrame):

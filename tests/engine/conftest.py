@@ -34,7 +34,9 @@ def sample_keys(project: Path) -> list[str]:
 @pytest.fixture(scope="session")
 def local_sample(spark, tmp_path_factory):
     """The sample project run in this process's classic local Spark: a first run, then a forced one. Returns
-    {"keys": [...], "columns": {key: [...]}, "first": {key: (rows, hash)}, "forced": {...}}."""
+    {"keys": [...], "columns": {key: [...]}, "first": {key: (rows, hash)}, "forced": {...}}; the Python
+    pipelines' tables also after a run in ratui's own process ("in_process"), and the level they ran at before
+    ("isolation")."""
     from ratui.engine.run.engine import Engine
 
     root = tmp_path_factory.mktemp("local-sample") / "sample"
@@ -50,6 +52,19 @@ def local_sample(spark, tmp_path_factory):
         forced = engine.run(keys, force=True)
         assert all(r.status == "success" for r in forced), [(r.pipeline, r.status, r.error) for r in forced]
         after_forced = {row[0]: (row[1], row[2]) for row in engine.query(sql)[1]}
+        # the sample's Python pipelines ran isolated (the default level); once more in ratui's own process
+        python = [k for k in keys if engine.compile().pipelines[k].kind == "python"]
+        isolation = {r.pipeline: engine.state.history.get_run(r.run_id)["isolation"] for r in forced
+                     if r.pipeline in python}
     finally:
         engine.close()
-    return {"keys": keys, "columns": columns, "sql": sql, "first": after_first, "forced": after_forced}
+    (root / "ratui.yaml").write_text((root / "ratui.yaml").read_text() + "python:\n  isolation: none\n")
+    engine = Engine.open(root)
+    try:
+        in_process = engine.run(python, force=True)
+        assert all(r.status == "success" for r in in_process), [(r.pipeline, r.error) for r in in_process]
+        after_in_process = {row[0]: (row[1], row[2]) for row in engine.query(sql)[1] if row[0] in python}
+    finally:
+        engine.close()
+    return {"keys": keys, "columns": columns, "sql": sql, "first": after_first, "forced": after_forced,
+            "python": python, "isolation": isolation, "in_process": after_in_process}

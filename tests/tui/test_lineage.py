@@ -174,7 +174,8 @@ def test_lineage_lights_the_paths_through_the_selection(compiled):
     key = f"{NS}.silver.clean_orders"
     ancestors, descendants, edges = lineage(lay, key)
     assert ancestors == graph.ancestors(key) and descendants == graph.descendants(key)
-    assert edges == {(f"{NS}.bronze.raw_orders", key)} | {(key, g) for g in GOLD}
+    assert edges == {(f"{NS}.bronze.raw_orders", key)} | {(key, g) for g in GOLD} | {
+        (f"{NS}.gold.customer_lifetime_value", f"{NS}.gold.country_summary")}  # the Python pipeline downstream
     # product_catalog -> daily_revenue joins two lit nodes' neighbours, but not through clean_orders: not lit
     assert (f"{NS}.silver.product_catalog", f"{NS}.gold.daily_revenue") not in edges
 
@@ -221,7 +222,7 @@ def test_keys_move_the_selection_and_light_its_lineage(seeded):
             text = screen_text(app)
             assert "✔ bronze.raw_customers" in text and "✘ silver.clean_orders" in text
             assert "■ silver.clean_customers" in text and "· gold.product_funnel" in text
-            assert "full_refresh" in text and "↓ 2 downstream" in text
+            assert "full_refresh" in text and "↓ 3 downstream" in text  # clean_customers, its gold, country_summary
 
             await pilot.press("right")  # raw_customers' one child
             assert screen.selected == f"{NS}.silver.clean_customers"
@@ -246,7 +247,7 @@ def test_keys_move_the_selection_and_light_its_lineage(seeded):
             await settle(pilot)
             text = screen_text(app)
             assert "ecommerce.silver.clean_orders" in text and "incremental" in text
-            assert "↑ 1 upstream · ↓ 3 downstream" in text
+            assert "↑ 1 upstream · ↓ 4 downstream" in text  # three gold, and country_summary after one
             assert "✘ failed 2026-03-01 11:00:00 (1h ago)" in text
             assert not app.crashes
 

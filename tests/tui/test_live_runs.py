@@ -183,7 +183,7 @@ def test_run_and_cancel_from_the_console(spark, tmp_path):
             await wait_for(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.run is not None, 30)
             batch = app.screen.batch
             assert batch is not None
-            assert "batch " in screen_text(app) and "/10" in screen_text(app)
+            assert "batch " in screen_text(app) and "/11" in screen_text(app)
             await wait_for(pilot, held.is_set, RUN_TIMEOUT)
             await wait_for(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.run is not None
                            and app.screen.run.status == "running", 30)

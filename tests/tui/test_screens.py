@@ -28,7 +28,7 @@ def test_pipelines_tree_and_detail(seeded):
             await settle(pilot)
             text = screen_text(app)
             # the tree: namespace > layer > pipeline with last status, last duration, strategy, sparkline
-            assert "▼ ecommerce" in text and "bronze (4)" in text and "silver (3)" in text and "gold (3)" in text
+            assert "▼ ecommerce" in text and "bronze (4)" in text and "silver (3)" in text and "gold (4)" in text
             assert "✔ raw_customers" in text and "4.32s" in text and "full_refresh" in text
             assert "✘ clean_orders" in text and "8.77s" in text
             assert "■ clean_customers" in text

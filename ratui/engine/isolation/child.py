@@ -110,7 +110,8 @@ def main() -> int:
     REPORT_FD[0] = int(plan["report_fd"])
     from ratui.engine.isolation import limits
 
-    limits.die_with_parent(int(plan["parent"]))
+    if plan["parent"] is not None:
+        limits.die_with_parent(int(plan["parent"]))
     limits.Limits(**plan["limits"]).apply()
     scratch = Path(plan["scratch"])
     os.chdir(scratch)
@@ -151,6 +152,8 @@ def main() -> int:
 
         try:
             applied = f"{level}: {result.describe()} + {seccomp.install()}"  # every thread (TSYNC)
+            if level == "jail":
+                applied += " + bwrap"
         except Exception as exc:
             _error("confine", f"could not confine the pipeline's process: {exc}")
             return 3

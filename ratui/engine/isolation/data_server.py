@@ -51,19 +51,6 @@ SYSTEM_READ = ("/usr", "/lib", "/lib64", "/etc/java-17-openjdk", "/etc/java-21-o
                "/proc/sys/vm/overcommit_memory", "/proc/sys/kernel/pid_max", "/sys/fs/cgroup",
                "/sys/devices/system/cpu")
 
-LOG4J2 = """\
-status = error
-name = ratui-data-server
-appender.file.type = File
-appender.file.name = file
-appender.file.fileName = {log_file}
-appender.file.layout.type = PatternLayout
-appender.file.layout.pattern = %d{{yyyy-MM-dd HH:mm:ss.SSS}} %p %c{{1}}: %m%n
-rootLogger.level = warn
-rootLogger.appenderRef.file.ref = file
-logger.parquet.name = org.apache.parquet
-logger.parquet.level = error
-"""
 
 
 def runs_root(state_dir: Path) -> Path:
@@ -105,6 +92,8 @@ class DataServer:
         for sub in ("tmp", "local", "conf", "warehouse"):
             (folder / sub).mkdir(parents=True, exist_ok=True)
         runs_root(self.state_dir).mkdir(parents=True, exist_ok=True)
+        from ratui.engine.spark.session import LOG4J2  # the same quiet log as ratui's own JVM, in its own file
+
         (folder / "log4j2.properties").write_text(LOG4J2.format(log_file=self.log_file))
         self.token = secrets.token_urlsafe(32)
         self.sockets = Path(tempfile.mkdtemp(prefix="ratui-py-", dir="/tmp" if os.path.isdir("/tmp") else None))

@@ -106,7 +106,9 @@ class IsolatedRun:
             copied[zone] = {"parquet": str(where), "view": view.strip("`")}
         server = self._server()
         self.plan = {
-            "file": str(self.file), "text": self.text, "namespace": namespace, "parent": os.getpid(),
+            "file": str(self.file), "text": self.text, "namespace": namespace,
+            # in a jail the child's parent is bubblewrap's (its own PID namespace): --die-with-parent covers it
+            "parent": None if self.isolation.level == "jail" else os.getpid(),
             "url": server.url, "port": server.port, "level": self.isolation.level,
             "tables": planned, "zones": copied, "this": this,
             "run_started_at": run_started_at, "watermark_value": watermark_value,
@@ -128,13 +130,13 @@ class IsolatedRun:
 
     # ---------------------------------------------------------------------------------------- the child
 
-    def argv(self) -> list[str]:
+    def argv(self, env: dict[str, str]) -> list[str]:
         command = [sys.executable, "-I", "-X", "utf8", "-m", "ratui.engine.isolation.child"]
         if self.isolation.level != "jail":
             return command
         binary = bwrap()
         assert binary is not None
-        return [binary, *jail_arguments(self.folder, self.file.parent), "--", *command]
+        return [binary, *jail_arguments(self.folder, self.file.parent, env), "--", *command]
 
     def run(self, check: Callable[[], None]) -> ChildOutcome:
         """Start the child, wait for it within python.timeout, and end its process group whatever happens.
@@ -147,7 +149,7 @@ class IsolatedRun:
         self.plan["report_fd"] = write_fd  # the same number in the child (pass_fds)
         try:
             self.process = subprocess.Popen(
-                self.argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                self.argv(env), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                 cwd=str(scratch), env=env, start_new_session=True, pass_fds=(write_fd,))
         finally:
             os.close(write_fd)
@@ -271,24 +273,28 @@ def _refused_by_kernel(message: str) -> bool:
     return any(word in message for word in words)
 
 
-def jail_arguments(folder: Path, pipeline_folder: Path) -> list[str]:
-    """bubblewrap's view of the machine for a jailed child: the system read-only, the home folder and /tmp empty,
-    the project invisible but for the pipeline's folder (read-only) and the run's folder; own user, PID, IPC and
-    UTS namespaces; no environment but what ratui passes; killed with ratui."""
+def jail_arguments(folder: Path, pipeline_folder: Path, env: dict[str, str]) -> list[str]:
+    """bubblewrap's view of the machine for a jailed child: the system's programs and libraries read-only, the
+    Python installation and ratui read-only, the pipeline's folder read-only and the run's folder writable, nothing
+    else of the project or the home folder, an empty /tmp; own user, PID, IPC and UTS namespaces; only the
+    environment ratui passes (--clearenv); killed with ratui (--die-with-parent), no terminal (--new-session)."""
     args = ["--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
-            "--new-session", "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-    for path in ("/lib", "/lib64", "/bin", "/sbin", "/etc/hosts", "/etc/nsswitch.conf", "/etc/resolv.conf",
-                 "/etc/localtime", "/etc/ld.so.cache"):
+            "--new-session", "--clearenv", "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev",
+            "--tmpfs", "/tmp"]
+    for path in ("/lib", "/lib64", "/bin", "/sbin", "/etc/hosts", "/etc/nsswitch.conf", "/etc/host.conf",
+                 "/etc/resolv.conf", "/etc/gai.conf", "/etc/localtime", "/etc/ld.so.cache"):
         if os.path.lexists(path):
             args += ["--ro-bind", path, path]
-    for path in sorted({sys.prefix, sys.base_prefix, os.path.realpath(sys.executable)}):
-        args += ["--ro-bind", path, path]
     import ratui
 
     package = str(Path(os.path.realpath(ratui.__file__)).parent)
-    args += ["--ro-bind", package, package, "--ro-bind", str(pipeline_folder), str(pipeline_folder),
-             "--bind", str(folder), str(folder), "--chdir", str(folder / "scratch"),
-             "--setenv", "HOME", str(folder / "scratch")]
+    for path in sorted({sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, package,
+                        str(pipeline_folder)}):
+        if not path.startswith("/usr/"):
+            args += ["--ro-bind", path, path]
+    args += ["--bind", str(folder), str(folder), "--chdir", str(folder / "scratch")]
+    for name, value in env.items():
+        args += ["--setenv", name, value]
     return args
 
 

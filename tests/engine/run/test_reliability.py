@@ -190,9 +190,10 @@ def test_cancel_during_a_quality_test(make_project, spark):
     assert engine.state.catalog.table_pointers("main") == {} and refs(engine) == ["main"]
 
 
+# in ratui's own process (isolation: none): an isolated one is killed whole (tests/engine/isolation)
 STUCK_PYTHON = {
-    "": "# @merge_strategy: full_refresh\ndef run(ctx):\n    while True:\n        pass\n",
-    "swallowing": ("# @merge_strategy: full_refresh\ndef run(ctx):\n    while True:\n        try:\n"
+    "": "# @merge_strategy: full_refresh\n# @isolation: none\ndef run(ctx):\n    while True:\n        pass\n",
+    "swallowing": ("# @merge_strategy: full_refresh\n# @isolation: none\ndef run(ctx):\n    while True:\n        try:\n"
                    "            sum(range(1000))\n        except Exception:\n            pass\n"),
 }
 

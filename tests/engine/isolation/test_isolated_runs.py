@@ -429,29 +429,35 @@ import os
 
 
 def run(ctx):
-    seen = {{"root": sorted(os.listdir("/")), "tmp": sorted(os.listdir("/tmp")), "pid": os.getpid(),
-            "project_visible": os.path.exists({project!r}), "home": os.environ.get("HOME")}}
+    # Landlock lets a confined process stat any path; in the jail, what is not bound is not there at all
+    seen = {{"pid": os.getpid(), "project": os.path.exists({project!r}), "tmp_marker": os.path.exists({marker!r}),
+            "home": os.path.exists({home!r})}}
     return ctx.spark.createDataFrame([(repr(seen),)], "seen string")
 '''
 
 
-def test_jail_runs_the_child_inside_bubblewrap(make_project, spark):
-    """jail: the child in its own PID namespace (a small pid), an empty /tmp, the project invisible but for the
-    pipeline's own folder; the level says bwrap. CI installs bubblewrap (.ci/run)."""
+def test_jail_runs_the_child_inside_bubblewrap(make_project, spark, tmp_path):
+    """jail: the child in its own PID namespace (a small pid), the machine's /tmp, the home folder and the project
+    (but for the pipeline's own folder) not there at all, where confined would see them exist; the level says
+    bwrap. CI installs bubblewrap (.ci/run)."""
     import ast
+    import tempfile
 
     root = make_project({})
     (root / "demo/pipelines/bronze/jailed").mkdir(parents=True)
-    (root / "demo/pipelines/bronze/jailed/pipeline.py").write_text(JAILED.format(project=str(root / "ratui.yaml")))
-    project_yaml(root, extra="  isolation_required: true\n")
-    engine = Engine.open(root)
-    (result,) = engine.run(engine.compile().select([]))
-    assert result.status == "success", result.error
-    assert engine.state.history.get_run(result.run_id)["isolation"] == "jail: landlock-abi7 + seccomp + bwrap"
-    seen = ast.literal_eval(rows(engine, "SELECT seen FROM bronze.jailed")[0]["seen"])
-    assert seen["tmp"] == [] and seen["pid"] < 10 and seen["project_visible"] is False
-    assert "root" not in seen["root"] and "home" not in seen["root"]
-    engine.close()
+    with tempfile.NamedTemporaryFile(prefix="ratui-jail-marker-", dir="/tmp") as marker, \
+            tempfile.NamedTemporaryFile(prefix=".ratui-jail-marker-", dir=Path.home()) as in_home:
+        (root / "demo/pipelines/bronze/jailed/pipeline.py").write_text(JAILED.format(
+            project=str(root / "ratui.yaml"), marker=marker.name, home=in_home.name))
+        project_yaml(root, extra="  isolation_required: true\n")
+        engine = Engine.open(root)
+        (result,) = engine.run(engine.compile().select([]))
+        assert result.status == "success", result.error
+        assert engine.state.history.get_run(result.run_id)["isolation"] == "jail: landlock-abi7 + seccomp + bwrap"
+        seen = ast.literal_eval(rows(engine, "SELECT seen FROM bronze.jailed")[0]["seen"])
+        assert seen == {"pid": seen["pid"], "project": False, "tmp_marker": False, "home": False}, seen
+        assert seen["pid"] < 10  # its own PID namespace
+        engine.close()
 
 
 def test_a_level_the_machine_cannot_give_is_refused_when_required(monkeypatch):

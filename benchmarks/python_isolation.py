@@ -63,8 +63,11 @@ def main() -> None:
         shutil.copytree(REPO / "sample_project", root,
                         ignore=shutil.ignore_patterns(".ratui", "warehouse", "_processed", "__pycache__"))
         (root / "ecommerce/pipelines/gold/orders_by_customer").mkdir(parents=True)
+        path = root / "ecommerce/pipelines/gold/country_summary/pipeline.py"
+        path.write_text(path.read_text().replace("# @merge_strategy: full_refresh",
+                                                 "# @merge_strategy: full_refresh\n# @isolation: none", 1))
         engine = Engine.open(root)
-        engine.run(engine.compile().select([]))  # the upstream tables
+        engine.run(engine.compile().select([]))  # the upstream tables (no data server started yet)
         orders = engine.query("SELECT count(*) FROM silver.clean_orders")[1][0][0]
         copies = max(1, args.rows // max(orders, 1))
         (root / "ecommerce/pipelines/gold/orders_by_customer/pipeline.py").write_text(
@@ -74,9 +77,11 @@ def main() -> None:
         for level in ("none", "confined"):  # warm-up: the JIT, and the data server's start (printed)
             set_level(root, level)
             began = time.monotonic()
-            results = engine.run(engine.compile().select(keys), force=True)
+            results = engine.run(engine.compile().select(keys[:1]), force=True)
             assert all(r.status == "success" for r in results), [r.error for r in results]
-            print(f"warm-up {level}: {time.monotonic() - began:.2f} s (confined: the data server's start included)")
+            print(f"first run of country_summary, {level}: {time.monotonic() - began:.2f} s"
+                  + (" (the data server's start included)" if level == "confined" else ""))
+            engine.run(engine.compile().select(keys[1:]), force=True)
         for _ in range(args.repeat):
             for level in ("none", "confined"):
                 set_level(root, level)

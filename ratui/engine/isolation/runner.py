@@ -47,6 +47,18 @@ def run_folder(state_dir: Path, run_id: str) -> Path:
     return data_server.runs_root(state_dir) / run_id
 
 
+def sweep_over(state_dir: Path, is_over: Callable[[str], bool]) -> list[str]:
+    """Remove the folders of runs that are over (a process killed mid-run leaves its folder behind); returns their
+    run ids. A folder whose run is still going, here or in another process, stays."""
+    root = data_server.runs_root(state_dir)
+    removed = []
+    for folder in sorted(root.iterdir()) if root.is_dir() else []:
+        if folder.is_dir() and is_over(folder.name):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder.name)
+    return removed
+
+
 def python_reads(pipeline_folder: Path) -> list[Path]:
     """What a confined child may read: the Python installation (its standard library and packages, ratui's
     included) and the system's shared libraries (landlock.runtime_read_paths), pyspark's and pyarrow's folders

@@ -40,7 +40,7 @@ from ratui.engine.project.discovery import Pipeline, discover_pipeline
 from ratui.engine.project.templating import line_mapper, render
 from ratui.engine.run.control import Cancelled, RunControl
 from ratui.engine.isolation.levels import Isolation, decide as decide_isolation
-from ratui.engine.isolation.runner import IsolatedRun
+from ratui.engine.isolation.runner import IsolatedRun, sweep_over
 from ratui.engine.run.python_pipeline import PythonContext, run_python_pipeline
 from ratui.engine.run.quality import QualityOutcome, run_tests
 from ratui.engine.run.results import RunResult
@@ -51,7 +51,7 @@ from ratui.engine.spark import jobs as spark_jobs
 from ratui.engine.state import processes
 from ratui.engine.state.project_state import ProjectState
 from ratui.engine.storage.staging import run_staging
-from ratui.engine.vocabulary import MAIN, now_iso, run_branch
+from ratui.engine.vocabulary import ACTIVE, MAIN, now_iso, run_branch
 from ratui.engine.write.strategies import WriteOutcome, WriteRequest, write
 
 
@@ -432,6 +432,9 @@ class PipelineRun:
         Parquet files in the run's folder, read here by the run's session."""
         if self.isolated is not None:
             self.isolated.remove()  # an earlier attempt's
+        else:  # what runs of processes killed mid-run left behind
+            sweep_over(self.settings.state_dir, lambda run_id: (self.history.get_run(run_id) or {}).get("status")
+                       not in ACTIVE)
         run = self.isolated = IsolatedRun(settings=self.settings, isolation=isolation, run_id=self.run_id,
                                           file=file, text=pipeline.text, tables_root=self.catalog.storage.root,
                                           log=self.log)

@@ -392,11 +392,15 @@ def test_a_wall_clock_timeout_kills_the_child_and_everything_it_started(make_pro
     project_yaml(root, level="confined", timeout=3)
     engine = Engine.open(root)
     before = engine.state.catalog.table_pointers("main")
+    left = root / ".ratui/isolation/runs/261101000000dead00/scratch"  # a killed process's run folder
+    left.mkdir(parents=True)
+    (left / "stolen.txt").write_text("left behind")
     began = time.monotonic()
     (result,) = engine.run(engine.compile().select([]))
     assert result.status == "failed" and result.error["code"] == "RAT-ISO-002", result.error
     assert time.monotonic() - began < 120
     assert engine.state.catalog.table_pointers("main") == before
+    assert list((root / ".ratui/isolation/runs").iterdir()) == []  # its own folder and the one left behind
     assert children_running() == []
     engine.close()
 

@@ -34,7 +34,9 @@ def sample_keys(project: Path) -> list[str]:
 @pytest.fixture(scope="session")
 def local_sample(spark, tmp_path_factory):
     """The sample project run in this process's classic local Spark: a first run, then a forced one. Returns
-    {"keys": [...], "columns": {key: [...]}, "first": {key: (rows, hash)}, "forced": {...}}."""
+    {"keys": [...], "columns": {key: [...]}, "sql": checksum query, "first": {key: (rows, hash)}, "forced": {...},
+    "first_warned": [pipelines whose first run warned], "root": the project, left as the forced run left it (for
+    test_runs.py's end-to-end test to go on with: nothing else reads it)}."""
     from ratui.engine.run.engine import Engine
 
     root = tmp_path_factory.mktemp("local-sample") / "sample"
@@ -44,6 +46,7 @@ def local_sample(spark, tmp_path_factory):
         keys = engine.compile().select([])
         first = engine.run(keys)
         assert all(r.status == "success" for r in first), [(r.pipeline, r.status, r.error) for r in first]
+        first_warned = sorted(r.pipeline for r in first if r.warnings)
         columns = {key: engine.query(f"SELECT * FROM {key}", limit=1)[0] for key in keys}
         sql = checksum_sql(keys, columns)
         after_first = {row[0]: (row[1], row[2]) for row in engine.query(sql)[1]}
@@ -52,4 +55,5 @@ def local_sample(spark, tmp_path_factory):
         after_forced = {row[0]: (row[1], row[2]) for row in engine.query(sql)[1]}
     finally:
         engine.close()
-    return {"keys": keys, "columns": columns, "sql": sql, "first": after_first, "forced": after_forced}
+    return {"keys": keys, "columns": columns, "sql": sql, "first": after_first, "forced": after_forced,
+            "first_warned": first_warned, "root": root}

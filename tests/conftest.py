@@ -97,3 +97,27 @@ def nessie_uri(tmp_path_factory):
 
     with nessie_server(tmp_path_factory.mktemp("nessie")) as uri:
         yield uri
+
+
+@pytest.fixture(scope="session")
+def nessie_sample(spark, tmp_path_factory):
+    """The bundled sample run once, through the Engine in this process, on a Nessie server of its own (`catalog:
+    {type: nessie}` in its ratui.yaml): {"uri": Nessie's API v2 URL, "root": the project, "results": the run's}.
+    tests/engine/run/test_nessie_sample.py checks what the run gave; tests/tui/test_nessie_screens.py goes on with
+    it (a full refresh of one table, then that table rolled back to this run's commit: no table's rows change, so
+    the two may run in either order)."""
+    from ratui.engine.run.engine import Engine
+    from tests.nessie_server import nessie_server
+
+    with nessie_server(tmp_path_factory.mktemp("nessie-sample")) as uri:
+        root = tmp_path_factory.mktemp("nessie-sample-project") / "sample"
+        shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns(".ratui", "warehouse", "_processed",
+                                                                      "__pycache__"))
+        with open(root / "ratui.yaml", "a") as f:
+            f.write(f"catalog:\n  type: nessie\n  uri: {uri}\n")
+        engine = Engine.open(root)
+        try:
+            results = engine.run(engine.compile().select([]))
+        finally:
+            engine.close()
+        yield {"uri": uri, "root": root, "results": results}

@@ -13,16 +13,18 @@ import time
 
 import pytest
 
-from tests.servers import json_lines, main_head, make_slow_project, query, ratui, ratui_background, running_run
+from tests.servers import json_lines, main_head, make_slow_project, ratui, ratui_background, running_run
 
 pytestmark = pytest.mark.slow
 
 STOP_WITHIN = 45.0  # the command's own bound is 30 s after the signal (cli.STOP_SECONDS)
 
 
-@pytest.fixture
-def slow(tmp_path):
-    project = make_slow_project(tmp_path / "slow", rows=40, parts=4, master="local[2]")
+@pytest.fixture(scope="module")
+def slow(tmp_path_factory):
+    """One project for the module, version 1 on main: every test's run is stopped before it lands, and each test
+    checks main and the branches as it found them."""
+    project = make_slow_project(tmp_path_factory.mktemp("signals") / "slow", rows=40, parts=4, master="local[2]")
     out = ratui("run", "--project", str(project.root), "--json", "bronze.slow")
     assert out.returncode == 0, out.stdout + out.stderr
     project.set(version=2, delay=1.0)  # 40 rows, a second each, on 2 cores: about 20 s of work
@@ -30,7 +32,14 @@ def slow(tmp_path):
 
 
 def _versions(project) -> list[int]:
-    return sorted({row["version"] for row in query(project.root, "SELECT DISTINCT version FROM bronze.slow")})
+    """The versions in bronze.slow on main, read by PyIceberg in this process (what a run left on main is checked
+    here; `ratui query` is tested in tests/cli/test_cli.py)."""
+    from ratui.engine.project.settings import load_settings
+    from ratui.engine.state.catalog.config import catalog_config, open_catalog
+
+    settings = load_settings(project.root)
+    catalog = open_catalog(catalog_config(settings.catalog or None), settings.db_path, project.root)
+    return sorted(set(catalog.load_table("main", "demo.bronze.slow").scan().to_arrow().column("version").to_pylist()))
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])

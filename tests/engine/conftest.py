@@ -34,9 +34,11 @@ def sample_keys(project: Path) -> list[str]:
 @pytest.fixture(scope="session")
 def local_sample(spark, tmp_path_factory):
     """The sample project run in this process's classic local Spark: a first run, then a forced one. Returns
-    {"keys": [...], "columns": {key: [...]}, "first": {key: (rows, hash)}, "forced": {...}}; the Python
-    pipelines' tables also after a run in ratui's own process ("in_process"), and the level they ran at before
-    ("isolation")."""
+    {"keys": [...], "columns": {key: [...]}, "sql": checksum query, "first": {key: (rows, hash)}, "forced": {...},
+    "first_warned": [pipelines whose first run warned], "root": the project (for test_runs.py's end-to-end test to
+    go on with: nothing else reads it)}; the Python pipelines' tables also after a forced run in ratui's own process
+    ("in_process": the same rows, so the project is as the forced run left it), and the level they ran at in the
+    forced run ("isolation")."""
     from ratui.engine.run.engine import Engine
 
     root = tmp_path_factory.mktemp("local-sample") / "sample"
@@ -46,6 +48,7 @@ def local_sample(spark, tmp_path_factory):
         keys = engine.compile().select([])
         first = engine.run(keys)
         assert all(r.status == "success" for r in first), [(r.pipeline, r.status, r.error) for r in first]
+        first_warned = sorted(r.pipeline for r in first if r.warnings)
         columns = {key: engine.query(f"SELECT * FROM {key}", limit=1)[0] for key in keys}
         sql = checksum_sql(keys, columns)
         after_first = {row[0]: (row[1], row[2]) for row in engine.query(sql)[1]}
@@ -58,7 +61,8 @@ def local_sample(spark, tmp_path_factory):
                      if r.pipeline in python}
     finally:
         engine.close()
-    (root / "ratui.yaml").write_text((root / "ratui.yaml").read_text() + "python:\n  isolation: none\n")
+    settings = (root / "ratui.yaml").read_text()
+    (root / "ratui.yaml").write_text(settings + "python:\n  isolation: none\n")
     engine = Engine.open(root)
     try:
         in_process = engine.run(python, force=True)
@@ -66,5 +70,7 @@ def local_sample(spark, tmp_path_factory):
         after_in_process = {row[0]: (row[1], row[2]) for row in engine.query(sql)[1] if row[0] in python}
     finally:
         engine.close()
+        (root / "ratui.yaml").write_text(settings)
     return {"keys": keys, "columns": columns, "sql": sql, "first": after_first, "forced": after_forced,
-            "python": python, "isolation": isolation, "in_process": after_in_process}
+            "first_warned": first_warned, "root": root, "python": python, "isolation": isolation,
+            "in_process": after_in_process}

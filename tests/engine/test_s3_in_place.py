@@ -1,10 +1,11 @@
 """S3 landing zones Spark reads where they are (landing.s3_read: in_place), and local files handed to a Spark that
 cannot see this disk, against moto's server on 127.0.0.1 (a real HTTP endpoint, nothing patched).
 
-The runs go through ratui's command line in processes of their own: Spark reads s3:// through Hadoop's S3A
-connector, whose jars a JVM takes only when it starts, and this process's JVM (the `spark` fixture) has none. The
-checks without Spark (ranged reads pinned to the listed ETag, change detection, the upload to a run's staging
-prefix) run here.
+The checks without Spark (ranged reads pinned to the listed ETag, change detection, the upload to a run's staging
+prefix) and the runs on a local Spark go through the Engine in this process: its session's Spark carries Hadoop's
+S3A connector (tests/conftest.py), and each run's session gets the zones' bucket settings. A Spark that cannot see
+this disk, and `ratui run` on it, is tested in tests/engine/spark/test_connect.py (a Connect server on a hidden
+disk).
 """
 
 from __future__ import annotations
@@ -22,13 +23,13 @@ from ratui.engine.landing.formats.parquet import parquet_schema
 from ratui.engine.landing.reader import check_text
 from ratui.engine.landing.s3 import S3Zone
 from ratui.engine.project.settings import load_settings
+from ratui.engine.run.engine import Engine
 from ratui.engine.state.ledger import Ledger
 from ratui.engine.storage.staging import RemoteStaging, run_staging
 from ratui.engine.storage.warehouse import object_warehouse
 
 from mainstate import main_fingerprint
 from s3_server import isolate_aws, moto_server, new_bucket, s3_client
-from tests.servers import json_lines, ratui
 
 pytestmark = pytest.mark.slow
 
@@ -160,7 +161,7 @@ def test_local_files_for_a_spark_that_cannot_see_this_disk_go_to_the_runs_stagin
     assert caught.value.code == "RAT-S3-003"
 
 
-# ------------------------------------------------------------------------------------- runs (black box)
+# ------------------------------------------------------------------------------------- runs
 
 PEOPLE = "-- @merge_strategy: full_refresh\nSELECT * FROM {{ landing_zone('people') }}\n"
 EVENTS = """\
@@ -206,10 +207,14 @@ def in_place_project(root: Path, endpoint: str, zones: dict[str, str], pipelines
     return root
 
 
-def run(root: Path, *args: str) -> dict[str, dict]:
-    out = ratui("run", "--project", str(root), "--json", *args)
-    results = {r["pipeline"]: r for r in json_lines(out.stdout) if "pipeline" in r}
-    assert results, out.stdout[-3000:] + out.stderr[-3000:]
+def run(root: Path) -> dict[str, dict]:
+    """Every pipeline of the project, as `ratui run` runs them: {pipeline: its result}."""
+    engine = Engine.open(root)
+    try:
+        results = {r.pipeline: r.to_dict() for r in engine.run(engine.compile().select([]))}
+    finally:
+        engine.close()
+    assert results
     return results
 
 
@@ -223,8 +228,14 @@ def table(root: Path, key: str, column: str = "id") -> list:
 
 
 def run_log(root: Path, run_id: str) -> str:
-    out = ratui("show", run_id, "--project", str(root))
-    return out.stdout + out.stderr
+    """The run's notes and log, as `ratui show` prints them (debug lines left out)."""
+    engine = Engine.open(root)
+    try:
+        record = engine.get_run(run_id)
+        return "\n".join([*(record.get("notes") or []),
+                          *(e["message"] for e in record["logs"] if e["level"] != "debug")])
+    finally:
+        engine.close()
 
 
 def ledger(root: Path, zone: str) -> dict[str, tuple[str, int]]:
@@ -232,7 +243,7 @@ def ledger(root: Path, zone: str) -> dict[str, tuple[str, int]]:
     return {f.file: (f.state, f.attempts) for f in files}
 
 
-def test_zones_read_in_place_load_what_staging_loads_once_and_archive_in_the_bucket(endpoint, tmp_path):
+def test_zones_read_in_place_load_what_staging_loads_once_and_archive_in_the_bucket(spark, endpoint, tmp_path):
     bucket = new_bucket(endpoint)
     s3 = s3_client(endpoint)
     people = {"a.csv": b"id,name,day,score\n1,ann,2025-01-02,1.5\n2,bob,2025-01-03,2.0\n",
@@ -277,7 +288,7 @@ def test_zones_read_in_place_load_what_staging_loads_once_and_archive_in_the_buc
     assert run(root)["demo.bronze.events"]["status"] == "skipped"
 
 
-def test_an_object_replaced_or_deleted_while_the_run_reads_it_fails_the_run_and_main_stays(endpoint, tmp_path):
+def test_an_object_replaced_or_deleted_while_the_run_reads_it_fails_the_run_and_main_stays(spark, endpoint, tmp_path):
     bucket = new_bucket(endpoint)
     s3 = s3_client(endpoint)
     s3.put_object(Bucket=bucket, Key="orders/a.csv", Body=b"id\n1\n")
@@ -321,7 +332,7 @@ BAD_ZONES = {
 }
 
 
-def test_bad_objects_read_in_place_are_coded_errors_at_their_line(endpoint, tmp_path):
+def test_bad_objects_read_in_place_are_coded_errors_at_their_line(spark, endpoint, tmp_path):
     bucket = new_bucket(endpoint)
     s3 = s3_client(endpoint)
     for zone, objects in BAD_ZONES.items():
@@ -342,48 +353,3 @@ def test_bad_objects_read_in_place_are_coded_errors_at_their_line(endpoint, tmp_
     assert (errors["docs"]["code"], errors["docs"]["file"], errors["docs"]["line"]) == \
         ("RAT-LND-007", f"s3://{bucket}/docs/a.json", 3)
     assert set(main_fingerprint(root)) == {"demo.bronze.good"}
-
-
-def test_a_spark_that_cannot_see_this_disk_reads_local_zones_from_the_runs_staging_prefix(endpoint, tmp_path):
-    """Spark Connect (ratui takes any Connect server for one on another machine): an S3 zone is read in place
-    (landing.s3_read: auto), a local zone's files are uploaded under the warehouse's staging prefix for the run
-    (a name Hadoop misreads under a safe one), ratui's checks read the local files, and the prefix is removed when
-    the run ends, whatever its outcome."""
-    from ratui.engine.spark import s3a
-    from tests.servers import start_connect
-
-    jars = s3a.local_jars()
-    assert jars is not None, f"no hadoop-aws {s3a.hadoop_version()} and AWS SDK bundle in ~/.m2: run .ci/run"
-    server = start_connect(tmp_path / "connect", jars=jars)
-    try:
-        bucket = new_bucket(endpoint)
-        s3 = s3_client(endpoint)
-        s3.put_object(Bucket=bucket, Key="events/a.jsonl", Body=b'{"id": 1}\n{"id": 2}\n')
-        root = tmp_path / "p"
-        files = {"demo/pipelines/bronze/orders/pipeline.sql": PEOPLE.replace("people", "orders"),
-                 "demo/pipelines/bronze/bad/pipeline.sql": PEOPLE.replace("people", "bad"),
-                 "demo/pipelines/bronze/events/pipeline.sql": EVENTS,
-                 "demo/landing/orders/a.csv": "id,name\n1,ann\n", "demo/landing/orders/x:[1].csv": "id,name\n2,bob\n",
-                 "demo/landing/bad/a.csv": "id,name\n1,ann\n2,bob,extra\n"}
-        for rel, text in files.items():
-            (root / rel).parent.mkdir(parents=True, exist_ok=True)
-            (root / rel).write_text(text)
-        (root / "ratui.yaml").write_text(
-            f"namespace: demo\nspark:\n  remote: {server.url}\ncatalog:\n  warehouse: s3://{bucket}/lake\n  s3:\n"
-            f"    endpoint_url: {endpoint}\nlanding:\n  s3:\n    endpoint_url: {endpoint}\n  zones:\n"
-            f"    events: s3://{bucket}/events/\n")
-        results = run(root)
-        assert results["demo.bronze.orders"]["status"] == "success", results["demo.bronze.orders"]
-        assert results["demo.bronze.events"]["status"] == "success", results["demo.bronze.events"]
-        bad = results["demo.bronze.bad"]["error"]
-        assert (bad["code"], bad["file"], bad["line"]) == \
-            ("RAT-LND-007", str(root / "demo/landing/bad/a.csv"), 3)  # the local file, not its uploaded copy
-        log = run_log(root, results["demo.bronze.orders"]["run_id"])
-        assert f"uploaded 2 file(s), 28 B, to s3://{bucket}/lake/_ratui/staging/" in log, log
-        assert "read in place" in run_log(root, results["demo.bronze.events"]["run_id"])
-        assert not [k for k in keys(endpoint, bucket) if "/_ratui/staging/" in k]  # every run removed its prefix
-        events_run = results["demo.bronze.events"]["run_id"]
-        assert f"events/_processed/{events_run}/a.jsonl" in keys(endpoint, bucket, "events/")
-        assert table(root, "demo.bronze.orders") == [1, 2]
-    finally:
-        server.stop()

@@ -1,13 +1,14 @@
 """Tables in an s3:// warehouse (catalog.warehouse: s3://bucket/prefix), against moto's server on 127.0.0.1: the
-reaper's sweep and snapshot expiry in this process (PyIceberg writes, no Spark), and every merge strategy,
-merge-on-read, compaction, rollback and queries through `ratui` processes of their own (their Spark gets Hadoop's
-S3A connector; this process's session Spark may have started without it).
+reaper's sweep and snapshot expiry (PyIceberg writes, no Spark), and every merge strategy, merge-on-read,
+compaction, rollback and queries through the Engine in this process (the session's Spark carries Hadoop's S3A
+connector, tests/conftest.py; each run's and query's session gets the bucket's settings). The command line on S3
+is tested where it is what is checked: test_s3_warehouse.py (a Spark without the connector) and the Spark
+Connect and cluster tests (tests/engine/spark/).
 
 moto keeps an object's LastModified as the time it was written: ages come from the reaper's clock, moved ahead."""
 
 from __future__ import annotations
 
-import json
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -216,13 +217,9 @@ reaper:
 """
 
 
-def run_ok(root: Path) -> dict[str, dict]:
-    from tests.servers import json_lines, ratui
-
-    out = ratui("run", "--project", str(root), "--json")
-    results = json_lines(out.stdout)
-    assert out.returncode == 0 and results, out.stdout[-3000:] + out.stderr[-3000:]
-    assert all(r["status"] == "success" for r in results), results
+def run_ok(engine: Engine) -> dict[str, dict]:
+    results = [r.to_dict() for r in engine.run(engine.compile().select([]))]
+    assert results and all(r["status"] == "success" for r in results), results
     return {r["pipeline"].rsplit(".", 1)[1]: r for r in results}
 
 
@@ -239,9 +236,7 @@ def plain_rows(root: Path, endpoint: str, table: str) -> list[tuple]:
     return sorted(zip(arrow.column("id").to_pylist(), grp, arrow.column("val").to_pylist()))
 
 
-def test_every_strategy_merge_on_read_compaction_rollback_and_expiry_on_s3(tmp_path, endpoint):
-    from tests.servers import query, ratui
-
+def test_every_strategy_merge_on_read_compaction_rollback_and_expiry_on_s3(tmp_path, spark, endpoint):
     bucket = new_bucket(endpoint, prefix="wh")
     root = tmp_path / "proj"
     files = {"ratui.yaml": SETTINGS + catalog_section(endpoint, bucket),
@@ -256,10 +251,11 @@ def test_every_strategy_merge_on_read_compaction_rollback_and_expiry_on_s3(tmp_p
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
 
-    first = run_ok(root)
+    engine = Engine.open(root)
+    first = run_ok(engine)
     (root / "demo/landing/items/items_2.csv").write_text("id,grp,val\n2,a,25\n5,a,50\n")
     (root / "demo/landing/many/many_2.csv").write_text("id,val\n5,500\n6,600\n")
-    second = run_ok(root)
+    second = run_ok(engine)
     assert {name: r["strategy"] for name, r in second.items()} == {**{s: s for s in STRATEGIES}, "many": "incremental"}
     write = second["many"]["write"]
     assert write["delete_files_added"] == 1 and write["rows_deleted_by_position"] == 2, write
@@ -269,21 +265,18 @@ def test_every_strategy_merge_on_read_compaction_rollback_and_expiry_on_s3(tmp_p
     assert plain_rows(root, endpoint, "many") == MANY_ROWS
     assert not list(root.glob("demo/warehouse")), "a table file was written to the project folder"
 
-    out = ratui("reap", "--project", str(root), "--json")
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    report = json.loads(out.stdout)
-    assert report["errors"] == 0, report
-    assert len(report["tasks"]["compaction"]["removed"]) == 1, report["tasks"]["compaction"]
+    report = engine.reap()
+    assert report.ok, report.errors
+    assert len(report.tasks["compaction"].removed) == 1, report.tasks["compaction"]
 
     # full_refresh back as its first run left it: one new commit on main
-    out = ratui("rollback", "silver.full_refresh", "--to", first["full_refresh"]["run_id"], "--project", str(root),
-                "--json")
-    assert out.returncode == 0 and json.loads(out.stdout)["commit"], out.stdout + out.stderr
+    plan = engine.plan_rollback(MAIN, first["full_refresh"]["run_id"], "silver.full_refresh")
+    assert [c.table for c in plan.changes] == ["demo.silver.full_refresh"]
+    assert engine.rollback(plan).hash
 
     # ten days on: every snapshot but the current ones expires, and the sweep frees what they alone reached (the
     # file compaction replaced and its delete file among them): the bucket holds what main reaches, no more; the
     # older archived landing file goes, the newest stays
-    engine = Engine.open(root)
     later = datetime.now(timezone.utc) + timedelta(days=10)
     swept = engine.reaper(clock=lambda: later).run(tasks=["orphan_branches", "processed_files", "snapshots",
                                                           "orphan_files"])
@@ -294,7 +287,6 @@ def test_every_strategy_merge_on_read_compaction_rollback_and_expiry_on_s3(tmp_p
     gone = {object_key(i["path"], bucket) for i in swept.tasks["orphan_files"].removed}
     assert any("/many/data/" in k and "/delete-" in k for k in gone), gone
     assert keys(endpoint, bucket) == reachable(engine, bucket)
-    engine.close()
 
     expected = {
         "full_refresh": [(1, "a", 10), (2, "a", 20), (3, "b", 30)],
@@ -305,14 +297,17 @@ def test_every_strategy_merge_on_read_compaction_rollback_and_expiry_on_s3(tmp_p
         "snapshot": [(2, "a", 25), (3, "b", 30), (5, "a", 50)],
         "many": MANY_ROWS,
     }
-    # one Spark for every table: what `ratui query` gives
+    # one query for every table: what `ratui query` gives
     grp = {t: "grp" for t in STRATEGIES} | {"many": "''"}
     sql = " UNION ALL ".join(
         [f"SELECT '{t}' AS t, id, {grp[t]} AS grp, val FROM silver.{t}" for t in expected]
         + ["SELECT 'scd2_open' AS t, id, grp, val FROM silver.scd2 WHERE valid_to IS NULL"])
     got: dict[str, list] = {t: [] for t in [*expected, "scd2_open"]}
-    for r in query(root, sql):
-        got[r["t"]].append((r["id"], r["grp"], r["val"]))
+    columns, result, truncated = engine.query(sql)
+    assert columns == ["t", "id", "grp", "val"] and not truncated
+    for t, id_, grp_, val in result:
+        got[t].append((id_, grp_, val))
+    engine.close()
     scd2_open = sorted(got.pop("scd2_open"))
     assert {t: sorted(v) for t, v in got.items()} == expected
     assert scd2_open == [(1, "a", 10), (2, "a", 25), (3, "b", 30), (5, "a", 50)]

@@ -5,8 +5,9 @@ catalog, and checked against Nessie's own REST API rather than ratui's reading o
 - Branches: main, a branch made in the console (`n`) and one another Nessie client made are listed; the diff of a
   branch that changed a table names it; `m` shows the dry run, then lands the change on main as Nessie sees it; `d`
   removes the branch from Nessie's ref list.
-- History: the sample run through the engine on Spark; `l` on main shows Nessie's log with ratui's runs (their ids
-  from the commit properties); a rollback from there puts main's table back where Nessie had it before.
+- History: the sample run through the engine on Spark (nessie_sample, tests/conftest.py, on a Nessie of its own); `l`
+  on main shows Nessie's log with ratui's runs (their ids from the commit properties); a rollback from there puts
+  main's table back where Nessie had it before.
 
 One Nessie per module (tests/nessie_server.py), emptied between tests.
 """
@@ -223,16 +224,15 @@ def test_branches_on_nessie_list_diff_merge_delete(written, nessie, monkeypatch)
 # ------------------------------------------------------------------------------------------------- History
 
 
-def test_history_on_nessie_shows_its_log_and_rolls_back(spark, nessie, tmp_path):
-    """The sample run on Nessie through the engine, and clean_orders again (a full refresh): main's history is
-    Nessie's log with the runs in its commit properties; a rollback of clean_orders to the first run's commit puts
-    Nessie's pointer for it back."""
+def test_history_on_nessie_shows_its_log_and_rolls_back(nessie_sample):
+    """The sample run on Nessie through the engine (nessie_sample, tests/conftest.py: on a Nessie of its own), and
+    clean_orders again (a full refresh): main's history is Nessie's log with the runs in its commit properties; a
+    rollback of clean_orders to the first run's commit puts Nessie's pointer for it back."""
     from ratui.engine.run.engine import Engine
 
-    root = on_nessie(tmp_path, nessie)
-    engine = Engine.open(root)
-    results = engine.run(engine.compile().select([]))
+    nessie, root, results = nessie_sample["uri"], nessie_sample["root"], nessie_sample["results"]
     assert all(r.status == "success" for r in results), [(r.pipeline, r.error) for r in results if r.error]
+    engine = Engine.open(root)
     first_pointer = nessie_location(nessie, "main", ORDERS)
     again = engine.run(engine.compile().select([ORDERS]), full_refresh=True, force=True)
     assert [r.status for r in again] == ["success"], [r.error for r in again]

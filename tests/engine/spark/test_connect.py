@@ -31,14 +31,29 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def server(hidden_disk):
+def servers(hidden_disk):
     """The module's Connect server, on a disk of its own: it sees neither the projects nor ratui's state (all
-    under this machine's /tmp), only what is in S3 (S3A's jars on its classpath, as README's Team setup says)."""
-    server = start_connect(hidden_disk.folder("connect"), disk=hidden_disk, jars=s3a.local_jars())
+    under this machine's /tmp), only what is in S3 (S3A's jars on its classpath, as README's Team setup says).
+    Calling it gives the live server; the last test kills it (a server gone mid-run), and a test after that would
+    get a new one."""
+    started: list = []
+
+    def live():
+        if not started or not started[-1].alive():
+            folder = hidden_disk.folder(f"connect-{len(started)}")
+            started.append(start_connect(folder, disk=hidden_disk, jars=s3a.local_jars()))
+        return started[-1]
+
     try:
-        yield server
+        yield live
     finally:
-        server.stop()
+        for server in started:
+            server.stop()
+
+
+@pytest.fixture
+def server(servers):
+    return servers()
 
 
 HIDDEN_CHECK = """\
@@ -274,12 +289,23 @@ STRATEGY_CONFIG = {
     "scd2": "-- @unique_key: id\n",
     "snapshot": "-- @partition_column: grp\n",
 }
+MOR_PIPELINE = """\
+-- @merge_strategy: incremental
+-- @unique_key: id
+-- @landing_mode: new_files
+SELECT CAST(id AS INT) AS id, CAST(val AS INT) AS val FROM {{ landing_zone('many') }}
+"""
 
 
-def test_every_merge_strategy_on_connect(server, moto, bucket, tmp_path):
+def test_every_merge_strategy_and_position_deletes_written_read_and_compacted_on_connect(server, moto, bucket,
+                                                                                         tmp_path):
+    # silver.many: a few changed keys of a 100-row file, merge-on-read (position deletes, read back with Spark's row
+    # index), then the reaper's compaction rewrites the file without them (a write that keeps each file's layout)
     root = tmp_path / "strategies"
-    files = {"ratui.yaml": settings(server.url, s3_catalog(moto, bucket)),
-             "demo/landing/items/items_1.csv": "id,grp,val\n1,a,10\n2,a,20\n3,b,30\n"}
+    files = {"ratui.yaml": settings(server.url, s3_catalog(moto, bucket), reaper={"compact_deleted_percent": 1}),
+             "demo/landing/items/items_1.csv": "id,grp,val\n1,a,10\n2,a,20\n3,b,30\n",
+             "demo/landing/many/many_1.csv": "id,val\n" + "".join(f"{i},{i}\n" for i in range(1, 101)),
+             "demo/pipelines/silver/many/pipeline.sql": MOR_PIPELINE}
     for strategy, extra in STRATEGY_CONFIG.items():
         files[f"demo/pipelines/silver/{strategy}/pipeline.sql"] = (
             f"-- @merge_strategy: {strategy}\n-- @landing_mode: new_files\n{extra}"
@@ -289,12 +315,29 @@ def test_every_merge_strategy_on_connect(server, moto, bucket, tmp_path):
         (root / rel).write_text(text)
     run_ok("--project", str(root))
     (root / "demo/landing/items/items_2.csv").write_text("id,grp,val\n2,a,25\n5,a,50\n")
-    results = run_ok("--project", str(root))
-    assert {r["pipeline"].rsplit(".", 1)[1]: r["strategy"] for r in results} == {s: s for s in STRATEGY_CONFIG}
-    rows = {s: [(r["id"], r["grp"], r["val"]) for r in query(root, f"SELECT id, grp, val FROM silver.{s} "
-                                                                       "ORDER BY id, val")]
-            for s in STRATEGY_CONFIG}
-    assert rows == {
+    (root / "demo/landing/many/many_2.csv").write_text("id,val\n5,500\n6,600\n")
+    results = {r["pipeline"].rsplit(".", 1)[1]: r for r in run_ok("--project", str(root))}
+    assert {name: r["strategy"] for name, r in results.items()} == {
+        **{s: s for s in STRATEGY_CONFIG}, "many": "incremental"}
+    second = results["many"]
+    assert second["write"]["delete_files_added"] == 1 and second["write"]["rows_deleted_by_position"] == 2, second
+    (root / "demo/landing/many/many_3.csv").write_text("id,val\n7,700\n5,5000\n")
+    # 7 is found in the 100-row file, which has deletes already (read without its deleted rows); 5 is now in the
+    # second run's 2-row file, rewritten whole
+    (third,) = run_ok("--project", str(root), "silver.many")
+    assert third["write"]["rows_deleted_by_position"] == 1 and third["write"]["files_rewritten"] == 1, third
+
+    # every table in one query (one client process): each strategy's rows, scd2's open versions, silver.many's sums
+    sql = " UNION ALL ".join(
+        [f"SELECT '{s}' AS t, id, grp, val FROM silver.{s}" for s in STRATEGY_CONFIG]
+        + ["SELECT 'scd2_open' AS t, id, grp, val FROM silver.scd2 WHERE valid_to IS NULL",
+           "SELECT 'many' AS t, count(*) AS id, CAST(count(DISTINCT id) AS STRING) AS grp, sum(val) AS val "
+           "FROM silver.many"])
+    got: dict[str, list] = {}
+    for r in query(root, sql):
+        got.setdefault(r["t"], []).append((r["id"], r["grp"], r["val"]))
+    many_total = 5050 - 5 - 6 - 7 + 5000 + 600 + 700
+    assert {t: sorted(rows) for t, rows in got.items()} == {
         # a rebuild reads every file of the zone, new_files or not
         "full_refresh": [(1, "a", 10), (2, "a", 20), (2, "a", 25), (3, "b", 30), (5, "a", 50)],
         "append_only": [(1, "a", 10), (2, "a", 20), (2, "a", 25), (3, "b", 30), (5, "a", 50)],
@@ -302,9 +345,16 @@ def test_every_merge_strategy_on_connect(server, moto, bucket, tmp_path):
         "delete_insert": [(1, "a", 10), (2, "a", 25), (3, "b", 30), (5, "a", 50)],
         "scd2": [(1, "a", 10), (2, "a", 20), (2, "a", 25), (3, "b", 30), (5, "a", 50)],
         "snapshot": [(2, "a", 25), (3, "b", 30), (5, "a", 50)],
+        "scd2_open": [(1, "a", 10), (2, "a", 25), (3, "b", 30), (5, "a", 50)],
+        "many": [(100, "100", many_total)],  # 100 rows, 100 ids
     }
-    open_versions = query(root, "SELECT id, val FROM silver.scd2 WHERE valid_to IS NULL ORDER BY id")
-    assert [(r["id"], r["val"]) for r in open_versions] == [(1, 10), (2, 25), (3, 30), (5, 50)]
+
+    out = ratui("reap", "--project", str(root), "--json")
+    assert out.returncode == 0, out.stdout + out.stderr
+    compaction = json.loads(out.stdout)["tasks"]["compaction"]
+    assert compaction["error"] is None and len(compaction["removed"]) == 1, compaction
+    assert query(root, "SELECT count(*) AS n, count(DISTINCT id) AS ids, sum(val) AS total FROM silver.many") == [
+        {"n": 100, "ids": 100, "total": many_total}]
 
 
 def test_cancel_interrupts_a_running_job_and_another_run_goes_on_beside_it(server, hidden_disk, moto, bucket,
@@ -341,11 +391,12 @@ def test_cancel_interrupts_a_running_job_and_another_run_goes_on_beside_it(serve
     assert ended < 15, ended
     assert len(project.marker_lines()) < 120  # the job did not run to its end
     assert main_head(project.root) == (head, [])
-    assert query(project.root, "SELECT version, count(*) AS n FROM bronze.slow GROUP BY version") == [
-        {"version": 1, "n": 120}]
-    assert query(project.root, "SELECT count(*) AS n FROM bronze.fast") == [{"n": 100}]
-    # the server is still fine for the next client
-    assert query(project.root, "SELECT 1 AS one") == [{"one": 1}]
+    # main as the first run left slow and as the run beside it left fast, read by the next client: the server is
+    # still fine after the cancel
+    assert sorted(query(project.root, "SELECT 'slow' AS t, version, count(*) AS n FROM bronze.slow GROUP BY version "
+                                      "UNION ALL SELECT 'fast' AS t, NULL AS version, count(*) AS n FROM bronze.fast"),
+                  key=lambda r: r["t"]) == [{"t": "fast", "version": None, "n": 100},
+                                           {"t": "slow", "version": 1, "n": 120}]
 
     # `kill` (SIGTERM) of the `ratui run` process cancels the same way
     for marker in project.markers.iterdir():
@@ -367,72 +418,82 @@ def test_cancel_interrupts_a_running_job_and_another_run_goes_on_beside_it(serve
     assert not [k for k in bucket_keys(moto, bucket) if run_id in k or killed_id in k]
 
 
-MOR_PIPELINE = """\
--- @merge_strategy: incremental
--- @unique_key: id
+IN_PLACE = "-- @merge_strategy: full_refresh\nSELECT * FROM {{ landing_zone('%s') }}\n"
+ARCHIVED_EVENTS = """\
+-- @merge_strategy: append_only
 -- @landing_mode: new_files
-SELECT CAST(id AS INT) AS id, CAST(val AS INT) AS val FROM {{ landing_zone('many') }}
+-- @archive_landing_zones: true
+SELECT * FROM {{ landing_zone('events') }}
 """
 
 
-def test_position_deletes_are_written_read_and_compacted_on_connect(server, moto, bucket, tmp_path):
-    # a few changed keys of a 100-row file: merge-on-read (position deletes, read back with Spark's row index), then
-    # the reaper's compaction rewrites the file without them (a write that keeps each file's layout)
-    root = tmp_path / "mor"
-    files = {
-        "ratui.yaml": settings(server.url, s3_catalog(moto, bucket), reaper={"compact_deleted_percent": 1}),
-        "demo/landing/many/many_1.csv": "id,val\n" + "".join(f"{i},{i}\n" for i in range(1, 101)),
-        "demo/pipelines/silver/many/pipeline.sql": MOR_PIPELINE,
-    }
+def test_local_zones_reach_the_server_through_the_runs_staging_prefix_and_s3_zones_are_read_in_place(
+        server, moto, bucket, tmp_path):
+    """An S3 zone is read in place (landing.s3_read: auto), a local zone's files are uploaded under the
+    warehouse's staging prefix for the run (a name Hadoop misreads under a safe one), ratui's checks read the local
+    files, and the prefix is removed when the run ends, whatever its outcome."""
+    from ratui.engine.project.settings import load_settings
+    from ratui.engine.state.catalog.config import catalog_config, open_catalog
+
+    s3_client(moto).put_object(Bucket=bucket, Key="events/a.jsonl", Body=b'{"id": 1}\n{"id": 2}\n')
+    root = tmp_path / "p"
+    files = {"demo/pipelines/bronze/orders/pipeline.sql": IN_PLACE % "orders",
+             "demo/pipelines/bronze/bad/pipeline.sql": IN_PLACE % "bad",
+             "demo/pipelines/bronze/events/pipeline.sql": ARCHIVED_EVENTS,
+             "demo/landing/orders/a.csv": "id,name\n1,ann\n", "demo/landing/orders/x:[1].csv": "id,name\n2,bob\n",
+             "demo/landing/bad/a.csv": "id,name\n1,ann\n2,bob,extra\n",
+             "ratui.yaml": settings(server.url, s3_catalog(moto, bucket), landing={
+                 "s3": {"endpoint_url": moto}, "zones": {"events": f"s3://{bucket}/events/"}})}
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
-    run_ok("--project", str(root))
-    (root / "demo/landing/many/many_2.csv").write_text("id,val\n5,500\n6,600\n")
-    (second,) = run_ok("--project", str(root))
-    assert second["write"]["delete_files_added"] == 1 and second["write"]["rows_deleted_by_position"] == 2, second
-    (root / "demo/landing/many/many_3.csv").write_text("id,val\n7,700\n5,5000\n")
-    # 7 is found in the 100-row file, which has deletes already (read without its deleted rows); 5 is now in the
-    # second run's 2-row file, rewritten whole
-    (third,) = run_ok("--project", str(root))
-    assert third["write"]["rows_deleted_by_position"] == 1 and third["write"]["files_rewritten"] == 1, third
+    out = ratui("run", "--project", str(root), "--json")
+    results = {r["pipeline"]: r for r in json_lines(out.stdout) if "pipeline" in r}
+    assert out.returncode == 1 and results, out.stdout[-3000:] + out.stderr[-3000:]
+    assert results["demo.bronze.orders"]["status"] == "success", results["demo.bronze.orders"]
+    assert results["demo.bronze.events"]["status"] == "success", results["demo.bronze.events"]
+    bad = results["demo.bronze.bad"]["error"]
+    assert (bad["code"], bad["file"], bad["line"]) == \
+        ("RAT-LND-007", str(root / "demo/landing/bad/a.csv"), 3)  # the local file, not its uploaded copy
 
-    def table() -> list[dict]:
-        return query(root, "SELECT count(*) AS n, count(DISTINCT id) AS ids, sum(val) AS total FROM silver.many")
+    def run_log(run_id: str) -> str:
+        shown = ratui("show", run_id, "--project", str(root))
+        return shown.stdout + shown.stderr
 
-    assert table() == [{"n": 100, "ids": 100, "total": 5050 - 5 - 6 - 7 + 5000 + 600 + 700}]
-    out = ratui("reap", "--project", str(root), "--json")
-    assert out.returncode == 0, out.stdout + out.stderr
-    compaction = json.loads(out.stdout)["tasks"]["compaction"]
-    assert compaction["error"] is None and len(compaction["removed"]) == 1, compaction
-    assert table() == [{"n": 100, "ids": 100, "total": 5050 - 5 - 6 - 7 + 5000 + 600 + 700}]
+    log = run_log(results["demo.bronze.orders"]["run_id"])
+    assert f"uploaded 2 file(s), 28 B, to s3://{bucket}/lake/_ratui/staging/" in log, log
+    assert "read in place" in run_log(results["demo.bronze.events"]["run_id"])
+    assert not [k for k in bucket_keys(moto, bucket) if "/_ratui/staging/" in k]  # every run removed its prefix
+    events_run = results["demo.bronze.events"]["run_id"]
+    assert f"events/_processed/{events_run}/a.jsonl" in bucket_keys(moto, bucket, "events/")
+    project = load_settings(root)
+    catalog = open_catalog(catalog_config(project.catalog), project.db_path, root)
+    orders = catalog.load_table("main", "demo.bronze.orders").scan().to_arrow()
+    assert sorted(orders.column("id").to_pylist()) == [1, 2]
 
 
-def test_a_server_gone_mid_run_fails_the_run_cleanly(hidden_disk, moto, bucket, tmp_path):
-    # a server of this test's own (the module's serves the other tests), killed while a job runs on it
-    own = start_connect(hidden_disk.folder("own-connect"), disk=hidden_disk, jars=s3a.local_jars())
+def test_a_server_gone_mid_run_fails_the_run_cleanly(server, hidden_disk, moto, bucket, tmp_path):
+    # the module's server, killed while a job runs on it (the last test of the module: a test after it would get
+    # a new server)
+    project = make_slow_project(tmp_path / "slow", rows=60, parts=60, remote=server.url,
+                                control=hidden_disk.folder("control"), catalog=s3_catalog(moto, bucket))
+    root = str(project.root)
+    project.set(version=1, delay=0, parts=2)
+    run_ok("--project", root, "slow")  # version 1 on main
+    head = main_head(project.root)
+    for marker in project.markers.iterdir():
+        marker.unlink()
+    project.set(version=2, delay=1.0, parts=60)
+    slow = ratui_background("run", "--project", root, "--force", "--json", "slow", log=tmp_path / "slow.log")
     try:
-        project = make_slow_project(tmp_path / "slow", rows=60, parts=60, remote=own.url,
-                                    control=hidden_disk.folder("control"), catalog=s3_catalog(moto, bucket))
-        root = str(project.root)
-        project.set(version=1, delay=0, parts=2)
-        run_ok("--project", root, "slow")  # version 1 on main
-        head = main_head(project.root)
-        for marker in project.markers.iterdir():
-            marker.unlink()
-        project.set(version=2, delay=1.0, parts=60)
-        slow = ratui_background("run", "--project", root, "--force", "--json", "slow", log=tmp_path / "slow.log")
-        try:
-            wait_for(lambda: list(project.markers.iterdir()), 90, "a task of the slow job running on the server")
-            own.kill()
-            began = time.monotonic()
-            slow.wait(timeout=120)
-            ended = time.monotonic() - began
-        finally:
-            if slow.poll() is None:
-                slow.kill()
+        wait_for(lambda: list(project.markers.iterdir()), 90, "a task of the slow job running on the server")
+        server.kill()
+        began = time.monotonic()
+        slow.wait(timeout=120)
+        ended = time.monotonic() - began
     finally:
-        own.stop()
+        if slow.poll() is None:
+            slow.kill()
     (result,) = json_lines((tmp_path / "slow.log").read_text())
     # a coded error, well before the Connect client's own ten minutes of retries
     assert slow.returncode == 1 and result["status"] == "failed" and result["error"]["code"] == "RAT-SPK-001", result

@@ -132,15 +132,17 @@ def main() -> int:
             _error("confine", f"could not confine the pipeline's process: {exc}")
             return 3
     # what a pipeline is expected to use (they may start threads: numpy's, pyarrow's)
-    import pyspark.sql.connect.session  # noqa: F401
-    from pyspark.sql import SparkSession, functions, types, window  # noqa: F401
-    from pyspark.sql.connect.dataframe import DataFrame
-    import pyarrow  # noqa: F401
-    import pyarrow.parquet  # noqa: F401
     try:
+        import pyspark.sql.connect.session  # noqa: F401
+        from pyspark.sql import SparkSession, functions, types, window  # noqa: F401
+        from pyspark.sql.connect.dataframe import DataFrame
+        import pyarrow  # noqa: F401
+        import pyarrow.parquet  # noqa: F401
         import pandas  # noqa: F401
-    except ImportError:  # pandas is pyspark[connect]'s: absent only in odd installations
-        pass
+    except ImportError as exc:  # an installation without PySpark's Connect client (pyspark[connect])
+        _error("server", f"the Spark Connect client cannot be imported ({exc}): install ratui with its "
+                         "dependencies (pip install ratui pulls pyspark[connect])")
+        return 0
     from ratui.engine.iceberg import file_scan  # noqa: F401
     import logging
 

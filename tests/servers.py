@@ -303,8 +303,11 @@ def with_spark(project: Path, *, master: str | None = None, remote: str | None =
 
 SLOW_PIPELINE = '''\
 # @merge_strategy: full_refresh
+# @isolation: none
 # A Python UDF that sleeps on the executors: each task appends the executor's working folder to a marker file
-# named after its partition and attempt, so a test sees where (and when) tasks ran.
+# named after its partition and attempt, so a test sees where (and when) tasks ran. It reads and writes the test's
+# control folder, outside the project: in ratui's own process (a confined pipeline could not; with a cluster or a
+# Connect server the level is none anyway).
 from pathlib import Path
 
 CONTROL = Path(r"{control}")

@@ -67,7 +67,6 @@ class DataServer:
     port: int = 0
     token: str = field(default="", repr=False)
     process: subprocess.Popen | None = None
-    landlock: str = ""  # what jvm_launch applied ("landlock-abi7"), or "" when unconfined
     sockets: Path | None = None  # the Python workers' socket folder (0700, removed with the server)
 
     @property
@@ -105,7 +104,7 @@ class DataServer:
             "read": [str(p) for p in self._reads()], "write": [str(folder), str(runs_root(self.state_dir)),
                                                               "/dev/null"],
             "execute": [str(p) for p in self._executables(argv[0])],
-            "sockets": [str(self.sockets)], "ports": ports, "report": str(folder / "landlock.json"),
+            "sockets": [str(self.sockets)], "ports": ports,
         }
         started = threading.Event()
         failure: list[BaseException] = []
@@ -133,10 +132,6 @@ class DataServer:
         if failure:
             raise RatuiError("RAT-ISO-005", f"the data server could not be started: {failure[0]}")
         self._wait_ready()
-        try:
-            self.landlock = json.loads((folder / "landlock.json").read_text()).get("landlock", "")
-        except (OSError, ValueError):
-            self.landlock = ""
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + START_SECONDS

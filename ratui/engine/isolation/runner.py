@@ -28,8 +28,6 @@ from ratui.engine.errors import RatuiError
 from ratui.engine.isolation import data_server
 from ratui.engine.isolation.levels import Isolation, bwrap
 
-# the child's own limits, from ratui.yaml's python section (limits.py applies them in the child)
-KILL_GRACE_SECONDS = 2.0
 # what the child prints, at most, into the run's log
 PRINT_LINES = 2000
 
@@ -93,7 +91,6 @@ class IsolatedRun:
         self.log = log
         self.folder = run_folder(settings.state_dir, run_id)
         self.process: subprocess.Popen | None = None
-        self._cancelled = threading.Event()
         self.plan: dict[str, Any] = {}
 
     # ---------------------------------------------------------------------------------------- inputs
@@ -214,11 +211,10 @@ class IsolatedRun:
         process = self.process
         if process is None:
             return
-        for sig in (signal.SIGKILL,):
-            try:
-                os.killpg(process.pid, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
+        try:
+            os.killpg(process.pid, signal.SIGKILL)  # nothing of the child's gets a say: it is untrusted code
+        except (ProcessLookupError, PermissionError):
+            pass
         try:
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:

@@ -511,3 +511,40 @@ def test_a_sql_pipeline_that_reaches_for_java_is_refused_at_its_line(make_projec
     assert result.error["line"] == 3
     assert engine.state.catalog.table_pointers("main") == {}
     engine.close()
+
+
+def test_a_killed_ratui_leaves_no_child_and_no_data_server(make_project, tmp_path):
+    """`ratui run` SIGKILLed while a confined pipeline runs (no atexit, no signal handler): the child and the data
+    server's JVM die with it (the parent-death signal), within seconds, and the run is dead at the next read."""
+    import signal
+
+    from tests.servers import json_lines, ratui, ratui_background, wait_for
+
+    root = make_project({"demo/pipelines/bronze/sleepy/pipeline.py": (
+        "# @merge_strategy: full_refresh\nimport time\n\n\ndef run(ctx):\n    print('asleep', flush=True)\n"
+        "    time.sleep(600)\n")})
+    project_yaml(root)
+
+    def ours() -> list[str]:
+        found = []
+        for process in psutil.process_iter():
+            try:
+                if process.pid != os.getpid() and (str(root) in " ".join(process.cmdline())
+                                                   or str(root) in process.cwd()):
+                    found.append(" ".join(process.cmdline()))
+            except psutil.Error:
+                pass
+        return found
+
+    proc = ratui_background("run", "--project", str(root), log=tmp_path / "run.log")
+    try:
+        wait_for(lambda: any("isolation.child" in c for c in ours()), 180, "the isolated child")
+        assert any("SparkConnectServer" in c for c in ours())  # the data server runs
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        wait_for(lambda: ours() == [], 30, "no process of the killed ratui's")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    (run,) = json_lines(ratui("runs", "--project", str(root), "--json").stdout)
+    assert run["status"] == "failed" and run["error_code"] == "RAT-RUN-006", run  # its process is dead

@@ -19,6 +19,7 @@ JSON output and run records depend on them. Add new codes, never renumber. The f
     RAT-PY-*    Python pipelines
     RAT-CLI-*   command-line usage
     RAT-WEB-*   serving the console to a browser (ratui web)
+    RAT-REST-*  ratui serve: the Iceberg REST catalog for other engines
     RAT-ACC-*   what a console may do (a read-only console)
 """
 
@@ -104,7 +105,8 @@ class ProjectErrors(Exception):
 # a run failing with one does not count as an attempt against its landing files. A usage error is reported by a
 # command before it runs anything (exit code 2).
 DEFINITION_FAMILIES = ("RAT-TPL", "RAT-CFG", "RAT-PRJ", "RAT-DAG")
-USAGE_FAMILIES = ("RAT-PRJ", "RAT-CFG", "RAT-TPL", "RAT-DAG", "RAT-LND", "RAT-CLI", "RAT-PTH", "RAT-PY", "RAT-WEB")
+USAGE_FAMILIES = ("RAT-PRJ", "RAT-CFG", "RAT-TPL", "RAT-DAG", "RAT-LND", "RAT-CLI", "RAT-PTH", "RAT-PY", "RAT-WEB",
+                  "RAT-REST")  # ratui serve: its option errors (its request errors never reach the command line)
 USAGE_CODES = ("RAT-RUN-004",)
 # a failure of what the pipeline produced or read: its file is named when the error has no other place
 PIPELINE_FAULT_FAMILIES = ("RAT-WRT", "RAT-SQL", "RAT-PY", "RAT-CFG", "RAT-TPL")

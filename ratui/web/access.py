@@ -10,6 +10,9 @@ not one of this server's names is refused before anything else (a DNS-rebinding 
 a websocket must come from a page of this server (its Origin equals the page's own scheme://host:port): a
 browser sends the cookie with a cross-site websocket, so the Origin check is what stops another site's page.
 
+The token, Host and Origin rules themselves are the ones every endpoint of ratui shares (ratui/endpoint_access.py);
+this module adds the cookie, the query token and the HTML refusals of a console in a browser.
+
 Nothing here logs a token or a cookie.
 """
 
@@ -18,20 +21,16 @@ from __future__ import annotations
 import hashlib
 import hmac
 import html
-import re
-import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Awaitable, Callable
-from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from ratui.engine.errors import RatuiError
+from ratui.endpoint_access import (  # noqa: F401 - checked_token, new_token and the names below: web's own too
+    LOOPBACK_NAMES, MIN_TOKEN_LENGTH, HostRules, checked_token, host_port as _host_port, new_token, same as _same,
+)
 
 TOKEN_ENV = "RATUI_WEB_TOKEN"
-MIN_TOKEN_LENGTH = 16
-_TOKEN_CHARS = re.compile(r"[A-Za-z0-9._~-]+")
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
 # on every response, the refusals included
 HEADERS = {
@@ -43,98 +42,19 @@ HEADERS = {
 }
 
 
-def new_token() -> str:
-    return secrets.token_urlsafe(32)
-
-
-def checked_token(token: str, source: str) -> str:
-    """A token given by the user (--token or RATUI_WEB_TOKEN), or RAT-WEB-005 saying what is wrong with it;
-    the message never holds the token itself."""
-    if token != token.strip() or not token:
-        raise RatuiError("RAT-WEB-005", f"the token of {source} is empty or has blanks around it")
-    if len(token) < MIN_TOKEN_LENGTH:
-        raise RatuiError("RAT-WEB-005", f"the token of {source} is {len(token)} characters long; it needs at least "
-                                        f"{MIN_TOKEN_LENGTH}")
-    if not _TOKEN_CHARS.fullmatch(token):
-        raise RatuiError("RAT-WEB-005", f"the token of {source} has characters a URL cannot carry as they are "
-                                        "(letters, digits and . _ ~ - only)")
-    return token
-
-
-def _same(a: str, b: str) -> bool:
-    return hmac.compare_digest(a.encode("utf-8", "surrogatepass"), b.encode("utf-8", "surrogatepass"))
-
-
-def _host_port(value: str, default_port: int) -> tuple[str, int | None]:
-    """'Name:8000' -> ('name', 8000); '[::1]:8000' -> ('[::1]', 8000); 'name' -> ('name', default_port).
-    A port that is not a number gives None (never allowed)."""
-    value = value.strip().lower()
-    if value.startswith("["):
-        name, _, rest = value.partition("]")
-        name += "]"
-        port_text = rest[1:] if rest.startswith(":") else ("" if not rest else "x")
-    elif value.count(":") == 1:
-        name, _, port_text = value.partition(":")
-    elif ":" in value:  # a bare IPv6 address: only valid in brackets
-        return value, None
-    else:
-        name, port_text = value, ""
-    if not port_text:
-        return name, default_port
-    return (name, int(port_text)) if port_text.isdigit() else (name, None)
-
-
 @dataclass
-class Access:
-    """The rules of one server: its token, its port, the host names it answers to, whether it serves TLS."""
+class Access(HostRules):
+    """The rules of one server: its token, its port, the host names it answers to (endpoint_access.HostRules),
+    whether it serves TLS, and the session cookie the token is traded for."""
 
-    token: str
-    port: int
-    allowed_hosts: list[str] = field(default_factory=list)  # names given with --allow-host (NAME or NAME:PORT)
-    own_hosts: list[str] = field(default_factory=list)  # the address it listens on, when not a wildcard
-    secure: bool = False
+    token: str = ""
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         self.cookie_name = f"ratui-web-{self.port}"  # cookies ignore ports: two servers must not share one
         self.cookie_value = hmac.new(self.token.encode(), b"ratui web session cookie", hashlib.sha256).hexdigest()
-        self._exact: set[tuple[str, int]] = set()
-        self._any_port: set[str] = set()
-        for name in (*LOOPBACK_NAMES, *self.own_hosts):
-            self._exact.add((self._bracketed(name), self.port))
-        for entry in self.allowed_hosts:
-            name, port = _host_port(entry, 0)
-            if port == 0:
-                self._any_port.add(self._bracketed(name))
-            elif port is not None:
-                self._exact.add((self._bracketed(name), port))
-
-    @staticmethod
-    def _bracketed(name: str) -> str:
-        name = name.strip().lower()
-        return f"[{name}]" if ":" in name and not name.startswith("[") else name
 
     # ---------------------------------------------------------------------------------------- checks
-
-    def host_allowed(self, host: str | None) -> bool:
-        if not host:
-            return False
-        name, port = _host_port(host, 443 if self.secure else 80)
-        if port is None:
-            return False
-        return (name, port) in self._exact or name in self._any_port
-
-    @staticmethod
-    def origin_matches(origin: str | None, host: str | None) -> bool:
-        """The Origin names this page's own host:port (as the browser sent it in Host), over http or https."""
-        if not origin or not host or origin == "null":
-            return False
-        try:
-            parts = urlsplit(origin)
-        except ValueError:
-            return False
-        if parts.scheme not in ("http", "https") or parts.path not in ("", "/") or parts.query or parts.username:
-            return False
-        return parts.netloc.lower() == host.strip().lower()
 
     def credential(self, request: web.Request) -> str | None:
         """How the request proved it holds the token: 'cookie', 'query', 'header', or None."""

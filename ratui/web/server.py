@@ -14,8 +14,6 @@ to .ratui/logs/web.log (never a token: the access log keeps the path without its
 from __future__ import annotations
 
 import asyncio
-import errno
-import ipaddress
 import json
 import logging
 import os
@@ -35,6 +33,7 @@ from aiohttp.abc import AbstractAccessLogger
 from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
+from ratui.endpoint_access import bind_error as _bind_error, check_address, is_loopback, url_for
 from ratui.engine.errors import RatuiError
 from ratui.engine.vocabulary import format_duration
 from ratui.web import registry
@@ -88,52 +87,6 @@ def session_command(root: Path, read_only: bool = False) -> str:
 
 def log_path(root: Path) -> Path:
     return root / ".ratui" / "logs" / LOG_NAME
-
-
-def is_loopback(host: str) -> bool:
-    """True when every address `host` names is this machine's loopback (127.0.0.0/8, ::1, localhost)."""
-    try:
-        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError):
-        return False
-    addresses = {str(info[4][0]) for info in infos}
-    try:
-        return bool(addresses) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addresses)
-    except ValueError:
-        return False
-
-
-def url_for(host: str, port: int, scheme: str = "http") -> str:
-    """The address to give a browser: a wildcard host (every interface) is shown as this machine's name."""
-    if host in ("0.0.0.0", "::", ""):
-        host = socket.gethostname()
-    shown = f"[{host}]" if ":" in host else host
-    return f"{scheme}://{shown}:{port}"
-
-
-def check_address(host: str, port: int) -> None:
-    """Raise a coded error unless the server can listen on host:port: checked before anything starts."""
-    if not 1 <= port <= 65535:
-        raise RatuiError("RAT-WEB-002", f"port {port} is out of range (1-65535)")
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except (socket.gaierror, UnicodeError) as exc:
-        raise RatuiError("RAT-WEB-003", f"host '{host}' cannot be resolved: {exc}") from None
-    for family, kind, proto, _name, address in infos:
-        with socket.socket(family, kind, proto) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as aiohttp binds: TIME_WAIT is no clash
-            try:
-                probe.bind(address)
-            except OSError as exc:
-                raise _bind_error(host, port, exc) from None
-
-
-def _bind_error(host: str, port: int, exc: OSError) -> RatuiError:
-    if exc.errno == errno.EADDRINUSE:
-        return RatuiError("RAT-WEB-001", f"port {port} on {host} is already in use")
-    if exc.errno == errno.EACCES:
-        return RatuiError("RAT-WEB-002", f"port {port} needs privileges this user lacks (ports below 1024)")
-    return RatuiError("RAT-WEB-003", f"cannot listen on {host}:{port}: {exc.strerror or exc}")
 
 
 def check_options(options: WebOptions) -> tuple[str, ssl.SSLContext | None]:
@@ -194,8 +147,8 @@ class ConsoleServer(Server):
         own = [] if self.options.host in ("0.0.0.0", "::", "") else [self.options.host]
         if self.options.host in ("0.0.0.0", "::"):
             own.append(socket.gethostname())  # the name the startup line prints
-        self.access = Access(token or new_token(), self.options.port, list(self.options.allow_hosts), own,
-                             secure=bool(self.options.certfile))
+        self.access = Access(port=self.options.port, allowed_hosts=list(self.options.allow_hosts), own_hosts=own,
+                             secure=bool(self.options.certfile), token=token or new_token())
         self.out = out or (lambda line: print(line, flush=True))
         self.tell = tell or (lambda kind, text, **data: self.out(f"ratui web: {text}"))
         self.sessions: dict[AppService, web.WebSocketResponse] = {}

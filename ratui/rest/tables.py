@@ -25,11 +25,11 @@ from pyiceberg.catalog.rest import CreateTableRequest
 from pyiceberg.exceptions import (
     CommitFailedException, NamespaceAlreadyExistsError, NamespaceNotEmptyError, NoSuchNamespaceError,
 )
-from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
+from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC, PartitionSpec
 from pyiceberg.table import TableIdentifier
 from pyiceberg.table.locations import load_location_provider
 from pyiceberg.table.metadata import new_table_metadata
-from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
+from pyiceberg.table.sorting import UNSORTED_SORT_ORDER, SortOrder
 from pyiceberg.table.update import AssertCreate, TableRequirement, TableUpdate
 from pyiceberg.typedef import IcebergBaseModel
 
@@ -59,6 +59,8 @@ class CreateRequest(CreateTableRequest):
     """PyIceberg's CreateTableRequest, with `location` optional as the spec has it (ratui places tables itself)."""
 
     location: str | None = Field(default=None)
+    partition_spec: PartitionSpec | None = Field(alias="partition-spec", default=None)
+    write_order: SortOrder | None = Field(alias="write-order", default=None)
 
 
 class TransactionRequest(IcebergBaseModel):

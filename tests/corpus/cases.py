@@ -114,6 +114,10 @@ class Case:
     fingerprint: bool = True  # main's tables unchanged (False when the case breaks the catalog itself)
     spec: str = "today"  # "today" | "building"
     notes: str = ""
+    # a request to `ratui serve` on the base state (scenario "rest"): (method, ref, path after /v1, body); the
+    # answer must be `expect_http` in the Iceberg REST error shape with `expect_code`, main and the branch unchanged
+    rest: tuple[str, str, str, bytes | dict | list | None] | None = None
+    expect_http: int | None = None
 
     @property
     def runtime(self) -> bool:
@@ -1146,6 +1150,42 @@ CASES: list[Case] = [
          expect_file=f"{P}/gold/zz_py_exit/pipeline.py", expect_line=6, spec="building",
          notes="gold.zz_* runs last in its batch, and exit status 1 is the batch's own: a process that dies here "
                "costs only this case its result"),
+]
+
+
+def _rest(id: str, method: str, ref: str, path: str, body, status: int, code: str, notes: str = "") -> Case:
+    """A bad request to the Iceberg REST catalog (`ratui serve`), on branch "dev" of the base state unless `ref`."""
+    return Case(id, "REST catalog", scenario="rest", rest=(method, ref, path, body), expect_http=status,
+                expect_code=code, spec="building", notes=notes)
+
+
+RAW = f"/namespaces/{NS}%1Fbronze/tables/raw_products"  # a table of the base state
+CASES += [
+    _rest("rest-malformed-json", "POST", "dev", "/namespaces", b'{"namespace": ["x"', 400, "RAT-REST-008"),
+    _rest("rest-unknown-update-action", "POST", "dev", RAW,
+          {"requirements": [], "updates": [{"action": "explode-table"}]}, 400, "RAT-REST-008",
+          notes="one unknown action refuses the whole commit"),
+    _rest("rest-body-not-an-object", "POST", "dev", "/transactions/commit", [1, 2], 400, "RAT-REST-008"),
+    _rest("rest-table-name-dotdot", "POST", "dev", f"/namespaces/{NS}%1Fbronze/tables",
+          {"name": "..", "schema": {"type": "struct", "fields": []}}, 400, "RAT-REST-009"),
+    _rest("rest-table-name-slash", "GET", "dev", f"/namespaces/{NS}%1Fbronze/tables/raw%2F..%2Fproducts", None, 400,
+          "RAT-REST-009", notes="an encoded '/' reaches the name check instead of routing elsewhere"),
+    _rest("rest-rename-to-dotted-name", "POST", "dev", "/tables/rename",
+          {"source": {"namespace": [NS, "bronze"], "name": "raw_products"},
+           "destination": {"namespace": [NS, "bronze"], "name": "a.b"}}, 400, "RAT-REST-009"),
+    _rest("rest-namespace-with-dot", "POST", "dev", "/namespaces", {"namespace": ["a.b"]}, 400, "RAT-REST-009"),
+    _rest("rest-unknown-ref", "GET", "nope", "/namespaces", None, 404, "RAT-CAT-002"),
+    _rest("rest-unknown-commit", "GET", "main@abcdef123456", "/namespaces", None, 404, "RAT-CAT-010"),
+    _rest("rest-unknown-table", "GET", "dev", f"/namespaces/{NS}%1Fbronze/tables/nothing_here", None, 404,
+          "RAT-REST-005"),
+    _rest("rest-huge-body", "POST", "dev", "/namespaces", b'{"namespace": ["' + b"x" * (9 * 1024 * 1024) + b'"]}',
+          413, "RAT-REST-010", notes="refused on its Content-Length, before it is read"),
+    _rest("rest-wrong-method", "PUT", "dev", "/namespaces", {"namespace": ["x"]}, 405, "RAT-REST-016"),
+    _rest("rest-unknown-route", "GET", "dev", "/namespaces/shop/views", None, 404, "RAT-REST-016"),
+    _rest("rest-write-to-main", "POST", "main", f"/namespaces/{NS}%1Fbronze/tables",
+          {"name": "from_outside", "schema": {"type": "struct", "fields": []}}, 403, "RAT-REST-006"),
+    _rest("rest-purge", "DELETE", "dev", RAW + "?purgeRequested=true", None, 406, "RAT-REST-015",
+          notes="data files are shared between refs: a drop only ever removes the pointer"),
 ]
 
 CASES_BY_ID = {c.id: c for c in CASES}

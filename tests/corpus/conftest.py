@@ -493,3 +493,18 @@ def _start_jobs_early(request):
     if "case" in getattr(request, "fixturenames", ()):
         request.getfixturevalue("corpus_jobs")
     yield
+
+
+@pytest.fixture(scope="session")
+def corpus_rest(corpus_base, tmp_path_factory) -> Iterator[Any]:
+    """`ratui serve` on a copy of the base state with a branch "dev", for the REST catalog's cases (scenario "rest"):
+    (the server, the copy's branch catalog)."""
+    from ratui.engine.state.catalog.sqlite import SqliteBranchCatalog
+    from tests.rest.conftest import serve
+
+    root = tmp_path_factory.mktemp("corpus-rest") / "project"
+    shutil.copytree(corpus_base.root, root, symlinks=True)
+    catalog = SqliteBranchCatalog(root / ".ratui" / "ratui.db", root)
+    catalog.create_branch("dev")
+    with serve(root) as server:
+        yield server, catalog

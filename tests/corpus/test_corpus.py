@@ -26,7 +26,8 @@ Categories (cases):
     CLI misuse            37
     compile gate           3
     Python pipelines      15
-    total                223
+    REST catalog          15
+    total                238
 
 Select or skip the corpus with `-m corpus` / `-m "not corpus"`; `-m "corpus and not corpus_jvm"` leaves out the
 cases that need Spark beyond the base state's one run (the fast loop while editing compile-time cases).
@@ -72,11 +73,13 @@ def _param(case: Case):
 
 
 @pytest.mark.parametrize("case", [_param(c) for c in CASES])
-def test_case(case: Case, corpus_base: BaseState, corpus_jobs: Jobs, tmp_path: Path):
+def test_case(case: Case, corpus_base: BaseState, corpus_jobs: Jobs, tmp_path: Path, request):
     if case.scenario == "moved":
         check_moved(case, corpus_jobs.get("scenario:moved"), corpus_base)
     elif case.scenario == "closed_pipe":
         check_closed_pipe(case, corpus_base, tmp_path)
+    elif case.scenario == "rest":
+        check_rest(case, request.getfixturevalue("corpus_rest"))
     elif case.batch:
         check_runtime(case, corpus_jobs.get(case.batch))
     else:
@@ -262,6 +265,28 @@ def check_closed_pipe(case: Case, base: BaseState, tmp_path: Path) -> None:
     if rc not in _expected_exit(case):
         problems.append(f"exit {rc}, expected one of {case.expect_exit}")
     _fail(case, problems, f"stderr:\n{err[-3000:]}")
+
+
+def check_rest(case: Case, rest) -> None:
+    """One bad request to `ratui serve` (tests/rest/): the status, the Iceberg REST error shape (checked against the
+    OpenAPI document) with the case's ratui code, no traceback, and main and the branch exactly as they were."""
+    server, catalog = rest
+    method, ref, path, body = case.rest
+    before = {name: (c.hash, c.pointers) for name in ("main", "dev") for c in [catalog.commit(name)]}
+    sent = {"data": body} if isinstance(body, bytes) else ({"json": body} if body is not None else {})
+    response = server.request(method, ref, path, **sent)  # checks the body against the spec, and "RAT-" first
+    problems: list[str] = []
+    if response.status_code != case.expect_http:
+        problems.append(f"HTTP {response.status_code}, expected {case.expect_http}")
+    error = (response.json() or {}).get("error", {}) if response.content else {}
+    if not str(error.get("message", "")).startswith(f"{case.expect_code}: "):
+        problems.append(f"expected {case.expect_code}, got {error}")
+    if error.get("code") != response.status_code:
+        problems.append(f"the error's code {error.get('code')} is not the HTTP status")
+    after = {name: (c.hash, c.pointers) for name in ("main", "dev") for c in [catalog.commit(name)]}
+    if after != before:
+        problems.append(f"a ref changed: {sorted(k for k in after if after[k] != before[k])}")
+    _fail(case, problems, f"{method} {ref} {path[:200]} -> {response.status_code} {response.text[:1000]}")
 
 
 # ------------------------------------------------------------------------------------------------ the corpus itself

@@ -12,6 +12,7 @@ import sys
 import pytest
 import requests
 
+from tests.rest import openapi
 from tests.rest.conftest import check_response, serve
 from tests.servers import free_port
 
@@ -36,6 +37,9 @@ def test_config_lists_what_is_served_and_the_token_opens_the_catalog(served):
     response = served.request("GET", "main", "/config")
     assert response.status_code == 200
     assert "POST /v1/{prefix}/transactions/commit" in response.json()["endpoints"]
+    assert set(response.json()["endpoints"]) == openapi.served_endpoints()
+    assert set(response.json()["endpoints"]) <= {f"{m.upper()} {path}" for path, item in openapi.spec()["paths"].items()
+                                                 for m in item if m in ("get", "post", "head", "delete")}
     assert served.request("GET", "main", "/namespaces").json() == {"namespaces": []}
 
 

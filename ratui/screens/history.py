@@ -28,6 +28,7 @@ from ratui.screens.dialogs import ConfirmScreen
 from ratui.widgets.chrome import NavBar, StatusLine
 
 KIND_STYLE = {"run": "green", "merge": "cyan", "publish": "magenta", "rollback": "yellow", "branch": "dim",
+              "external": "blue",  # committed by another engine through `ratui serve`
               "reaper": "dim", "init": "dim", "commit": ""}
 
 

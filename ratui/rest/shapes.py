@@ -147,10 +147,10 @@ def parse_model(model: type[Model], value: Any, what: str) -> Model:
     try:
         return model.model_validate(value)
     except ValidationError as exc:
-        first = exc.errors()[0] if exc.errors() else {}
-        where = ".".join(str(p) for p in first.get("loc", ()))
-        raise bad_request(f"{what}: {first.get('msg', 'not valid')}" + (f" at {where[:120]}" if where else "")) \
-            from None
+        errors = exc.errors()
+        message = errors[0]["msg"] if errors else "not valid"
+        where = ".".join(str(p) for p in errors[0]["loc"]) if errors else ""
+        raise bad_request(f"{what}: {message}" + (f" at {where[:120]}" if where else "")) from None
 
 
 def metadata_json(metadata: Any) -> dict[str, Any]:

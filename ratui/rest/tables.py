@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
+from pyiceberg.catalog import MetastoreCatalog
 from pyiceberg.catalog.rest import CreateTableRequest
 from pyiceberg.exceptions import (
     CommitFailedException, NamespaceAlreadyExistsError, NamespaceNotEmptyError, NoSuchNamespaceError,
@@ -217,7 +218,7 @@ class Tables:
             raise shapes.already_exists(f"table '{key}' on '{ref}'")
         if namespace not in self.all_namespaces(ref):
             raise shapes.no_namespace(namespace, ref)
-        catalog = self.catalog.iceberg(ref)
+        catalog = self._metastore(ref)
         properties = {**TABLE_DEFAULTS, **request.properties}
         try:
             metadata = new_table_metadata(location=place, schema=request.table_schema,
@@ -244,7 +245,7 @@ class Tables:
             raise shapes.bad_request("a transaction names a table twice; send each table's changes once")
         if not changes:
             raise shapes.bad_request("a commit needs at least one table change")
-        catalog = self.catalog.iceberg(ref)
+        catalog = self._metastore(ref)
         before = self.pointers(ref)
         staged = []
         for key, requirements, updates in changes:
@@ -297,6 +298,14 @@ class Tables:
             raise shapes.no_namespace(namespace, ref)
         self._record(ref, {source: None, destination: location}, {source: location, destination: None},
                      "rename", [source, destination], client)
+
+    def _metastore(self, ref: str) -> MetastoreCatalog:
+        """The ref's PyIceberg catalog, whose own steps (stage a commit, write a metadata file through the project's
+        FileIO) the commits here reuse; both backends' are MetastoreCatalogs (SqlCatalog, NessieRefCatalog)."""
+        catalog = self.catalog.iceberg(ref)
+        if not isinstance(catalog, MetastoreCatalog):
+            raise TypeError(f"the catalog of {ref} is a {type(catalog).__name__}, not a MetastoreCatalog")
+        return catalog
 
     def _record(self, ref: str, pointers: dict[str, str | None], expected: dict[str, str | None], action: str,
                 keys: list[str], client: str) -> None:

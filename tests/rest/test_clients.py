@@ -51,11 +51,16 @@ def arrow_rows(table: pa.Table) -> list[str]:
     return rows_of(table.column_names, [tuple(r.values()) for r in table.to_pylist()])
 
 
+_QUERIED: dict[tuple[str, str], list[str]] = {}  # (key, ref) -> rows: each Spark query once for both clients
+
+
 def ratui_rows(engine, key: str, ref: str) -> list[str]:
     """What `ratui query` answers: the engine's query over the ref's tables, every row."""
-    columns, rows, truncated = engine.query(f"SELECT * FROM {key}", ref=ref, limit=10_000_000)
-    assert not truncated
-    return rows_of(columns, rows)
+    if (key, ref) not in _QUERIED:
+        columns, rows, truncated = engine.query(f"SELECT * FROM {key}", ref=ref, limit=10_000_000)
+        assert not truncated
+        _QUERIED[key, ref] = rows_of(columns, rows)
+    return _QUERIED[key, ref]
 
 
 @pytest.fixture(scope="module")

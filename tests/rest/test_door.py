@@ -109,3 +109,24 @@ def test_the_server_object_starts_in_its_own_thread_and_stops(empty_project):
     with socket.socket() as probe:  # the port is free again
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         probe.bind(("127.0.0.1", port))
+
+
+def test_the_serving_line_names_the_url_and_the_token_and_ctrl_c_stops_cleanly(empty_project):
+    import os
+    import signal
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "ratui", "serve", "--project", str(empty_project), "--port",
+                             str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "RATUI_SERVE_TOKEN": "a-token-of-this-test-0123"})
+    try:
+        first = proc.stdout.readline()
+        assert first.strip() == (f"serving ratui's Iceberg REST catalog at http://127.0.0.1:{port}/iceberg/main  "
+                                 "token a-token-of-this-test-0123")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "ratui serve: stopped after" in out and "Traceback" not in err

@@ -20,11 +20,13 @@ from ratui.rest.shapes import RestError
 MAX_BODY = 8 * 1024 * 1024  # a commit's JSON (schemas, snapshots' summaries) is kilobytes; 8 MiB is generous
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+TOKEN = web.AppKey("token", str)
+RULES = web.AppKey("rules", HostRules)
 
 
 def refusal(request: web.Request) -> RestError | None:
     """Why `request` may not pass (None: it may); the caller turns it into the error response."""
-    rules: HostRules = request.app["rules"]
+    rules = request.app[RULES]
     host = request.headers.get("Host")
     if not rules.host_allowed(host):
         return RestError(403, "ForbiddenException", "RAT-REST-012",
@@ -38,7 +40,7 @@ def refusal(request: web.Request) -> RestError | None:
         return RestError(401, "NotAuthorizedException", "RAT-REST-011",
                          "this catalog needs its token: send `Authorization: Bearer TOKEN` (the token `ratui serve` "
                          "printed when it started)")
-    if not same(given, request.app["token"]):
+    if not same(given, request.app[TOKEN]):
         return RestError(403, "ForbiddenException", "RAT-REST-011", "this is not the token of this server")
     length = request.content_length
     if length is not None and length > MAX_BODY:

@@ -43,6 +43,8 @@ ENDPOINTS = [
     "POST /v1/{prefix}/tables/rename",
     "POST /v1/{prefix}/transactions/commit",
 ]
+TABLES = web.AppKey("tables", Tables)
+ON_REFUSED: web.AppKey[Callable[[web.Request, RestError], None]] = web.AppKey("on_refused")
 _CLIENT = re.compile(r"[^A-Za-z0-9 ._/()+;:-]")
 
 
@@ -248,7 +250,7 @@ async def dispatch(request: web.Request) -> web.StreamResponse:
     """Every request under /iceberg/: the door, the route, the handler in a worker thread, the answer."""
     refused = guard.refusal(request)
     if refused is not None:
-        request.app["on_refused"](request, refused)
+        request.app[ON_REFUSED](request, refused)
         return error_response(refused)
     route_name = None
     try:
@@ -276,7 +278,7 @@ async def dispatch(request: web.Request) -> web.StreamResponse:
         body = await request.read() if request.can_read_body else b""
         agent = _CLIENT.sub("", request.headers.get("User-Agent", ""))[:80].strip()
         call = Call(ref, namespace, table, dict(request.query), body, agent)
-        tables: Tables = request.app["tables"]
+        tables = request.app[TABLES]
 
         def run() -> tuple[int, Any]:
             tables.check_ref(call.ref)
@@ -301,7 +303,7 @@ async def dispatch(request: web.Request) -> web.StreamResponse:
 async def not_found(request: web.Request) -> web.StreamResponse:
     refused = guard.refusal(request)
     if refused is not None:
-        request.app["on_refused"](request, refused)
+        request.app[ON_REFUSED](request, refused)
         return error_response(refused)
     return error_response(RestError(404, "NoSuchRouteException", "RAT-REST-016",
                                     "not a route of this catalog: its URI is /iceberg/REF (e.g. /iceberg/main)"))
@@ -310,10 +312,10 @@ async def not_found(request: web.Request) -> web.StreamResponse:
 def make_app(tables: Tables, token: str, rules: HostRules,
              on_refused: Callable[[web.Request, RestError], None] | None = None) -> web.Application:
     app = web.Application(client_max_size=guard.MAX_BODY)
-    app["tables"] = tables
-    app["token"] = token
-    app["rules"] = rules
-    app["on_refused"] = on_refused or (lambda request, error: None)
+    app[TABLES] = tables
+    app[guard.TOKEN] = token
+    app[guard.RULES] = rules
+    app[ON_REFUSED] = on_refused or (lambda request, error: None)
     app.router.add_route("*", "/iceberg/{tail:.*}", dispatch)
     app.router.add_route("*", "/{tail:.*}", not_found)
     app.on_response_prepare.append(_headers)

@@ -128,7 +128,8 @@ def rest_sample(spark, tmp_path_factory) -> dict:
     try:
         keys = engine.compile().select([])
         results = engine.run(keys)
-        assert all(r.status == "success" for r in results), [(r.pipeline, r.status, r.error) for r in results]
+        failed = [(r.pipeline, r.status, r.error) for r in results if r.status != "success"]
+        assert not failed, failed
     finally:
         engine.close()
     return {"root": root, "keys": sorted(keys)}

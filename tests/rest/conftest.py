@@ -124,6 +124,10 @@ def rest_sample(spark, tmp_path_factory) -> dict:
 
     root = tmp_path_factory.mktemp("rest-sample") / "sample"
     shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns(".ratui", "warehouse", "_processed", "__pycache__"))
+    # the Python pipeline in ratui's own process: its confinement is tests/engine/isolation's subject, not this
+    # folder's, and a confined child costs a data server's JVM start
+    with open(root / "ratui.yaml", "a") as settings:
+        settings.write("python:\n  isolation: none\n")
     engine = Engine.open(root)
     try:
         keys = engine.compile().select([])

@@ -1184,6 +1184,10 @@ CASES += [
     _rest("rest-unknown-route", "GET", "dev", "/namespaces/shop/views", None, 404, "RAT-REST-016"),
     _rest("rest-write-to-main", "POST", "main", f"/namespaces/{NS}%1Fbronze/tables",
           {"name": "from_outside", "schema": {"type": "struct", "fields": []}}, 403, "RAT-REST-006"),
+    _rest("rest-metadata-path-outside", "POST", "dev", RAW,
+          {"requirements": [], "updates": [{"action": "set-properties",
+                                            "updates": {"write.metadata.path": "/ratui-rest-outside"}}]},
+          400, "RAT-PTH-002", notes="the server writes the new metadata file through the project's path rules"),
     _rest("rest-purge", "DELETE", "dev", RAW + "?purgeRequested=true", None, 406, "RAT-REST-015",
           notes="data files are shared between refs: a drop only ever removes the pointer"),
 ]

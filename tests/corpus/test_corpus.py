@@ -26,8 +26,8 @@ Categories (cases):
     CLI misuse            37
     compile gate           3
     Python pipelines      15
-    REST catalog          15
-    total                238
+    REST catalog          16
+    total                239
 
 Select or skip the corpus with `-m corpus` / `-m "not corpus"`; `-m "corpus and not corpus_jvm"` leaves out the
 cases that need Spark beyond the base state's one run (the fast loop while editing compile-time cases).

@@ -11,7 +11,7 @@ Categories (cases):
 
     annotations           11
     config.yaml            6
-    ratui.yaml            18
+    ratui.yaml            19
     catalog               13
     templates              9
     SQL                   18
@@ -26,7 +26,7 @@ Categories (cases):
     CLI misuse            37
     compile gate           3
     Python pipelines      15
-    total                223
+    total                224
 
 Select or skip the corpus with `-m corpus` / `-m "not corpus"`; `-m "corpus and not corpus_jvm"` leaves out the
 cases that need Spark beyond the base state's one run (the fast loop while editing compile-time cases).

@@ -1,7 +1,7 @@
 """A branch to work on from Python: runs merge into it instead of main, reads see it, and it merges by hand.
 
-    with p.branch("dev/alice", from_="main") as b:
-        b.run("silver.clean_orders+")          # each run forks from dev/alice and merges into it (not main)
+    with p.branch("dev-alice", from_="main") as b:
+        b.run("silver.clean_orders+")          # each run forks from dev-alice and merges into it (not main)
         b.table("clean_orders").to_arrow()      # the branch's tables
         b.diff("main")                         # what differs from main
         b.merge(into="main")                   # by hand: all or nothing, conflicts refused

@@ -79,11 +79,6 @@ def ratui_sql(line: str, cell: str):
     return query.to_pandas(options["limit"]) if options["pandas"] else query.to_arrow(options["limit"])
 
 
-def _show_coded(shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: Any = None) -> None:
-    """A coded error from a magic prints as ratui prints it (code, message, hint), without a traceback."""
-    print(value.render() if isinstance(value, RatuiError) else value)
-
-
 def load_ipython_extension(shell: Any) -> None:
     """`%load_ext ratui`: registers %ratui_open and %%ratui_sql in `shell`."""
     shell.register_magic_function(ratui_open, magic_kind="line", magic_name="ratui_open")

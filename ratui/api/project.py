@@ -5,7 +5,7 @@
     p.table("silver.clean_orders", ref="main").to_arrow()        # PyIceberg, no JVM
     p.sql("SELECT ...", ref="dev").to_pandas()                   # Spark, started on demand
     p.run("silver.clean_orders+")                                # a typed RunResult
-    with p.branch("dev/alice") as b: ...                        # see Branch
+    with p.branch("dev-alice") as b: ...                        # see Branch
 
 Spark starts only when a query runs or a pipeline is run; reading tables, refs, history and pipelines never
 starts it. Errors are the engine's coded errors (ratui.RatuiError, `.code`, `.hint`).
@@ -195,7 +195,7 @@ class Project:
 
         self._check_open()
         name, ref = _text(name, "table name"), _text(ref, "ref")
-        resolved = self._engine.resolve_ref(ref, _text(at, "at", optional=True))
+        resolved = self._resolve(ref, at)
         key = self._engine.resolve_table(name, resolved)
         return Table(self, key, resolved, self._engine.load_table(resolved, key))
 
@@ -205,7 +205,16 @@ class Project:
 
         self._check_open()
         sql, ref = _text(sql, "sql"), _text(ref, "ref")
-        return Query(self, sql, self._engine.resolve_ref(ref, _text(at, "at", optional=True)))
+        return Query(self, sql, self._resolve(ref, at))
+
+    def _resolve(self, ref: str, at: Any) -> str:
+        """The ref checked ("ref@HASH" made whole), or its state at time `at`."""
+        try:
+            return self._engine.resolve_ref(ref, _text(at, "at", optional=True))
+        except RatuiError as exc:
+            if exc.code == "RAT-CLI-001":  # the time parser's code is the command line's; here it is an argument
+                raise RatuiError("RAT-API-002", f"at={at!r} is not a time", hint=exc.hint) from None
+            raise
 
     # --------------------------------------------------------------------------------------------- running
 

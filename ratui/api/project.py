@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from ratui.api import html
 from ratui.api.records import (DIFF_COLUMNS, LOG_COLUMNS, PIPELINE_COLUMNS, REF_COLUMNS, RUN_COLUMNS, PipelineInfo,
                                Records, RefInfo, RunRecord)
-from ratui.api.runs import RunHandle, RunResult, result_of
+from ratui.api.runs import RunHandle, RunResult
 from ratui.engine.errors import RatuiError
 from ratui.engine.vocabulary import MAIN
 
@@ -224,6 +224,7 @@ class Project:
         """Run pipelines in dependency order, like `ratui run SELECTOR...` (None: every pipeline): each on a
         branch of its own, merged into `ref` when its quality tests pass. Returns the RunResult, or with
         wait=False a RunHandle at once. Recorded with trigger "api": the console and `ratui runs` show them live.
+        Interrupting a waiting run() (the notebook's stop button, Ctrl-C) cancels the runs: main stays as it was.
 
         A selected pipeline with definition errors stops everything before any run (RAT-RUN-008 with the first
         error in the message); so does any broken pipeline when no selector is given."""
@@ -248,13 +249,18 @@ class Project:
         invocation = engine.invocation(keys, trigger=TRIGGER, full_refresh=full_refresh, force=force,
                                        threads=threads, ref=ref, atomic=atomic)
         handle = RunHandle(self, invocation, ref)
+        invocation.start()  # in the background either way: the calling thread stays free to be interrupted
+        with self._lock:
+            self._handles = [h for h in self._handles if not h.done] + [handle]
         if not wait:
-            invocation.start()
-            with self._lock:
-                self._handles = [h for h in self._handles if not h.done] + [handle]
             return handle
-        invocation.run()
-        return result_of(engine.state, invocation, ref)
+        try:
+            invocation.wait()
+        except KeyboardInterrupt:  # the notebook's interrupt (or Ctrl-C): the runs are cancelled, main unchanged
+            invocation.cancel()
+            invocation.wait()
+            raise
+        return handle.result()
 
     def cancel(self, run_id: str) -> str:
         """Ask a run of any process to stop (like `ratui cancel`): 'requested', 'finished' or 'unknown'."""

@@ -87,7 +87,7 @@ class Scan:
             return self._iceberg_scan(limit).to_arrow()
         except RatuiError:
             raise
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, NotImplementedError) as exc:  # PyIceberg's refusals (equality deletes)
             raise _read_error(exc, self.table.key, "cannot read") from None
 
     def to_pandas(self, limit: int | None = None):

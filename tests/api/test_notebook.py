@@ -8,6 +8,9 @@ long as the test needs (no timing assumed).
 
 from __future__ import annotations
 
+import signal
+import threading
+
 import pytest
 
 import ratui
@@ -150,6 +153,16 @@ def test_background_run_is_seen_live_by_another_process_and_cancels(notebook):
     assert outcome.status == "cancelled" and not outcome.merged
     assert outcome.runs[0].error is not None and outcome.runs[0].error.code == "RAT-RUN-001"
     assert main_head(p) == head and listed(stopped.run_ids[0], "cancelled")
+
+    # a waiting run() interrupted (a notebook's stop button is SIGINT): the runs are cancelled, then it raises
+    def interrupt() -> None:
+        wait_for(lambda: p.history(limit=1, pipeline=GATE_KEY)[0].status == "running", 120, "the third run runs")
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        p.run("bronze.api_gate", force=True)
+    assert p.history(limit=1, pipeline=GATE_KEY)[0].status == "cancelled" and main_head(p) == head
 
 
 def test_sql_cell_magic_returns_arrow_or_pandas(notebook):

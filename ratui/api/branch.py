@@ -8,8 +8,9 @@
 
 This is what the console's "work on a branch" does (its runs name the branch as their ref). The `with` block's rule,
 like lakeFS's transact() but explicit: if the block raises and this `p.branch(...)` call created the branch, the
-branch is deleted when the block is left (the exception goes on; main was never touched, nothing was merged). If the
-branch existed before, or the block ends normally, the branch is kept: merge it, or `b.delete()` it.
+branch is deleted when the block is left (the exception goes on; what the block did not merge never reaches main:
+runs on the branch merge into the branch only, and nothing is merged for you). If the branch existed before, or the
+block ends normally, the branch is kept: merge it, or `b.delete()` it.
 """
 
 from __future__ import annotations

@@ -272,7 +272,8 @@ class Project:
     def branch(self, name: str, from_: str = MAIN) -> "Branch":
         """A branch of yours to work on: created from `from_` (a ref or past state "main@HASH") unless it exists.
         Use it in a `with` block: if the block raises and this call created the branch, the branch is deleted
-        (the exception goes on; main was never touched); otherwise the branch is kept. See Branch."""
+        (the exception goes on; what the block did not merge by hand never reaches main); otherwise the branch is
+        kept. See Branch."""
         from ratui.api.branch import Branch
 
         self._check_open()

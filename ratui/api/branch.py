@@ -21,7 +21,6 @@ from ratui.api import html
 from ratui.api.records import DIFF_COLUMNS, Records
 
 if TYPE_CHECKING:
-    from ratui.api.project import Project
     from ratui.api.queries import Query
     from ratui.api.runs import RunHandle, RunResult
     from ratui.api.tables import Table
@@ -30,7 +29,7 @@ if TYPE_CHECKING:
 class Branch:
     """A branch of the project (see the module's docstring). `created`: this Branch's p.branch() call made it."""
 
-    def __init__(self, project: "Project", name: str, *, created: bool, from_: str):
+    def __init__(self, project: Any, name: str, *, created: bool, from_: str):  # project: a Project (no import back)
         self.project = project
         self.name = name
         self.created = created

@@ -255,7 +255,8 @@ class Project:
         if not wait:
             return handle
         try:
-            invocation.wait()
+            while not invocation.wait(0.2):  # a timed wait: a signal's handler (the interrupt) runs in between
+                pass
         except KeyboardInterrupt:  # the notebook's interrupt (or Ctrl-C): the runs are cancelled, main unchanged
             invocation.cancel()
             invocation.wait()

@@ -92,8 +92,10 @@ class RunResult:
     """What one `run()` did: a PipelineRun per selected pipeline, in the order they ended.
 
     status: "success" when every pipeline succeeded or was unchanged (skipped), "cancelled" when runs were
-    cancelled and none failed, else "failed". `merged`: every pipeline that ran landed on the ref (and, with
-    atomic=True, the publish merged). `errors`: the coded errors of the runs that did not succeed."""
+    cancelled and none failed, else "failed". `merged`: every pipeline that ran landed a commit on the ref (and,
+    with atomic=True, the publish merged); a run that succeeded with nothing new to write (an incremental run whose
+    batch was empty: see its notes) lands nothing, so it is not merged. `errors`: the coded errors of the runs that
+    did not succeed."""
 
     ref: str
     runs: tuple[PipelineRun, ...]

@@ -33,7 +33,7 @@ GATE = Path(r"{gate}")
 
 
 def run(ctx):
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + 150
     while not GATE.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     return ctx.sql("SELECT 1 AS id")
@@ -98,7 +98,7 @@ def test_notebook_end_to_end(notebook):
     before = main_head(p)
     with p.branch("dev-alice", from_="main") as b:
         assert b.created
-        result = b.run("silver.clean_orders", force=True)
+        result = b.run("silver.clean_orders", full_refresh=True)  # rewritten: a change to land
         assert result.status == "success" and result.merged and result["clean_orders"].ref == "dev-alice"
         assert main_head(p) == before
         changes = b.diff("main")
@@ -117,7 +117,7 @@ def test_notebook_end_to_end(notebook):
     head = main_head(p)
     with pytest.raises(RuntimeError, match="the cell failed"):
         with p.branch("dev-broken") as broken:
-            assert broken.run("silver.clean_orders", force=True).ok
+            assert broken.run("silver.clean_orders", full_refresh=True).merged
             raise RuntimeError("the cell failed")
     assert "dev-broken" not in {r.name for r in p.refs()} and main_head(p) == head
     b.delete()

@@ -119,8 +119,8 @@ class RetryBounds:
     @staticmethod
     def retries_for(seconds: float) -> int:
         """How many retries of the backoff schedule above add up to `seconds` (at least one)."""
-        waited, retries, wait = 0.0, 0, CONNECT_INITIAL_BACKOFF_MS
-        while waited * 1000 < seconds * 1000 or retries == 0:
+        waited, retries, wait = 0.0, 0, float(CONNECT_INITIAL_BACKOFF_MS)
+        while waited < seconds or retries == 0:
             waited += min(wait, CONNECT_MAX_BACKOFF_MS) / 1000
             wait *= CONNECT_BACKOFF_MULTIPLIER
             retries += 1

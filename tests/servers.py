@@ -366,10 +366,11 @@ class SlowProject:
 
 def make_slow_project(root: Path, *, rows: int, parts: int, master: str | None = None,
                       remote: str | None = None, control: Path | None = None,
-                      catalog: dict | None = None) -> SlowProject:
+                      catalog: dict | None = None, spark_settings: dict | None = None) -> SlowProject:
     """A project of two pipelines: bronze.slow (a sleeping Python UDF, its pace set by files in `control`) and
     bronze.fast (plain SQL). `control`: a folder the executors see (the test's instrumentation, not ratui's data;
-    by default beside the project); `catalog`: ratui.yaml's catalog section (an s3:// warehouse, say)."""
+    by default beside the project); `catalog`: ratui.yaml's catalog section (an s3:// warehouse, say);
+    `spark_settings`: more keys of its spark section."""
     control = control or root.parent / f"{root.name}-control"
     (control / "markers").mkdir(parents=True)
     spark: dict = {"config": {"spark.sql.shuffle.partitions": 2}}
@@ -377,6 +378,7 @@ def make_slow_project(root: Path, *, rows: int, parts: int, master: str | None =
         spark["master"] = master
     if remote:
         spark["remote"] = remote
+    spark.update(spark_settings or {})
     import yaml
 
     files = {

@@ -21,6 +21,7 @@ JSON output and run records depend on them. Add new codes, never renumber. The f
     RAT-WEB-*   serving the console to a browser (ratui web)
     RAT-REST-*  ratui serve: the Iceberg REST catalog for other engines
     RAT-ACC-*   what a console may do (a read-only console)
+    RAT-API-*   the Python API (`import ratui`, notebooks)
 """
 
 from __future__ import annotations

@@ -8,7 +8,11 @@ serves them all.
 Placeholders, replaced when a case is applied:
     {outside}   a folder outside the project (per case; per batch for runtime cases)
     {root}      the project folder
-    {empty}     (argv only) an empty folder without ratui.yaml
+    {empty}     (argv and api code only) an empty folder without ratui.yaml
+
+A Python API case (`api` set) runs its code in a fresh interpreter with `p = ratui.open(project)` and `ratui`
+imported (`{empty}` in the code opens that folder instead: the code then does its own `ratui.open`); the coded
+error it raises is reported like `--json` reports one, and exit 2.
 
 `spec` says where the expected behaviour comes from: "today" (it worked when the case was written) or
 "building" (the behaviour was being built when the case was written; see the task's spec).
@@ -111,6 +115,7 @@ class Case:
     expect_stderr: tuple[str, ...] = ()  # substrings stderr must hold
     prepare: Callable | None = None  # prepare(root, outside) after files are written
     scenario: str | None = None  # a bespoke test in test_corpus.py
+    api: str | None = None  # Python API: this code runs with `p = ratui.open({root})` (conftest.API_RUNNER), not argv
     fingerprint: bool = True  # main's tables unchanged (False when the case breaks the catalog itself)
     spec: str = "today"  # "today" | "building"
     notes: str = ""
@@ -321,6 +326,10 @@ CASES: list[Case] = [
          {"ratui.yaml": BASE_SETTINGS.replace("spark:\n", "spark:\n  jit: fast\n")},
          expect_code="RAT-CFG-007", expect_file="ratui.yaml",
          notes="spark.jit takes auto|quick|full; anything else is refused before any JVM starts"),
+    Case("ratui-yaml-connect-retry-zero", "ratui.yaml",
+         {"ratui.yaml": BASE_SETTINGS.replace("spark:\n", "spark:\n  connect_retry_seconds: 0\n")},
+         expect_code="RAT-CFG-007", expect_file="ratui.yaml", expect_line=3,
+         notes="a Connect call that never retries would fail a run on the first dropped packet: 1 or more seconds"),
     Case("ratui-yaml-java-option-refused", "ratui.yaml",
          pipe("bronze", "jvm_refused", sql("-- @merge_strategy: full_refresh", "SELECT 1 AS id")),
          batch="jvm-refuses", pipeline=_key("jvm_refused"), expect_exit=1, expect_code="RAT-SPK-002",
@@ -1190,6 +1199,48 @@ CASES += [
           400, "RAT-PTH-002", notes="the server writes the new metadata file through the project's path rules"),
     _rest("rest-purge", "DELETE", "dev", RAW + "?purgeRequested=true", None, 406, "RAT-REST-015",
           notes="data files are shared between refs: a drop only ever removes the pointer"),
+]
+
+# ---------------------------------------------------------------------------------------------- Python API
+# `import ratui`: every bad input is a coded exception (ratui.RatuiError), raised before any Spark or branch.
+def _api(id: str, code: str, expect_code: str, notes: str = "", **kw) -> Case:
+    return Case(id, "Python API", api=code, expect_code=expect_code, spec="building", notes=notes, **kw)
+
+
+CASES += [
+    _api("api-open-not-a-project", "ratui.open('{empty}')", "RAT-PRJ-005", notes="no ratui.yaml there or above"),
+    _api("api-open-not-a-path", "ratui.open(42)", "RAT-API-002"),
+    _api("api-closed-project", "p.close()\np.table('silver.orders')", "RAT-API-001"),
+    _api("api-closed-project-table", "t = p.table('silver.orders')\np.close()\nt.to_arrow()", "RAT-API-001",
+         notes="a table of a closed project is closed too"),
+    _api("api-unknown-table", "p.table('silver.orderz')", "RAT-CAT-005"),
+    _api("api-table-name-not-a-string", "p.table(['silver.orders'])", "RAT-API-002"),
+    _api("api-unknown-ref", "p.table('silver.orders', ref='no-such-branch')", "RAT-CAT-002"),
+    _api("api-unknown-commit", "p.table('silver.orders', ref='main@0123456789')", "RAT-CAT-010"),
+    _api("api-at-before-history", "p.table('silver.orders', at='2001-01-01')", "RAT-CAT-010"),
+    _api("api-at-not-a-time", "p.table('silver.orders', at='last tuesday')", "RAT-API-002"),
+    _api("api-scan-bad-filter", "p.table('silver.orders').scan(filter='amount >')", "RAT-API-005"),
+    _api("api-scan-unknown-column", "p.table('silver.orders').scan(columns=['nope'])", "RAT-API-005"),
+    _api("api-negative-limit", "p.table('silver.orders').to_arrow(limit=-1)", "RAT-API-002"),
+    _api("api-history-bad-limit", "p.history(limit='ten')", "RAT-API-002"),
+    _api("api-unknown-selector", "p.run('raw_orderz')", "RAT-DAG-003", notes="nothing runs, no JVM"),
+    _api("api-bad-selector-kind", "p.run('layr:silver')", "RAT-DAG-004"),
+    _api("api-selector-not-a-string", "p.run(42)", "RAT-API-002"),
+    _api("api-run-wait-not-a-bool", "p.run('raw_orders', wait='no')", "RAT-API-002"),
+    _api("api-run-on-unknown-ref", "p.run('raw_orders', ref='no-such-branch')", "RAT-CAT-002"),
+    _api("api-run-on-a-past-state", "p.run('raw_orders', ref='main@abcdef12')", "RAT-CAT-007"),
+    _api("api-run-broken-pipeline", "p.run('api_broken')", "RAT-RUN-008",
+         files=pipe("bronze", "api_broken", sql("-- @merge_strategy: upsert", "SELECT 1 AS id")),
+         expect_file=f"{P}/bronze/api_broken/pipeline.sql", expect_line=1,
+         notes="the selected pipeline's first error is named; nothing runs"),
+    _api("api-sql-unknown-ref", "p.sql('SELECT 1', ref='no-such-branch')", "RAT-CAT-002",
+         notes="checked when the query is made, before Spark"),
+    _api("api-sql-that-writes", "p.sql('DROP TABLE silver.orders').to_arrow()", "RAT-ACC-002",
+         notes="the API's SQL only reads: refused before Spark starts"),
+    _api("api-branch-reserved-name", "p.branch('run-123')", "RAT-CAT-012"),
+    _api("api-branch-bad-name", "p.branch('bad name!')", "RAT-CAT-006"),
+    _api("api-merge-unknown-branch", "p.merge('no-such-branch', into='main')", "RAT-CAT-002"),
+    _api("api-get-unknown-run", "p.get_run('nosuchrun')", "RAT-RUN-004"),
 ]
 
 CASES_BY_ID = {c.id: c for c in CASES}

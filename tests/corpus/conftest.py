@@ -134,6 +134,29 @@ def run_cli(argv: list[str], timeout: float = CLI_TIMEOUT, cwd: Path | None = No
     return Proc(argv, rc, out, err, time.monotonic() - began)
 
 
+API_RUNNER = """\
+import json, sys
+import ratui
+root, code = sys.argv[1], sys.argv[2]
+try:
+    p = None if "ratui.open(" in code else ratui.open(root)
+    exec(code, {"ratui": ratui, "p": p})
+except ratui.RatuiError as exc:
+    print(json.dumps({"error": exc.to_dict()}))
+    sys.exit(2)
+"""
+
+
+def run_api(case: Case, root: Path, empty: Path, timeout: float = CLI_TIMEOUT) -> Proc:
+    """A Python API case: its code in a fresh interpreter (this one, so the ratui under test), `p` open on the
+    project; a coded error is printed as `--json` prints one, with exit 2."""
+    code = case.api.replace("{empty}", str(empty)).replace("{root}", str(root))
+    began = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", API_RUNNER, str(root), code], capture_output=True, text=True,
+                          errors="replace", timeout=timeout, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    return Proc(["python", "-c", code], proc.returncode, proc.stdout, proc.stderr, time.monotonic() - began)
+
+
 def foreign_text(*texts: str) -> list[str]:
     """Lines of JVM or Python-internal text (tracebacks, log4j, py4j...) that must never reach the user."""
     bad = []

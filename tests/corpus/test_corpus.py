@@ -11,7 +11,7 @@ Categories (cases):
 
     annotations           11
     config.yaml            6
-    ratui.yaml            18
+    ratui.yaml            19
     catalog               13
     templates              9
     SQL                   18
@@ -27,7 +27,8 @@ Categories (cases):
     compile gate           3
     Python pipelines      15
     REST catalog          16
-    total                239
+    Python API            27
+    total                267
 
 Select or skip the corpus with `-m corpus` / `-m "not corpus"`; `-m "corpus and not corpus_jvm"` leaves out the
 cases that need Spark beyond the base state's one run (the fast loop while editing compile-time cases).
@@ -47,7 +48,7 @@ import pytest
 from .cases import BATCHES, CASES, Case
 from .conftest import (
     BaseState, BatchResult, Jobs, apply_case, case_argv, error_matches, fingerprint, foreign_text, parse_errors,
-    ratui_binary, run_cli, runs_count,
+    ratui_binary, run_api, run_cli, runs_count,
 )
 
 pytestmark = pytest.mark.corpus
@@ -109,7 +110,7 @@ def check_compile_time(case: Case, base: BaseState, tmp_path: Path) -> None:
     outside.mkdir()
     empty.mkdir()
     apply_case(case, root, outside)
-    proc = run_cli(case_argv(case, root, outside, empty))
+    proc = run_api(case, root, empty) if case.api else run_cli(case_argv(case, root, outside, empty))
     problems: list[str] = []
     errors = parse_errors(proc)
     if case.expect_code:

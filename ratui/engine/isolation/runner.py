@@ -293,9 +293,9 @@ def jail_arguments(folder: Path, pipeline_folder: Path, env: dict[str, str]) -> 
                  "/etc/resolv.conf", "/etc/gai.conf", "/etc/localtime", "/etc/ld.so.cache"):
         if os.path.lexists(path):
             args += ["--ro-bind", path, path]
-    import ratui
-
-    package = str(Path(os.path.realpath(ratui.__file__)).parent)
+    # ratui's package folder (this file is ratui/engine/isolation/runner.py): not by importing the package, whose
+    # lazy names reach the Python API, a layer above the engine
+    package = str(Path(os.path.realpath(__file__)).parents[2])
     for path in sorted({sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, package,
                         str(pipeline_folder)}):
         if not path.startswith("/usr/"):

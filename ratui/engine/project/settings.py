@@ -45,6 +45,7 @@ class Settings:
     spark_remote_ignored: str | None = None
     spark_config: dict[str, str] = field(default_factory=dict)
     spark_jit: str = "auto"
+    spark_connect_retry_seconds: int = 44
     quality_sample_rows: int = 5
     run_threads: int = 1
     merge_retries: int = 3
@@ -225,6 +226,7 @@ def load_settings(root: Path) -> Settings:
         spark_remote_ignored=remote_ignored,
         spark_config={**DEFAULT_SPARK_CONFIG, **file.spark.config},
         spark_jit=file.spark.jit,
+        spark_connect_retry_seconds=file.spark.connect_retry_seconds,
         # relative entries are relative to the project root; realpath so a symlinked entry means its target
         allow_outside=tuple(Path(os.path.realpath(root / os.path.expanduser(folder)))
                             for folder in file.paths.allow_outside),

@@ -80,6 +80,9 @@ class SparkSection(Section):
     remote: Annotated[str | None, PlainValidator(_connect_url)] = None
     config: Annotated[dict[str, str], PlainValidator(_spark_config)] = {}
     jit: Annotated[str, PlainValidator(one_of(JIT_MODES))] = "auto"
+    # Spark Connect only: how long a call keeps retrying a server that stopped answering (restarted, gone) before
+    # the run fails, in seconds (the client's own default is ten minutes)
+    connect_retry_seconds: Positive = 44
 
     @model_validator(mode="after")
     def _one_spark(self) -> SparkSection:

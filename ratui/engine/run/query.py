@@ -176,6 +176,16 @@ class QueryResult:
     def known_count(self) -> int | None:
         return self._count
 
+    def to_arrow(self, limit: int | None = None):
+        """The whole result (or its first `limit` rows) as a pyarrow Table, over Spark's own connection (the Python
+        API's eager type: the rows do reach this process, unlike page())."""
+        self._bind()
+        try:
+            frame = self.df if limit is None else self.df.limit(limit)
+            return frame.toArrow()
+        except Exception as exc:
+            raise self._error(exc) from None
+
     # ----------------------------------------------------------------------------------------- export
 
     def export(self, target: str | Path, fmt: str | None = None) -> Path:

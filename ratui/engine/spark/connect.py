@@ -34,10 +34,11 @@ CONNECT_SERVER_CONF = {
 }
 
 # A Connect server that stops answering mid-run (restarted, gone): how long a call keeps retrying before the run
-# fails (the client's default is ten minutes). Backoff 0.05, 0.2, 0.8, 3.2 s, then 10 s: about 44 s in all. Once a
-# call has given up, the calls that follow within CONNECT_GONE_SECONDS (the failed run's cleanup: its views, its
-# session) try once each instead of waiting as long again.
-CONNECT_MAX_RETRIES, CONNECT_MAX_BACKOFF_MS = 8, 10_000
+# fails is spark.connect_retry_seconds (default 44; the client's own default is ten minutes). Backoff 0.05, 0.2,
+# 0.8, 3.2 s, then 10 s each, as many as reach that many seconds (44: eight retries). Once a call has given up, the
+# calls that follow within CONNECT_GONE_SECONDS (the failed run's cleanup: its views, its session) try once each
+# instead of waiting as long again.
+CONNECT_INITIAL_BACKOFF_MS, CONNECT_BACKOFF_MULTIPLIER, CONNECT_MAX_BACKOFF_MS = 50, 4.0, 10_000
 CONNECT_GONE_SECONDS = 60.0
 
 TOKEN_CODE = "RAT-SPK-003"
@@ -59,6 +60,7 @@ def start(settings: Settings, required: dict[str, str], retries: RetryBounds):
     addresses.check_reachable(host, port, f"Spark Connect server {addresses.display_url(url)}", "spark.remote")
     from pyspark.sql import SparkSession
 
+    retries.seconds = settings.spark_connect_retry_seconds
     try:
         session = SparkSession.builder.remote(url).create()
         retries.bound(session)
@@ -105,13 +107,24 @@ def start(settings: Settings, required: dict[str, str], retries: RetryBounds):
 
 
 class RetryBounds:
-    """The retries of this process's Connect calls: each call gives up after about 44 s, not the client's ten
-    minutes, and while the server is known to be gone (a call gave up less than CONNECT_GONE_SECONDS ago) calls try
-    only once. One per process (session.py's runtime holds it)."""
+    """The retries of this process's Connect calls: each call gives up after spark.connect_retry_seconds (about
+    44 s by default), not the client's ten minutes, and while the server is known to be gone (a call gave up less
+    than CONNECT_GONE_SECONDS ago) calls try only once. One per process (session.py's runtime holds it)."""
 
     def __init__(self) -> None:
         self.gone_at: float | None = None  # when a call last gave up
+        self.seconds = 44  # spark.connect_retry_seconds of the project that started the client (start())
         self._policy_class: Any = None
+
+    @staticmethod
+    def retries_for(seconds: float) -> int:
+        """How many retries of the backoff schedule above add up to `seconds` (at least one)."""
+        waited, retries, wait = 0.0, 0, float(CONNECT_INITIAL_BACKOFF_MS)
+        while waited < seconds or retries == 0:
+            waited += min(wait, CONNECT_MAX_BACKOFF_MS) / 1000
+            wait *= CONNECT_BACKOFF_MULTIPLIER
+            retries += 1
+        return retries
 
     def bound(self, session) -> None:
         """`session`'s calls retry within these bounds."""
@@ -144,7 +157,9 @@ class RetryBounds:
                     return GiveUpState(self)
 
             self._policy_class = RatuiPolicy
-        return self._policy_class(max_retries=CONNECT_MAX_RETRIES, max_backoff=CONNECT_MAX_BACKOFF_MS)
+        return self._policy_class(max_retries=self.retries_for(self.seconds), max_backoff=CONNECT_MAX_BACKOFF_MS,
+                                  initial_backoff=CONNECT_INITIAL_BACKOFF_MS,
+                                  backoff_multiplier=CONNECT_BACKOFF_MULTIPLIER)
 
 
 def _check_token_route(url: str, settings: Settings) -> None:

@@ -475,8 +475,10 @@ def test_local_zones_reach_the_server_through_the_runs_staging_prefix_and_s3_zon
 def test_a_server_gone_mid_run_fails_the_run_cleanly(server, hidden_disk, moto, bucket, tmp_path):
     # the module's server, killed while a job runs on it (the last test of the module: a test after it would get
     # a new server)
+    # calls give up after about 4 s of retries (spark.connect_retry_seconds: 3) rather than the default 44
     project = make_slow_project(tmp_path / "slow", rows=60, parts=60, remote=server.url,
-                                control=hidden_disk.folder("control"), catalog=s3_catalog(moto, bucket))
+                                control=hidden_disk.folder("control"), catalog=s3_catalog(moto, bucket),
+                                spark_settings={"connect_retry_seconds": 3})
     root = str(project.root)
     project.set(version=1, delay=0, parts=2)
     run_ok("--project", root, "slow")  # version 1 on main
@@ -495,9 +497,9 @@ def test_a_server_gone_mid_run_fails_the_run_cleanly(server, hidden_disk, moto, 
         if slow.poll() is None:
             slow.kill()
     (result,) = json_lines((tmp_path / "slow.log").read_text())
-    # a coded error, well before the Connect client's own ten minutes of retries
+    # a coded error once the project's retry bound is spent, not after the Connect client's own ten minutes
     assert slow.returncode == 1 and result["status"] == "failed" and result["error"]["code"] == "RAT-SPK-001", result
     assert result["error"]["message"].startswith("Spark Connect server unreachable (UNAVAILABLE)"), result
-    assert ended < 90, ended
+    assert ended < 40, ended  # the default bound (44 s of retries per call) could not end it this soon
     # main as it was, and no branch left: the catalog is ratui's own (SQLite), not the server's
     assert main_head(project.root) == head

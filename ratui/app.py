@@ -38,7 +38,8 @@ from ratui.console import screen_specs, user_settings
 from ratui.console.live import LiveRun, RunStore
 from ratui.engine.errors import RatuiError
 from ratui.messages import (
-    ControllerEvents, EngineOpened, Failed, ProjectCompiled, QuitReady, ReaperPassDone, SparkWhere, WatchToggled,
+    ControllerEvents, EngineOpened, Failed, ProjectCompiled, QuitReady, ReaperPassDone, ServeToggled, SparkWhere,
+    WatchToggled,
 )
 from ratui.screens.dialogs import CancelRunScreen
 
@@ -78,6 +79,7 @@ class RatuiApp(Navigation, Actions, Notices, App[None]):
     active_runs = reactive(0)
     project_name = reactive("")
     watch_mode = reactive("off")  # off | starting | watching | pending | running | stopping (the status line)
+    serving = reactive("")  # the Iceberg REST catalog's URL while the console serves it (the status line), else ""
 
     def __init__(self, root: Path, *, clock: Callable[[], float] = time.monotonic,
                  now: Callable[[], datetime] = utc_now, prewarm: bool = False, spark_state: str | None = None,
@@ -227,6 +229,8 @@ class RatuiApp(Navigation, Actions, Notices, App[None]):
             self.project_failed.publish(error)
         elif kind is WatchToggled:
             self.watch_mode = "off"
+        elif kind is ServeToggled:
+            self.serving = ""
         elif kind is QuitReady:  # quitting anyway: the runs end with the process, their branches are reaped
             self.exit()
             return

@@ -1,5 +1,6 @@
-"""What the App starts: runs and batches, cancelling them, quitting with runs in flight, watch mode and the
-reaper's schedule; each behind the read-only guard, and each that stops something behind a confirmation.
+"""What the App starts: runs and batches, cancelling them, quitting with runs in flight, watch mode, the Iceberg REST
+catalog it serves to other engines and the reaper's schedule; each behind the read-only guard, and each that stops
+something behind a confirmation.
 
 `Actions` is a mixin of RatuiApp. The work itself runs in thread workers through the controller (`background`);
 its result comes back as a typed message. Textual's `@on` registers handlers on message-pump classes only, so the
@@ -16,8 +17,10 @@ from rich.text import Text
 
 from ratui.console.controller import read_only_refusal
 from ratui.console.format import short_key
-from ratui.messages import BatchLaunched, CancelOutcomes, QuitReady, ReaperPassDone, RunLaunched, WatchToggled
-from ratui.screens.dialogs import CancelRunScreen, ConfirmScreen
+from ratui.messages import (
+    BatchLaunched, CancelOutcomes, QuitReady, ReaperPassDone, RunLaunched, ServeToggled, WatchToggled,
+)
+from ratui.screens.dialogs import CancelRunScreen, ConfirmScreen, ServingScreen
 from ratui.screens.run import RunScreen
 
 
@@ -186,6 +189,30 @@ class Actions:
 
     def on_watch_toggled(self, message: WatchToggled) -> None:
         self.watch_mode = self._watch_mode(message.value)
+
+    # ------------------------------------------------------------------- the Iceberg REST catalog (ratui serve)
+
+    def action_toggle_serve(self) -> None:
+        """Serve the project's catalog to other engines (DuckDB, PyIceberg, Spark, Trino) from this console, or stop.
+        On: a dialog gives the URL and the token (shown there only: never in a toast, the status line or a log)."""
+        if self.serving in ("starting", "stopping"):
+            return
+        if not self.serving:
+            if self.refuse_read_only("serving the catalog to other engines (they may write to branches)"):
+                return
+            self.serving = "starting"
+            self.background(self.controller.start_serving, ServeToggled, "serving the catalog to other engines",
+                            group="serve")
+        else:
+            self.serving = "stopping"
+            self.background(self.controller.stop_serving, ServeToggled, "stopping the catalog's server",
+                            group="serve")
+
+    def on_serve_toggled(self, message: ServeToggled) -> None:
+        serving = message.value
+        self.serving = serving.url if serving is not None else ""
+        if serving is not None:
+            self.push_screen(ServingScreen(serving.url, serving.token, serving.read_only))
 
     def _on_watch_event(self, event) -> None:
         from ratui.engine import events as w

@@ -77,6 +77,8 @@ class ConsoleCommands(Provider):
             *[(f"Open {spec.title}", f"{spec.summary} ({spec.key})", partial(app.action_open, spec.mode))
               for spec in screen_specs.SCREENS],
             ("Toggle watch", "run what each file save affects (w)", app.action_toggle_watch),
+            ("Toggle Iceberg REST catalog", "serve the branches to DuckDB, PyIceberg, Spark… like `ratui serve` (i "
+             "on Branches)", app.action_toggle_serve),
             ("Toggle theme", "switch between dark and light", app.action_toggle_theme),
             ("Reload project", "re-read the project files (ctrl+r on Pipelines)", app.reload_project),
             ("Help: all keys", "every key binding, per screen (?)", app.action_help),

@@ -70,6 +70,10 @@ class WatchToggled(Result):
     """Watch mode was switched: `value` is the watcher's state."""
 
 
+class ServeToggled(Result):
+    """The Iceberg REST catalog was switched: `value` is its Serving (URL and token), or None once stopped."""
+
+
 class ReaperPassDone(Result):
     """A scheduled reaper pass ended: `value` is its report."""
 

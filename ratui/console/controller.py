@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ratui.console.data import QueryHistory
 from ratui.console.follow import Follower
-from ratui.console.operations import READ_ONLY_CODE, Operations, read_only_refusal
+from ratui.console.operations import READ_ONLY_CODE, Operations, Serving, read_only_refusal
 from ratui.console.pump import Batch, BatchItem, EngineItem, EventQueue, Item, SparkItem, WatchItem
 from ratui.console.queries import QuerySessions
 from ratui.console.reads import Reads
@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Batch", "BatchItem", "BranchRow", "Controller", "DiffRow", "EngineItem", "Item", "READ_ONLY_CODE",
-    "RESERVED_PREFIXES", "RunFilter", "RunsPage", "SparkItem", "TableState", "WatchItem", "read_only_refusal",
+    "RESERVED_PREFIXES", "RunFilter", "RunsPage", "Serving", "SparkItem", "TableState", "WatchItem",
+    "read_only_refusal",
     "ref_kind", "utc_now",
 ]
 
@@ -67,6 +68,7 @@ class Controller(EventQueue, Operations, Reads, QuerySessions):
         self._batch_of_run: dict[str, str] = {}
         self.batches: dict[str, Batch] = {}
         self.watcher = None  # the watch toggle's Watcher, made on first use
+        self.rest_server = None  # the Iceberg REST catalog served to other engines (start_serving), when on
         self.follower: Follower | None = None  # other processes' commits and the project tree (follow.py)
         self._queries: dict[str, Any] = {}  # query id -> its QueryResult on Spark (the Query screen's)
         self.query_history = QueryHistory(self.root)
@@ -138,6 +140,8 @@ class Controller(EventQueue, Operations, Reads, QuerySessions):
                 self.watcher.stop(timeout=0)
             except Exception:
                 pass
+        if self.rest_server is not None:  # stopping waits for requests in flight: never on the event loop
+            threading.Thread(target=self.stop_serving, name="ratui-serve-stop", daemon=True).start()
         for unsubscribe in self._unsubscribe:
             unsubscribe()
         self._unsubscribe.clear()

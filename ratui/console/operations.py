@@ -1,5 +1,5 @@
 """What the console changes or starts: runs and batches, their cancelling, merges, branches, rollbacks, landing
-resets, reaper passes and watch mode.
+resets, reaper passes, watch mode and the Iceberg REST catalog it can serve to other engines.
 
 A mixin of Controller: every method blocks (SQLite, the catalog, Spark), so the App calls them from thread workers.
 Each asks `_writable` first, so a read-only console refuses the change here, whatever path reached it (the App
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from ratui.console.pump import Batch, BatchItem, WatchItem
@@ -22,6 +23,15 @@ if TYPE_CHECKING:
 
 
 READ_ONLY_CODE = "RAT-ACC-001"
+
+
+@dataclass(frozen=True)
+class Serving:
+    """The console's Iceberg REST catalog: its URI for main (another ref: /iceberg/REF) and the token it wants."""
+
+    url: str
+    token: str
+    read_only: tuple[str, ...]
 
 
 def read_only_refusal(what: str) -> RatuiError:
@@ -171,3 +181,24 @@ class Operations:
         if self.watcher is not None:
             self.watcher.stop(timeout=timeout)
         return "off"
+
+    # ------------------------------------------------------------------- the Iceberg REST catalog (ratui serve)
+
+    def start_serving(self, port: int | None = None) -> Serving:
+        """Serve the project's catalog to other engines, as `ratui serve` does (127.0.0.1, a fresh token, main
+        read-only to them), from this process until stop_serving() or the console's end. Refused in a read-only
+        console: outside engines could then write to branches. RAT-REST-001 when the port is taken."""
+        self._writable("serving the catalog to other engines (they may write to branches)")
+        server = self.rest_server
+        if server is None or not server.running:
+            from ratui.rest import DEFAULT_PORT, RestOptions, RestServer
+
+            catalog = self.require_engine().state.catalog
+            server = RestServer(self.root, RestOptions(port=port or DEFAULT_PORT), catalog=catalog).start()
+            self.rest_server = server
+        return Serving(url=server.url, token=server.token, read_only=tuple(sorted(server.options.read_only)))
+
+    def stop_serving(self) -> None:
+        server, self.rest_server = self.rest_server, None
+        if server is not None:
+            server.stop()

@@ -243,6 +243,7 @@ class BranchesScreen(TableScreen):
         Binding("d", "delete", "Delete", id="branches.delete"),
         Binding("l", "history", "History", id="branches.history"),
         Binding("o", "open_run", "Open run", id="branches.open_run", show=False),  # and enter on a run's branch
+        Binding("i", "app.toggle_serve", "Serve REST catalog", id="branches.serve", show=False),  # in ? and the palette
         Binding("ctrl+r", "refresh", "Refresh", id="branches.refresh"),
     ]
 

@@ -1,4 +1,5 @@
-"""Modal screens: confirmation, merge preview, jump-to-screen, help and the error screen."""
+"""Modal screens: confirmation, merge preview, jump-to-screen, help, the REST catalog's address and the error
+screen."""
 
 from __future__ import annotations
 
@@ -166,6 +167,57 @@ class HelpScreen(Guarded, ModalScreen[None]):
                 table.add_row(key, description)
             tables.append(table)
         return Group(*tables)
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class ServingScreen(Guarded, ModalScreen[None]):
+    """The Iceberg REST catalog this console serves: its URL, its token, and how DuckDB and PyIceberg reach it. The
+    token is shown here only (never in a toast, the status line or a log); `c` copies it (the terminal's clipboard)."""
+
+    BINDINGS = [
+        Binding("escape,enter,q", "close", "Close", id="serving.close"),
+        Binding("c", "copy", "Copy token", id="serving.copy"),
+    ]
+
+    def __init__(self, url: str, token: str, read_only: Iterable[str]) -> None:
+        super().__init__()
+        self.url = url
+        self.token = token
+        self.read_only = list(read_only)
+
+    def compose(self) -> ComposeResult:
+        base = self.url.rsplit("/", 1)[0]
+        body = Text()
+        body.append("URI    ", style="bold")
+        body.append(f"{self.url}\n")
+        body.append("token  ", style="bold")
+        body.append(f"{self.token}\n\n")
+        body.append(f"Another ref: {base}/REF (a slash as %2F; a past state REF@COMMIT, read only). ")
+        body.append("Read-only to outside writers: " + (", ".join(self.read_only) or "none") + ".\n\n")
+        body.append("PyIceberg  ", style="bold")
+        body.append(f"RestCatalog('ratui', uri='{self.url}', token=TOKEN)\n")
+        body.append("DuckDB     ", style="bold")
+        body.append(f"CREATE SECRET (TYPE ICEBERG, TOKEN 'TOKEN'); ATTACH 'main' AS lake (TYPE ICEBERG, "
+                    f"ENDPOINT '{self.url}')\n\n")
+        body.append("It serves until you toggle it off (palette, or i on Branches) or quit.", style="dim")
+        with Vertical(id="dialog", classes="dialog"):
+            yield Label("Iceberg REST catalog", id="dialog-title")
+            yield Static(body, id="dialog-body")
+            with Horizontal(id="dialog-buttons"):
+                yield Button("Copy token (c)", id="copy", variant="primary")
+                yield Button("Close (esc)", id="close")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "copy":
+            self.action_copy()
+        else:
+            self.dismiss(None)
+
+    def action_copy(self) -> None:
+        self.app.copy_to_clipboard(self.token)
+        self.notify("Token copied to the clipboard.", timeout=3)
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -65,13 +65,15 @@ class NavBar(Static):
 
 
 class StatusLine(Static):
-    """Spark's state, the watch toggle's state and the runs in flight, always visible, just above the footer."""
+    """Spark's state, the watch toggle's state, the runs in flight and the REST catalog when served, always visible,
+    just above the footer."""
 
     def on_mount(self) -> None:
         self.watch(self.app, "spark_state", lambda _: self.refresh(), init=False)
         self.watch(self.app, "spark_where", lambda _: self.refresh(), init=False)
         self.watch(self.app, "active_runs", lambda _: self.refresh(), init=False)
         self.watch(self.app, "watch_mode", lambda _: self.refresh(), init=False)
+        self.watch(self.app, "serving", lambda _: self.refresh(), init=False)
 
     def render(self) -> Text:
         state = getattr(self.app, "spark_state", "idle")
@@ -88,6 +90,13 @@ class StatusLine(Static):
             text.append(f"● {active} run{'s' if active != 1 else ''} in flight", style="cyan")
         else:
             text.append("no runs in flight", style="dim")
+        serving = getattr(self.app, "serving", "")
+        if serving:  # the REST catalog: its port only (the URL and token are in its dialog)
+            text.append("   ")
+            if serving in ("starting", "stopping"):
+                text.append(f"◌ REST {serving}…", style="yellow")
+            else:
+                text.append(f"⇄ REST :{serving.rsplit(':', 1)[-1].split('/', 1)[0]}", style="green")
         if getattr(self.app, "read_only", False):
             text.append("   ")
             text.append("read-only", style="bold yellow")

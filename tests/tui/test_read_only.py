@@ -51,7 +51,8 @@ def test_every_change_is_refused_with_a_toast_and_nothing_changes(project):  # n
             await pilot.press("4")
             await settle(pilot)
             goto(app, "dev")
-            for key, what in (("n", "creating a branch"), ("m", "merging a branch"), ("d", "deleting a branch")):
+            for key, what in (("n", "creating a branch"), ("m", "merging a branch"), ("d", "deleting a branch"),
+                              ("i", "serving the catalog to other engines")):
                 await pilot.press(key)
                 await settle(pilot, 2)
                 assert refused(app, what), (key, list(app.notices)[-3:])

@@ -25,6 +25,14 @@ if TYPE_CHECKING:
 READ_ONLY_CODE = "RAT-ACC-001"
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 @dataclass(frozen=True)
 class Serving:
     """The console's Iceberg REST catalog: its URI for main (another ref: /iceberg/REF) and the token it wants."""
@@ -187,14 +195,23 @@ class Operations:
     def start_serving(self, port: int | None = None) -> Serving:
         """Serve the project's catalog to other engines, as `ratui serve` does (127.0.0.1, a fresh token, main
         read-only to them), from this process until stop_serving() or the console's end. Refused in a read-only
-        console: outside engines could then write to branches. RAT-REST-001 when the port is taken."""
+        console: outside engines could then write to branches. On ratui serve's port (8181) when it is free, else
+        on a free one (another console or `ratui serve` has it); a `port` given is that port or RAT-REST-001."""
         self._writable("serving the catalog to other engines (they may write to branches)")
         server = self.rest_server
         if server is None or not server.running:
-            from ratui.rest import DEFAULT_PORT, RestOptions, RestServer
+            from ratui import rest
 
             catalog = self.require_engine().state.catalog
-            server = RestServer(self.root, RestOptions(port=port or DEFAULT_PORT), catalog=catalog).start()
+            ports = [port] if port else [rest.DEFAULT_PORT, 0]
+            for candidate in ports:
+                try:
+                    server = rest.RestServer(self.root, rest.RestOptions(port=candidate or _free_port()),
+                                             catalog=catalog).start()
+                    break
+                except RatuiError as exc:
+                    if exc.code != "RAT-REST-001" or candidate == ports[-1]:
+                        raise
             self.rest_server = server
         return Serving(url=server.url, token=server.token, read_only=tuple(sorted(server.options.read_only)))
 

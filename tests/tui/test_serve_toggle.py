@@ -98,15 +98,23 @@ def test_the_console_serves_the_catalog_and_stops_serving_it(project):
             assert not listening(port)
             assert "REST :" not in screen_text(app)
 
-            await pilot.press("i")  # on, then the console quits while serving: the port closes with it
-            await settle(pilot)
-            await wait_for(pilot, lambda: isinstance(app.screen, ServingScreen))
-            assert listening(port)
+            # on while another program holds 8181 (here: the test's port): a free port instead, said in the dialog;
+            # then the console quits while serving and that port closes with it
+            with socket.socket() as blocker:
+                blocker.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # the port may be in TIME_WAIT
+                blocker.bind(("127.0.0.1", port))
+                blocker.listen()
+                await pilot.press("i")
+                await settle(pilot)
+                await wait_for(pilot, lambda: isinstance(app.screen, ServingScreen))
+            other = int(app.screen.url.split(":")[2].split("/")[0])
+            assert other != port and listening(other)
+            seen["other"] = str(other)
 
     run(go())
     deadline = time.monotonic() + 10  # the server's thread stops after the App: requests in flight get seconds
-    while listening(port) and time.monotonic() < deadline:
+    while listening(int(seen["other"])) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not listening(port)
+    assert not listening(int(seen["other"]))
     log = (root / ".ratui" / "logs" / "serve.log").read_text()
     assert "GET /iceberg/main/v1/" in log and seen["token"] not in log  # requests are logged, the token never

@@ -269,13 +269,14 @@ def check_closed_pipe(case: Case, base: BaseState, tmp_path: Path) -> None:
 
 
 def check_rest(case: Case, rest) -> None:
-    """One bad request to `ratui serve` (tests/rest/): the status, the Iceberg REST error shape (checked against the
-    OpenAPI document) with the case's ratui code, no traceback, and main and the branch exactly as they were."""
+    """One bad request to `ratui serve` (tests/rest/): the status, the Iceberg REST error shape (checked against our
+    statement of the error model, tests/rest/openapi.py) with the case's ratui code, no traceback, and main and the
+    branch exactly as they were."""
     server, catalog = rest
     method, ref, path, body = case.rest
     before = {name: (c.hash, c.pointers) for name in ("main", "dev") for c in [catalog.commit(name)]}
     sent = {"data": body} if isinstance(body, bytes) else ({"json": body} if body is not None else {})
-    response = server.request(method, ref, path, **sent)  # checks the body against the spec, and "RAT-" first
+    response = server.request(method, ref, path, **sent)  # checks the body's shape (openapi.py), and "RAT-" first
     problems: list[str] = []
     if response.status_code != case.expect_http:
         problems.append(f"HTTP {response.status_code}, expected {case.expect_http}")

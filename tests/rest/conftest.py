@@ -2,9 +2,9 @@
 
 `rest_sample` runs the bundled sample once (one Engine run of its pipelines on the session's Spark) for every module of
 this folder; each module starts its own server on it (`served`) and uses refs of its own, so the modules do not depend
-on each other's order. `Served.get/post/...` send requests with the token and check every response against the
-Iceberg REST OpenAPI document (openapi.py); `Served.pyiceberg(ref)` is PyIceberg's RestCatalog on a ref, its
-responses checked the same way.
+on each other's order. `Served.get/post/...` send requests with the token and check every response against our
+own statement of the Iceberg REST response schemas (openapi.py; the published OpenAPI document is not vendored
+here); `Served.pyiceberg(ref)` is PyIceberg's RestCatalog on a ref, its responses checked the same way.
 """
 
 from __future__ import annotations
@@ -63,7 +63,8 @@ class Served:
 
 
 def check_response(response: requests.Response) -> None:
-    """The response's body matches the spec's schema for its route and status; errors have ratui's code."""
+    """The response's body matches its route's response schema for its status (openapi.py); errors have ratui's
+    code."""
     body = response.json() if response.content else None
     openapi.check(response.request.method, response.request.path_url, response.status_code, body)
     if response.status_code >= 400 and body is not None:

@@ -4,26 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ratui.cli.common import EXIT_OK, project_arg as _project_arg
+from ratui.cli.common import EXIT_OK, door_args, project_arg as _project_arg
 
 
 def add_parsers(sub) -> None:
     p = sub.add_parser("serve", help="serve the project's branches as an Iceberg REST catalog (DuckDB, PyIceberg, "
                                      "Spark, Trino read /iceberg/REF), behind a token; Ctrl-C stops")
     _project_arg(p)
-    p.add_argument("--port", type=int, default=8181, metavar="N", help="port to listen on (default: 8181)")
-    p.add_argument("--host", default="127.0.0.1",
-                   help="address to listen on (default: 127.0.0.1, this machine only; any other needs "
-                        "--allow-remote)")
-    p.add_argument("--allow-remote", action="store_true",
-                   help="allow a --host other machines can reach (the token is still needed; use a TLS proxy)")
-    p.add_argument("--allow-host", action="append", default=[], metavar="NAME[:PORT]",
-                   help="a host name clients may use besides 127.0.0.1, localhost and [::1] (repeatable; a reverse "
-                        "proxy's name)")
-    p.add_argument("--token", default=None, metavar="TOKEN",
-                   help="the token to require as `Authorization: Bearer TOKEN` (default: RATUI_SERVE_TOKEN, else a "
-                        "fresh one per launch); other users of this machine can see a command line, so prefer "
-                        "RATUI_SERVE_TOKEN")
+    door_args(p, port=8181, clients="clients", token_env="RATUI_SERVE_TOKEN", token_as=" as `Authorization: Bearer "
+              "TOKEN`", remote_note="use a TLS proxy")
     p.add_argument("--read-only-ref", action="append", default=[], metavar="REF",
                    help="a ref outside engines may read but not write (repeatable); main always is, unless "
                         "--writable-main")

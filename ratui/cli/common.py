@@ -40,6 +40,24 @@ def project_arg(p: argparse.ArgumentParser) -> None:
                    help="project folder (the one holding ratui.yaml; default: current directory)")
 
 
+def door_args(p: argparse.ArgumentParser, *, port: int, clients: str, token_env: str, token_as: str = "",
+              remote_note: str = "use TLS") -> None:
+    """The options of a server's door, the same for `ratui web` and `ratui serve`: port, host (loopback unless
+    --allow-remote), extra host names and the token."""
+    p.add_argument("--port", type=int, default=port, metavar="N", help=f"port to listen on (default: {port})")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default: 127.0.0.1, this machine only; any other needs "
+                        "--allow-remote)")
+    p.add_argument("--allow-remote", action="store_true",
+                   help=f"allow a --host other machines can reach (the token is still needed; {remote_note})")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME[:PORT]",
+                   help=f"a host name {clients} may use besides 127.0.0.1, localhost and [::1] (repeatable; a "
+                        "reverse proxy's name)")
+    p.add_argument("--token", default=None, metavar="TOKEN",
+                   help=f"the token to require{token_as} (default: {token_env}, else a fresh one per launch); other "
+                        f"users of this machine can see a command line, so prefer {token_env}")
+
+
 def err(error: RatuiError, as_json: bool = False) -> None:
     if as_json:
         print(json.dumps({"error": error.to_dict()}))

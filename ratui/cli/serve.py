@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 from ratui.cli.common import (
-    EXIT_OK, non_negative_float as _non_negative_float, positive_int as _positive_int, project_arg as _project_arg,
+    EXIT_OK, door_args, non_negative_float as _non_negative_float, positive_int as _positive_int,
+    project_arg as _project_arg,
 )
 from ratui.engine.errors import RatuiError
 
@@ -23,18 +24,7 @@ def add_parsers(sub) -> None:
     p.add_argument("action", nargs="?", choices=("list",), metavar="list",
                    help="list this project's running servers (their URLs with the token) instead of serving")
     _project_arg(p)
-    p.add_argument("--port", type=int, default=8000, metavar="N", help="port to listen on (default: 8000)")
-    p.add_argument("--host", default="127.0.0.1",
-                   help="address to listen on (default: 127.0.0.1, this machine only; any other needs "
-                        "--allow-remote)")
-    p.add_argument("--allow-remote", action="store_true",
-                   help="allow a --host other machines can reach (the token is still needed; use TLS)")
-    p.add_argument("--allow-host", action="append", default=[], metavar="NAME[:PORT]",
-                   help="a host name the browser may use besides 127.0.0.1, localhost and [::1] (repeatable; a "
-                        "reverse proxy's name)")
-    p.add_argument("--token", default=None, metavar="TOKEN",
-                   help="the token to require (default: RATUI_WEB_TOKEN, else a fresh one per launch); other users "
-                        "of this machine can see a command line, so prefer RATUI_WEB_TOKEN")
+    door_args(p, port=8000, clients="the browser", token_env="RATUI_WEB_TOKEN")
     p.add_argument("--certfile", metavar="FILE", help="serve HTTPS with this certificate (PEM; with --keyfile)")
     p.add_argument("--keyfile", metavar="FILE", help="the certificate's private key (PEM)")
     p.add_argument("--read-only", action="store_true",

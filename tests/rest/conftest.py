@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import select
+import selectors
 import shutil
 import signal
 import subprocess
@@ -105,9 +105,10 @@ def serve(root: Path, *options: str, token: str | None = None) -> Iterator[Serve
 
 def _first_event(proc: subprocess.Popen) -> dict:
     deadline = time.monotonic() + START_SECONDS
+    watch = selectors.DefaultSelector()  # epoll: select() refuses a descriptor above 1023, which a long run reaches
+    watch.register(proc.stdout, selectors.EVENT_READ)
     while time.monotonic() < deadline:
-        ready, _, _ = select.select([proc.stdout], [], [], 1.0)
-        if ready:
+        if watch.select(1.0):
             line = proc.stdout.readline()
             if not line:
                 break

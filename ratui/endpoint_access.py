@@ -14,6 +14,7 @@ from __future__ import annotations
 import errno
 import hmac
 import ipaddress
+import os
 import re
 import secrets
 import socket
@@ -44,6 +45,37 @@ def checked_token(token: str, source: str, code: str = "RAT-WEB-005") -> str:
         raise RatuiError(code, f"the token of {source} has characters a URL cannot carry as they are "
                                "(letters, digits and . _ ~ - only)")
     return token
+
+
+@dataclass(frozen=True)
+class DoorCodes:
+    """A server's codes for the refusals of its door's options (`ratui web`: RAT-WEB-*, `ratui serve`: RAT-REST-*)."""
+
+    port: str  # out of range
+    remote: str  # a host other machines reach, without --allow-remote
+    allow_host: str  # an --allow-host that is not a host name
+    token: str  # a --token or environment token that will not do
+
+
+def check_door(*, host: str, port: int, allow_remote: bool, allow_hosts: list[str], token: str | None,
+               token_env: str, codes: DoorCodes, keep_env: bool = True) -> str:
+    """The refusals every server's options share, before anything listens; returns the token to require: --token,
+    else the environment's `token_env` (taken out of this process's environment unless `keep_env`: the processes
+    a server starts never see it), else a fresh one."""
+    if not 1 <= port <= 65535:
+        raise RatuiError(codes.port, f"port {port} is out of range (1-65535)")
+    if not allow_remote and not is_loopback(host):
+        raise RatuiError(codes.remote, f"--host {host} is reachable from other machines: refused without "
+                                       "--allow-remote")
+    for entry in allow_hosts:
+        if not entry.strip() or "/" in entry or " " in entry.strip():
+            raise RatuiError(codes.allow_host, f"--allow-host '{entry[:60]}' is not a host name (NAME or NAME:PORT)")
+    environment = os.environ.get(token_env) if keep_env else os.environ.pop(token_env, None)
+    if token is not None:
+        return checked_token(token, "--token", codes.token)
+    if environment is not None:
+        return checked_token(environment, token_env, codes.token)
+    return new_token()
 
 
 def same(a: str, b: str) -> bool:

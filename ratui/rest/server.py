@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import signal
 import socket
 import sys
@@ -31,8 +30,7 @@ from urllib.parse import quote
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 
-from ratui.endpoint_access import HostRules, bind_error, check_address, checked_token, is_loopback, new_token, \
-    url_for
+from ratui.endpoint_access import DoorCodes, HostRules, bind_error, check_address, check_door, is_loopback, url_for
 from ratui.engine.errors import RatuiError
 from ratui.engine.vocabulary import MAIN, format_duration
 from ratui.rest.routes import make_app
@@ -44,6 +42,7 @@ DEFAULT_PORT = 8181  # Iceberg's own REST fixture's port; `ratui web` has 8000
 TOKEN_ENV = "RATUI_SERVE_TOKEN"
 LOG_NAME = "serve.log"
 ADDRESS_CODES = {"in_use": "RAT-REST-001", "port": "RAT-REST-002", "host": "RAT-REST-003"}
+DOOR_CODES = DoorCodes(port="RAT-REST-002", remote="RAT-REST-018", allow_host="RAT-REST-020", token="RAT-REST-019")
 
 log = logging.getLogger("ratui.serve")
 
@@ -65,23 +64,11 @@ class RestOptions:
 
 def check_options(options: RestOptions) -> str:
     """Every refusal of the options, before anything listens; returns the token to require."""
-    if not 1 <= options.port <= 65535:
-        raise RatuiError("RAT-REST-002", f"port {options.port} is out of range (1-65535)")
-    if not options.allow_remote and not is_loopback(options.host):
-        raise RatuiError("RAT-REST-018", f"--host {options.host} is reachable from other machines: refused without "
-                                         "--allow-remote")
-    for entry in options.allow_hosts:
-        if not entry.strip() or "/" in entry or " " in entry.strip():
-            raise RatuiError("RAT-REST-020", f"--allow-host '{entry[:60]}' is not a host name (NAME or NAME:PORT)")
     for ref in options.read_only_refs:
         if not ref.strip() or "@" in ref:
             raise RatuiError("RAT-REST-020", f"--read-only-ref '{ref[:60]}' is not a ref name")
-    environment = os.environ.get(TOKEN_ENV)
-    if options.token is not None:
-        return checked_token(options.token, "--token", "RAT-REST-019")
-    if environment is not None:
-        return checked_token(environment, TOKEN_ENV, "RAT-REST-019")
-    return new_token()
+    return check_door(host=options.host, port=options.port, allow_remote=options.allow_remote,
+                      allow_hosts=options.allow_hosts, token=options.token, token_env=TOKEN_ENV, codes=DOOR_CODES)
 
 
 def log_path(root: Path) -> Path:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import shlex
 import signal
 import socket
@@ -33,11 +32,13 @@ from aiohttp.abc import AbstractAccessLogger
 from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
-from ratui.endpoint_access import bind_error as _bind_error, check_address, is_loopback, url_for
+from ratui.endpoint_access import (
+    DoorCodes, bind_error as _bind_error, check_address, check_door, is_loopback, url_for,
+)
 from ratui.engine.errors import RatuiError
 from ratui.engine.vocabulary import format_duration
 from ratui.web import registry
-from ratui.web.access import TOKEN_ENV, Access, add_headers, checked_token, new_token, refusal
+from ratui.web.access import TOKEN_ENV, Access, add_headers, new_token, refusal
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -53,6 +54,7 @@ SESSIONS_NOTE = ("each browser tab starts its own console process with its own S
 INPUTS = ("stdin", "resize", "focus", "blur")  # what a person does in the page (pings are the page's own)
 
 log = logging.getLogger("ratui.web")
+DOOR_CODES = DoorCodes(port="RAT-WEB-002", remote="RAT-WEB-004", allow_host="RAT-WEB-007", token="RAT-WEB-005")
 
 
 @dataclass
@@ -91,25 +93,14 @@ def log_path(root: Path) -> Path:
 
 def check_options(options: WebOptions) -> tuple[str, ssl.SSLContext | None]:
     """Every refusal of the options, before anything listens: (the token, the TLS context or None)."""
-    if not 1 <= options.port <= 65535:
-        raise RatuiError("RAT-WEB-002", f"port {options.port} is out of range (1-65535)")
-    if not options.allow_remote and not is_loopback(options.host):
-        raise RatuiError("RAT-WEB-004", f"--host {options.host} is reachable from other machines: refused without "
-                                        "--allow-remote")
     if options.max_sessions < 1:
         raise RatuiError("RAT-WEB-007", f"--max-sessions {options.max_sessions}: at least one session is needed")
     if options.idle_minutes < 0:
         raise RatuiError("RAT-WEB-007", f"--idle-timeout {options.idle_minutes:g}: minutes, 0 or more")
-    for entry in options.allow_hosts:
-        if not entry.strip() or "/" in entry or " " in entry.strip():
-            raise RatuiError("RAT-WEB-007", f"--allow-host '{entry}' is not a host name (NAME or NAME:PORT)")
-    environment = os.environ.pop(TOKEN_ENV, None)  # read once; the sessions' consoles never see it
-    if options.token is not None:
-        token = checked_token(options.token, "--token")
-    elif environment is not None:
-        token = checked_token(environment, TOKEN_ENV)
-    else:
-        token = new_token()
+    # the environment's token is read once: the sessions' consoles never see it
+    token = check_door(host=options.host, port=options.port, allow_remote=options.allow_remote,
+                       allow_hosts=options.allow_hosts, token=options.token, token_env=TOKEN_ENV, codes=DOOR_CODES,
+                       keep_env=False)
     return token, tls_context(options)
 
 

@@ -212,7 +212,7 @@ class Actions:
         serving = message.value
         self.serving = serving.url if serving is not None else ""
         if serving is not None:
-            self.push_screen(ServingScreen(serving.url, serving.token, serving.read_only))
+            self.push_screen(ServingScreen(serving.url, serving.token, serving.read_only, serving.moved_from))
 
     def _on_watch_event(self, event) -> None:
         from ratui.engine import events as w

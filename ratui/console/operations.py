@@ -40,6 +40,7 @@ class Serving:
     url: str
     token: str
     read_only: tuple[str, ...]
+    moved_from: tuple[str, ...] = ()  # earlier folders of the project its tables' files are still recorded under
 
 
 def read_only_refusal(what: str) -> RatuiError:
@@ -213,7 +214,8 @@ class Operations:
                     if exc.code != "RAT-REST-001" or candidate == ports[-1]:
                         raise
             self.rest_server = server
-        return Serving(url=server.url, token=server.token, read_only=tuple(sorted(server.options.read_only)))
+        return Serving(url=server.url, token=server.token, read_only=tuple(sorted(server.options.read_only)),
+                       moved_from=tuple(server.moved_from()))
 
     def stop_serving(self) -> None:
         server, self.rest_server = self.rest_server, None

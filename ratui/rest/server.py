@@ -123,6 +123,20 @@ class RestServer:
             self._catalog = catalog
         return Tables(catalog, self.options.read_only)
 
+    def moved_from(self) -> list[str]:
+        """The project's earlier folders that table files are still recorded under (it was moved or copied): ratui
+        maps those paths to this folder, but another engine reads the paths the metadata holds, as they are."""
+        from ratui.engine.locations import plain_path
+
+        catalog = self._tables().catalog
+        found = set()
+        for pointer in catalog.every_pointer():
+            path = plain_path(pointer.location)
+            for old in catalog.locations.earlier if path is not None else ():
+                if path.startswith(old.rstrip("/") + "/"):
+                    found.add(old)
+        return sorted(found)
+
     def _setup_logging(self) -> None:
         if not self._log_to_file:
             return
@@ -237,6 +251,11 @@ def serve(root: Path, options: RestOptions | None = None, *, as_json: bool = Fal
         say("serving", f"serving ratui's Iceberg REST catalog at {server.url}  token {server.token}",
             url=server.url, base=server.base, token=server.token, project=str(server.root), host=options.host,
             port=options.port, loopback=loopback, read_only_refs=read_only)
+        for old in server.moved_from():
+            say("warning", f"tables of this project were written when it lived at {old}: their metadata names files "
+                           "there. ratui maps them to this folder; another engine reads the paths as they are and will "
+                           f"not find them. Link the old folder to this one (ln -s {server.root} {old}) or serve the "
+                           "project from there", moved_from=old, project=str(server.root))
         if not as_json:
             say("note", "other refs: /iceberg/REF (a ref with a slash URL-encoded: dev%2Falice; a past state "
                         "REF@COMMIT, read only); "

@@ -181,11 +181,12 @@ class ServingScreen(Guarded, ModalScreen[None]):
         Binding("c", "copy", "Copy token", id="serving.copy"),
     ]
 
-    def __init__(self, url: str, token: str, read_only: Iterable[str]) -> None:
+    def __init__(self, url: str, token: str, read_only: Iterable[str], moved_from: Iterable[str] = ()) -> None:
         super().__init__()
         self.url = url
         self.token = token
         self.read_only = list(read_only)
+        self.moved_from = list(moved_from)
 
     def compose(self) -> ComposeResult:
         base = self.url.rsplit("/", 1)[0]
@@ -201,6 +202,10 @@ class ServingScreen(Guarded, ModalScreen[None]):
         body.append("DuckDB     ", style="bold")
         body.append(f"CREATE SECRET (TYPE ICEBERG, TOKEN 'TOKEN'); ATTACH 'main' AS lake (TYPE ICEBERG, "
                     f"ENDPOINT '{self.url}')\n\n")
+        for old in self.moved_from:
+            body.append(f"Tables were written when this project lived at {old}: other engines read their files "
+                        f"there and will not find them. Link that folder to this one (ln -s), or serve from there."
+                        "\n\n", style="yellow")
         body.append("It serves until you toggle it off (palette, or i on Branches) or quit.", style="dim")
         with Vertical(id="dialog", classes="dialog"):
             yield Label("Iceberg REST catalog", id="dialog-title")

@@ -4,6 +4,7 @@ when the tables leave the project folder, and the faults of the store, each a co
 from __future__ import annotations
 
 import json
+import socket
 import sqlite3
 import time
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 from ratui.engine.run.engine import Engine
 
 from mainstate import main_fingerprint, run_one
-from s3_server import free_port, isolate_aws, moto_server, new_bucket, s3_client
+from s3_server import isolate_aws, moto_server, new_bucket, s3_client
 from tests.servers import ratui
 
 pytestmark = pytest.mark.slow
@@ -106,8 +107,11 @@ def test_store_faults_fail_the_run_at_once_coded_with_main_unchanged_and_the_key
         s3_client(endpoint)  # the good store stays as it is
         run_with(good.replace(endpoint, strict) + f"    access_key_id: AKIARATUIEXAMPLE\n"
                  f"    secret_access_key: {SECRET}\n", "RAT-S3-002")
-    # nothing listens at the endpoint
-    run_with(good.replace(endpoint, f"http://127.0.0.1:{free_port()}"), "RAT-S3-001")
+    # nothing listens at the endpoint: a port held bound and never listening, so that no other process of the
+    # machine (a JVM's random port, say) can take it between picking it and the run's first request
+    with socket.socket() as reserved:
+        reserved.bind(("127.0.0.1", 0))
+        run_with(good.replace(endpoint, f"http://127.0.0.1:{reserved.getsockname()[1]}"), "RAT-S3-001")
     # the bucket is not there
     run_with(good.replace(f"s3://{bucket}/", f"s3://{bucket}-gone/"), "RAT-S3-003")
 

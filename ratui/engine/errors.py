@@ -127,8 +127,28 @@ def suggest(word: str, choices: Iterable[str]) -> str | None:
     return match[0] if match else None
 
 
+LISTED_UP_TO = 30  # a hint lists every valid word up to this many; above, only the close ones
+
+
+def close_matches(word: str, choices: Iterable[str], limit: int = 3) -> list[str]:
+    """The valid words nearest `word`, best first (at most `limit`; none when nothing is close)."""
+    from rapidfuzz import fuzz, process
+
+    found = process.extract(word, list(choices), scorer=fuzz.ratio, limit=limit, score_cutoff=60)
+    return [match for match, _score, _index in found]
+
+
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    choices = list(choices)
-    near = suggest(word, choices)
-    valid = ", ".join(sorted(choices))
-    return f"Did you mean '{near}'? Valid: {valid}." if near else f"Valid: {valid}."
+    """A hint naming the nearest valid words: all of them when there are few, else at most three close ones and
+    how many there are (a project of thousands of tables must not get thousands of names per error)."""
+    choices = list(dict.fromkeys(choices))
+    if len(choices) <= LISTED_UP_TO:
+        near = suggest(word, choices)
+        valid = ", ".join(sorted(choices))
+        return f"Did you mean '{near}'? Valid: {valid}." if near else f"Valid: {valid}."
+    near_ones = close_matches(word, choices)
+    if not near_ones:
+        return f"None of the {len(choices):,} valid names is close to '{word}'."
+    quoted = [f"'{n}'" for n in near_ones]
+    listed = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
+    return f"Did you mean {listed}? ({len(choices):,} valid names; the closest are shown.)"

@@ -72,13 +72,23 @@ class ProjectLocations:
     # ------------------------------------------------------------------------------------------- checks
 
     def real(self, path: str | Path) -> str:
-        """realpath() resolving the folder once (a table has few folders and many files)."""
+        """realpath(), resolving each folder once: a folder's real path is its parent's joined with its name unless
+        it is a symlink (a project has many folders under few parents, a table many files in few folders)."""
         folder, name = os.path.split(os.path.normpath(str(path)))
+        target = os.path.join(self._real_dir(folder), name)
+        return os.path.realpath(target) if os.path.islink(target) else target
+
+    def _real_dir(self, folder: str) -> str:
         real = self._real_dirs.get(folder)
         if real is None:
-            real = self._real_dirs[folder] = os.path.realpath(folder)
-        target = os.path.join(real, name)
-        return os.path.realpath(target) if os.path.islink(target) else target
+            parent, name = os.path.split(folder)
+            if not parent or not name or parent == folder or name in (".", ".."):
+                real = os.path.realpath(folder)
+            else:
+                target = os.path.join(self._real_dir(parent), name)
+                real = os.path.realpath(target) if os.path.islink(target) else target
+            self._real_dirs[folder] = real
+        return real
 
     def inside(self, path: str | Path) -> bool:
         real = self.real(path)

@@ -12,6 +12,7 @@ from pathlib import Path
 from ratui.engine.project.dag import Graph, build_graph, select
 from ratui.engine.errors import RatuiError, did_you_mean
 from ratui.engine.landing.zone import open_zone
+from ratui.engine.project.compile_cache import CompileCache, Entry, error_from_json, error_to_json
 from ratui.engine.project.discovery import Pipeline, discover
 from ratui.engine.project.names import check_name
 from ratui.engine.project.settings import Settings, load_settings
@@ -25,6 +26,7 @@ class CompiledProject:
     pipelines: dict[str, Pipeline]  # table key -> pipeline, every discovered one (broken ones carry errors)
     graph: Graph
     errors: list[RatuiError]  # project-level problems
+    reused: int = 0  # pipelines whose compile came from the compile cache (their content had not changed)
 
     @property
     def root(self) -> Path:
@@ -44,10 +46,65 @@ class CompiledProject:
         return self.pipelines[keys[0]]
 
 
-def compile_pipeline(pipeline: Pipeline, settings: Settings) -> None:
-    """Static template analysis of a discovered pipeline: its refs and landing zones."""
+def compile_pipeline(pipeline: Pipeline, settings: Settings, zones: ZoneChecks | None = None) -> None:
+    """Static template analysis of a discovered pipeline: its refs and landing zones (from the compile cache when
+    its content was compiled before), then the landing zones' checks, which are never cached."""
     if not pipeline.ok or pipeline.kind != "sql" and pipeline.kind != "python":
         return
+    zones = zones or ZoneChecks(settings)
+    entry = pipeline.cached
+    if entry is None or not entry.compiled:
+        entry = _analyse(pipeline, entry)
+    try:
+        pipeline.refs, pipeline.zones = tuple(entry.refs), tuple(entry.zones)
+        pipeline.ref_lines = {str(k): int(v) for k, v in entry.ref_lines.items()}
+        pipeline.test_refs = [(str(key), Path(file), line if isinstance(line, int) else None)
+                              for key, file, line in entry.test_refs]
+        error = error_from_json(entry.error) if entry.error else None
+        stage = entry.error.get("stage") if entry.error else None
+        test_zones = [(str(zone), str(file)) for zone, file in entry.test_zones]
+    except (TypeError, ValueError, KeyError, AttributeError):  # a cache entry of the wrong shape: compile again
+        if entry.compiled and pipeline.cached is entry:
+            entry.compiled = False
+            return compile_pipeline(pipeline, settings, zones)
+        raise
+    try:
+        if error is not None and stage == "pipeline":
+            raise error
+        for name in pipeline.zones:
+            zones.check(pipeline.namespace, name, str(pipeline.file), listed=True)
+        if error is not None:
+            raise error
+        for name, file in test_zones:
+            zones.check(pipeline.namespace, name, file, listed=False)
+    except RatuiError as exc:
+        pipeline.errors.append(exc)
+
+
+class ZoneChecks:
+    """That each landing zone a compile meets exists and stays inside the project: checked once per zone per
+    compile (a zone many pipelines read is opened and listed once), every compile (the folders can change
+    without any pipeline changing)."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self._passed: set[tuple[str, str, bool]] = set()
+
+    def check(self, namespace: str, name: str, file: str, *, listed: bool) -> None:
+        if (namespace, name, listed) in self._passed or (namespace, name, True) in self._passed:
+            return
+        zone = open_zone(self.settings, namespace, name, file=file)
+        if listed and not zone.polled:  # a folder's files are listed too: one linked in from outside is refused now
+            zone.list()  # (a remote zone is listed when a run reads it)
+        self._passed.add((namespace, name, listed))
+
+
+def _analyse(pipeline: Pipeline, entry: Entry | None) -> Entry:
+    """What a pipeline's content says (refs, zones, the tests' refs), or the first error in it, as a cache entry;
+    `stage` of an error says whether the pipeline's own zones are checked before it is reported."""
+    entry = entry or Entry()
+    entry.refs, entry.zones, entry.ref_lines, entry.test_refs, entry.test_zones, entry.error = [], [], {}, [], [], None
+    stage = "pipeline"
     try:
         file, _config = pipeline.loaded()
         if pipeline.kind == "sql":
@@ -57,30 +114,39 @@ def compile_pipeline(pipeline: Pipeline, settings: Settings) -> None:
             from ratui.engine.project.python_source import static_calls_python
 
             calls = static_calls_python(pipeline.text, file, pipeline.namespace)
-        pipeline.refs, pipeline.zones, pipeline.ref_lines = calls.refs, calls.zones, calls.lines
+        entry.refs, entry.zones, entry.ref_lines = list(calls.refs), list(calls.zones), dict(calls.lines)
         for name in calls.zones:
             check_name(name, "landing zone", str(pipeline.file))
-            zone = open_zone(settings, pipeline.namespace, name, file=str(pipeline.file))
-            if not zone.polled:  # a folder's files are listed too: one linked in from outside is refused now
-                zone.list()  # (a remote zone is listed when a run reads it)
-        pipeline.test_refs = []
+        stage = "tests"
         for test in pipeline.tests:
             if not test.error:
                 test_calls = static_calls(test.text, test.file, pipeline.namespace)
                 check_direct_names(test.text, test.file)
                 for name in test_calls.zones:
                     check_name(name, "landing zone", str(test.file))
-                    open_zone(settings, pipeline.namespace, name, file=str(test.file))
-                pipeline.test_refs.extend((key, test.file, test_calls.lines.get(key)) for key in test_calls.refs)
+                    entry.test_zones.append([name, str(test.file)])
+                entry.test_refs.extend([key, str(test.file), test_calls.lines.get(key)] for key in test_calls.refs)
     except RatuiError as exc:
-        pipeline.errors.append(exc)
+        entry.error = {**error_to_json(exc), "stage": stage}
+    entry.compiled = True
+    return entry
 
 
-def compile_project(root: Path, settings: Settings | None = None) -> CompiledProject:
+def compile_project(root: Path, settings: Settings | None = None, *, cache: bool = True) -> CompiledProject:
+    """Compile the project; `cache`: reuse what earlier compiles found for unchanged pipelines (compile_cache.py)."""
     settings = settings or load_settings(root)
-    found = discover(settings.root, settings.locations())
+    store = CompileCache.open(settings.root) if cache else None
+    found = discover(settings.root, settings.locations(), store)
+    zones = ZoneChecks(settings)
     for pipeline in found.pipelines:
-        compile_pipeline(pipeline, settings)
+        entry = pipeline.cached
+        fresh = entry is not None and not entry.compiled
+        compile_pipeline(pipeline, settings, zones)
+        if store is not None and entry is not None and (fresh or not entry.compiled or pipeline.cached is not entry):
+            store.touched()
+        pipeline.cached = None
+    if store is not None:
+        store.save()
     graph = build_graph(found.pipelines)
     known = {p.key for p in found.pipelines}
     for pipeline in found.pipelines:
@@ -90,4 +156,5 @@ def compile_project(root: Path, settings: Settings | None = None) -> CompiledPro
                     "RAT-DAG-002", f"quality test {test_file.name} of {pipeline.key} refs '{key}', which no pipeline "
                     "produces", file=str(test_file), line=line,
                     hint=did_you_mean(key, known) if known else None))
-    return CompiledProject(settings, {p.key: p for p in found.pipelines}, graph, found.errors)
+    return CompiledProject(settings, {p.key: p for p in found.pipelines}, graph, found.errors,
+                           reused=store.hits if store is not None else 0)

@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ratui.engine.project.compile_cache import CompileCache, Entry, config_from_json, config_to_json, \
+    error_from_json, error_to_json
 from ratui.engine.project.config import PipelineConfig, parse_annotations, resolve_config
 from ratui.engine.errors import RatuiError, did_you_mean
 from ratui.engine.locations import ProjectLocations
@@ -53,6 +55,8 @@ class Pipeline:
     errors: list[RatuiError] = field(default_factory=list)
     ref_lines: dict[str, int] = field(default_factory=dict)  # ref key -> line of its first ref() call
     test_refs: list[tuple[str, Path, int | None]] = field(default_factory=list)  # (key, test file, line)
+    # what an earlier compile of the same content found (compile_cache.py), while this compile runs
+    cached: Entry | None = field(default=None, repr=False, compare=False)
 
     @property
     def key(self) -> str:
@@ -153,7 +157,7 @@ def discover_quality_tests(folder: Path, locations: ProjectLocations | None = No
 
 
 def discover_pipeline(namespace: str, layer: str, folder: Path,
-                      locations: ProjectLocations | None = None) -> Pipeline:
+                      locations: ProjectLocations | None = None, cache: CompileCache | None = None) -> Pipeline:
     pipeline = Pipeline(namespace, layer, folder.name, folder)
     problem = name_problem(folder.name)
     if problem:
@@ -187,10 +191,49 @@ def discover_pipeline(namespace: str, layer: str, folder: Path,
         if pipeline.kind == "sql" and not has_statement(pipeline.text):
             raise RatuiError("RAT-PRJ-007", f"{pipeline.file.name} of {pipeline.key} holds no SQL statement",
                              file=str(pipeline.file))
-        pipeline.config = resolve_config(pipeline.file, pipeline.text, folder / "config.yaml")
     except RatuiError as exc:
         pipeline.errors.append(exc)
+        return pipeline
+    entry = pipeline.cached = _cache_entry(cache, pipeline) if cache is not None else None
+    try:
+        if entry is not None and entry.config_error is not None:
+            raise error_from_json(entry.config_error)
+        if entry is not None and entry.config is not None:
+            pipeline.config = config_from_json(entry.config)
+            return pipeline
+    except (TypeError, ValueError, KeyError):  # an entry of the wrong shape: compile it again
+        entry = pipeline.cached = Entry()
+        cache.touched()  # type: ignore[union-attr]
+    except RatuiError as exc:
+        pipeline.errors.append(exc)
+        return pipeline
+    try:
+        pipeline.config = resolve_config(pipeline.file, pipeline.text, folder / "config.yaml")
+        if entry is not None:
+            entry.config = config_to_json(pipeline.config)
+    except RatuiError as exc:
+        pipeline.errors.append(exc)
+        if entry is not None:
+            entry.config_error = error_to_json(exc)
+    if entry is not None:
+        cache.touched()  # type: ignore[union-attr]
     return pipeline
+
+
+def _cache_entry(cache: CompileCache, pipeline: Pipeline) -> Entry:
+    """The cache entry of a pipeline's content: its files' names and bytes (config.yaml's too) and which of its
+    quality tests could be read."""
+    assert pipeline.file is not None
+    config = pipeline.folder / "config.yaml"
+    try:
+        config_bytes = config.read_bytes() if config.is_file() else b"\0absent"
+    except OSError:
+        config_bytes = b"\0unreadable"
+    parts = [pipeline.kind.encode() if pipeline.kind else b"", str(pipeline.file).encode(), pipeline.text.encode(),
+             config_bytes]
+    for test in pipeline.tests:
+        parts += [str(test.file).encode(), b"error" if test.error else test.text.encode()]
+    return cache.get(cache.key(parts))
 
 
 @dataclass
@@ -199,7 +242,7 @@ class Discovery:
     errors: list[RatuiError]  # problems not tied to one pipeline (bad layer folder, bad namespace name)
 
 
-def discover(root: Path, locations: ProjectLocations | None = None) -> Discovery:
+def discover(root: Path, locations: ProjectLocations | None = None, cache: CompileCache | None = None) -> Discovery:
     locations = locations or ProjectLocations(root)
     pipelines: list[Pipeline] = []
     errors: list[RatuiError] = []
@@ -226,7 +269,7 @@ def discover(root: Path, locations: ProjectLocations | None = None) -> Discovery
                 errors.append(escape)
                 continue
             for folder in _visible_dirs(layer_dir):
-                pipelines.append(discover_pipeline(ns_dir.name, layer_dir.name, folder, locations))
+                pipelines.append(discover_pipeline(ns_dir.name, layer_dir.name, folder, locations, cache))
     return Discovery(pipelines, errors)
 
 

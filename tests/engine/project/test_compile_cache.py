@@ -1,0 +1,157 @@
+"""The compile cache: an unchanged pipeline is not compiled again, and a compile from the cache finds exactly what
+a fresh compile finds (edits, a new ratui.yaml, a damaged cache file; what is not content is checked every time)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ratui.engine.errors import did_you_mean
+from ratui.engine.project.compiler import compile_project
+
+PROJECT = {
+    "demo/landing/orders/a.csv": "id\n1\n",
+    "demo/pipelines/bronze/raw/pipeline.sql":
+        "-- @merge_strategy: full_refresh\nSELECT * FROM {{ landing_zone('orders') }}",
+    "demo/pipelines/bronze/raw/tests/quality/unique.sql": "SELECT id FROM {{ this }} GROUP BY id HAVING COUNT(*) > 1",
+    "demo/pipelines/silver/clean/pipeline.sql": "-- @merge_strategy: incremental\n-- @unique_key: id\n"
+                                                "SELECT * FROM {{ ref('bronze.raw') }}",
+    "demo/pipelines/silver/clean/config.yaml": "description: cleaned\ntags: [a, b]\n",
+    "demo/pipelines/silver/clean/tests/quality/in_raw.sql": "SELECT id FROM {{ this }} WHERE id NOT IN "
+                                                            "(SELECT id FROM {{ ref('bronze.raw') }})",
+    "demo/pipelines/gold/typo/pipeline.sql": "SELECT *\nFROM {{ ref('silver.claen') }}",
+    "demo/pipelines/gold/broken/pipeline.sql": "SELECT {{ oops( }}",
+    "demo/pipelines/gold/badkey/pipeline.sql": "-- @merge_strategy: incremental\nSELECT 1 AS id",
+    "demo/pipelines/gold/direct/pipeline.sql": "SELECT * FROM demo.silver.clean",
+    "demo/pipelines/gold/pyth/pipeline.py": "def run(ctx):\n    return ctx.ref('silver.clean')\n",
+}
+
+
+def summary(compiled) -> dict:
+    """Everything a compile found, as plain values."""
+    out = {}
+    for key, p in sorted(compiled.pipelines.items()):
+        out[key] = {
+            "refs": p.refs, "zones": p.zones, "ref_lines": p.ref_lines,
+            "test_refs": [(k, str(f), line) for k, f, line in p.test_refs],
+            "config": p.config.to_dict() if p.config else None,
+            "origin": dict(p.config.origin) if p.config else None,
+            "errors": [(e.code, e.message, e.file, e.line, e.hint) for e in p.errors],
+        }
+    out["graph"] = {"order": compiled.graph.order(), "upstream": dict(compiled.graph.upstream)}
+    out["project errors"] = [(e.code, e.message) for e in compiled.errors]
+    return out
+
+
+def test_a_second_compile_reuses_every_pipeline_and_finds_exactly_the_same(make_project):
+    root = make_project(PROJECT)
+    fresh = compile_project(root, cache=False)
+    first = compile_project(root)
+    assert first.reused == 0
+    assert (root / ".ratui" / "compile-cache.json").is_file()
+    second = compile_project(root)
+    assert second.reused == len(PROJECT_PIPELINES)
+    assert summary(first) == summary(fresh)
+    assert summary(second) == summary(fresh)
+    codes = {key: [e.code for e in p.errors] for key, p in second.pipelines.items() if p.errors}
+    assert codes == {"demo.gold.typo": ["RAT-DAG-002"], "demo.gold.broken": ["RAT-TPL-001"],
+                     "demo.gold.badkey": ["RAT-CFG-003"], "demo.gold.direct": [codes["demo.gold.direct"][0]]}
+    assert codes["demo.gold.direct"][0].startswith("RAT-")
+
+
+PROJECT_PIPELINES = ["bronze.raw", "silver.clean", "gold.typo", "gold.broken", "gold.badkey", "gold.direct",
+                     "gold.pyth"]
+
+
+def test_each_kind_of_edit_is_seen_and_only_the_edited_pipeline_is_compiled_again(make_project):
+    root = make_project(PROJECT)
+    compile_project(root)
+    pipelines = root / "demo" / "pipelines"
+
+    (pipelines / "gold" / "typo" / "pipeline.sql").write_text("SELECT *\nFROM {{ ref('silver.clean') }}")
+    compiled = compile_project(root)
+    assert compiled.reused == len(PROJECT_PIPELINES) - 1
+    assert compiled.pipelines["demo.gold.typo"].errors == []
+    assert compiled.graph.upstream["demo.gold.typo"] == ["demo.silver.clean"]
+
+    (pipelines / "silver" / "clean" / "config.yaml").write_text("description: cleaned\nunique_key: [id, other]\n")
+    compiled = compile_project(root)
+    assert compiled.reused == len(PROJECT_PIPELINES) - 1
+    assert compiled.pipelines["demo.silver.clean"].config.unique_key == ("id",)  # the annotation still wins
+    assert compiled.pipelines["demo.silver.clean"].config.description == "cleaned"
+    assert compiled.pipelines["demo.silver.clean"].config.tags == ()
+
+    (pipelines / "silver" / "clean" / "tests" / "quality" / "in_raw.sql").write_text(
+        "SELECT id FROM {{ ref('bronze.nothere') }}")
+    compiled = compile_project(root)
+    assert [e.code for e in compiled.pipelines["demo.silver.clean"].errors] == ["RAT-DAG-002"]
+
+    (pipelines / "silver" / "clean" / "tests" / "quality" / "in_raw.sql").unlink()
+    compiled = compile_project(root)
+    assert compiled.pipelines["demo.silver.clean"].errors == []
+    assert compiled.pipelines["demo.silver.clean"].test_refs == []
+    assert summary(compiled) == summary(compile_project(root, cache=False))
+
+
+def test_a_new_ratui_yaml_compiles_everything_again(make_project):
+    root = make_project(PROJECT)
+    compile_project(root)
+    settings = root / "ratui.yaml"
+    settings.write_text(settings.read_text() + "\n# a comment changes nothing, but the file did change\n")
+    assert compile_project(root).reused == 0
+    assert compile_project(root).reused == len(PROJECT_PIPELINES)
+
+
+def test_what_is_not_content_is_checked_on_every_compile(make_project, tmp_path):
+    root = make_project(PROJECT)
+    assert compile_project(root).pipelines["demo.bronze.raw"].errors == []
+    # the zone folder goes: its pipeline did not change, and still the zone is missing
+    (root / "demo" / "landing" / "orders" / "a.csv").unlink()
+    (root / "demo" / "landing" / "orders").rmdir()
+    compiled = compile_project(root)
+    assert compiled.reused == len(PROJECT_PIPELINES)
+    assert [e.code for e in compiled.pipelines["demo.bronze.raw"].errors] == ["RAT-LND-001"]
+    # the same bytes, now through a symlink to a file outside the project: refused, cache or not
+    outside = tmp_path / "outside.sql"
+    sql = root / "demo" / "pipelines" / "silver" / "clean" / "pipeline.sql"
+    outside.write_bytes(sql.read_bytes())
+    sql.unlink()
+    os.symlink(outside, sql)
+    compiled = compile_project(root)
+    assert [e.code for e in compiled.pipelines["demo.silver.clean"].errors] == ["RAT-PTH-001"]
+
+
+def test_a_damaged_or_tampered_cache_file_is_compiled_past(make_project):
+    root = make_project(PROJECT)
+    expected = summary(compile_project(root, cache=False))
+    compile_project(root)
+    cache = root / ".ratui" / "compile-cache.json"
+    data = json.loads(cache.read_text())
+    for entry in data["entries"].values():  # wrong shapes and an unregistered error code
+        entry["refs"] = 7
+        if entry.get("error"):
+            entry["error"]["code"] = "RAT-NOPE-999"
+        if entry.get("config"):
+            entry["config"]["no_such_key"] = True
+    cache.write_text(json.dumps(data))
+    assert summary(compile_project(root)) == expected
+    for garbage in ("{not json", "[]", json.dumps({"format": 1, "entries": []}), ""):
+        cache.write_text(garbage)
+        assert summary(compile_project(root)) == expected
+    assert compile_project(root).reused == len(PROJECT_PIPELINES)
+
+
+def test_a_project_whose_state_folder_cannot_be_written_still_compiles(make_project):
+    root = make_project(PROJECT)
+    (root / ".ratui").write_text("a file where the state folder would be")
+    assert summary(compile_project(root)) == summary(compile_project(root, cache=False))
+
+
+def test_hints_among_thousands_of_names_name_a_few_close_ones():
+    names = [f"sales.silver.clean_{i:05d}" for i in range(5000)]
+    hint = did_you_mean("sales.silver.clean_00042x", names)
+    assert "'sales.silver.clean_00042'" in hint
+    assert hint.count("sales.silver.") <= 3 and "5,000 valid names" in hint
+    assert "is close" in did_you_mean("zzzz", names)
+    small = did_you_mean("brnze", ["bronze", "silver", "gold"])  # a few: all of them, as before
+    assert small == "Did you mean 'bronze'? Valid: bronze, gold, silver."

@@ -68,7 +68,8 @@ def cmd_run(args) -> int:
 
     engine.expect_one_shot(keys, compiled, force=args.force, full_refresh=args.full_refresh, ref=args.ref)
     invocation = engine.invocation(keys, trigger="cli", full_refresh=args.full_refresh, force=args.force,
-                                   on_result=show, threads=args.threads, ref=args.ref, atomic=args.atomic)
+                                   on_result=show, threads=args.threads, ref=args.ref, atomic=args.atomic,
+                                   compiled=compiled)
     ignored = engine.settings.spark_remote_ignored
     if ignored:  # the file wins over the shell, and the user hears of it
         spark = engine.settings.spark_remote or engine.settings.spark_master

@@ -42,7 +42,7 @@ def check_writable(state: ProjectState, ref: str) -> None:
                               f"`ratui branch create NEW --from {ref}`.")
     if name.startswith(RESERVED):
         raise RatuiError("RAT-CAT-012", f"'{name}' is a branch ratui keeps for a run or a publish")
-    state.catalog.get_ref(name)
+    state.get_ref(name)
 
 
 # ---------------------------------------------------------------------------------------------- refs

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from ratui.engine.project.compiler import CompiledProject, compile_project
+from ratui.engine.project.compiler import CompiledProject, compile_project, recompile
 from ratui.engine.landing.local import landing_folder
 from ratui.engine.landing.names import PROCESSED, RESERVED_DIRS, is_active_name
 from ratui.engine.landing.zone import configured_zones
@@ -308,6 +308,9 @@ class Watcher:
         self._state_lock = threading.Lock()
         self._streamed: set[int] = set()
         self._invocation = None  # the engine invocation of the plan in flight
+        # the last compile while watching: a save recompiles only its pipeline (compiler.recompile); None after a
+        # stop (changes made while not watching were not seen)
+        self._compiled: CompiledProject | None = None
 
     # ------------------------------------------------------------------------------------ public
 
@@ -333,6 +336,7 @@ class Watcher:
         self._stop = stop
         with self._cond:
             self._changes.clear()
+        self._compiled = None
         watching = threading.Thread(target=self._watch_loop, args=(stop, ready), name="ratui-watch", daemon=True)
         worker = threading.Thread(target=self._work_loop, args=(stop,), name="ratui-watch-worker", daemon=True)
         poller = threading.Thread(target=self._poll_loop, args=(stop,), name="ratui-watch-s3", daemon=True)
@@ -452,6 +456,12 @@ class Watcher:
             stop.wait(self.settings.watch_poll_seconds if zones else 1.0)
 
     def _work_loop(self, stop: threading.Event) -> None:
+        try:  # compiled once now, so that the first save compiles one pipeline, not the project
+            with self._plan_lock:
+                if not stop.is_set() and self._compiled is None:
+                    self._compiled = compile_project(self.root, self.settings)
+        except Exception:  # a broken ratui.yaml: the first plan compiles, and reports it
+            self._compiled = None
         while True:
             with self._cond:
                 while not stop.is_set():
@@ -485,7 +495,13 @@ class Watcher:
                 self._reload()
             except RatuiError as exc:  # keep the previous settings; the next save of ratui.yaml retries
                 reload_errors.append(exc)
-        compiled = compile_project(self.root, self.settings)
+        compiled = None
+        if self._compiled is not None and not reload_errors and self._compiled.settings is self.settings:
+            paths = [Path(c[1] if isinstance(c, tuple) else c) for c in changes]
+            compiled = recompile(self._compiled, [p if p.is_absolute() else self.root / p for p in paths])
+        if compiled is None:
+            compiled = compile_project(self.root, self.settings)
+        self._compiled = compiled
         plan = plan_for_changes(compiled, self.root, changes)
         plan.errors[:0] = reload_errors
         return plan

@@ -6,6 +6,7 @@ and the console compiles on every reload to show errors inline while the rest of
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from ratui.engine.project.dag import Graph, build_graph, select
 from ratui.engine.errors import RatuiError, did_you_mean
 from ratui.engine.landing.zone import open_zone
 from ratui.engine.project.compile_cache import CompileCache, Entry, error_from_json, error_to_json
-from ratui.engine.project.discovery import Pipeline, discover
+from ratui.engine.project.discovery import Pipeline, discover, discover_pipeline
 from ratui.engine.project.names import check_name
 from ratui.engine.project.settings import Settings, load_settings
 from ratui.engine.project.sql_names import check_direct_names
@@ -139,22 +140,67 @@ def compile_project(root: Path, settings: Settings | None = None, *, cache: bool
     found = discover(settings.root, settings.locations(), store)
     zones = ZoneChecks(settings)
     for pipeline in found.pipelines:
-        entry = pipeline.cached
-        fresh = entry is not None and not entry.compiled
-        compile_pipeline(pipeline, settings, zones)
-        if store is not None and entry is not None and (fresh or not entry.compiled or pipeline.cached is not entry):
-            store.touched()
-        pipeline.cached = None
+        _compile_one(pipeline, settings, zones, store)
     if store is not None:
         store.save()
-    graph = build_graph(found.pipelines)
-    known = {p.key for p in found.pipelines}
-    for pipeline in found.pipelines:
+    return _assemble(settings, found.pipelines, found.errors, store.hits if store is not None else 0)
+
+
+def recompile(previous: CompiledProject, changed: list[Path]) -> CompiledProject | None:
+    """The project after `changed` paths changed, compiling only the pipelines they belong to (a watcher knows
+    what changed: a saved file costs one pipeline's compile, not the project's). None when the change is not
+    one pipeline's files or a landing zone's content (ratui.yaml, a pipeline, layer or namespace folder added or
+    removed, anything else): compile the whole project then. The pipelines of `previous` are not touched."""
+    root = previous.root
+    again: set[str] = set()
+    for path in changed:
+        try:
+            parts = Path(path).relative_to(root).parts
+        except ValueError:
+            return None
+        if len(parts) >= 5 and parts[1] == "pipelines":
+            key = ".".join(parts[0:1] + parts[2:4])
+            if key not in previous.pipelines or not (root / Path(*parts[:4])).is_dir():
+                return None
+            again.add(key)
+        elif len(parts) >= 4 and parts[1] == "landing":  # a zone's files (compile lists the zones it reads)
+            again.update(k for k, p in previous.pipelines.items() if p.namespace == parts[0] and parts[2] in p.zones)
+        else:
+            return None
+    settings = previous.settings
+    store = CompileCache.open(settings.root)
+    locations, zones = settings.locations(), ZoneChecks(settings)
+    pipelines: list[Pipeline] = []
+    for key, old in previous.pipelines.items():
+        if key in again:
+            pipeline = discover_pipeline(old.namespace, old.layer, old.folder, locations, store)
+            _compile_one(pipeline, settings, zones, store)
+        else:
+            pipeline = dataclasses.replace(old, errors=list(old.errors[:old.compile_errors]))
+        pipelines.append(pipeline)
+    store.save()
+    return _assemble(settings, pipelines, list(previous.errors), store.hits)
+
+
+def _compile_one(pipeline: Pipeline, settings: Settings, zones: ZoneChecks, store: CompileCache | None) -> None:
+    entry = pipeline.cached
+    fresh = entry is not None and not entry.compiled
+    compile_pipeline(pipeline, settings, zones)
+    if store is not None and entry is not None and (fresh or not entry.compiled or pipeline.cached is not entry):
+        store.touched()
+    pipeline.cached = None
+    pipeline.compile_errors = len(pipeline.errors)
+
+
+def _assemble(settings: Settings, pipelines: list[Pipeline], errors: list[RatuiError], reused: int) -> CompiledProject:
+    """The graph over compiled pipelines, with the errors only the whole project shows (unknown refs, cycles)."""
+    graph = build_graph(pipelines)
+    known = {p.key for p in pipelines}
+    for pipeline in pipelines:
         for key, test_file, line in pipeline.test_refs:
             if key not in known:
                 pipeline.errors.append(RatuiError(
                     "RAT-DAG-002", f"quality test {test_file.name} of {pipeline.key} refs '{key}', which no pipeline "
                     "produces", file=str(test_file), line=line,
                     hint=did_you_mean(key, known) if known else None))
-    return CompiledProject(settings, {p.key: p for p in found.pipelines}, graph, found.errors,
-                           reused=store.hits if store is not None else 0)
+    return CompiledProject(settings, {p.key: p for p in pipelines}, graph, errors, reused=reused)

@@ -57,6 +57,8 @@ class Pipeline:
     test_refs: list[tuple[str, Path, int | None]] = field(default_factory=list)  # (key, test file, line)
     # what an earlier compile of the same content found (compile_cache.py), while this compile runs
     cached: Entry | None = field(default=None, repr=False, compare=False)
+    # how many of `errors` its own compile found (the rest are the whole project's: unknown refs, cycles)
+    compile_errors: int = field(default=0, repr=False, compare=False)
 
     @property
     def key(self) -> str:

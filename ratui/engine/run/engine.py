@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from ratui.engine.errors import RatuiError
 from ratui.engine.events import Event, EventBus, LogLine, RunFinished, RunQueued
-from ratui.engine.ops.changes import Decision, decide
+from ratui.engine.ops.changes import Decision, DecisionInputs, decide
 from ratui.engine.project.compiler import CompiledProject, compile_project
 from ratui.engine.project.discovery import Pipeline
 from ratui.engine.run.control import CancelPoller, RunControl, request_cancel
@@ -144,14 +144,15 @@ class Engine:
     def invocation(self, keys: list[str], *, trigger: str, full_refresh: bool = False, force: bool = False,
                    on_result: OnResult | None = None, on_done: Callable[[Invocation], None] | None = None,
                    invocation_id: str | None = None, threads: int | None = None, ref: str = MAIN,
-                   atomic: bool = False) -> Invocation:
+                   atomic: bool = False, compiled: CompiledProject | None = None) -> Invocation:
         """An invocation not started yet (start() or run() it). The ref is checked first (RAT-CAT-002/-007/-012);
-        an atomic one creates its publish branch here."""
+        an atomic one creates its publish branch here. `compiled`: the compile the caller just made and selected
+        from (else the project is compiled now)."""
         from ratui.engine.ops.branches import check_writable
         from ratui.engine.run.publish import start_publish
 
         check_writable(self._state, ref)
-        compiled = self.compile()
+        compiled = compiled or self.compile()
         invocation = Invocation(self, compiled, keys, trigger=trigger, full_refresh=full_refresh, force=force,
                                 on_result=on_result, on_done=on_done, invocation_id=invocation_id,
                                 threads=threads or self.settings.run_threads, ref=ref)
@@ -476,7 +477,45 @@ class Engine:
             return Decision(pipeline.key, "full", "--full-refresh: rebuild from scratch")
         if not pipeline.ok:
             return Decision(pipeline.key, "backfill", "definition has errors")  # the run reports them
-        return decide(self._state, pipeline, force=force, ref=ref)
+        return decide(self._state, pipeline, force=force, ref=ref)  # reads the ref for this one decision
+
+    def decide_unchanged(self, compiled: CompiledProject, keys: list[str], *, ref: str = MAIN) -> dict[str, Decision]:
+        """key -> its skip decision, for the pipelines of `keys` that are unchanged and whose upstream pipelines in
+        `keys` are unchanged too (in dependency order; one read of the ref's pointers and zones for all)."""
+        inputs = DecisionInputs(self._state, ref)
+        ours = set(keys)
+        out: dict[str, Decision] = {}
+        for key in compiled.graph.order():
+            pipeline = compiled.pipelines.get(key)
+            if key not in ours or pipeline is None or not pipeline.ok:
+                continue
+            if any(up in ours and up not in out for up in compiled.graph.upstream.get(key, ())):
+                continue  # an upstream may run first: this one is decided after it, as always
+            decision = decide(self._state, pipeline, ref=ref, inputs=inputs)
+            if not decision.runs:
+                out[key] = decision
+        return out
+
+    def record_skips(self, items: list[tuple[str, str, str | None]], compiled: CompiledProject, *, trigger: str,
+                     invocation: str | None, ref: str = MAIN) -> list[RunResult]:
+        """Record (key, reason, queued run id or None) as skipped runs in one transaction; their events follow."""
+        rows: list[dict[str, Any]] = []
+        for key, reason, queued in items:
+            pipeline = compiled.pipelines.get(key)
+            strategy = pipeline.config.merge_strategy if pipeline is not None and pipeline.config else None
+            rows.append({"id": queued or new_run_id(), "pipeline": key, "trigger": trigger, "strategy": strategy,
+                         "invocation": invocation, "ref": ref, "reason": reason, "queued": queued is not None})
+        self._state.history.record_skipped(rows)
+        results = []
+        for (key, reason, queued), row in zip(items, rows):
+            run_id = str(row["id"])
+            if queued is None:
+                self._bus.emit(RunQueued(run_id, key, trigger, invocation, ref))
+            self._bus.emit(LogLine(run_id, "info", f"skipped: {reason}"))
+            self._release(run_id)
+            self._bus.emit(RunFinished(run_id, key, "skipped", 0, 0, None, reason=reason))
+            results.append(RunResult(run_id, key, "skipped", row["strategy"], reason=reason, run_type="skip"))
+        return results
 
     def note_decision(self, run_id: str, decision: Decision) -> None:
         self._state.history.update_run(run_id, run_type=decision.run_type, reason=decision.reason)

@@ -31,6 +31,14 @@ class Runner(Protocol):
                ref: str = ...) -> "Decision":
         """Change detection: whether the pipeline must run, and why."""
 
+    def decide_unchanged(self, compiled: "CompiledProject", keys: list[str], *,
+                         ref: str = ...) -> "dict[str, Decision]":
+        """The pipelines of `keys` to skip, decided at once (their upstream in `keys` is unchanged too)."""
+
+    def record_skips(self, items: list[tuple[str, str, str | None]], compiled: "CompiledProject", *, trigger: str,
+                     invocation: str | None, ref: str = ...) -> "list[RunResult]":
+        """(key, reason, queued run id or None) recorded as skipped, in one transaction."""
+
     def note_decision(self, run_id: str, decision: "Decision") -> None: ...
 
     def execute_run(self, run_id: str, key: str, *, full_refresh: bool = ..., ref: str = ...) -> "RunResult":

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ratui.engine.state import migrations
-from ratui.engine.state.db import open_db, sqlite_utils
+from ratui.engine.state.db import write_tx, open_db, sqlite_utils
 from ratui.engine.vocabulary import FINAL, MAIN, now_iso, parse_time
 from ratui.engine.state.processes import started_at
 
@@ -94,6 +94,29 @@ class History:
                 "pid": os.getpid(), "host": socket.gethostname(), "pid_started": started_at(),
                 "run_type": run_type, "reason": reason, "ref": ref,
             })
+
+    def record_skipped(self, runs: list[dict[str, Any]]) -> None:
+        """Runs decided not to run, each created (or, if `queued`, updated) as skipped with its log line, all in
+        one transaction: a no-op run of 1,500 pipelines is one commit, not 4,500. Each item: id, pipeline,
+        trigger, strategy, invocation, ref, reason, queued (bool), and optionally error_code/_message/_hint."""
+        if not runs:
+            return
+        stamp = now_iso()
+        host, pid, pid_started = socket.gethostname(), os.getpid(), started_at()
+        with self._lock, write_tx(self._conn) as conn:
+            conn.executemany(
+                "insert into runs (id, pipeline, status, trigger, strategy, queued_at, rows_written, warnings, "
+                "invocation, pid, host, pid_started, run_type, reason, ref) "
+                "values (?, ?, 'pending', ?, ?, ?, 0, 0, ?, ?, ?, ?, 'skip', ?, ?)",
+                [(r["id"], r["pipeline"], r["trigger"], r["strategy"], stamp, r["invocation"], pid, host,
+                  pid_started, r["reason"], r["ref"]) for r in runs if not r.get("queued")])
+            conn.executemany(
+                "update runs set status = 'skipped', run_type = 'skip', reason = ?, started_at = ?, finished_at = ?, "
+                "duration_ms = 0, error_code = ?, error_message = ?, error_hint = ? where id = ?",
+                [(r["reason"], stamp, stamp, r.get("error_code"), r.get("error_message"), r.get("error_hint"),
+                  r["id"]) for r in runs])
+            conn.executemany("insert into run_logs (run_id, at, level, message) values (?, ?, 'info', ?)",
+                             [(r["id"], stamp, f"skipped: {r['reason']}") for r in runs])
 
     def update_run(self, run_id: str, **values: Any) -> None:
         for key in ("phases", "write", "notes", "fingerprint", "inputs", "phase_status"):
@@ -184,14 +207,16 @@ class History:
 
     def last_success(self, pipeline: str, ref: str = MAIN, merged_before: str | None = None) -> dict[str, Any] | None:
         """The newest successful run of a pipeline on `ref` (its fingerprint and inputs drive change detection);
-        `merged_before`: only runs merged before that time (what a branch created then inherited)."""
+        `merged_before`: only runs merged before that time (what a branch created then inherited). `+r.status`
+        keeps SQLite on the (pipeline, started_at) index: on the status index it reads every success of every
+        pipeline (measured: 170 ms against 15 ms per pipeline with 1M runs in the history)."""
         clause, params = "", [ref, pipeline, ref]
         if merged_before is not None:
             clause, params = " and coalesce(l.at, r.merged_at) < ?", [*params, merged_before]
         with self._lock:
             rows = list(self.db.query(
                 "select r.id, r.fingerprint, r.inputs, r.finished_at from runs r left join landings l "
-                "on l.run_id = r.id and l.ref = ? where r.pipeline = ? and r.status = 'success' "
+                "on l.run_id = r.id and l.ref = ? where r.pipeline = ? and +r.status = 'success' "
                 f"and (coalesce(r.ref, 'main') = ? or l.run_id is not null){clause} "
                 "order by coalesce(l.at, r.merged_at, r.started_at) desc, r.started_at desc limit 1", params))
         return rows[0] if rows else None

@@ -85,6 +85,24 @@ def test_skip_creates_no_branch_and_no_snapshot(project):
     assert stored["status"] == "skipped" and stored["branch"] is None
 
 
+def test_an_unchanged_project_is_recorded_in_one_commit_and_read_without_the_catalog(project):
+    """A no-op run decides every unchanged pipeline against one read of main and records them all in one
+    transaction, each with its reason and log line; a fresh process does it without opening the catalog."""
+    run(Engine.open(project))
+    engine = Engine.open(project)  # a new process's engine: nothing open yet
+    statements = []
+    engine.state.history._conn.set_trace_callback(statements.append)
+    results = run(engine)
+    engine.state.history._conn.set_trace_callback(None)
+    assert {k: r.run_type for k, r in results.items()} == dict.fromkeys(results, "skip") and len(results) == 3
+    assert sum(1 for s in statements if s.upper().startswith("BEGIN")) == 1
+    assert engine.state._catalog is None  # table pointers and the ref were read from the catalog's rows
+    for result in results.values():
+        stored = engine.state.history.get_run(result.run_id)
+        assert (stored["status"], stored["run_type"], stored["reason"]) == ("skipped", "skip", result.reason)
+        assert [line["message"] for line in stored["logs"]] == [f"skipped: {result.reason}"]
+
+
 def test_force_runs_regardless(project):
     engine = Engine.open(project)
     run(engine)

@@ -7,7 +7,7 @@ import json
 import os
 
 from ratui.engine.errors import did_you_mean
-from ratui.engine.project.compiler import compile_project
+from ratui.engine.project.compiler import compile_project, recompile
 
 PROJECT = {
     "demo/landing/orders/a.csv": "id\n1\n",
@@ -155,3 +155,38 @@ def test_hints_among_thousands_of_names_name_a_few_close_ones():
     assert "is close" in did_you_mean("zzzz", names)
     small = did_you_mean("brnze", ["bronze", "silver", "gold"])  # a few: all of them, as before
     assert small == "Did you mean 'bronze'? Valid: bronze, gold, silver."
+
+
+def test_a_watcher_recompiles_only_what_changed_and_finds_what_a_full_compile_finds(make_project):
+    root = make_project(PROJECT)
+    previous = compile_project(root)
+    pipelines = root / "demo" / "pipelines"
+    edits = [  # (file, new text): an edit, a cycle across two pipelines, a fix, a broken template, a test
+        (pipelines / "gold" / "typo" / "pipeline.sql", "SELECT * FROM {{ ref('silver.clean') }}"),
+        (pipelines / "bronze" / "raw" / "pipeline.sql", "SELECT * FROM {{ ref('gold.typo') }}"),
+        (pipelines / "bronze" / "raw" / "pipeline.sql", "SELECT * FROM {{ landing_zone('orders') }}"),
+        (pipelines / "silver" / "clean" / "pipeline.sql", "SELECT {% if %}"),
+        (pipelines / "silver" / "clean" / "tests" / "quality" / "in_raw.sql", "SELECT * FROM {{ ref('x.y') }}"),
+    ]
+    for path, text in edits:
+        path.write_text(text)
+        again = recompile(previous, [path])
+        assert again is not None
+        assert summary(again) == summary(compile_project(root, cache=False)), path
+        assert again.pipelines.keys() == previous.pipelines.keys()
+        previous = again
+    # a new pipeline folder, ratui.yaml, a file outside any pipeline: the whole project is compiled instead
+    new = pipelines / "gold" / "fresh" / "pipeline.sql"
+    new.parent.mkdir()
+    new.write_text("SELECT 1 AS id")
+    assert recompile(previous, [new]) is None and recompile(previous, [new.parent]) is None
+    assert recompile(previous, [root / "ratui.yaml"]) is None and recompile(previous, [root / "README.md"]) is None
+    # a landing file: the pipelines reading its zone are checked again (a file linked in from outside is refused)
+    outside = root.parent / "elsewhere.csv"
+    outside.write_text("id\n9\n")
+    link = root / "demo" / "landing" / "orders" / "linked.csv"
+    os.symlink(outside, link)
+    again = recompile(compile_project(root), [link])
+    assert again is not None
+    assert summary(again) == summary(compile_project(root, cache=False))
+    assert [e.code for e in again.pipelines["demo.bronze.raw"].errors] == ["RAT-PTH-001"]

@@ -16,10 +16,6 @@ from __future__ import annotations
 
 import sqlite3
 
-from pyiceberg.catalog.sql import SqlCatalogBaseTable
-from sqlalchemy.dialects import sqlite as sqlite_dialect
-from sqlalchemy.schema import CreateTable
-
 from ratui.engine.state.catalog.base import Pointer, TableChange, split_key
 from ratui.engine.state.db import sqlite_utils
 
@@ -35,6 +31,10 @@ def create_tables(db: sqlite_utils.Database) -> None:
 
     SqlCatalog would create these itself with a check-then-create that races between processes.
     """
+    from pyiceberg.catalog.sql import SqlCatalogBaseTable  # only here: a plain read needs neither (project_state)
+    from sqlalchemy.dialects import sqlite as sqlite_dialect
+    from sqlalchemy.schema import CreateTable
+
     dialect = sqlite_dialect.dialect()
     for table in SqlCatalogBaseTable.metadata.sorted_tables:
         db.execute(str(CreateTable(table, if_not_exists=True).compile(dialect=dialect)))

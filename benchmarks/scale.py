@@ -83,11 +83,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rows", type=int, default=10_000_000, help="the large table's rows")
     parser.add_argument("--small", type=int, default=1_000_000, help="the smaller table's rows (growth reference)")
     parser.add_argument("--repeat", type=int, default=3, help="median of this many measurements where cheap")
+    parser.add_argument("--noop", default="150", help="project sizes for the no-op run (each needs a first run on "
+                        "Spark: about 11 minutes at 1,500; reused with --workdir)")
     parser.add_argument("--workdir", help="keep generated projects here (default: a temporary folder)")
     args = parser.parse_args(argv)
     args.sizes = [int(s) for s in args.sizes.split(",") if s]
     args.runs = [int(s) for s in args.runs.split(",") if s]
     args.files = [int(s) for s in args.files.split(",") if s]
+    args.noop = [int(s) for s in args.noop.split(",") if s]
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; cpus {os.cpu_count()}")
     figures: list[Figure] = []
     with tempfile.TemporaryDirectory(prefix="ratui-scale-") as tmp:

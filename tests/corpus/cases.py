@@ -206,6 +206,29 @@ def _damage_a_data_file(table: str) -> Callable:
     return prepare
 
 
+def _damage_compile_cache(how: str) -> Callable:
+    """The compile cache (.ratui/compile-cache.json) as a crash, a disk or a hand could leave it."""
+    def prepare(root, outside) -> None:
+        import json
+        import subprocess
+        import sys
+
+        cache = root / ".ratui" / "compile-cache.json"
+        if not cache.is_file():  # the base state's own compile made one; make sure, with this case's files too
+            subprocess.run([sys.executable, "-m", "ratui", "check", "--project", str(root)], capture_output=True)
+        if how == "not json":
+            cache.write_bytes(b'{"format": 1, "entries": {"abc\xff')
+        elif how == "wrong shapes":
+            data = json.loads(cache.read_text())
+            for entry in data["entries"].values():
+                entry.update(refs=42, zones={"a": 1}, ref_lines=[], error={"code": "RAT-NOPE-1"}, config=[1])
+            cache.write_text(json.dumps(data))
+        elif how == "a folder":
+            cache.unlink()
+            (cache / "inside").mkdir(parents=True)
+    return prepare
+
+
 PNG_GARBAGE = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x10\xff\xfe\xfd" + bytes(range(256)) * 4
 ELF_GARBAGE = b"\x7fELF\x02\x01\x01\x00" + bytes(range(255, -1, -1)) * 8
 GOOD_PQ = parquet_bytes({"id": pa.array([1, 2], pa.int64()), "name": ["a", "b"]})
@@ -425,6 +448,13 @@ CASES: list[Case] = [
     Case("tpl-ref-unknown-table", "templates",
          pipe("silver", "tpl_ref_unknown", sql("SELECT * FROM {{ ref('bronze.raw_orderz') }}")),
          expect_code="RAT-DAG-002", expect_file=f"{P}/silver/tpl_ref_unknown/pipeline.sql"),
+    *[Case(f"compile-cache-{how.replace(' ', '-')}", "compile cache",
+           pipe("silver", "cache_ref", sql("-- @merge_strategy: full_refresh", "SELECT *",
+                                           "FROM {{ ref('bronze.raw_orderz') }}")),
+           prepare=_damage_compile_cache(how), expect_code="RAT-DAG-002",
+           expect_file=f"{P}/silver/cache_ref/pipeline.sql", expect_line=3,
+           notes=f"the compile cache is {how}: compiled past, every error still found at its line")
+      for how in ("not json", "wrong shapes", "a folder")],
     Case("tpl-cycle", "templates",
          _merge(pipe("silver", "cycle_a", sql("SELECT * FROM {{ ref('silver.cycle_b') }}")),
                 pipe("silver", "cycle_b", sql("SELECT * FROM {{ ref('silver.cycle_a') }}"))),

@@ -57,6 +57,12 @@ class History:
                 self.db.table("runs").create_index(["started_at"], if_not_exists=True)
                 self.db.table("runs").create_index(["pipeline", "started_at"], if_not_exists=True)
                 self.db.table("runs").create_index(["status"], if_not_exists=True)
+            # change detection's newest success of a pipeline on a ref (last_success), and the runs that reached a
+            # ref through a branch merge, newest first: index lookups however long the history
+            self.db.execute("create index if not exists runs_success_on on runs(pipeline, coalesce(ref, 'main'), "
+                            "coalesce(merged_at, started_at) desc, started_at desc) where status = 'success'")
+            if "landings" in self.db.table_names():
+                self.db.execute("create index if not exists landings_at on landings(ref, at desc)")
             # newest-first paging (the runs list) without sorting the whole history
             self.db.execute("create index if not exists runs_newest on runs(coalesce(started_at, queued_at) desc, "
                             "id desc)")
@@ -75,6 +81,7 @@ class History:
                 # a run merged into a branch that was then merged into another ref landed there too
                 self.db.execute("create table if not exists landings (run_id text not null, ref text not null, "
                                 "at text not null, primary key (run_id, ref))")
+                self.db.execute("create index if not exists landings_at on landings(ref, at desc)")
             if "run_logs" not in self.db.table_names():
                 self.db.table("run_logs").create({"id": int, "run_id": str, "at": str, "level": str, "message": str},
                                            pk="id", if_not_exists=True)
@@ -207,19 +214,32 @@ class History:
 
     def last_success(self, pipeline: str, ref: str = MAIN, merged_before: str | None = None) -> dict[str, Any] | None:
         """The newest successful run of a pipeline on `ref` (its fingerprint and inputs drive change detection);
-        `merged_before`: only runs merged before that time (what a branch created then inherited). `+r.status`
-        keeps SQLite on the (pipeline, started_at) index: on the status index it reads every success of every
-        pipeline (measured: 170 ms against 15 ms per pipeline with 1M runs in the history)."""
-        clause, params = "", [ref, pipeline, ref]
+        `merged_before`: only runs merged before that time (what a branch created then inherited).
+
+        Newest by when its result reached `ref`: the run's own merge for a run on `ref`, or the merge that brought
+        it there (`landings`) for a run on another branch. Two index lookups, one per kind (runs_success_on and
+        landings_at): with a million runs in the history each is a few pages, where one query ordering every
+        success of the pipeline read thousands of rows (15 to 170 ms per pipeline)."""
+        cutoff, params = "", [pipeline, ref]
         if merged_before is not None:
-            clause, params = " and coalesce(l.at, r.merged_at) < ?", [*params, merged_before]
+            cutoff, params = " and r.merged_at < ?", [*params, merged_before]
+        columns = "r.id, r.fingerprint, r.inputs, r.finished_at, r.started_at"
         with self._lock:
-            rows = list(self.db.query(
-                "select r.id, r.fingerprint, r.inputs, r.finished_at from runs r left join landings l "
-                "on l.run_id = r.id and l.ref = ? where r.pipeline = ? and +r.status = 'success' "
-                f"and (coalesce(r.ref, 'main') = ? or l.run_id is not null){clause} "
-                "order by coalesce(l.at, r.merged_at, r.started_at) desc, r.started_at desc limit 1", params))
-        return rows[0] if rows else None
+            own = list(self.db.query(
+                f"select {columns}, coalesce(r.merged_at, r.started_at) as at from runs r indexed by runs_success_on "
+                f"where r.pipeline = ? and coalesce(r.ref, 'main') = ? and r.status = 'success'{cutoff} "
+                "order by coalesce(r.merged_at, r.started_at) desc, r.started_at desc limit 1", params))
+            landed = list(self.db.query(
+                f"select {columns}, l.at as at from landings l join runs r on r.id = l.run_id "
+                "where l.ref = ? and r.pipeline = ? and r.status = 'success'"
+                + (" and l.at < ?" if merged_before is not None else "")
+                + " order by l.at desc, r.started_at desc limit 1",
+                [ref, pipeline] + ([merged_before] if merged_before is not None else [])))
+        found = [row for row in own + landed]
+        if not found:
+            return None
+        best = max(found, key=lambda row: (row["at"] or "", row["started_at"] or ""))
+        return {k: best[k] for k in ("id", "fingerprint", "inputs", "finished_at")}
 
     @staticmethod
     def record_landings(conn: Any, run_ids: list[str], pipelines: list[str], ref: str, at: str) -> None:

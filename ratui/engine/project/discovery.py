@@ -106,6 +106,17 @@ def _visible_dirs(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith((".", "__")))
 
 
+def _entries(folder: Path) -> dict[str, bool] | None:
+    """The names in a folder, each with whether it is a symlink (one directory read); None if it is no folder."""
+    try:
+        with os.scandir(folder) as found:
+            return {entry.name: entry.is_symlink() for entry in found}
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError:
+        return {} if folder.is_dir() else None
+
+
 def _not_a_file(path: Path) -> RatuiError | None:
     """A pipeline file, config.yaml or quality test that is there but cannot be read as a file."""
     if path.is_symlink() and not path.exists():
@@ -128,12 +139,16 @@ def _escape(locations: ProjectLocations | None, path: Path, what: str) -> RatuiE
 def discover_quality_tests(folder: Path, locations: ProjectLocations | None = None) -> list[QualityTest]:
     tests_dir = folder / "tests" / "quality"
     found: list[QualityTest] = []
-    if not tests_dir.is_dir():
+    entries = _entries(tests_dir)
+    if entries is None:
         return found
-    for path in sorted(tests_dir.glob("*.sql")):
+    folder_escape = _escape(locations, tests_dir, "quality-test folder") if entries else None
+    for file_name in sorted(n for n in entries if n.endswith(".sql")):
+        path = tests_dir / file_name
         name = path.stem
         try:
-            escape = _escape(locations, tests_dir, "quality-test folder") or _escape(locations, path, "quality test")
+            # a file that is not a symlink lies where its folder does: only a symlink can lead elsewhere
+            escape = folder_escape or (_escape(locations, path, "quality test") if entries[file_name] else None)
             if escape:
                 raise escape
             text = read_text(path)
@@ -171,9 +186,11 @@ def discover_pipeline(namespace: str, layer: str, folder: Path,
         pipeline.errors.append(escape)
         return pipeline
     sql, py = folder / "pipeline.sql", folder / "pipeline.py"
+    entries = _entries(folder) or {}
     for path in (sql, py, folder / "config.yaml"):
-        refused = _not_a_file(path) or (_escape(locations, path, path.name)
-                                        if path.exists() or path.is_symlink() else None)
+        if path.name not in entries:
+            continue
+        refused = _not_a_file(path) or (_escape(locations, path, path.name) if entries[path.name] else None)
         if refused:
             pipeline.errors.append(refused)
             return pipeline

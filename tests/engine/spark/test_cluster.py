@@ -59,7 +59,7 @@ def test_the_sample_project_gives_on_the_cluster_what_it_gives_locally(cluster, 
     the warehouse's staging prefix for each run (the Connect test reads them in place from S3)."""
     with_spark(sample_copy, master=cluster.url, catalog=s3_catalog(moto, bucket))
     assert sample_keys(sample_copy) == sorted(local_sample["keys"])
-    code, results = run_json("--project", str(sample_copy))
+    code, results = run_json("--project", str(sample_copy), "--threads", "2")  # independent pipelines side by side
     assert code == 0 and all(r["status"] == "success" for r in results), results
     sql = checksum_sql(local_sample["keys"], local_sample["columns"])
     assert {r["t"]: (r["n"], r["h"]) for r in query(sample_copy, sql)} == local_sample["first"]

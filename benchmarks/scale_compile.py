@@ -148,6 +148,19 @@ def figures(args, workdir: Path) -> list[Figure]:
         out.append(Figure("no-op ratui run", size, "pipelines", took, 1.0 if size <= 1500 else 10.0,
                           "every pipeline unchanged: recorded as skipped"))
         print(f"  no-op run at {size}: {took:.3f} s", flush=True)
+        runs = max(getattr(args, "runs", None) or [0])
+        if runs and size == min(args.noop):  # the same with a long history (older runs of the same pipelines)
+            history = workdir / f"run{size}-history{runs}"
+            if not history.exists():
+                shutil.copytree(root, history)
+                from tests.scale_project import all_keys, seed_runs
+
+                seed_runs(history, runs, pipelines=all_keys(size))
+                timed(CLI + ["run"], history)  # its first open builds the history's indexes (once)
+            took_long = median(CLI + ["run"], history, repeat)
+            out.append(Figure(f"no-op ratui run, {runs:,} runs in the history", size, "pipelines", took_long, 1.0,
+                              f"{took_long / took:.2f}x the same project's with its own few runs"))
+            print(f"  no-op run at {size} with {runs:,} runs: {took_long:.3f} s", flush=True)
     return out
 
 
@@ -158,10 +171,12 @@ def main() -> None:
     parser.add_argument("--sizes", default="150,1500,15000")
     parser.add_argument("--noop", default="150", help="sizes for the no-op run (each needs a first run on Spark)")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--runs", default="1000000", help="the no-op run again with this many runs in the history")
     parser.add_argument("--workdir")
     args = parser.parse_args()
     args.sizes = [int(s) for s in args.sizes.split(",") if s]
     args.noop = [int(s) for s in args.noop.split(",") if s]
+    args.runs = [int(s) for s in args.runs.split(",") if s]
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     with tempfile.TemporaryDirectory(prefix="ratui-scale-compile-") as tmp:
         print_table(figures(args, Path(args.workdir or tmp)))

@@ -205,13 +205,16 @@ class Invocation:
             unchanged = self._engine.decide_unchanged(self._compiled, self.keys, ref=self.ref)
             if not unchanged:
                 return []
-            items = [(key, decision.reason, self._queued.pop(key, None)) for key, decision in unchanged.items()]
+            items = [(key, decision.reason, self._queued.get(key)) for key, decision in unchanged.items()]
             results = self._engine.record_skips(items, self._compiled, trigger=self.trigger, invocation=self.id,
                                                 ref=self.ref)
         except Exception:
             return []
+        for key in unchanged:  # recorded: a run queued ahead of its turn is one of them now
+            self._queued.pop(key, None)
         with self._lock:
-            self.run_ids.extend(r.run_id for r in results if r.run_id not in self.run_ids)
+            known = set(self.run_ids)
+            self.run_ids.extend(r.run_id for r in results if r.run_id not in known)
         return [(result.pipeline, result) for result in results]
 
     def _skip(self, key: str, reason: str, error: RatuiError | None) -> RunResult:

@@ -11,6 +11,9 @@ from ratui.cli.common import (
 )
 
 
+LIST_UP_TO = 100  # `ratui check` lists each pipeline up to this many; a larger project gets counts
+
+
 def add_parsers(sub) -> None:
     p = sub.add_parser("init", help="create a new project")
     p.add_argument("dir", metavar="DIR")
@@ -19,6 +22,8 @@ def add_parsers(sub) -> None:
     p = sub.add_parser("check", help="compile the project and report every problem (runs nothing)")
     _project_arg(p)
     p.add_argument("--json", action="store_true")
+    p.add_argument("--list", action="store_true", help=f"list every pipeline with its upstream tables (the default "
+                   f"up to {LIST_UP_TO} pipelines; a larger project gets a count per namespace and layer)")
 
 
 def cmd_init(args) -> int:
@@ -40,12 +45,27 @@ def cmd_check(args) -> int:
     else:
         for e in errors:
             _err(e)
-        print(f"{len(compiled.pipelines)} pipeline(s), {len(errors)} problem(s)")
-        for key in compiled.graph.order():
-            p = compiled.pipelines[key]
-            ups = ", ".join(p.refs) or "-"
-            print(f"  {key:<40} {p.config.merge_strategy if p.config else '?':<13} <- {ups}")
+        summary = f"{len(compiled.pipelines)} pipeline(s), {len(errors)} problem(s)"
+        if args.list or len(compiled.pipelines) <= LIST_UP_TO:
+            print(summary)
+            for key in compiled.graph.order():
+                p = compiled.pipelines[key]
+                ups = ", ".join(p.refs) or "-"
+                print(f"  {key:<40} {p.config.merge_strategy if p.config else '?':<13} <- {ups}")
+        else:  # a large project: counts, and the summary last, where the eye lands after the errors
+            counts: dict[str, dict[str, list[int]]] = {}
+            for p in compiled.pipelines.values():
+                cell = counts.setdefault(p.namespace, {}).setdefault(p.layer, [0, 0])
+                cell[0] += 1
+                cell[1] += 0 if p.ok else 1
+            for namespace, layers in sorted(counts.items()):
+                parts = [f"{n:,} {layer}" + (f" ({bad:,} broken)" if bad else "")
+                         for layer, (n, bad) in sorted(layers.items(), key=lambda kv: _LAYER_ORDER.get(kv[0], 9))]
+                print(f"  {namespace:<20} {', '.join(parts)}")
+            print(f"{len(compiled.pipelines):,} pipeline(s), {len(errors):,} problem(s)  (--list lists every pipeline)")
     return EXIT_USAGE if errors else EXIT_OK
 
+
+_LAYER_ORDER = {"bronze": 0, "silver": 1, "gold": 2}
 
 COMMANDS = {"init": cmd_init, "check": cmd_check}

@@ -190,3 +190,27 @@ def test_a_watcher_recompiles_only_what_changed_and_finds_what_a_full_compile_fi
     assert again is not None
     assert summary(again) == summary(compile_project(root, cache=False))
     assert [e.code for e in again.pipelines["demo.bronze.raw"].errors] == ["RAT-PTH-001"]
+
+
+def test_check_on_a_large_project_counts_per_namespace_and_layer_and_lists_on_request(tmp_path, capsys):
+    """`ratui check` of 450 pipelines (two in three silvers broken): the errors, then a count per namespace and
+    layer with the broken ones, the summary last; --list lists every pipeline."""
+    from ratui.cli import main as cli_main
+    from tests.scale_project import generate_project, plan
+
+    root = generate_project(tmp_path / "big", 450)
+    for sql in sorted(root.glob("sales/pipelines/silver/*/pipeline.sql"))[:10]:
+        sql.write_text(sql.read_text().replace("') }}", "x') }}", 1))
+    assert cli_main(["check", "--project", str(root)]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.count("error[RAT-DAG-002]") == 10 and "Did you mean" in captured.err
+    lines = captured.out.splitlines()
+    sizes = {ns: {layer: sum(1 for item in items if item[0] == layer) for layer in ("bronze", "silver", "gold")}
+             for ns, items in plan(450).items()}
+    assert lines[-1].startswith("450 pipeline(s), 10 problem(s)")
+    assert len(lines) == 1 + len(sizes)
+    sales = next(line for line in lines if line.split()[0] == "sales")
+    assert f"{sizes['sales']['silver']} silver (10 broken)" in sales and f"{sizes['sales']['gold']} gold" in sales
+    assert cli_main(["check", "--project", str(root), "--list"]) == 2
+    listed = capsys.readouterr().out.splitlines()
+    assert len(listed) == 1 + 450 and listed[0] == "450 pipeline(s), 10 problem(s)"

@@ -12,6 +12,9 @@ from ratui.engine.errors import RatuiError
 from ratui.engine.vocabulary import format_duration
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+# `ratui check` lists each pipeline, and `ratui run` each unchanged one, up to this many; a larger project gets
+# counts (a screenful of errors and failures is what a reader of 1,500 pipelines needs)
+LIST_UP_TO = 100
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a reader that went away
 
 

@@ -6,12 +6,9 @@ import json
 from pathlib import Path
 
 from ratui.cli.common import (
-    EXIT_OK, EXIT_USAGE, err as _err,
+    EXIT_OK, EXIT_USAGE, LIST_UP_TO, err as _err,
     project_arg as _project_arg,
 )
-
-
-LIST_UP_TO = 100  # `ratui check` lists each pipeline up to this many; a larger project gets counts
 
 
 def add_parsers(sub) -> None:

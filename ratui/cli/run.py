@@ -8,7 +8,7 @@ import sys
 import time
 
 from ratui.cli.common import (
-    EXIT_FAILED, EXIT_OK, EXIT_USAGE, engine as _engine, err as _err, positive_int as _positive_int,
+    EXIT_FAILED, EXIT_OK, EXIT_USAGE, LIST_UP_TO, engine as _engine, err as _err, positive_int as _positive_int,
     project_arg as _project_arg, result_line as _result_line,
 )
 from ratui.engine.errors import RatuiError
@@ -60,10 +60,12 @@ def cmd_run(args) -> int:
     for e in problems:
         print(f"warning: not selected, but broken: {e}", file=sys.stderr)
 
+    quiet_skips = len(keys) > LIST_UP_TO  # a large project: the unchanged are counted in the summary, not listed
+
     def show(result) -> None:
         if args.json:
             print(json.dumps(result.to_dict(), default=str), flush=True)
-        else:
+        elif not (quiet_skips and result.status == "skipped" and result.run_type == "skip" and not result.error):
             print(_result_line(result), flush=True)
 
     engine.expect_one_shot(keys, compiled, force=args.force, full_refresh=args.full_refresh, ref=args.ref)
@@ -102,8 +104,9 @@ def cmd_run(args) -> int:
     unchanged = sum(1 for r in results if r.status == "skipped" and r.run_type == "skip" and not r.error)
     if not args.json:
         warned = sum(1 for r in results if r.status == "success" and r.warnings)
-        print(f"\n{ok} succeeded ({warned} with warnings), {unchanged} unchanged (skipped), "
-              f"{len(results) - ok - unchanged} not succeeded, in {format_duration(wall_ms)}")
+        print(f"\n{ok} succeeded ({warned} with warnings), {unchanged} unchanged (skipped"
+              + (", not listed: `ratui runs` shows them" if quiet_skips and unchanged else "")
+              + f"), {len(results) - ok - unchanged} not succeeded, in {format_duration(wall_ms)}")
     if stopped_by["signal"]:  # stopped from outside: the runs in flight were cancelled, main is unchanged
         return 128 + stopped_by["signal"]
     if publish is not None and not publish.merged:

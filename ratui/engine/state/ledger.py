@@ -269,8 +269,6 @@ class Ledger:
 
     @staticmethod
     def _on(conn: sqlite3.Connection, ref: str, entries: list[LandingFile]) -> list[LandingFile]:
-        from dataclasses import replace
-
         loads: dict[tuple, sqlite3.Row] = {}
         for namespace, zone, pipeline in {(e.namespace, e.zone, e.pipeline) for e in entries}:
             for row in conn.execute("SELECT * FROM landing_loads WHERE ref = ? AND namespace = ? AND zone = ? AND "
@@ -283,9 +281,9 @@ class Ledger:
             if e.state == "skipped":
                 out.append(e)
             elif same and row is not None:
-                out.append(replace(e, state="loaded", run_id=row["run_id"], loaded_at=row["loaded_at"]))
+                out.append(_with(e, state="loaded", run_id=row["run_id"], loaded_at=row["loaded_at"]))
             else:
-                out.append(replace(e, state="unloaded", run_id=None, loaded_at=None))
+                out.append(_with(e, state="unloaded", run_id=None, loaded_at=None))
         return out
 
     def files(self, namespace: str | None = None, zone: str | None = None, pipeline: str | None = None,
@@ -325,26 +323,43 @@ class Ledger:
         """
         now = now_iso()
         at = at or now
+        groups: dict[tuple[str, str, str], list[str]] = {}
         for namespace, zone, pipeline, file in entries:
+            groups.setdefault((namespace, zone, pipeline), []).append(file)
+        # per zone and pipeline, a few statements whatever the number of files (a run of 100,000 files)
+        for key, files in groups.items():
             if ref != MAIN:
-                row = conn.execute(
-                    "SELECT size, mtime_ns FROM landing_files WHERE namespace = ? AND zone = ? AND pipeline = ? AND "
-                    "(file = ? OR file LIKE ? ESCAPE '\\') ORDER BY file = ? DESC LIMIT 1",
-                    (namespace, zone, pipeline, file, _like_archived(file.rsplit("/", 1)[-1]), file)).fetchone()
-                if row is not None:
-                    conn.execute("INSERT OR REPLACE INTO landing_loads VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                                 (ref, namespace, zone, pipeline, file.rsplit("/", 1)[-1], row[0], row[1], run_id, at))
+                cur = conn.execute("SELECT file, size, mtime_ns FROM landing_files WHERE namespace = ? AND zone = ? "
+                                   "AND pipeline = ?", key)
+                cur.row_factory = None
+                rows = {r[0]: (r[1], r[2]) for r in cur}
+                archived: dict[str, tuple[int, int]] = {}  # a name -> its first archived version's row
+                for name in sorted(n for n in rows if is_archived_name(n)):
+                    archived.setdefault(name.rsplit("/", 1)[-1], rows[name])
+                loads = []
+                for file in files:
+                    name = file.rsplit("/", 1)[-1]
+                    row = rows.get(file) or archived.get(name)
+                    if row is not None:
+                        loads.append((ref, *key, name, row[0], row[1], run_id, at))
+                conn.executemany("INSERT OR REPLACE INTO landing_loads VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", loads)
                 continue
-            cur = conn.execute(
+            cur = conn.execute("SELECT file FROM landing_files WHERE namespace = ? AND zone = ? AND pipeline = ? AND "
+                               "file IN (SELECT value FROM json_each(?))", (*key, _json(files)))
+            cur.row_factory = None
+            present = [r[0] for r in cur]
+            conn.execute(
                 """UPDATE landing_files SET state = 'loaded', run_id = ?, attempts = attempts + 1, last_error = NULL,
-                   updated_at = ?, loaded_at = ? WHERE namespace = ? AND zone = ? AND pipeline = ? AND file = ?""",
-                (run_id, now, at, namespace, zone, pipeline, file))
-            if cur.rowcount == 0 and not is_archived_name(file):
-                conn.execute(
-                    """UPDATE landing_files SET state = 'loaded', run_id = ?, attempts = attempts + 1,
-                       last_error = NULL, updated_at = ?, loaded_at = ? WHERE namespace = ? AND zone = ?
-                       AND pipeline = ? AND state = 'unloaded' AND file LIKE ? ESCAPE '\\'""",
-                    (run_id, now, at, namespace, zone, pipeline, _like_archived(file)))
+                   updated_at = ?, loaded_at = ? WHERE namespace = ? AND zone = ? AND pipeline = ?
+                   AND file IN (SELECT value FROM json_each(?))""", (run_id, now, at, *key, _json(present)))
+            found = set(present)
+            for file in files:  # archived by another pipeline's run meanwhile: matched under its archived name
+                if file not in found and not is_archived_name(file):
+                    conn.execute(
+                        """UPDATE landing_files SET state = 'loaded', run_id = ?, attempts = attempts + 1,
+                           last_error = NULL, updated_at = ?, loaded_at = ? WHERE namespace = ? AND zone = ?
+                           AND pipeline = ? AND state = 'unloaded' AND file LIKE ? ESCAPE '\\'""",
+                        (run_id, now, at, *key, _like_archived(file)))
 
     # ------------------------------------------------------------------ branches (inside catalog transactions)
 
@@ -409,14 +424,20 @@ class Ledger:
 
     def identities(self, entries: Iterable[tuple[str, str, str, str]]) -> list[dict[str, Any]]:
         """The identity of each (namespace, zone, pipeline, file) a run read, as landing_facts.summary takes it."""
+        entries = list(entries)
         out = []
         with self._conn() as conn:
-            for namespace, zone, pipeline, file in entries:
-                row = conn.execute("SELECT size, mtime_ns, digest, etag, version FROM landing_files WHERE "
-                                   "namespace = ? AND zone = ? AND pipeline = ? AND file = ?",
-                                   (namespace, zone, pipeline, file)).fetchone()
-                if row is not None:
-                    out.append({"zone": zone, "name": file.rsplit("/", 1)[-1], **dict(row)})
+            rows: dict[tuple[str, str, str], dict[str, tuple]] = {}
+            for key in dict.fromkeys(e[:3] for e in entries):  # one query per zone and pipeline, not per file
+                cur = conn.execute("SELECT file, size, mtime_ns, digest, etag, version FROM landing_files WHERE "
+                                   "namespace = ? AND zone = ? AND pipeline = ?", key)
+                cur.row_factory = None
+                rows[key] = {r[0]: r[1:] for r in cur}
+        for namespace, zone, pipeline, file in entries:
+            row = rows[(namespace, zone, pipeline)].get(file)
+            if row is not None:
+                out.append({"zone": zone, "name": file.rsplit("/", 1)[-1], "size": row[0], "mtime_ns": row[1],
+                            "digest": row[2], "etag": row[3], "version": row[4]})
         return out
 
     def synced(self, ref: str, table_key: str) -> set[int]:
@@ -595,6 +616,13 @@ class _SyncPlan:
     @property
     def empty(self) -> bool:
         return not (self.retimed or self.upserts or self.gone)
+
+
+def _with(entry: LandingFile, **changes: Any) -> LandingFile:
+    """dataclasses.replace() for a LandingFile, without its per-field __init__ (a ref's view of 100,000 rows)."""
+    item = object.__new__(LandingFile)
+    item.__dict__.update(entry.__dict__, **changes)
+    return item
 
 
 def _json(rows: list) -> str:

@@ -67,12 +67,31 @@ def sync_zone(tmp_path: Path, files: int) -> tuple[TracedLedger, LocalZone, dict
     rows = ledger.sync("demo", "events", P, zone.list(), forget_missing=True)
     seen["first"] = ledger.take()
     assert len(rows) == files and {r.state for r in rows} == {"unloaded"}
-    # every file loaded, as after a run's merge
+    # every file loaded, as after a run's merge (inside the merge's transaction, on its connection)
     with closing(open_db(ledger.db_path)) as conn, write_tx(conn):
+        conn.set_trace_callback(ledger.statements.append)
         ledger.mark_loaded(conn, "r1", [("demo", "events", P, r.file) for r in rows])
-    ledger.take()
-    seen["unchanged"] = []
+    seen["mark_loaded"] = ledger.take()
     return ledger, zone, seen
+
+
+@pytest.mark.parametrize("files", [100, 2_000])
+def test_a_merge_marks_its_files_loaded_with_a_few_statements_on_main_and_on_a_branch(tmp_path, files):
+    ledger, zone, seen = sync_zone(tmp_path, files)
+    assert len(writes(seen["mark_loaded"])) == 1 and len(seen["mark_loaded"]) <= 5, seen["mark_loaded"]
+    assert {r.state for r in ledger.files("demo", "events", P)} == {"loaded"}
+    # on a branch: its own loads, every file once (one of them archived meanwhile: matched by its archived name)
+    moved = zone.archive(["part-000000.csv"], "r2")
+    ledger.mark_archived("demo", "events", "r2", moved, [P], "zone/_processed/r2")
+    ledger.take()
+    with closing(open_db(ledger.db_path)) as conn, write_tx(conn):
+        conn.set_trace_callback(ledger.statements.append)
+        ledger.mark_loaded(conn, "r3", [("demo", "events", P, f"part-{i:06d}.csv") for i in range(files)], ref="dev")
+    statements = ledger.take()
+    assert len([s for s in statements if s.startswith("SELECT")]) == 1, statements
+    on_dev = ledger.on_ref("dev", ledger.files("demo", "events", P))
+    assert len(on_dev) == files and {e.state for e in on_dev} == {"loaded"}
+    assert {e.run_id for e in on_dev} == {"r3"}
 
 
 @pytest.mark.parametrize("files", [100, 2_000])

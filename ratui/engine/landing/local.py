@@ -252,6 +252,7 @@ def _zone_dirs(folder: Path) -> builtins.list[Path]:
 
 
 DIGEST_MAX_BYTES = 256 << 20  # bigger local files are told apart by size and time only
+_READ_WHOLE = 1 << 20  # files up to this size are digested from one read
 _DIGESTS: "OrderedDict[tuple, str | None]" = OrderedDict()  # (path, size, mtime_ns, inode) -> digest
 _DIGESTS_LOCK = threading.Lock()
 
@@ -262,12 +263,17 @@ def file_digest(path: Path, size: int, mtime_ns: int) -> str | None:
     if size > DIGEST_MAX_BYTES:
         return None
     try:
-        key = (str(path), size, mtime_ns, path.stat().st_ino)
+        where = os.fspath(path)
+        key = (where, size, mtime_ns, os.stat(where).st_ino)
         with _DIGESTS_LOCK:
             if key in _DIGESTS:
                 return _DIGESTS[key]
-        with open(path, "rb") as handle:
-            digest = hashlib.file_digest(handle, "sha256").hexdigest()
+        if size <= _READ_WHOLE:  # a small file in one read (file_digest allocates a 256 KB buffer per file)
+            with open(where, "rb", buffering=0) as raw:
+                digest = hashlib.sha256(raw.readall()).hexdigest()
+        else:
+            with open(where, "rb") as handle:
+                digest = hashlib.file_digest(handle, "sha256").hexdigest()
     except OSError:
         return None
     with _DIGESTS_LOCK:

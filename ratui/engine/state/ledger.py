@@ -201,7 +201,7 @@ class Ledger:
                 digests[name] = row[2]
             else:
                 digests[name] = file_digest(item.path, item.size, item.mtime_ns)
-        plan = _SyncPlan(items, digests, known, forget_missing)
+        plan = _SyncPlan(items, digests, known, forget_missing, first_only=True)
         if plan.empty:  # nothing to write: the rows as they were read
             return _landing_files(r[:len(_FIELDS)] for r in rows)
         with self._conn() as conn, write_tx(conn):
@@ -209,10 +209,20 @@ class Ledger:
             known = {r[3]: (r[4], r[5], *r[-3:]) for r in self._read(conn, namespace, zone, pipeline)}
             plan = _SyncPlan(items, digests, known, forget_missing)
             key = (namespace, zone, pipeline)
-            if plan.retimed:  # the copies of its row on other refs keep up (rare: a `cp -r` of the zone)
-                conn.executemany("UPDATE landing_loads SET mtime_ns = ? WHERE namespace = ? AND zone = ? AND "
-                                 "pipeline = ? AND name = ? AND size = ? AND mtime_ns = ?",
-                                 [(mtime, *key, name, size, old) for name, mtime, size, old in plan.retimed])
+            if plan.retimed:  # the loads of other refs keep up with the new times (a `cp -r` of the zone)
+                retimed = {name: (mtime, size, old) for name, mtime, size, old in plan.retimed}
+                cur = conn.execute("SELECT ref, name, size, mtime_ns, run_id, loaded_at FROM landing_loads WHERE "
+                                   "namespace = ? AND zone = ? AND pipeline = ?", key)
+                cur.row_factory = None
+                moved = [[ref, name, size, retimed[name][0], run_id, loaded_at]
+                         for ref, name, size, mtime, run_id, loaded_at in cur
+                         if name in retimed and retimed[name][1:] == (size, mtime)]
+                if moved:
+                    conn.execute(
+                        "INSERT OR REPLACE INTO landing_loads (ref, namespace, zone, pipeline, name, size, mtime_ns, "
+                        "run_id, loaded_at) SELECT json_extract(value, '$[0]'), ?, ?, ?, json_extract(value, '$[1]'), "
+                        "json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]'), "
+                        "json_extract(value, '$[5]') FROM json_each(?)", (*key, _json(moved)))
             if plan.upserts:
                 conn.execute(
                     """INSERT INTO landing_files (namespace, zone, pipeline, file, size, mtime_ns, digest, etag,
@@ -252,10 +262,10 @@ class Ledger:
         with self._conn() as conn:
             if ref == MAIN:
                 return _rows(conn.execute(
-                    f"SELECT * FROM landing_files WHERE namespace = ? AND pipeline = ? AND zone IN ({marks}) "
+                    f"SELECT {_COLUMNS} FROM landing_files WHERE namespace = ? AND pipeline = ? AND zone IN ({marks}) "
                     "AND state = 'unloaded' ORDER BY zone, file", (namespace, pipeline, *zones)))
             entries = self._on(conn, ref, _rows(conn.execute(
-                f"SELECT * FROM landing_files WHERE namespace = ? AND pipeline = ? AND zone IN ({marks}) "
+                f"SELECT {_COLUMNS} FROM landing_files WHERE namespace = ? AND pipeline = ? AND zone IN ({marks}) "
                 "ORDER BY zone, file", (namespace, pipeline, *zones))))
         return [e for e in entries if e.state == "unloaded"]
 
@@ -295,8 +305,8 @@ class Ledger:
                 params.append(value)
         where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
         with self._conn() as conn:
-            return _rows(conn.execute(f"SELECT * FROM landing_files{where} ORDER BY namespace, zone, file, pipeline",
-                                      params))
+            return _rows(conn.execute(f"SELECT {_COLUMNS} FROM landing_files{where} ORDER BY namespace, zone, file, "
+                                      "pipeline", params))
 
     def summary(self) -> "LedgerSummary":
         """How many rows the ledger has per zone and state: one grouped query, however many files."""
@@ -311,8 +321,8 @@ class Ledger:
         loaded, each by namespace, zone, file and pipeline (what a screen shows of a ledger of 100,000 files)."""
         with self._conn() as conn:
             return _rows(conn.execute(
-                "SELECT * FROM landing_files ORDER BY CASE state WHEN 'skipped' THEN 0 WHEN 'unloaded' THEN 1 "
-                "ELSE 2 END, namespace, zone, file, pipeline LIMIT ? OFFSET ?", (limit, offset)))
+                f"SELECT {_COLUMNS} FROM landing_files ORDER BY CASE state WHEN 'skipped' THEN 0 WHEN 'unloaded' "
+                "THEN 1 ELSE 2 END, namespace, zone, file, pipeline LIMIT ? OFFSET ?", (limit, offset)))
 
     def mark_loaded(self, conn: sqlite3.Connection, run_id: str, entries: Iterable[tuple[str, str, str, str]], *,
                     ref: str = MAIN, at: str | None = None) -> None:
@@ -341,8 +351,13 @@ class Ledger:
                     name = file.rsplit("/", 1)[-1]
                     row = rows.get(file) or archived.get(name)
                     if row is not None:
-                        loads.append((ref, *key, name, row[0], row[1], run_id, at))
-                conn.executemany("INSERT OR REPLACE INTO landing_loads VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", loads)
+                        loads.append([name, row[0], row[1]])
+                if loads:
+                    conn.execute(
+                        "INSERT OR REPLACE INTO landing_loads (ref, namespace, zone, pipeline, name, size, mtime_ns, "
+                        "run_id, loaded_at) SELECT ?, ?, ?, ?, json_extract(value, '$[0]'), json_extract(value, "
+                        "'$[1]'), json_extract(value, '$[2]'), ?, ? FROM json_each(?)",
+                        (ref, *key, run_id, at, _json(loads)))
                 continue
             cur = conn.execute("SELECT file FROM landing_files WHERE namespace = ? AND zone = ? AND pipeline = ? AND "
                                "file IN (SELECT value FROM json_each(?))", (*key, _json(files)))
@@ -589,10 +604,15 @@ class _SyncPlan:
     """
 
     def __init__(self, items: list[ZoneEntry], digests: dict[str, str | None], known: dict[str, tuple],
-                 forget_missing: bool):
+                 forget_missing: bool, first_only: bool = False):
+        """`first_only`: stop at the first thing to write (whether there is anything: the write transaction decides
+        again on the rows as they are then)."""
         self.retimed: list[list[Any]] = []
         self.upserts: list[list[Any]] = []
+        self.gone: list[str] = []
         for item in items:
+            if first_only and self.upserts:
+                return
             name, size, mtime_ns, etag, version, path = (item.name, item.size, item.mtime_ns, item.etag,
                                                          item.version, item.path)
             digest = digests.get(name)
@@ -608,7 +628,6 @@ class _SyncPlan:
                 continue
             if (old_size, old_mtime, old_digest, old_etag, old_version) != (size, mtime_ns, digest, etag, version):
                 self.upserts.append([name, size, mtime_ns, digest, etag, version])
-        self.gone: list[str] = []
         if forget_missing:
             listed = {item.name for item in items}
             self.gone = [name for name in known if name not in listed and not is_archived_name(name)]

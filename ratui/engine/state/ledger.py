@@ -508,19 +508,23 @@ class Ledger:
         """Count a failed attempt; files at max_attempts become skipped. Returns the names newly skipped."""
         skipped: list[str] = []
         now = now_iso()
+        groups: dict[tuple[str, str, str], list[str]] = {}
+        for namespace, zone, pipeline, file in entries:
+            groups.setdefault((namespace, zone, pipeline), []).append(file)
         with self._conn() as conn, write_tx(conn):
-            for entry in entries:
+            for key, files in groups.items():  # a few statements per zone and pipeline, however many files
+                names = _json(list(dict.fromkeys(files)))
                 conn.execute(
                     """UPDATE landing_files SET attempts = attempts + 1, last_error = ?, updated_at = ?,
                          state = CASE WHEN attempts + 1 >= ? THEN 'skipped' ELSE state END
-                       WHERE namespace = ? AND zone = ? AND pipeline = ? AND file = ? AND state = 'unloaded'""",
-                    (error[:500], now, self.max_attempts, *entry),
-                )
-                row = conn.execute(
-                    "SELECT state FROM landing_files WHERE namespace = ? AND zone = ? AND pipeline = ? AND file = ?",
-                    entry).fetchone()
-                if row and row["state"] == "skipped":
-                    skipped.append(entry[3])
+                       WHERE namespace = ? AND zone = ? AND pipeline = ? AND state = 'unloaded'
+                       AND file IN (SELECT value FROM json_each(?))""",
+                    (error[:500], now, self.max_attempts, *key, names))
+                cur = conn.execute("SELECT file FROM landing_files WHERE namespace = ? AND zone = ? AND pipeline = ? "
+                                   "AND state = 'skipped' AND file IN (SELECT value FROM json_each(?))", (*key, names))
+                cur.row_factory = None
+                done = {r[0] for r in cur}
+                skipped.extend(f for f in dict.fromkeys(files) if f in done)
         return skipped
 
     def mark_archived(self, namespace: str, zone: str, run_id: str, moved: dict[str, Any],

@@ -85,9 +85,8 @@ class LandingScreen(TableScreen):
             for state in ("loaded", "unloaded", "skipped"):
                 if summary.state(state):
                     info.append(f"   {summary.state(state)} {state}", style=STATE_STYLE[state][1])
-            if summary.files > len(files):
-                info.append(f"\nshowing the first {len(files):,} (skipped and unloaded first); "
-                            "`ratui landing --json` lists them all", style="dim")
+            if summary.files > len(files):  # skipped and unloaded ones first
+                info.append(f"   showing {len(files):,}", style="dim")
         self.set_info(info)
         self.app.mark("landing_ready")
 

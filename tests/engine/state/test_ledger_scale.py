@@ -188,3 +188,18 @@ def test_the_listing_reports_a_broken_or_looping_symlink_and_leaves_out_what_is_
     with pytest.raises(RatuiError) as caught:
         zone.list()
     assert caught.value.code == "RAT-LND-008" and "broken symlink" in str(caught.value)
+
+
+def test_files_that_come_and_go_while_the_zone_is_synced(tmp_path):
+    """The listing is what the sync records: a file removed after it is still a row (its bytes unread, no digest),
+    the next sync forgets it (landing_mode all); a file that arrives after it is the next sync's."""
+    folder = fill_zone(tmp_path / "zone", 5)
+    zone = LocalZone("demo", "events", folder)
+    ledger = Ledger(tmp_path / "state.db")
+    listed = zone.list()
+    (folder / "part-000001.csv").unlink()
+    (folder / "late.csv").write_text("id\n9\n")
+    rows = {r.file: r for r in ledger.sync("demo", "events", P, listed, forget_missing=True)}
+    assert sorted(rows) == [f"part-{i:06d}.csv" for i in range(5)]
+    rows = {r.file: r for r in ledger.sync("demo", "events", P, zone.list(), forget_missing=True)}
+    assert "part-000001.csv" not in rows and rows["late.csv"].state == "unloaded"

@@ -130,6 +130,12 @@ class Reads:
         """Every landing file of the project's namespace, per zone and consuming pipeline (LandingFile)."""
         return self.require_engine().landing_files()
 
+    def landing_page(self, limit: int) -> tuple[list, Any]:
+        """A bounded page of the ledger (skipped and unloaded files first) and its counts per zone and state (one
+        grouped query): what the Landing screen shows of a ledger of any size."""
+        ledger = self.require_engine().state.ledger
+        return ledger.page(limit), ledger.summary()
+
     def reaper_settings(self) -> dict[str, int]:
         from ratui.engine.project.settings import REAPER_KEYS
 

@@ -1,4 +1,7 @@
-"""Landing: the landing-file ledger (every file per zone and consuming pipeline, with its state), and reset."""
+"""Landing: the landing-file ledger (every file per zone and consuming pipeline, with its state), and reset.
+
+A ledger of any size opens at once: the rows are read in a worker, PAGE of them shown (skipped and unloaded ones
+first), and the counts come from one grouped query."""
 
 from __future__ import annotations
 
@@ -18,6 +21,8 @@ from ratui.screens.dialogs import ConfirmScreen
 
 COLUMNS = (("zone", "ZONE"), ("file", "FILE"), ("pipeline", "PIPELINE"), ("state", "STATE"), ("bytes", "BYTES"),
            ("attempts", "ATTEMPTS"), ("run", "LOADED BY"), ("error", "LAST ERROR"))
+
+PAGE = 1_000  # the rows shown of a ledger (skipped and unloaded first): a zone of 100,000 files opens at once
 
 STATE_STYLE = {"loaded": ("✔", "green"), "unloaded": ("·", "yellow"), "skipped": ("✘", "red")}
 
@@ -45,6 +50,7 @@ class LandingScreen(TableScreen):
     def __init__(self) -> None:
         super().__init__()
         self.files: dict[str, object] = {}
+        self.summary = None  # the ledger's counts (LedgerSummary), from the last load
 
     def compose(self) -> ComposeResult:
         yield NavBar("landing")
@@ -57,11 +63,12 @@ class LandingScreen(TableScreen):
     # ------------------------------------------------------------------------------------------ data
 
     def reload(self) -> None:
-        self.load(LandingLoaded, self.app.controller.landing_files)
+        self.load(LandingLoaded, self.app.controller.landing_page, PAGE)
 
     @on(LandingLoaded)
     def _files_loaded(self, message: LandingLoaded) -> None:
-        files = message.value
+        files, summary = message.value
+        self.summary = summary
         self.files = {row_key(f): f for f in files}
         self.refill((row_key(f), [
             f.zone if f.namespace == self.namespace else f"{f.namespace}.{f.zone}", f.file,
@@ -74,14 +81,12 @@ class LandingScreen(TableScreen):
             info.append("no landing files recorded yet — a run of a pipeline that reads a landing zone records them",
                         style="dim")
         else:
-            counts: dict[str, int] = {}
-            for f in files:
-                counts[f.state] = counts.get(f.state, 0) + 1
-            zones = len({f.zone for f in files})
-            info.append(f"{len(files)} file(s) in {zones} zone(s)", style="bold")
+            info.append(f"{summary.files} file(s) in {summary.zones} zone(s)", style="bold")
             for state in ("loaded", "unloaded", "skipped"):
-                if counts.get(state):
-                    info.append(f"   {counts[state]} {state}", style=STATE_STYLE[state][1])
+                if summary.state(state):
+                    info.append(f"   {summary.state(state)} {state}", style=STATE_STYLE[state][1])
+            if summary.files > len(files):  # skipped and unloaded ones first
+                info.append(f"   showing {len(files):,}", style="dim")
         self.set_info(info)
         self.app.mark("landing_ready")
 
@@ -110,7 +115,7 @@ class LandingScreen(TableScreen):
         f = self.selected()
         if f is None:
             return
-        count = sum(1 for other in self.files.values() if (other.namespace, other.zone) == (f.namespace, f.zone))
+        count = self.summary.zone(f.namespace, f.zone) if self.summary is not None else 0
         body = Text(f"Reset every file of zone {f.zone} ({count} row(s), every pipeline)?\n\n")
         body.append("They become unloaded with no attempts: the next runs load them all again.", style="dim")
         self.app.push_screen(ConfirmScreen("Reset landing zone?", body, "Reset zone", back="Keep it"),

@@ -21,6 +21,7 @@ error it raises is reported like `--json` reports one, and exit 2.
 from __future__ import annotations
 
 import io
+import os
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
@@ -760,6 +761,23 @@ CASES: list[Case] = [
                  f"{L}/name_star/axxbz.csv": _csv("id,name", "2,bob")}),
          batch="main", pipeline=_key("lnd_star"), expect_status="success",
          expect_rows=({"id": 1, "name": "ann"}, {"id": 2, "name": "bob"}), spec="building"),
+    Case("lnd-file-name-newline", "landing files",
+         _merge(zone_pipe("lnd_newline", "name_newline"), {f"{L}/name_newline/ok.csv": _csv("id,name", "1,ann"),
+                                                           f"{L}/name_newline/two\nlines.csv": _csv("id,name", "2,b")}),
+         expect_code="RAT-LND-012", expect_file=f"{L}/name_newline", spec="building",
+         notes="a line break in a file name would break every listing of the ledger: named, with the fix (rename "
+               "it), when the project compiles (the compiler lists every local zone), never a crash"),
+    Case("lnd-file-name-not-utf8", "landing files",
+         _merge(zone_pipe("lnd_latin1_name", "name_latin1"),
+                {f"{L}/name_latin1/ok.csv": _csv("id,name", "1,ann"),
+                 f"{L}/name_latin1/" + os.fsdecode(b"caf\xe9.csv"): _csv("id,name", "2,bob")}),
+         expect_code="RAT-LND-012", expect_file=f"{L}/name_latin1", spec="building",
+         notes="a name in Latin-1 bytes (an old Windows share): SQLite cannot store it as text"),
+    Case("lnd-symlink-loop", "landing files",
+         _merge(zone_pipe("lnd_loop", "name_loop"), {f"{L}/name_loop/ok.csv": _csv("id,name", "1,ann")}),
+         symlinks={f"{L}/name_loop/loop.csv": "loop.csv"},
+         expect_code="RAT-LND-008", expect_file=f"{L}/name_loop/loop.csv", spec="building",
+         notes="a symlink to itself: its own coded error, not an OSError"),
     Case("lnd-file-name-space-unicode-percent", "landing files",
          _merge(zone_pipe("lnd_unicode", "name_unicode"),
                 {f"{L}/name_unicode/données du jour 100%.csv": _csv("id,name", "1,ann", "2,bob", "3,cid")}),

@@ -151,6 +151,46 @@ def test_landing_lists_the_ledger_and_resets_a_file_then_a_zone(tmp_path):
     run(go())
 
 
+def test_landing_shows_a_page_of_a_big_ledger_with_its_counts_and_what_needs_a_look_first(tmp_path):
+    """A ledger bigger than the screen's page: the page holds PAGE rows, an unloaded file first, and the counts
+    (and the zone reset's row count) are the whole ledger's."""
+    from ratui.engine.landing.local import LocalZone
+    from ratui.screens.landing import PAGE
+    from tests.scale_project import fill_zone
+
+    root = copy_sample(tmp_path)
+    settings = load_settings(root)
+    ledger = Ledger(settings.db_path, settings.landing_max_attempts)
+    files = PAGE + 200
+    zone = LocalZone(NS, "orders", fill_zone(tmp_path / "big", files))
+    rows = ledger.sync(NS, "orders", ORDERS, zone.list())
+    with open_db(settings.db_path) as conn, write_tx(conn):
+        ledger.mark_loaded(conn, SUCCESS_RUN, [(NS, "orders", ORDERS, r.file) for r in rows
+                                               if r.file != "part-001100.csv"])
+    app = make_app(root, reaper_schedule=False)
+
+    async def go():
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await pilot.press("5")
+            await settle(pilot)
+            assert isinstance(app.screen, LandingScreen)
+            text = screen_text(app)
+            assert f"{files} file(s) in 1 zone(s)" in text and f"{files - 1} loaded" in text
+            assert "1 unloaded" in text and f"showing {PAGE:,}" in text
+            table = app.screen.query_one("#landing-table")
+            assert table.row_count == PAGE
+            assert table.get_row_at(0)[1] == "part-001100.csv"  # the one to load, before the loaded ones
+            await pilot.press("U")
+            await settle(pilot)
+            assert isinstance(app.screen, ConfirmScreen)
+            assert f"({files} row(s), every pipeline)" in flat(screen_text(app))
+            await pilot.press("n")
+            assert not app.crashes
+
+    run(go())
+
+
 def test_reaper_settings_preview_and_run_now_removes_an_orphan_branch(tmp_path):
     from ratui.engine.run.engine import Engine
 

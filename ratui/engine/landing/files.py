@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Protocol
 
+from ratui.engine.errors import RatuiError
+
 TAIL_BLOCK = 64 << 10  # what one request near an object's end fetches: a Parquet footer is read from it (Arrow
 # reads the last 64 KB first too)
 
@@ -94,7 +96,7 @@ class ZoneFile:
         """The first `limit` bytes (all of a smaller file); an object's are fetched once and kept."""
         if self.source is None:
             assert self.path is not None
-            with open(self.path, "rb") as fh:
+            with self._open() as fh:
                 return fh.read(limit)
         known = self._head.get("bytes")
         if known is None or (len(known) < limit and self._head.get("limit", 0) < limit):
@@ -106,7 +108,8 @@ class ZoneFile:
         """The whole file (callers check its size first)."""
         if self.source is None:
             assert self.path is not None
-            return self.path.read_bytes()
+            with self._open() as fh:
+                return fh.read()
         known = self._whole()
         return known if known is not None else self.source.read(0, self.source.size)
 
@@ -117,8 +120,17 @@ class ZoneFile:
             yield from (io.BytesIO(known) if known is not None else self.source.lines())
             return
         assert self.path is not None
-        with open(self.path, "rb") as fh:
+        with self._open() as fh:
             yield from fh
+
+    def _open(self) -> Any:
+        """The local file, opened for reading; one this user may not read (or gone) is RAT-LND-008 naming it."""
+        assert self.path is not None
+        try:
+            return open(self.path, "rb")
+        except OSError as exc:
+            raise RatuiError("RAT-LND-008", f"landing file '{self.name}' cannot be read: {exc.strerror or exc}",
+                             file=self.where) from None
 
     def _whole(self) -> bytes | None:
         """An object's bytes when its head already held all of them."""
@@ -130,7 +142,7 @@ class ZoneFile:
         the object through ranged reads."""
         if self.source is None:
             assert self.path is not None
-            return open(self.path, "rb")
+            return self._open()
         return io.BufferedReader(RangedFile(self.source), buffer_size=8 << 10)
 
 

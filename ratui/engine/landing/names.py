@@ -7,6 +7,8 @@ to `_processed/{run_id}/{name}`, which is also the name the ledger keeps for the
 
 from __future__ import annotations
 
+from ratui.engine.errors import RatuiError
+
 PROCESSED = "_processed"
 SAMPLES = "_samples"
 RESERVED_DIRS = (PROCESSED, SAMPLES)
@@ -37,3 +39,19 @@ def is_readable_archive(file: str) -> bool:
     """An archived file a run can read again: `_processed/{run_id}/{active name}`, nothing deeper."""
     parts = file.split("/")
     return len(parts) == 3 and parts[0] == PROCESSED and is_active_name(parts[2])
+
+
+def check_file_name(name: str, zone: str, where: str) -> None:
+    """RAT-LND-012 unless a landing file's name is one the ledger, Spark and a terminal can all carry: valid UTF-8
+    (os.scandir hands undecodable bytes back as surrogates, which SQLite cannot store) with no line break or other
+    control character (an object key may have them too). `where` is what the error names: the zone's folder or
+    URL."""
+    if name.isprintable():
+        return
+    shown = ascii(name)
+    if any("\udc80" <= c <= "\udcff" for c in name):
+        raise RatuiError("RAT-LND-012", f"landing file {shown} in zone '{zone}' has a name that is not valid UTF-8",
+                         file=where)
+    if any(c in "\n\r" or (ord(c) < 32) or ord(c) == 127 for c in name):
+        raise RatuiError("RAT-LND-012", f"landing file {shown} in zone '{zone}' has a line break or control "
+                         "character in its name", file=where)

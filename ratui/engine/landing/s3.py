@@ -45,7 +45,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from ratui.engine.errors import RatuiError
 from ratui.engine.landing.files import ZoneFile
-from ratui.engine.landing.names import PROCESSED, archived_name, is_active_name, is_archived_name
+from ratui.engine.landing.names import PROCESSED, archived_name, check_file_name, is_active_name, is_archived_name
 from ratui.engine.landing.entry import Progress, ZoneEntry
 from ratui.engine.storage.s3 import S3Access
 
@@ -203,6 +203,8 @@ class S3Zone:
         except Exception as exc:
             raise self._error(exc, "list the objects") from None
         out = [f for f in found if f.name and (deep or is_active_name(f.name))]
+        for f in out:
+            check_file_name(f.name, self.name, self.url)
         return sorted(out, key=lambda f: f.name)
 
     def _entry(self, item: dict[str, Any], version: str | None) -> ZoneEntry:

@@ -1,0 +1,205 @@
+"""The landing ledger at scale (no Spark): a sync costs one write transaction of a bounded number of statements,
+whatever the number of files, and a sync that finds nothing changed writes nothing. Counted with sqlite3's
+statement trace, on zones of 100 and 2,000 files (issue 34: zones of 100,000 files; benchmarks/scale_landing.py
+times those)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from ratui.engine.errors import RatuiError
+from ratui.engine.landing.local import LocalZone
+from ratui.engine.state.db import open_db, write_tx
+from ratui.engine.state.ledger import Ledger
+from tests.scale_project import fill_zone
+
+P = "demo.bronze.events"
+WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
+
+
+class TracedLedger(Ledger):
+    """The ledger, with every SQL statement its connections run recorded (sqlite3's trace callback)."""
+
+    def __init__(self, db_path: Path):
+        self.statements: list[str] = []
+        super().__init__(db_path)
+        self.statements.clear()
+
+    def _conn(self):
+        closing_ = super()._conn()
+        closing_.conn.set_trace_callback(self.statements.append)
+        return closing_
+
+    def take(self) -> list[str]:
+        out, self.statements = self.statements, []
+        return [" ".join(s.split()).upper() for s in out]
+
+
+def writes(statements: list[str]) -> list[str]:
+    return [s for s in statements if s.startswith(WRITES)]
+
+
+def short(statements: list[str]) -> list[str]:
+    """Statements as an assertion shows them (one holding every row as JSON can be long)."""
+    return [s[:100] for s in statements]
+
+
+def transactions(statements: list[str]) -> int:
+    return sum(1 for s in statements if s.startswith("BEGIN"))
+
+
+def data_version(db: Path) -> tuple[int, int]:
+    """(the database's change counter, its size): what another connection sees of a commit."""
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute("PRAGMA data_version").fetchone()[0], os.path.getsize(db)
+    finally:
+        conn.close()
+
+
+def sync_zone(tmp_path: Path, files: int) -> tuple[TracedLedger, LocalZone, dict[str, list[str]]]:
+    """A zone of `files` files synced three ways: first, unchanged, and after a few changes."""
+    folder = fill_zone(tmp_path / f"zone{files}", files)
+    zone = LocalZone("demo", "events", folder)
+    ledger = TracedLedger(tmp_path / f"state{files}.db")
+    seen: dict[str, list[str]] = {}
+    rows = ledger.sync("demo", "events", P, zone.list(), forget_missing=True)
+    seen["first"] = ledger.take()
+    assert len(rows) == files and {r.state for r in rows} == {"unloaded"}
+    # every file loaded, as after a run's merge (inside the merge's transaction, on its connection)
+    with closing(open_db(ledger.db_path)) as conn, write_tx(conn):
+        conn.set_trace_callback(ledger.statements.append)
+        ledger.mark_loaded(conn, "r1", [("demo", "events", P, r.file) for r in rows])
+    seen["mark_loaded"] = ledger.take()
+    return ledger, zone, seen
+
+
+@pytest.mark.parametrize("files", [100, 2_000])
+def test_a_merge_marks_its_files_loaded_with_a_few_statements_on_main_and_on_a_branch(tmp_path, files):
+    ledger, zone, seen = sync_zone(tmp_path, files)
+    assert len(writes(seen["mark_loaded"])) == 1 and len(seen["mark_loaded"]) <= 5, short(seen["mark_loaded"])
+    assert {r.state for r in ledger.files("demo", "events", P)} == {"loaded"}
+    # on a branch: its own loads, every file once (one of them archived meanwhile: matched by its archived name)
+    moved = zone.archive(["part-000000.csv"], "r2")
+    ledger.mark_archived("demo", "events", "r2", moved, [P], "zone/_processed/r2")
+    ledger.take()
+    with closing(open_db(ledger.db_path)) as conn, write_tx(conn):
+        conn.set_trace_callback(ledger.statements.append)
+        ledger.mark_loaded(conn, "r3", [("demo", "events", P, f"part-{i:06d}.csv") for i in range(files)], ref="dev")
+    statements = ledger.take()
+    assert len(writes(statements)) == 1 and len(statements) <= 3, short(statements)
+    on_dev = ledger.on_ref("dev", ledger.files("demo", "events", P))
+    assert len(on_dev) == files and {e.state for e in on_dev} == {"loaded"}
+    assert {e.run_id for e in on_dev} == {"r3"}
+
+
+@pytest.mark.parametrize("files", [100, 2_000])
+def test_a_sync_is_one_transaction_of_a_few_statements_whatever_the_number_of_files(tmp_path, files):
+    ledger, zone, seen = sync_zone(tmp_path, files)
+    first = seen["first"]
+    assert transactions(first) == 1
+    # the same statements for 100 files as for 2,000: none per file
+    assert len(first) <= 8, short(first)
+    assert len(writes(first)) == 1
+
+    # a new file, a rewritten one, a removed one and one copied without its time (same bytes): one transaction
+    folder = zone.folder
+    (folder / "zz-new.csv").write_text("id,amount,category,updated_at\n1,1.5,Cat1,2026-01-01 00:00:00\n")
+    (folder / "part-000001.csv").write_text("id,amount,category,updated_at\n9,9.5,Cat0,2026-01-01 00:00:00\n")
+    (folder / "part-000002.csv").unlink()
+    os.utime(folder / "part-000003.csv", ns=(10**18, 10**18))
+    rows = {r.file: r for r in ledger.sync("demo", "events", P, zone.list(), forget_missing=True)}
+    changed = ledger.take()
+    assert transactions(changed) == 1 and len(changed) <= 10, short(changed)
+    assert rows["zz-new.csv"].state == "unloaded"
+    assert rows["part-000001.csv"].state == "unloaded"  # rewritten: a new file for the ledger
+    assert "part-000002.csv" not in rows  # landing_mode all: the zone is the truth
+    assert rows["part-000003.csv"].state == "loaded" and rows["part-000003.csv"].mtime_ns == 10**18  # same bytes
+    assert sum(1 for r in rows.values() if r.state == "loaded") == files - 2
+    assert [r.file for r in ledger.unloaded("demo", ["events"], P)] == ["part-000001.csv", "zz-new.csv"]
+
+
+@pytest.mark.parametrize("files", [100, 2_000])
+def test_a_sync_that_finds_nothing_changed_writes_nothing(tmp_path, files):
+    ledger, zone, _seen = sync_zone(tmp_path, files)
+    before = data_version(ledger.db_path)
+    rows = ledger.sync("demo", "events", P, zone.list(), forget_missing=True)
+    statements = ledger.take()
+    assert len(rows) == files and {r.state for r in rows} == {"loaded"}
+    assert writes(statements) == [] and transactions(statements) == 0, short(statements)
+    assert len(statements) <= 2
+    assert data_version(ledger.db_path) == before
+    # the rows it returns are the ledger's, as files() reads them
+    assert rows == ledger.files("demo", "events", P)
+
+
+def test_a_copy_of_the_zone_without_times_keeps_every_file_loaded(tmp_path):
+    """`cp -r` of the zone (new times, same bytes): the ledger sees the same files, in one transaction."""
+    ledger, zone, _seen = sync_zone(tmp_path, 300)
+    with closing(open_db(ledger.db_path)) as conn, write_tx(conn):
+        ledger.fork(conn, "main", "dev")  # a branch that loaded them too
+    copy = tmp_path / "copy"
+    shutil.copytree(zone.folder, copy, copy_function=shutil.copyfile)  # times not kept
+    ledger.take()
+    rows = ledger.sync("demo", "events", P, LocalZone("demo", "events", copy).list(), forget_missing=True)
+    statements = ledger.take()
+    assert {r.state for r in rows} == {"loaded"}
+    assert {e.state for e in ledger.on_ref("dev", rows)} == {"loaded"}  # the branch's loads took the new times
+    assert transactions(statements) == 1 and len(statements) <= 10, short(statements)
+
+
+def test_the_listing_refuses_a_name_the_ledger_cannot_carry(tmp_path):
+    folder = fill_zone(tmp_path / "zone", 3)
+    zone = LocalZone("demo", "events", folder)
+    weird = folder / "two\nlines.csv"
+    weird.write_text("id\n1\n")
+    with pytest.raises(RatuiError) as caught:
+        zone.list()
+    assert caught.value.code == "RAT-LND-012" and "two\\nlines.csv" in str(caught.value)
+    weird.unlink()
+    try:
+        (folder / os.fsdecode(b"caf\xe9.csv")).write_text("id\n1\n")
+    except (UnicodeEncodeError, OSError):
+        pytest.skip("this file system refuses a name that is not UTF-8")
+    with pytest.raises(RatuiError) as caught:
+        zone.list()
+    assert caught.value.code == "RAT-LND-012" and "not valid UTF-8" in str(caught.value)
+
+
+def test_the_listing_reports_a_broken_or_looping_symlink_and_leaves_out_what_is_not_a_file(tmp_path):
+    folder = fill_zone(tmp_path / "zone", 3)
+    zone = LocalZone("demo", "events", folder)
+    (folder / "sub").mkdir()
+    (folder / "dirlink").symlink_to(folder / "sub")
+    (folder / "good.csv").symlink_to(folder / "part-000000.csv")
+    assert [e.name for e in zone.list()] == ["good.csv", "part-000000.csv", "part-000001.csv", "part-000002.csv"]
+    (folder / "loop.csv").symlink_to(folder / "loop.csv")
+    with pytest.raises(RatuiError) as caught:
+        zone.list()
+    assert caught.value.code == "RAT-LND-008"
+    (folder / "loop.csv").unlink()
+    (folder / "gone.csv").symlink_to(folder / "nowhere.csv")
+    with pytest.raises(RatuiError) as caught:
+        zone.list()
+    assert caught.value.code == "RAT-LND-008" and "broken symlink" in str(caught.value)
+
+
+def test_files_that_come_and_go_while_the_zone_is_synced(tmp_path):
+    """The listing is what the sync records: a file removed after it is still a row (its bytes unread, no digest),
+    the next sync forgets it (landing_mode all); a file that arrives after it is the next sync's."""
+    folder = fill_zone(tmp_path / "zone", 5)
+    zone = LocalZone("demo", "events", folder)
+    ledger = Ledger(tmp_path / "state.db")
+    listed = zone.list()
+    (folder / "part-000001.csv").unlink()
+    (folder / "late.csv").write_text("id\n9\n")
+    rows = {r.file: r for r in ledger.sync("demo", "events", P, listed, forget_missing=True)}
+    assert sorted(rows) == [f"part-{i:06d}.csv" for i in range(5)]
+    rows = {r.file: r for r in ledger.sync("demo", "events", P, zone.list(), forget_missing=True)}
+    assert "part-000001.csv" not in rows and rows["late.csv"].state == "unloaded"

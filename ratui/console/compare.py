@@ -338,8 +338,18 @@ def _inputs(a: dict[str, Any], b: dict[str, Any], missing: list[str]) -> Section
                                 SAME if same else CHANGED))
     za, zb = ia.get("zones") or {}, ib.get("zones") or {}
     for zone in sorted(set(za) | set(zb)):
-        fa = {tuple(map(str, f)) for f in za.get(zone) or []}
-        fb = {tuple(map(str, f)) for f in zb.get(zone) or []}
+        da, db = za.get(zone), zb.get(zone)
+        if isinstance(da, dict) or isinstance(db, dict):  # a large zone is recorded as its file count and a hash
+            count_a = da.get("files") if isinstance(da, dict) else len(da or [])
+            count_b = db.get("files") if isinstance(db, dict) else len(db or [])
+            same = zone in za and zone in zb and da == db
+            section.rows.append(Row(f"landing {zone} (files)", f"{count_a:,}" if zone in za else "-",
+                                    f"{count_b:,}" if zone in zb else "-",
+                                    "same files" if same else ("other files" if zone in za and zone in zb else ""),
+                                    SAME if same else CHANGED))
+            continue
+        fa = {tuple(map(str, f)) for f in da or []}
+        fb = {tuple(map(str, f)) for f in db or []}
         if zone in za and zone in zb:
             new, gone = len(fb - fa), len(fa - fb)
             change = "same files" if not new and not gone else f"+{new} new, −{gone} gone"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import hashlib
+import json
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +38,26 @@ def entry_of(item: Any) -> ZoneEntry:
         st = item.stat()
         return ZoneEntry(item.name, st.st_size, st.st_mtime_ns, path=item)
     return ZoneEntry(item.name, item.size, item.mtime_ns, getattr(item, "etag", None), getattr(item, "version", None))
+
+
+# a run records its zones' digests (run history `inputs`) file by file up to this many files; a larger zone's is
+# recorded as its file count and a hash: 100,000 files would be megabytes per run, read at every decision
+RECORDED_FILES_UP_TO = 1000
+
+
+def recorded_digest(digest: list[list[Any]]) -> list[list[Any]] | dict[str, Any]:
+    """A zone digest as a run records it: the digest itself, or for a large zone {"files": N, "sha256": ...}."""
+    if len(digest) <= RECORDED_FILES_UP_TO:
+        return digest
+    text = json.dumps(digest, separators=(",", ":"))
+    return {"files": len(digest), "sha256": hashlib.sha256(text.encode()).hexdigest()}
+
+
+def same_digest(recorded: Any, digest: list[list[Any]]) -> bool:
+    """Whether a recorded digest (either form) is that of `digest`."""
+    if isinstance(recorded, dict):
+        return recorded == recorded_digest(digest) if len(digest) > RECORDED_FILES_UP_TO else False
+    return recorded == digest
 
 
 def zone_digest(files: Iterable[Any]) -> list[list[Any]]:

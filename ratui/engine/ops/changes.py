@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ratui.engine.errors import RatuiError
+from ratui.engine.landing.entry import same_digest
 from ratui.engine.landing.zone import open_zone, zone_digest
 from ratui.engine.project.discovery import Pipeline
 from ratui.engine.project.settings import Settings
@@ -183,7 +184,7 @@ def _natural(state: ProjectState, pipeline: Pipeline, on_change: str, ref: str, 
         zones_now = zones_now if zones_now is not None else zone_state(state.settings, pipeline, inputs)
     except RatuiError as exc:  # an object store that cannot be listed: run, and let the run say why it failed
         return Decision(key, on_change, f"landing zone not listed ({exc.code})")
-    new_files = [z for z in pipeline.zones if zones_then.get(z) != zones_now.get(z)]
+    new_files = [z for z in pipeline.zones if not same_digest(zones_then.get(z), zones_now.get(z) or [])]
     if new_files:
         return Decision(key, on_change, f"landing files changed: {', '.join(new_files)}")
     return Decision(key, "skip", f"unchanged since run {last['id']}")

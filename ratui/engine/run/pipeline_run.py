@@ -33,6 +33,7 @@ from ratui.engine.events import (
 )
 from ratui.engine.iceberg.schema import check_columns
 from ratui.engine.ops.changes import definition_hashes, version_of
+from ratui.engine.landing.entry import recorded_digest
 from ratui.engine.project.compiler import CompiledProject, compile_pipeline
 from ratui.engine.landing.names import is_archived_name
 from ratui.engine.landing.zone import open_zone
@@ -201,7 +202,8 @@ class PipelineRun:
             _file, config = self.pipeline.loaded()
             archived = {e[3] for e in consumed} if config.archive_landing_zones else set()
             zone_inputs = self.sources.zone_inputs if self.sources else {}
-            zones = {z: [f for f in digest if f[0] not in archived] for z, digest in zone_inputs.items()}
+            zones = {z: recorded_digest([f for f in digest if f[0] not in archived])
+                     for z, digest in zone_inputs.items()}
             tables = {ref: self.fork_pointers.get(ref) for ref in self.pipeline.refs}
             self.history.update_run(self.run_id, fingerprint=definition_hashes(self.pipeline),
                                     inputs={"tables": tables, "zones": zones})

@@ -203,3 +203,23 @@ def test_files_that_come_and_go_while_the_zone_is_synced(tmp_path):
     assert sorted(rows) == [f"part-{i:06d}.csv" for i in range(5)]
     rows = {r.file: r for r in ledger.sync("demo", "events", P, zone.list(), forget_missing=True)}
     assert "part-000001.csv" not in rows and rows["late.csv"].state == "unloaded"
+
+
+def test_a_large_zones_digest_is_recorded_as_its_count_and_hash_and_still_compares_file_by_file():
+    """A run records a zone of more than 1,000 files as {"files", "sha256"} (not megabytes per run); change
+    detection tells the same files from any change, and a run recorded before (the whole list) still compares."""
+    import json
+
+    from ratui.engine.landing.entry import RECORDED_FILES_UP_TO, recorded_digest, same_digest
+
+    big = [[f"part-{i:06d}.csv", 100 + i, 1_700_000_000_000_000_000 + i] for i in range(RECORDED_FILES_UP_TO + 1)]
+    small = big[:10]
+    recorded = json.loads(json.dumps(recorded_digest(big)))  # as stored in the run's inputs and read back
+    assert recorded["files"] == len(big) and len(json.dumps(recorded)) < 200
+    assert same_digest(recorded, [list(f) for f in big])
+    touched = [list(f) for f in big]
+    touched[500][2] += 1
+    assert not same_digest(recorded, touched)
+    assert not same_digest(recorded, big[:-1]) and not same_digest(recorded, small)
+    assert json.loads(json.dumps(recorded_digest(small))) == small and same_digest(small, small)
+    assert same_digest(json.loads(json.dumps(big)), big)  # recorded whole by an earlier ratui

@@ -327,16 +327,27 @@ class PipelinesScreen(ConsoleScreen):
         tree.loading = False
         if not self.query_one("#pipelines-filter", Input).has_focus:
             tree.focus()
+        tree.scroll_home(animate=False, immediate=True)
         if target is not None:
             tree.move_cursor_to_line(0)  # lays the lines out, so the target node knows its line
-            tree.move_cursor(target)
+            tree.cursor_line = target.line  # no scroll yet: the tree may not have its height (see below)
             self.selected = target.data
         elif tree.root.children:
             tree.move_cursor_to_line(0)
             self.selected = tree.root.children[0].data
         else:
             self.selected = None
+        self.call_after_refresh(self._scroll_to_cursor)
         self.show_detail()
+
+    def _scroll_to_cursor(self) -> None:
+        """Down to the cursor only as far as needed: the namespace and layer above the first pipeline stay in
+        view. (Computed from the tree's size: while it was covered by its loading indicator it had no region, and
+        the tree's own scroll to a node put the node's line at the top.)"""
+        tree = self.query_one(PipelineTree)
+        line, height = tree.cursor_line, tree.size.height
+        if line >= 0 and height > 0:
+            tree.scroll_to(y=max(0, line - height + 2) if line >= height - 1 else 0, animate=False, immediate=True)
 
     def _group(self, keys: list[str] | None = None) -> dict[str, dict[str, list[str]]]:
         """namespace -> layer -> pipeline keys (namespaces by name, layers bronze/silver/gold first, pipelines

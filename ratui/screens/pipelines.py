@@ -144,6 +144,7 @@ class PipelinesScreen(ConsoleScreen):
         self.selected: tuple | None = None
         self.name_width = 20
         self._recent_timer = None
+        self._last_pipeline: tuple | None = None  # the last pipeline selected (kept across filters)
         self._recent_loaded = False  # the history's last runs arrived at least once
         self._recent_pending = False  # a read of them is on its way
 
@@ -289,7 +290,7 @@ class PipelinesScreen(ConsoleScreen):
         others are filled when first expanded). Keeps the selection when it is still there."""
         compiled = self.compiled
         tree = self.query_one(PipelineTree)
-        keep = self.selected
+        keep = self.selected if self.selected and self.selected[0] == "pipeline" else self._last_pipeline
         self.groups = self._group()
         self.name_width = self._name_width()
         tree.clear()
@@ -331,7 +332,7 @@ class PipelinesScreen(ConsoleScreen):
         if target is not None:
             tree.move_cursor_to_line(0)  # lays the lines out, so the target node knows its line
             tree.cursor_line = target.line  # no scroll yet: the tree may not have its height (see below)
-            self.selected = target.data
+            self.selected = self._last_pipeline = target.data
         elif tree.root.children:
             tree.move_cursor_to_line(0)
             self.selected = tree.root.children[0].data
@@ -564,6 +565,8 @@ class PipelinesScreen(ConsoleScreen):
 
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:
         self.selected = event.node.data
+        if self.selected and self.selected[0] == "pipeline":
+            self._last_pipeline = self.selected
         self.show_detail()
 
     def on_tree_node_expanded(self, event: Tree.NodeExpanded) -> None:

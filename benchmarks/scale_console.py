@@ -116,7 +116,7 @@ def figures(args, workdir: Path) -> list:
                   f"{seed_seconds:.1f} s", flush=True)
         launches = [_launch(root) for _ in range(repeat)]
 
-        def median(name: str, since: str | None = None) -> float:
+        def median(name: str, since: str | None = None, launches: list[dict] = launches) -> float:
             return statistics.median(m[name] - (m[since] if since else 0.0) for m in launches)
 
         goal = GOAL if size == GOAL_SIZE else None

@@ -218,7 +218,8 @@ class Navigation:
         for title, screen in (*screens, ("Run detail", RunScreen),
                               ("History (l on Branches, h on Pipelines)", HistoryScreen)):
             sections.append((title, [(key_text(b), b.description) for b in screen.BINDINGS]))
-        sections[1][1].extend([("↑ ↓", "Move in the tree"), ("enter", "Open the pipeline's latest run")])
+        sections[1][1].extend([("↑ ↓", "Move in the tree"), ("← →", "Collapse / expand the namespace or layer"),
+                               ("enter", "Open the pipeline's latest run")])
         sections[2][1].append(("enter", "Open the run"))
         sections[4][1].append(("enter", "Switch to it (a run's branch: open its run)"))
         return sections

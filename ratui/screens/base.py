@@ -152,6 +152,11 @@ class ConsoleScreen(Guarded, Loader, Screen):
         return out
 
     def on_mount(self) -> None:
+        # Textual calls every class's on_mount along the MRO, and a screen's own on_mount calls this one too:
+        # subscribe once (twice, every project load, run change and commit was handled twice: two reads each)
+        if getattr(self, "_console_mounted", False):
+            return
+        self._console_mounted = True
         self.fit(is_narrow(self.app.size.width))
         app = self.app
         app.project_loaded.subscribe(self, self._project_loaded)

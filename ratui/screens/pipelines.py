@@ -1,5 +1,14 @@
 """Pipelines: the project as a tree (namespace > layer > pipeline) and the selected pipeline's detail.
 
+The tree is filled lazily: a layer's pipelines become nodes when the layer is first expanded, so a project of
+thousands of pipelines paints its outline at once. A small project opens fully expanded; a large one (more than
+EXPAND_ALL_UP_TO pipelines) opens with its namespaces expanded and their layers collapsed, each layer saying how
+many pipelines it holds and how many last failed, except the layer of the pipeline under the cursor. `/` filters by a
+case-insensitive substring of the key (namespace.layer.name), as typed; esc clears. left/right collapse and expand
+a node, [ and ] collapse and expand the whole tree one level (pipelines, then layers). Last statuses, durations
+and sparklines come from one history query for every pipeline (History.recent_by_pipeline), started at mount in a
+worker, beside the compile.
+
 The line under the tabs names the working ref: runs started here fork from it and merge into it (main, or a branch of
 yours chosen on Branches). `P` publishes the selection atomically on it; `h` opens the selected table's history."""
 
@@ -19,7 +28,7 @@ from textual.app import ComposeResult
 from textual.app import SuspendNotSupported
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Footer, Static, Tree
+from textual.widgets import Footer, Input, Static, Tree
 from textual.widgets.tree import TreeNode
 
 from ratui.console.format import fmt_count, fmt_ms, fmt_time, glyph, short_key, sparkline
@@ -27,7 +36,7 @@ from ratui.engine.errors import RatuiError
 from ratui.engine.vocabulary import LAYERS
 from ratui.engine.vocabulary import MAIN
 from ratui.messages import PublishLaunched, RecentRunsLoaded
-from ratui.screens.base import ConsoleScreen, is_narrow, changes
+from ratui.screens.base import ConsoleScreen, changes, close_field, is_narrow, open_field
 from ratui.widgets.code import code_view
 from ratui.widgets.chrome import NavBar, StatusLine
 
@@ -47,10 +56,57 @@ def error_text(error: RatuiError, root=None) -> Text:
     return text
 
 
+# a project of up to this many pipelines opens fully expanded; a larger one by layer (the module's doc)
+EXPAND_ALL_UP_TO = 200
+# a namespace's or layer's detail lists this many of its pipelines (the rest: the tree, or the filter)
+DETAIL_ROWS = 60
+
+
 class PipelineTree(Tree):
+    """The project's tree; `populate(node)` fills a layer's pipelines before it first expands (lazy)."""
+
     BINDINGS = [
         Binding("space", "toggle_node", "Expand", show=False),
+        Binding("left", "fold", "Collapse", show=False),
+        Binding("right", "unfold", "Expand", show=False),
     ]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.populate: Any = lambda node: None
+
+    def _toggle_node(self, node: TreeNode) -> None:
+        if node.allow_expand and not node.is_expanded:
+            self.populate(node)
+        super()._toggle_node(node)
+
+    def action_toggle_expand_all(self) -> None:
+        node = self.cursor_node
+        if node is not None and node.parent is not None and all(n.is_collapsed for n in node.siblings):
+            for sibling in node.siblings:
+                self.populate(sibling)
+        super().action_toggle_expand_all()
+
+    def action_fold(self) -> None:
+        """left: collapse the node under the cursor; on a collapsed node or a pipeline, go to its parent."""
+        node = self.cursor_node
+        if node is None:
+            return
+        if node.allow_expand and node.is_expanded:
+            node.collapse()
+        elif node.parent is not None and node.parent is not self.root:
+            self.move_cursor(node.parent)
+
+    def action_unfold(self) -> None:
+        """right: expand the node under the cursor; on an expanded one, go to its first child."""
+        node = self.cursor_node
+        if node is None or not node.allow_expand:
+            return
+        if not node.is_expanded:
+            self.populate(node)
+            node.expand()
+        elif node.children:
+            self.move_cursor(node.children[0])
 
 
 class PipelinesScreen(ConsoleScreen):
@@ -70,24 +126,38 @@ class PipelinesScreen(ConsoleScreen):
         Binding("P", "publish", "Publish atomically", id="pipelines.publish", key_display="P", show=False),
         Binding("enter", "open_run", "Open run", id="pipelines.open_run", show=False),
         Binding("ctrl+r", "reload", "Reload", id="pipelines.reload"),
+        Binding("slash", "filter", "Filter by name", id="pipelines.filter", key_display="/", show=False),
+        Binding("escape", "clear_filter", "Clear the filter", id="pipelines.clear_filter", show=False),
+        Binding("left_square_bracket", "fold_all", "Collapse all one level", id="pipelines.fold_all",
+                key_display="[", show=False),
+        Binding("right_square_bracket", "unfold_all", "Expand all one level", id="pipelines.unfold_all",
+                key_display="]", show=False),
     ]
 
     def __init__(self) -> None:
         super().__init__()
         self.recent: dict[str, list[dict[str, Any]]] = {}
         self.compiled = None
-        self.nodes: dict[str, TreeNode] = {}
+        self.nodes: dict[str, TreeNode] = {}  # the tree's nodes by key ("ns", "ns.layer", pipeline keys filled)
+        self.groups: dict[str, dict[str, list[str]]] = {}  # namespace -> layer -> pipeline keys (by name)
+        self.filter = ""  # the name filter (`/`), as typed
         self.selected: tuple | None = None
         self.name_width = 20
         self._recent_timer = None
+        self._last_pipeline: tuple | None = None  # the last pipeline selected (kept across filters)
+        self._recent_loaded = False  # the history's last runs arrived at least once
+        self._recent_pending = False  # a read of them is on its way
 
     DEFAULT_CSS = """
     #pipelines-ref { height: 1; padding: 0 1; }
+    #pipelines-filter { height: 3; margin: 0 1; }
     """
 
     def compose(self) -> ComposeResult:
         yield NavBar("pipelines")
         yield Static(self._ref_text(MAIN), id="pipelines-ref")
+        yield Input(placeholder="filter pipelines by name (as you type; enter keeps it, esc clears)",
+                    id="pipelines-filter", classes="hidden")
         with Horizontal(id="pipelines-main"):
             tree: PipelineTree = PipelineTree("project", id="pipeline-tree")
             tree.show_root = False
@@ -105,29 +175,69 @@ class PipelinesScreen(ConsoleScreen):
     # ------------------------------------------------------------------------------------ working ref
 
     @staticmethod
-    def _ref_text(ref: str) -> Text:
+    def _ref_text(ref: str, shown: tuple[str, int, int] | None = None, large: bool = False) -> Text:
+        """The working ref; `shown`: (filter, pipelines it matches, pipelines in all) while a filter is on."""
         text = Text()
+        if shown is not None:
+            what, matched, total = shown
+            text.append("filter ", style="bold yellow")
+            text.append(what, style="bold reverse yellow")
+            text.append(f" {matched:,} of {total:,} · esc clears · ", style="yellow")
         if ref == MAIN:
             text.append("⎇ on main", style="bold cyan")
-            text.append(" · runs merge into main · 4 Branches switches · h history · P publish", style="dim")
+            hints = " · / filter · [ ] fold" if large and shown is None else ""
+            text.append(f" · runs merge into main{hints} · 4 Branches switches · h history · P publish",
+                        style="dim")
         else:
             text.append(f" ⎇ on {ref} ", style="bold reverse yellow")
             text.append(f" runs fork from and merge into {ref}; main untouched · P publish", style="dim")
         return text
 
     def show_ref(self) -> None:
-        self.query_one("#pipelines-ref", Static).update(self._ref_text(self.app.controller.ref))
+        shown = None
+        if self.filter and self.compiled is not None:
+            shown = (self.filter, len(self._matching()), len(self.compiled.pipelines))
+        large = self.compiled is not None and len(self.compiled.pipelines) > EXPAND_ALL_UP_TO
+        self.query_one("#pipelines-ref", Static).update(self._ref_text(self.app.controller.ref, shown, large))
 
     def on_screen_resume(self) -> None:
         self.show_ref()  # the working ref may have changed on Branches
 
     # ------------------------------------------------------------------------------------------ data
 
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.query_one("#pipelines-filter", Input).cursor_blink = self.app.cursor_blink
+        self.query_one(PipelineTree).populate = self._populate
+        # the SQL's colours follow the theme (ansi_dark / ansi_light)
+        self.watch(self.app, "theme", lambda _: self.show_detail() if self.compiled is not None else None,
+                   init=False)
+        # the history is read beside the compile (one query for every pipeline: it needs no project)
+        if self.app.compiled is None:
+            self._load_recent()
+
+    def _load_recent(self) -> None:
+        self._recent_pending = True
+        self.load(RecentRunsLoaded, self.app.controller.recent)
+
     def project_ready(self, compiled) -> None:
+        first = self.compiled is None
         self.compiled = compiled
         self.show_ref()
         self.build_tree()
-        self.load(RecentRunsLoaded, self.app.controller.recent)
+        self.call_after_refresh(self.app.mark, "tree_painted")
+        if first and self._recent_loaded:  # read at mount, beside the compile, and here first
+            self._recent_shown()
+        elif not (first and self._recent_pending):  # (again) now; or it is on its way
+            self._load_recent()
+
+    def load_failed(self, kind, error: BaseException) -> bool:
+        if kind is PublishLaunched and isinstance(error, RatuiError):  # nothing was queued, nothing changed
+            self.notify(f"NOT published: {error.code} {error.message}\nhint: {error.hint}", title="Publish",
+                        severity="error", timeout=12, markup=False)
+            return True
+        # the engine did not open: the boot's own error (the error screen) says why, once
+        return kind is RecentRunsLoaded and self.app.controller.engine is None
 
     def project_error(self, error: BaseException) -> None:
         super().project_error(error)
@@ -141,13 +251,17 @@ class PipelinesScreen(ConsoleScreen):
         head.update(text)
 
     @on(RecentRunsLoaded)
-    def _recent_loaded(self, message: RecentRunsLoaded) -> None:
-        recent = message.value
-        self.recent = recent
+    def _recent_loaded_message(self, message: RecentRunsLoaded) -> None:
+        self.recent = message.value
+        self._recent_loaded = True
+        self._recent_pending = False
+        if self.compiled is not None:
+            self._recent_shown()
+
+    def _recent_shown(self) -> None:
         self.refresh_labels()
         self.show_detail()
-        tree = self.query_one(PipelineTree)
-        tree.loading = False
+        self.query_one(PipelineTree).loading = False
         self.app.mark("pipelines_ready")
 
     def state_changed(self, item) -> None:
@@ -157,75 +271,230 @@ class PipelinesScreen(ConsoleScreen):
 
     def _reload_recent(self) -> None:
         self._recent_timer = None
-        self.load(RecentRunsLoaded, self.app.controller.recent)
+        self._load_recent()
 
     def runs_changed(self, change) -> None:
         if self.compiled is None:
             return
-        self.refresh_labels()
+        runs = [self.app.store.get(r) for r in change.changed]
+        self.refresh_labels({run.pipeline for run in runs if run is not None})
         if change.ended:
-            self.load(RecentRunsLoaded, self.app.controller.recent)
+            self._load_recent()
         elif self.selected and self.selected[0] == "pipeline":
             self.show_detail()
 
     # ------------------------------------------------------------------------------------------ tree
 
     def build_tree(self) -> None:
+        """The tree's outline: namespaces and layers, and the pipelines of the layers shown expanded (lazy: the
+        others are filled when first expanded). Keeps the selection when it is still there."""
         compiled = self.compiled
         tree = self.query_one(PipelineTree)
-        keep = self.selected
+        keep = self.selected if self.selected and self.selected[0] == "pipeline" else self._last_pipeline
+        self.groups = self._group()
+        self.name_width = self._name_width()
         tree.clear()
         self.nodes = {}
-        self.name_width = self._name_width()
-        if compiled.errors:
+        matching = self._matching()
+        shown = self._group(matching) if self.filter else self.groups
+        if compiled.errors and not self.filter:
             problems = tree.root.add(Text(f"⚠ {len(compiled.errors)} project problem(s)", style="bold red"),
                                      data=("problems",), expand=True)
             for error in compiled.errors:
                 problems.add_leaf(Text(f"{error.code} {error.message}", style="red"), data=("problem", error))
-        by_ns: dict[str, dict[str, list]] = {}
-        for pipeline in compiled.pipelines.values():
-            by_ns.setdefault(pipeline.namespace, {}).setdefault(pipeline.layer, []).append(pipeline)
-        for ns in sorted(by_ns):
-            ns_node = tree.root.add(Text(ns, style="bold"), data=("namespace", ns), expand=True)
+        target_key = None
+        if keep and keep[0] == "pipeline" and keep[1] in matching:
+            target_key = keep[1]
+        elif matching:
+            if self.filter:
+                target_key = next((k for ns in shown for keys in shown[ns].values() for k in keys), None)
+            else:
+                first = compiled.graph.order()[:1] or sorted(compiled.pipelines)[:1]
+                target_key = first[0] if first else None
+        everything = len(matching) <= EXPAND_ALL_UP_TO
+        target_group = tuple(target_key.split(".")[:2]) if target_key else None
+        for ns in shown:
+            ns_node = tree.root.add(self._group_label(ns), data=("namespace", ns), expand=True)
             self.nodes[ns] = ns_node
-            for layer in sorted(by_ns[ns], key=lambda x: LAYERS.index(x) if x in LAYERS else 99):
-                items = sorted(by_ns[ns][layer], key=lambda p: p.name)
-                layer_node = ns_node.add(Text(f"{layer} ({len(items)})", style="bold"), data=("layer", ns, layer),
-                                         expand=True)
+            for layer in shown[ns]:
+                layer_node = ns_node.add(self._group_label(ns, layer), data=("layer", ns, layer), expand=False)
                 self.nodes[f"{ns}.{layer}"] = layer_node
-                for pipeline in items:
-                    node = layer_node.add_leaf(self.label(pipeline.key), data=("pipeline", pipeline.key))
-                    self.nodes[pipeline.key] = node
-        target = None
-        if keep and keep[0] == "pipeline" and keep[1] in self.nodes:
-            target = self.nodes[keep[1]]
-        elif compiled.pipelines:
-            first = compiled.graph.order()[:1] or sorted(compiled.pipelines)[:1]
-            target = self.nodes.get(first[0]) if first else None
+                if everything or (ns, layer) == target_group:
+                    self._populate(layer_node)
+                    layer_node.expand()
+        if self.filter and not matching:
+            tree.root.add_leaf(Text(f"no pipeline matches “{self.filter}”", style="dim"), data=("nomatch",))
+        target = self.nodes.get(target_key) if target_key else None
         tree.loading = False
-        tree.focus()
+        if not self.query_one("#pipelines-filter", Input).has_focus:
+            tree.focus()
+        tree.scroll_home(animate=False, immediate=True)
         if target is not None:
             tree.move_cursor_to_line(0)  # lays the lines out, so the target node knows its line
-            tree.move_cursor(target)
-            self.selected = target.data
+            tree.cursor_line = target.line  # no scroll yet: the tree may not have its height (see below)
+            self.selected = self._last_pipeline = target.data
+        elif tree.root.children:
+            tree.move_cursor_to_line(0)
+            self.selected = tree.root.children[0].data
+        else:
+            self.selected = None
+        self.call_after_refresh(self._scroll_to_cursor)
         self.show_detail()
+
+    def _scroll_to_cursor(self) -> None:
+        """Down to the cursor only as far as needed: the namespace and layer above the first pipeline stay in
+        view. (Computed from the tree's size: while it was covered by its loading indicator it had no region, and
+        the tree's own scroll to a node put the node's line at the top.)"""
+        tree = self.query_one(PipelineTree)
+        line, height = tree.cursor_line, tree.size.height
+        if line >= 0 and height > 0:
+            tree.scroll_to(y=max(0, line - height + 2) if line >= height - 1 else 0, animate=False, immediate=True)
+
+    def _group(self, keys: list[str] | None = None) -> dict[str, dict[str, list[str]]]:
+        """namespace -> layer -> pipeline keys (namespaces by name, layers bronze/silver/gold first, pipelines
+        by name) of `keys` (default: every pipeline)."""
+        pipelines = self.compiled.pipelines
+        by_ns: dict[str, dict[str, list]] = {}
+        for key in (pipelines if keys is None else keys):
+            pipeline = pipelines[key]
+            by_ns.setdefault(pipeline.namespace, {}).setdefault(pipeline.layer, []).append(pipeline)
+        out: dict[str, dict[str, list[str]]] = {}
+        for ns in sorted(by_ns):
+            layers = sorted(by_ns[ns], key=lambda x: (LAYERS.index(x) if x in LAYERS else 99, x))
+            out[ns] = {layer: [p.key for p in sorted(by_ns[ns][layer], key=lambda p: p.name)] for layer in layers}
+        return out
+
+    def _matching(self) -> list[str]:
+        """The pipelines the filter lets through: a case-insensitive substring of the key (plain text, never a
+        pattern), every pipeline without a filter."""
+        keys = list(self.compiled.pipelines) if self.compiled is not None else []
+        needle = self.filter.strip().casefold()
+        if not needle:
+            return keys
+        return [k for k in keys if needle in k.casefold()]
+
+    def _populate(self, node: TreeNode) -> None:
+        """Fill a layer's pipelines (the filter's matches) when it is first expanded."""
+        data = node.data
+        if not data or data[0] != "layer" or node.children:
+            return
+        keys = self.groups.get(data[1], {}).get(data[2], [])
+        if self.filter:
+            needle = self.filter.strip().casefold()
+            keys = [k for k in keys if needle in k.casefold()]
+        for key in keys:
+            self.nodes[key] = node.add_leaf(self.label(key), data=("pipeline", key))
+
+    def _group_label(self, ns: str, layer: str | None = None) -> Text:
+        """A namespace or layer: its pipelines (shown by the filter) and how many last failed."""
+        if layer is None:
+            keys = [k for keys in self.groups.get(ns, {}).values() for k in keys]
+        else:
+            keys = self.groups.get(ns, {}).get(layer, [])
+        if self.filter:
+            needle = self.filter.strip().casefold()
+            keys = [k for k in keys if needle in k.casefold()]
+        text = Text(ns if layer is None else layer, style="bold")
+        text.append(f" ({len(keys)})", style="bold")
+        failed = sum(1 for k in keys if (self.recent.get(k) or [{}])[0].get("status") == "failed")
+        active = {run.pipeline for run in self.app.store.active()}
+        running = sum(1 for k in keys if k in active)
+        if running:
+            icon, style = glyph("running")
+            text.append(f" {icon} {running}", style=style)
+        if failed:
+            icon, style = glyph("failed")
+            text.append(f" {icon} {failed}", style=style)
+        return text
 
     def _name_width(self) -> int:
         names = [p.name for p in self.compiled.pipelines.values()] if self.compiled else []
         return min(20 if self.narrow else 28, max([14, *map(len, names)]))
 
     def select_key(self, key: str) -> None:
-        """Select a pipeline in the tree (the jump to a pipeline by name)."""
+        """Select a pipeline in the tree (the jump to a pipeline by name): its layer is filled and expanded (a
+        filter that hides it is cleared)."""
+        if self.compiled is None or key not in self.compiled.pipelines:
+            return
+        if key not in self.nodes and self.filter and key not in self._matching():
+            self._set_filter("")
+        tree = self.query_one(PipelineTree)
+        if key not in self.nodes:
+            ns, layer = key.split(".")[:2]
+            layer_node = self.nodes.get(f"{ns}.{layer}")
+            if layer_node is None:
+                return
+            self._populate(layer_node)
         node = self.nodes.get(key)
         if node is None:
             return
-        tree = self.query_one(PipelineTree)
-        if node.parent is not None:
-            node.parent.expand()
+        parent = node.parent
+        while parent is not None:
+            parent.expand()
+            parent = parent.parent
+        tree.move_cursor_to_line(0)
         tree.move_cursor(node)
         tree.focus()
         self.selected = node.data
         self.show_detail()
+
+    # ---------------------------------------------------------------------------------- filter, fold
+
+    def action_filter(self) -> None:
+        if self.compiled is not None:
+            open_field(self.query_one("#pipelines-filter", Input), self.filter)
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "pipelines-filter":
+            event.stop()
+            if event.value != self.filter and not event.input.has_class("hidden"):
+                self._set_filter(event.value)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "pipelines-filter":
+            event.stop()
+            close_field(event.input, self.query_one(PipelineTree))
+
+    def action_clear_filter(self) -> None:
+        field = self.query_one("#pipelines-filter", Input)
+        if not field.has_class("hidden"):
+            close_field(field, self.query_one(PipelineTree))
+        if self.filter:
+            self._set_filter("")
+
+    def _set_filter(self, text: str) -> None:
+        self.filter = text
+        if self.compiled is not None:
+            self.build_tree()
+            self.show_ref()
+
+    def action_fold_all(self) -> None:
+        """[: collapse the whole tree one level: every layer (the namespaces show their layers), then every
+        namespace."""
+        tree = self.query_one(PipelineTree)
+        layers = [n for k, n in self.nodes.items() if n.data and n.data[0] == "layer"]
+        spaces = [n for n in tree.root.children if n.data and n.data[0] == "namespace"]
+        open_layers = [n for n in layers if n.is_expanded and n.parent is not None and n.parent.is_expanded]
+        cursor = tree.cursor_node
+        for node in open_layers or spaces:
+            node.collapse()
+        if cursor is not None and cursor.data and cursor.data[0] == "pipeline" and cursor.parent is not None:
+            tree.move_cursor(cursor.parent if open_layers else cursor.parent.parent)
+        elif cursor is not None and cursor.data and cursor.data[0] == "layer" and not open_layers:
+            tree.move_cursor(cursor.parent)
+
+    def action_unfold_all(self) -> None:
+        """]: expand the whole tree one level: every namespace, then every layer (filled as they open)."""
+        tree = self.query_one(PipelineTree)
+        spaces = [n for n in tree.root.children if n.data and n.data[0] == "namespace"]
+        closed = [n for n in spaces if not n.is_expanded]
+        if closed:
+            for node in closed:
+                node.expand()
+            return
+        for node in [n for n in self.nodes.values() if n.data and n.data[0] == "layer"]:
+            self._populate(node)
+            node.expand()
 
     def label(self, key: str) -> Text:
         pipeline = self.compiled.pipelines[key]
@@ -269,29 +538,39 @@ class PipelinesScreen(ConsoleScreen):
     def narrow(self) -> bool:
         return is_narrow(self.app.size.width)
 
-    def on_mount(self) -> None:
-        super().on_mount()
-        # the SQL's colours follow the theme (ansi_dark / ansi_light)
-        self.watch(self.app, "theme", lambda _: self.show_detail() if self.compiled is not None else None,
-                   init=False)
-
     def fit(self, narrow: bool) -> None:
         super().fit(narrow)
         if self.compiled is not None and self.nodes:
             self.name_width = self._name_width()
             self.refresh_labels()
 
-    def refresh_labels(self) -> None:
+    def refresh_labels(self, keys: set[str] | None = None) -> None:
+        """The labels of the pipelines in the tree (default: all of them filled so far; `keys`: these, with
+        their layers and namespaces)."""
         if self.compiled is None:
             return
-        for key in self.compiled.pipelines:
+        for key in (self.nodes if keys is None else keys):
             node = self.nodes.get(key)
-            if node is not None:
+            if node is None or not node.data:
+                continue
+            if node.data[0] == "pipeline":
                 node.set_label(self.label(key))
+            elif keys is None:
+                node.set_label(self._group_label(*node.data[1:]))
+        if keys is not None:
+            for group in {g for key in keys for g in (key.split(".")[0], ".".join(key.split(".")[:2]))}:
+                node = self.nodes.get(group)
+                if node is not None:
+                    node.set_label(self._group_label(*node.data[1:]))
 
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:
         self.selected = event.node.data
+        if self.selected and self.selected[0] == "pipeline":
+            self._last_pipeline = self.selected
         self.show_detail()
+
+    def on_tree_node_expanded(self, event: Tree.NodeExpanded) -> None:
+        self._populate(event.node)  # an expansion Textual made itself (the tree's keys fill first)
 
     def on_tree_node_selected(self, event: Tree.NodeSelected) -> None:
         if event.node.data and event.node.data[0] == "pipeline":
@@ -323,6 +602,9 @@ class PipelinesScreen(ConsoleScreen):
             errors.update(error_text(data[1], root))
             errors.remove_class("hidden")
             info.update("")
+        elif kind == "nomatch":
+            head.update(Text(f"No pipeline matches “{self.filter}”.", style="dim"))
+            info.update(Text("esc clears the filter; / changes it.", style="dim"))
         elif kind == "problems":
             head.update(Text("Project problems", style="bold red"))
             errors.update(Group(*(error_text(e, root) for e in self.compiled.errors)))
@@ -337,13 +619,15 @@ class PipelinesScreen(ConsoleScreen):
             table.add_column("pipeline")
             table.add_column("last")
             table.add_column("time", justify="right")
-            for key in keys:
+            for key in keys[:DETAIL_ROWS]:
                 runs = self.recent.get(key, [])
                 status = runs[0]["status"] if runs else None
                 icon, style = glyph(status)
                 table.add_row(short_key(key, data[1]), Text(f"{icon} {status or 'never run'}", style=style),
                               fmt_ms(runs[0]["duration_ms"]) if runs else "-")
-            info.update(Group(table, Text("\nr runs them all in dependency order.", style="dim")))
+            more = [Text(f"… and {len(keys) - DETAIL_ROWS:,} more (in the tree; / filters)", style="dim")] \
+                if len(keys) > DETAIL_ROWS else []
+            info.update(Group(table, *more, Text("\nr runs them all in dependency order.", style="dim")))
 
     def _show_pipeline(self, key: str, head: Static, errors: Static, info: Static, sql: Static) -> None:
         compiled = self.compiled
@@ -552,13 +836,6 @@ class PipelinesScreen(ConsoleScreen):
         self.notify(f"Publishing {label} on {ref}: {len(keys)} pipeline(s) on a publish branch; {ref} moves once, "
                     "only if all pass.", title="Atomic publish", timeout=4, markup=False)
         self.load(PublishLaunched, self.app.controller.start_batch, keys, atomic=True)
-
-    def load_failed(self, kind, error: BaseException) -> bool:
-        if kind is PublishLaunched and isinstance(error, RatuiError):  # nothing was queued, nothing changed
-            self.notify(f"NOT published: {error.code} {error.message}\nhint: {error.hint}", title="Publish",
-                        severity="error", timeout=12, markup=False)
-            return True
-        return False
 
     @on(PublishLaunched)
     def _publish_launched(self, message: PublishLaunched) -> None:

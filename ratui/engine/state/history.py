@@ -42,6 +42,10 @@ RUN_COLUMNS = {
 }
 
 
+# the statuses of a finished run, as the console's tree reads them (recent_by_pipeline)
+RECENT_STATUSES = "('success', 'failed', 'cancelled')"
+
+
 class History:
     def __init__(self, db_path: Path):
         migrations.migrate(db_path)  # an older ratui's database: its missing columns first
@@ -301,21 +305,33 @@ class History:
 
     def recent_by_pipeline(self, per_pipeline: int = 10,
                            pipelines: list[str] | None = None) -> dict[str, list[dict[str, Any]]]:
-        """The last few finished runs of each pipeline, newest first (status, duration: sparklines).
+        """The last few finished runs of each pipeline (default: every pipeline with a run), newest first (status,
+        duration: the console's tree and sparklines).
 
-        One indexed query per pipeline (the (pipeline, started_at) index): fast however long the history is.
+        One statement whatever the number of pipelines: for each pipeline (the given ones, or the distinct ones by
+        a skip-scan of the (pipeline, started_at) index: one seek per pipeline, never a scan of the history), its
+        newest finished runs by a seek of that same index. A history of 1M runs reads like one of ten.
         """
+        if pipelines is not None and not pipelines:
+            return {}
+        if pipelines is None:
+            keys = ("WITH RECURSIVE keys(pipeline) AS (SELECT min(pipeline) FROM runs UNION ALL "
+                    "SELECT (SELECT min(pipeline) FROM runs WHERE pipeline > keys.pipeline) FROM keys "
+                    "WHERE keys.pipeline IS NOT NULL) ")
+            params: list[Any] = [per_pipeline]
+        else:
+            keys = "WITH keys(pipeline) AS (SELECT DISTINCT value FROM json_each(?)) "
+            params = [json.dumps(list(pipelines)), per_pipeline]
+        sql = (keys + "SELECT r.pipeline, r.id, r.status, r.duration_ms, r.started_at, r.rows_written, r.warnings "
+               "FROM keys k JOIN runs r ON r.rowid IN (SELECT rowid FROM runs WHERE pipeline = k.pipeline "
+               f"AND status IN {RECENT_STATUSES} ORDER BY started_at DESC LIMIT ?) "
+               "WHERE k.pipeline IS NOT NULL")
         out: dict[str, list[dict[str, Any]]] = {}
         with self._lock:
-            if pipelines is None:
-                pipelines = [r["pipeline"] for r in self.db.query("select distinct pipeline from runs")]
-            for pipeline in pipelines:
-                rows = list(self.db.query(
-                    "select pipeline, id, status, duration_ms, started_at, rows_written, warnings from runs "
-                    "where pipeline = ? and status in ('success', 'failed', 'cancelled') "
-                    "order by started_at desc limit ?", [pipeline, per_pipeline]))
-                if rows:
-                    out[pipeline] = rows
+            for row in self.db.query(sql, params):
+                out.setdefault(row["pipeline"], []).append(row)
+        for rows in out.values():
+            rows.sort(key=lambda r: r["started_at"] or "", reverse=True)
         return out
 
     def quality_results(self, limit: int = 200) -> list[dict[str, Any]]:

@@ -142,7 +142,7 @@ def test_landing_reset_confirmation(snap_compare, tmp_path):
 
     root = copy_sample(tmp_path)
     seed_ledger(root)
-    assert snap(snap_compare, make_app(root), ("5",), ("down", "down", "down"), ("u",))
+    assert snap(snap_compare, make_app(root), ("5",), ("u",))
 
 
 def test_reaper(snap_compare, tmp_path):

@@ -655,7 +655,7 @@ def focus(graph: Graph, key: str, depth: int, fan: int = FAN, budget: int = BUDG
                 new = [n for n in near if n not in level]
                 room = budget - len(level)
                 cap = max(0, fan - (len(near) - len(new)))
-                take = len(new) if len(new) <= min(cap, room) else max(0, min(cap, room - 1))
+                take = len(new) if len(new) <= min(cap, room) else max(0, min(cap, room) - 1)  # and the group
                 chosen = set(new[:take])
                 for n in near:
                     if n in chosen:
@@ -742,19 +742,27 @@ class View:
     total: int  # pipelines in the project
     size: tuple[int, int]  # the view's (width, height) it was made for
     fan: int
+    namespace: str | None  # the labels' names are short in this namespace (the focus's, when focused)
     seconds: float = 0.0  # the time it took (laid out and drawn)
 
 
-def view(graph: Graph, label: Callable[[str], str], *, key: str | None, depth: int, width: int, height: int,
-         whole: bool | None = None, budget: int = BUDGET) -> View:
+def short_name(key: str, namespace: str | None) -> str:
+    """'ecommerce.silver.clean_orders' -> 'silver.clean_orders' in that namespace (console/format.py short_key)."""
+    if namespace and key.startswith(namespace + "."):
+        return key[len(namespace) + 1:]
+    return key
+
+
+def view(graph: Graph, *, key: str | None, depth: int, width: int, height: int, namespace: str | None = None,
+         whole: bool | None = None, budget: int = BUDGET, icon: str = "·") -> View:
     """Lay out and draw what the screen shows in a width x height view: the whole graph when `whole` is True or
-    None (the screen's choice) and it fits, else `key`'s neighbourhood to `depth`. `label(key)` is a pipeline's label
-    (asked only for the pipelines drawn, and for all only when the whole graph may fit; the screen restyles the
-    icons, at the same width); a group node's label is made here."""
+    None (the screen's choice) and it fits, else `key`'s neighbourhood to `depth`. Labels are `icon name`, the name
+    short in the project's `namespace` (the whole graph) or the focus's (a focused view: its neighbours mostly
+    share it); the screen gives each its status icon (same width). A group node's label is made here."""
     import time
 
     start = time.perf_counter()
-    fits = whole_fits(graph, width, height, label)
+    fits = whole_fits(graph, width, height, lambda k: f"{icon} {short_name(k, namespace)}")
     fan = fan_for(height)
     if key is None or (key not in graph.upstream and key not in graph.nodes):
         key = graph.nodes[0] if graph.nodes else None
@@ -764,9 +772,11 @@ def view(graph: Graph, label: Callable[[str], str], *, key: str | None, depth: i
     else:
         near = focus(graph, key, depth, fan, budget)
         lay = layout(near.nodes, near.upstream, near.level)
-    names = {n: more_label(len(near.hidden[n])) if near is not None and is_more(n) else label(n) for n in lay.nodes}
+        namespace = key.split(".", 1)[0] if "." in key else namespace
+    names = {n: more_label(len(near.hidden[n])) if near is not None and is_more(n)
+             else f"{icon} {short_name(n, namespace)}" for n in lay.nodes}
     drawing = draw(lay, names) if lay.nodes else None
-    return View(near is None, lay, drawing, near, fits, len(graph.nodes), (width, height), fan,
+    return View(near is None, lay, drawing, near, fits, len(graph.nodes), (width, height), fan, namespace,
                 time.perf_counter() - start)
 
 

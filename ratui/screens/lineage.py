@@ -28,15 +28,16 @@ from ratui.widgets.lineage_graph import LineageGraph
 
 STATE_DELAY = 0.3  # seconds: other processes' commits come in bursts
 RESIZE_DELAY = 0.2  # seconds: a terminal being resized sends many sizes
-START_DEPTH = 2  # a focused view starts with parents and grandparents, children and grandchildren
+CHROME = 8  # rows that are not the graph's: tabs, the view line, the detail (3), status, footer, the graph's padding
+WIDE = 120  # columns from which a focused view starts at depth 2 (parents and grandparents, children and
+# grandchildren: five layers side by side); below it at depth 1
 
 
 def lay_out(serial: int, graph, namespace: str | None, key: str | None, depth: int, width: int, height: int,
             whole: bool | None, select: str | None) -> tuple[int, View, str | None]:
     """In a worker: the view laid out and drawn (labels drawn at their widths; the screen gives their icons)."""
-    drawn = view(graph, lambda k: f"· {short_key(k, namespace)}", key=key, depth=depth, width=width,
-                 height=height, whole=whole)
-    return serial, drawn, select
+    return serial, view(graph, key=key, depth=depth, width=width, height=height, namespace=namespace,
+                        whole=whole), select
 
 
 class LineageScreen(ConsoleScreen):
@@ -82,7 +83,7 @@ class LineageScreen(ConsoleScreen):
         self.loaded = False  # the last runs (colours) are in
         self.pending: str | None = None  # to select once the project, the layout and the runs are in
         self.focus_key: str | None = None
-        self.depth = START_DEPTH
+        self.depth = 0  # 0: not chosen yet (the first layout chooses by the view's width)
         self.want_whole: bool | None = None  # None: the whole graph when it fits; True: asked (a); False: focused
         self.serial = 0  # the latest layout asked for (an older one that arrives later is dropped)
         self._state_timer: Timer | None = None
@@ -134,8 +135,8 @@ class LineageScreen(ConsoleScreen):
         region = self.graph.content_region
         if region.width > 0 and region.height > 0:
             return region.width, region.height
-        width, height = self.app.size
-        return max(20, width - 1), max(4, height - 10)
+        width, height = self.app.size  # not laid out yet: the terminal less the screen's other lines (CHROME)
+        return max(20, width - 1), max(4, height - CHROME)
 
     def relayout(self, select: str | None = None) -> None:
         """Lay out and draw what the view shows now, in a worker; LineageLaidOut brings it back."""
@@ -145,6 +146,8 @@ class LineageScreen(ConsoleScreen):
             self.focus_key = self.selected  # the whole graph's selection is what a focused view centres on
         self.serial += 1
         width, height = self.view_size()
+        if not self.depth:
+            self.depth = 2 if width >= WIDE else 1
         self.load(LineageLaidOut, lay_out, self.serial, self.compiled.graph, self.namespace, self.focus_key,
                   self.depth, width, height, self.want_whole, select)
 
@@ -163,6 +166,7 @@ class LineageScreen(ConsoleScreen):
             self._ready()
         else:
             self.pending = select
+        self.call_after_refresh(self._resized)  # laid out for an estimated size: the real one may differ
 
     def project_error(self, error: BaseException) -> None:
         super().project_error(error)
@@ -248,7 +252,7 @@ class LineageScreen(ConsoleScreen):
                 styles[key] = "italic"
                 continue
             icon, style = glyph(self.status(key))
-            labels[key] = f"{icon} {self.short(key)}"
+            labels[key] = f"{icon} {short_key(key, self.view.namespace)}"  # as the worker drew it
             styles[key] = style
         return labels, styles
 
@@ -283,10 +287,12 @@ class LineageScreen(ConsoleScreen):
         else:
             near = shown.focus
             text.append("Focus ", style="dim")
-            text.append(self.short(near.key), style="bold")
-            text.append(f" · depth {near.depth} (+ / -) · {len(near.pipelines):,} of {total}", style="dim")
+            text.append(near.key, style="bold")
             if len(near.nodes) == 1:
                 text.append(" · no upstream, no downstream", style="dim")
+            else:
+                text.append(f" · depth {near.depth} (+/-)", style="dim")
+            text.append(f" · {len(near.pipelines):,} of {total}", style="dim")
             if near.beyond:
                 text.append(f" · {near.beyond:,} more within this depth left out (a view draws {BUDGET})",
                             style="yellow")

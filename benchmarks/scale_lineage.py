@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import statistics
 import time
+from functools import partial
 from pathlib import Path
 
 from benchmarks.scale import Figure
@@ -84,13 +85,13 @@ def layout_figures(args) -> list[Figure]:
         for depth, (width, height), label in ((1, (79, 16), "d1 80x24"), (2, (159, 40), "d2 160x48")):
             worst, note = 0.0, ""
             for key in keys:
-                seconds = timed(lambda: view(graph, key=key, depth=depth, width=width, height=height), args.repeat)
+                seconds = timed(partial(view, graph, key=key, depth=depth, width=width, height=height), args.repeat)
                 if seconds >= worst:
                     shown = view(graph, key=key, depth=depth, width=width, height=height)
                     worst, note = seconds, f"worst: {key.split('.', 1)[1]} ({len(shown.layout.nodes)} nodes)"
             out.append(Figure(f"lineage focused view {label}", size, "pipelines", worst, GOAL, note))
         if whole_fits(graph, 159, 40):
-            seconds = timed(lambda: view(graph, key=None, depth=1, width=159, height=40), args.repeat)
+            seconds = timed(partial(view, graph, key=None, depth=1, width=159, height=40), args.repeat)
             out.append(Figure("lineage whole view 160x48", size, "pipelines", seconds, GOAL))
         else:
             start = time.perf_counter()
@@ -98,16 +99,42 @@ def layout_figures(args) -> list[Figure]:
             out.append(Figure("lineage whole view 160x48", size, "pipelines", time.perf_counter() - start, GOAL,
                               "does not fit: the screen shows it focused (time to decide)"))
     wide = fan_in_graph()
-    seconds = timed(lambda: view(wide, key="p.gold.wide", depth=2, width=159, height=40), args.repeat)
+    seconds = timed(partial(view, wide, key="p.gold.wide", depth=2, width=159, height=40), args.repeat)
     out.append(Figure("lineage fan-in 300 d2 160x48", 300, "parents", seconds, GOAL))
     return out
+
+
+async def open_and_refocus(app, first: str, then: str) -> dict[str, float]:
+    """Seconds from show_pipeline(first, "lineage") to the screen ready and painted, then to `then` focused."""
+    from ratui.screens.lineage import LineageScreen
+
+    figures: dict[str, float] = {}
+    async with app.run_test(size=(160, 48)) as pilot:
+        while app.compiled is None:
+            await pilot.pause(0.05)
+        await pilot.pause(0.2)
+        start = time.perf_counter()
+        app.show_pipeline(first, "lineage")
+        while "lineage_ready" not in app.marks:
+            await pilot.pause(0.005)
+        await pilot.pause()
+        figures["open"] = time.perf_counter() - start
+        screen = app.screen
+        assert isinstance(screen, LineageScreen)
+        start = time.perf_counter()
+        screen.select_key(then)
+        while screen.view is None or screen.view.focus is None or screen.view.focus.key != then \
+                or screen.selected != then:
+            await pilot.pause(0.005)
+        await pilot.pause()
+        figures["refocus"] = time.perf_counter() - start
+    return figures
 
 
 def screen_figures(args, workdir: Path) -> list[Figure]:
     from ratui.app import RatuiApp
     from ratui.console.controller import Controller
     from ratui.engine.project.compiler import compile_project
-    from ratui.screens.lineage import LineageScreen
     from tests.scale_project import generate_project
 
     class CompiledOnce(Controller):
@@ -129,33 +156,10 @@ def screen_figures(args, workdir: Path) -> list[Figure]:
         keys = samples(compiled.graph)
         app = RatuiApp(root, controller=CompiledOnce(root, compiled), spark_state="idle", blink=False,
                        reaper_schedule=False)
-        figures: dict[str, float] = {}
-
-        async def go() -> None:
-            async with app.run_test(size=(160, 48)) as pilot:
-                while app.compiled is None:
-                    await pilot.pause(0.05)
-                await pilot.pause(0.2)
-                start = time.perf_counter()
-                app.show_pipeline(keys[0], "lineage")
-                while "lineage_ready" not in app.marks:
-                    await pilot.pause(0.005)
-                await pilot.pause()
-                figures["open"] = time.perf_counter() - start
-                screen = app.screen
-                assert isinstance(screen, LineageScreen)
-                start = time.perf_counter()
-                screen.select_key(keys[2])
-                while screen.view is None or screen.view.focus is None or screen.view.focus.key != keys[2] \
-                        or screen.selected != keys[2]:
-                    await pilot.pause(0.005)
-                await pilot.pause()
-                figures["refocus"] = time.perf_counter() - start
-
-        asyncio.run(go())
+        seen = asyncio.run(open_and_refocus(app, keys[0], keys[2]))
         note = f"compile {compile_seconds:.1f} s not included"
-        out.append(Figure("lineage screen open 160x48", size, "pipelines", figures["open"], GOAL, note))
-        out.append(Figure("lineage screen refocus 160x48", size, "pipelines", figures["refocus"], GOAL))
+        out.append(Figure("lineage screen open 160x48", size, "pipelines", seen["open"], GOAL, note))
+        out.append(Figure("lineage screen refocus 160x48", size, "pipelines", seen["refocus"], GOAL))
     return out
 
 

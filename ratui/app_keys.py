@@ -38,6 +38,7 @@ SCREEN_ALIASES = screen_specs.ALIASES
 KEY_NAMES = {
     "plus": "+", "slash": "/", "colon": ":", "question_mark": "?", "escape": "esc", "right_square_bracket": "]",
     "left_square_bracket": "[", "space": "space", "enter": "enter", "backspace": "backspace",
+    "equals_sign": "=", "minus": "-",
 }
 
 

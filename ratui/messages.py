@@ -222,6 +222,14 @@ class LineageRunsLoaded(Loaded):
     """Lineage: the last run of every pipeline (its node's icon and colour)."""
 
 
+class LineageLaidOut(Loaded):
+    """Lineage: (the request's serial number, the View laid out and drawn, the pipeline to select or None)."""
+
+
+class CloseNames(Loaded):
+    """Find a pipeline: (what was typed, the pipelines whose names are closest to it: a typo's likely meaning)."""
+
+
 class QueryProgressed(Loaded):
     """Query: (query id, what its Spark jobs are doing: SparkProgress's fields, or None)."""
 

@@ -97,7 +97,7 @@ class Controller(EventQueue, Operations, Reads, QuerySessions):
             raise
         finally:
             self._engine_ready.set()
-        return self.engine.compile()
+        return self.compile()
 
     def open_engine(self) -> None:
         """The heavy half, after the first screen has its data: the catalog (PyIceberg, SQLAlchemy), crash

@@ -23,7 +23,7 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Union
+from typing import Callable, Iterable, Mapping, Union
 
 from ratui.engine.project.dag import Graph  # the lineage follows the project's DAG as the engine walks it
 
@@ -122,7 +122,7 @@ class Layout:
     nodes: list[str]  # the real nodes (pipelines), in the order given
     edges: list[Edge]  # every edge between known nodes (what the lineage follows)
     drawn: list[Edge]  # the edges drawn (all but the back edges)
-    back_edges: list[Edge]  # cut to break cycles: not drawn
+    back_edges: list[Edge]  # cut to break cycles (or, in a focused view, within a level or backwards): not drawn
     column: dict[str, int]  # node or waypoint -> column
     columns: list[list[str]]  # per column, top to bottom (waypoints included)
     row: dict[str, int]  # node or waypoint -> row
@@ -158,11 +158,19 @@ class Layout:
         return parent, child
 
 
-def layout(nodes: Iterable[str], upstream: Mapping[str, Iterable[str]]) -> Layout:
-    """Lay out the DAG of `nodes` (pipeline keys, in a stable order) whose refs are `upstream` (key -> parents)."""
+def layout(nodes: Iterable[str], upstream: Mapping[str, Iterable[str]],
+           levels: Mapping[str, int] | None = None) -> Layout:
+    """Lay out the DAG of `nodes` (pipeline keys, in a stable order) whose refs are `upstream` (key -> parents).
+    `levels` (a focused view: each node's distance from the focus, negative upstream) puts each node in the column
+    of its level; an edge that does not go from a lower level to a higher one is then left undrawn (a back edge)."""
     nodes = list(dict.fromkeys(nodes))
     edges = edges_of(nodes, upstream)
-    column, back = columns_of(nodes, edges)
+    if levels is None:
+        column, back = columns_of(nodes, edges)
+    else:
+        low = min((levels[n] for n in nodes), default=0)
+        column = {n: levels[n] - low for n in nodes}
+        back = [(p, c) for p, c in edges if column[p] >= column[c]]
     cut = set(back)
     drawn = [e for e in edges if e not in cut]
     width = max(column.values(), default=-1) + 1
@@ -564,3 +572,279 @@ def move(lay: Layout, key: str, direction: str) -> str | None:
         near = lay.up(key) if direction == "upstream" else lay.down(key)
         return min(near, key=lambda n: (abs(lay.column[n] - c), abs(lay.row[n] - y), lay.row[n]), default=None)
     raise ValueError(f"unknown direction {direction!r}")
+
+
+# ------------------------------------------------------------------------------------- a focused view, at scale
+#
+# A project of thousands of pipelines is never laid out whole: the screen shows one pipeline (the focus) with its
+# upstream and downstream to a depth, at most FAN neighbours of a pipeline in each direction (the rest grouped in
+# one "… and N more" node) and at most BUDGET pipelines in all. What this costs follows the focused subgraph (the
+# pipelines visited), never the project: the walk reads only the edges of the pipelines it shows.
+
+MORE = "\x01"  # a group node's key starts with this ("… and N more" parents or children of a pipeline)
+FAN = 12  # neighbours of one pipeline shown in each direction, by default (the screen fits it to its height)
+BUDGET = 120  # pipelines in a focused view at most (its layout stays well under the screen's time goal)
+MAX_DEPTH = 50
+COLUMN_CELLS = 12  # the least width a layer takes (a short label and its lines): for the quick "fits" refusal
+
+
+def is_more(node: str) -> bool:
+    return node.startswith(MORE)
+
+
+def more_label(count: int) -> str:
+    return f"… and {count:,} more"
+
+
+@dataclass
+class Focus:
+    """A pipeline's neighbourhood: what a focused view lays out."""
+
+    key: str  # the focused pipeline
+    depth: int  # how far up and down (edges) it reaches
+    nodes: list[str]  # the focus first, then each level's pipelines and group nodes, nearest first
+    upstream: dict[str, list[str]]  # node -> its parents in the view (the edges drawn)
+    level: dict[str, int]  # node -> its distance from the focus: negative upstream, positive downstream
+    hidden: dict[str, list[str]]  # group node -> the pipelines it stands for (not drawn)
+    deeper: bool  # a greater depth would show more pipelines (False: depth is where the lineage ends)
+    ups: int = 0  # pipelines upstream of the focus in the view
+    downs: int = 0
+    beyond: int = 0  # pipelines within the depth left out because the view was full (BUDGET)
+
+    @property
+    def pipelines(self) -> list[str]:
+        return [n for n in self.nodes if not is_more(n)]
+
+    def group_of(self, node: str) -> tuple[str, str]:
+        """A group node's (direction "up" or "down", the pipeline whose parents or children it stands for)."""
+        _, direction, key = node.split(MORE, 2)
+        return direction, key
+
+
+def focus(graph: Graph, key: str, depth: int, fan: int = FAN, budget: int = BUDGET) -> Focus:
+    """The pipelines up to `depth` edges upstream and downstream of `key` (one level up, one down, then the next),
+    each pipeline showing at most `fan` new neighbours per direction (the rest in one group node), and at most
+    `budget` nodes in all (group nodes included; past it, what is left is counted in `beyond`). Reads only the
+    edges of the pipelines it reaches. A cycle (a broken project) is walked once; the layout cuts it."""
+    depth = max(1, min(depth, MAX_DEPTH))
+    fan = max(1, fan)
+    level: dict[str, int] = {key: 0}
+    nodes = [key]
+    upstream: dict[str, list[str]] = {key: []}
+    hidden: dict[str, list[str]] = {}
+    counts = {"up": 0, "down": 0}
+    beyond: set[str] = set()
+
+    def link(parent: str, child: str) -> None:
+        parents = upstream.setdefault(child, [])
+        if parent not in parents:
+            parents.append(parent)
+
+    def add(node: str, at: int) -> None:
+        level[node] = at
+        nodes.append(node)
+        upstream.setdefault(node, [])
+
+    sides = (("up", graph.upstream, -1), ("down", graph.downstream, 1))
+    frontiers = {"up": [key], "down": [key]}
+    for step in range(1, depth + 1):
+        for direction, links, sign in sides:
+            reached: list[str] = []
+            for node in frontiers[direction]:
+                near = sorted(set(links.get(node, ())) - {node})
+                new = [n for n in near if n not in level]
+                room = budget - len(level)
+                cap = max(0, fan - (len(near) - len(new)))
+                take = len(new) if len(new) <= min(cap, room) else max(0, min(cap, room) - 1)  # and the group
+                chosen = set(new[:take])
+                for n in near:
+                    if n in chosen:
+                        add(n, sign * step)
+                        reached.append(n)
+                        counts[direction] += 1
+                    elif n not in level:
+                        continue
+                    link(n, node) if direction == "up" else link(node, n)
+                rest = new[take:]
+                if rest and room - take >= 1:
+                    group = f"{MORE}{direction}{MORE}{node}"
+                    hidden[group] = rest
+                    add(group, sign * step)
+                    link(group, node) if direction == "up" else link(node, group)
+                elif rest:
+                    beyond.update(rest)
+            frontiers[direction] = reached
+    deeper = any(n not in level for direction, links, _ in sides for node in frontiers[direction]
+                 for n in links.get(node, ()))
+    # a pipeline grouped under one neighbour but reached through another is drawn: its group no longer holds it
+    for group, members in list(hidden.items()):
+        direction, owner = group.split(MORE, 2)[1:]
+        kept = [n for n in members if n not in level]
+        for n in members:
+            if n in level:
+                link(n, owner) if direction == "up" else link(owner, n)
+        if kept:
+            hidden[group] = kept
+        else:
+            del hidden[group]
+            nodes.remove(group)
+            del level[group]
+            upstream.pop(group, None)
+            for parents in upstream.values():
+                if group in parents:
+                    parents.remove(group)
+    beyond -= set(level)
+    reach = max((abs(level[n]) for n in nodes if not is_more(n)), default=0)
+    if not deeper and not beyond:
+        depth = max(1, reach)  # asked deeper than the lineage goes: the depth that shows it all
+    return Focus(key, depth, nodes, upstream, level, hidden, deeper, counts["up"], counts["down"], len(beyond))
+
+
+def fan_for(rows: int) -> int:
+    """Neighbours per pipeline and direction that fit a view of `rows` rows (a pipeline every ROW_GAP rows, one
+    of them the group node)."""
+    return max(4, min(40, rows // ROW_GAP - 1))
+
+
+def whole_fits(graph: Graph, width: int, height: int, label: Callable[[str], str] | None = None) -> bool:
+    """Does the whole graph read in a view of width x height cells? Each layer's pipelines must fit its height (one
+    every ROW_GAP rows) and the layers side by side at most twice its width (it scrolls sideways that far). Too many
+    pipelines for any shape are refused before looking at the edges (a large project costs nothing here)."""
+    count = len(graph.nodes)
+    if count == 0:
+        return True
+    rows = max(1, height // ROW_GAP)
+    if count > rows * max(1, 2 * width // COLUMN_CELLS):
+        return False
+    nodes = list(graph.nodes)
+    column, _ = columns_of(nodes, edges_of(nodes, graph.upstream))
+    per: dict[int, int] = {}
+    widest: dict[int, int] = {}
+    for node, c in column.items():
+        per[c] = per.get(c, 0) + 1
+        wide = len(label(node) if label is not None else node) + 2
+        widest[c] = max(widest.get(c, 0), wide)
+    if max(per.values()) > rows:
+        return False
+    cells = sum(widest.values()) + (len(widest) - 1) * (LEAD + TRACK_GAP + 4)
+    return cells <= 2 * width
+
+
+@dataclass
+class View:
+    """What the Lineage screen shows: the whole graph or a focused one, laid out and drawn (in a worker)."""
+
+    whole: bool  # the whole graph (else focused on focus.key)
+    layout: Layout
+    drawing: Drawing | None
+    focus: Focus | None
+    fits: bool  # the whole graph fits the view (the screen may show it)
+    total: int  # pipelines in the project
+    size: tuple[int, int]  # the view's (width, height) it was made for
+    fan: int
+    namespace: str | None  # the labels' names are short in this namespace (the focus's, when focused)
+    seconds: float = 0.0  # the time it took (laid out and drawn)
+
+
+def short_name(key: str, namespace: str | None) -> str:
+    """'ecommerce.silver.clean_orders' -> 'silver.clean_orders' in that namespace (console/format.py short_key)."""
+    if namespace and key.startswith(namespace + "."):
+        return key[len(namespace) + 1:]
+    return key
+
+
+def view(graph: Graph, *, key: str | None, depth: int, width: int, height: int, namespace: str | None = None,
+         whole: bool | None = None, budget: int = BUDGET, icon: str = "·") -> View:
+    """Lay out and draw what the screen shows in a width x height view: the whole graph when `whole` is True or
+    None (the screen's choice) and it fits, else `key`'s neighbourhood to `depth`. Labels are `icon name`, the name
+    short in the project's `namespace` (the whole graph) or the focus's (a focused view: its neighbours mostly
+    share it); the screen gives each its status icon (same width). A group node's label is made here."""
+    import time
+
+    start = time.perf_counter()
+    fits = whole_fits(graph, width, height, lambda k: f"{icon} {short_name(k, namespace)}")
+    fan = fan_for(height)
+    if key is None or (key not in graph.upstream and key not in graph.nodes):
+        key = graph.nodes[0] if graph.nodes else None
+    near: Focus | None = None
+    if (fits and whole is not False) or key is None:
+        lay = layout(graph.nodes, graph.upstream)
+    else:
+        near = focus(graph, key, depth, fan, budget)
+        lay = layout(near.nodes, near.upstream, near.level)
+        namespace = key.split(".", 1)[0] if "." in key else namespace
+    names = {n: more_label(len(near.hidden[n])) if near is not None and is_more(n)
+             else f"{icon} {short_name(n, namespace)}" for n in lay.nodes}
+    drawing = draw(lay, names) if lay.nodes else None
+    return View(near is None, lay, drawing, near, fits, len(graph.nodes), (width, height), fan, namespace,
+                time.perf_counter() - start)
+
+
+# ------------------------------------------------------------------------------------ finding a pipeline by name
+
+
+@dataclass
+class Found:
+    """Pipelines whose names hold what was typed (best first, at most `limit`), how many in all, and when none
+    does, the closest names (a typo)."""
+
+    matches: list[str]
+    total: int
+    close: list[str] = field(default_factory=list)
+
+
+def find(text: str, keys: Iterable[str], namespace: str | None = None, limit: int = 100) -> Found:
+    """The pipelines `text` names. Every word typed must be part of the key (case-insensitive); the name itself
+    first, then a name or `layer.name` that starts with it, then the rest, each in key order. Nothing typed: all."""
+    keys = list(keys)
+    words = text.strip().lower().split()
+    if not words:
+        return Found(keys[:limit], len(keys))
+    whole = " ".join(words)
+    ranked: list[tuple[int, str]] = []
+    for key in keys:
+        low = key.lower()
+        if not all(w in low for w in words):
+            continue
+        name = low.rsplit(".", 1)[-1]
+        local = low.split(".", 1)[-1]
+        if whole in (low, local, name):
+            rank = 0
+        elif name.startswith(whole):
+            rank = 1
+        elif local.startswith(whole) or (namespace and low.startswith(f"{namespace.lower()}.{whole}")):
+            rank = 2
+        elif whole in name:
+            rank = 3
+        else:
+            rank = 4
+        ranked.append((rank, key))
+    ranked.sort()
+    if ranked:
+        return Found([k for _, k in ranked[:limit]], len(ranked))
+    return Found([], 0, close_names(whole, keys))
+
+
+def close_names(text: str, keys: list[str], count: int = 5) -> list[str]:
+    """The pipelines whose name (or layer.name, or key, when `text` has dots) is closest to `text`: a typo's likely
+    meaning, best first (ties in key order)."""
+    from difflib import SequenceMatcher
+
+    text = text.strip().lower()
+    dots = text.count(".")
+    by_form: dict[str, list[str]] = {}
+    for key in sorted(keys):
+        low = key.lower()
+        form = low if dots >= 2 else low.split(".", 1)[-1] if dots == 1 else low.rsplit(".", 1)[-1]
+        by_form.setdefault(form, []).append(key)
+    matcher = SequenceMatcher()
+    matcher.set_seq2(text)
+    scored: list[tuple[float, str]] = []
+    for form, same in by_form.items():
+        matcher.set_seq1(form)
+        if matcher.real_quick_ratio() >= 0.6 and matcher.quick_ratio() >= 0.6:
+            score = matcher.ratio()
+            if score >= 0.6:
+                scored.extend((-score, key) for key in same)
+    scored.sort()
+    return [key for _, key in scored[:count]]

@@ -106,7 +106,8 @@ NARROW = 110  # columns (the App's breakpoint): below it the footer is compact
 FOOTER_SPARE = {"app.quit", "app.theme", "pipelines.reload", "runs.refresh", "quality.refresh", "branches.refresh",
                 "landing.refresh", "reaper.refresh", "runs.next", "runs.prev", "quality.passed",
                 "table.schema", "table.history", "table.stats", "table.preview", "query.prev", "query.next",
-                "run.search"}
+                "run.search",
+                "lineage.deeper", "lineage.shallower", "lineage.find"}  # the line above Lineage's graph says them
 # and shorter words for the rest (the help screen keeps the full ones)
 FOOTER_SHORT = {"pipelines.run_descendants": "Downstream", "pipelines.run_all": "All", "pipelines.full_refresh": "Full",
                 "pipelines.cancel": "Stop", "run.cancel": "Stop", "run.debug": "Debug", "reaper.preview": "Preview",

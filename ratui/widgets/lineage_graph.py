@@ -72,12 +72,15 @@ class LineageGraph(ScrollView, can_focus=True):
     # --------------------------------------------------------------------------------------------- data
 
     def set_graph(self, lay: Layout | None, labels: dict[str, str], styles: dict[str, str],
-                  selected: str | None = None) -> None:
-        """A (new) graph: `labels` per node (icon and name, one line), `styles` per node (its status colour)."""
+                  selected: str | None = None, drawing: Drawing | None = None) -> None:
+        """A (new) graph: `labels` per node (icon and name, one line), `styles` per node (its status colour).
+        `drawing`: the layout already drawn (in a worker) with labels of the same widths; else it is drawn here."""
         self.graph_layout = lay
         self.labels = labels
         self.node_styles = styles
-        self.drawing = draw(lay, labels) if lay is not None and lay.nodes else None
+        if drawing is None and lay is not None and lay.nodes:
+            drawing = draw(lay, labels)
+        self.drawing = drawing if lay is not None and lay.nodes else None
         if self.drawing is None:
             self.virtual_size = Size(len(self.empty_text) + 2, 1)
         else:
@@ -85,7 +88,7 @@ class LineageGraph(ScrollView, can_focus=True):
         keep = selected if selected is not None else self.selected
         if lay is None or keep not in lay.column:
             keep = lay.first() if lay is not None else None
-        self.select_node(keep, scroll=selected is not None)
+        self.select_node(keep, scroll=selected is not None, center=True)
 
     def restyle(self, labels: dict[str, str], styles: dict[str, str]) -> None:
         """New statuses (icons and colours) for the same graph: labels of the same widths keep the drawing."""
@@ -98,7 +101,9 @@ class LineageGraph(ScrollView, can_focus=True):
         self._build()
         self.refresh()
 
-    def select_node(self, key: str | None, scroll: bool = True) -> None:
+    def select_node(self, key: str | None, scroll: bool = True, center: bool = False) -> None:
+        """Light `key` and its lineage; `scroll` brings it into view (`center`: in the middle of it, for a new
+        graph, else as little as needed)."""
         self.selected = key
         if key is not None and self.graph_layout is not None:
             self.lit_ancestors, self.lit_descendants, self.lit_edges = lineage(self.graph_layout, key)
@@ -107,14 +112,14 @@ class LineageGraph(ScrollView, can_focus=True):
         self._build()
         self.refresh()
         if scroll and key is not None:
-            self.call_after_refresh(self.scroll_to_node, key)
+            self.call_after_refresh(self.scroll_to_node, key, center)
 
     @property
     def lit(self) -> set[str]:
         """The selection's ancestors and descendants (what stands out besides the selection itself)."""
         return self.lit_ancestors | self.lit_descendants
 
-    def scroll_to_node(self, key: str) -> None:
+    def scroll_to_node(self, key: str, center: bool = False) -> None:
         """Bring a node into view. Sideways, a scroll that must happen starts where a column's labels end if it
         can, so the labels on the left are not cut mid-name (the view may then run past the graph's right end)."""
         if self.drawing is None or key not in self.drawing.boxes:
@@ -131,7 +136,7 @@ class LineageGraph(ScrollView, can_focus=True):
                 self.virtual_size = Size(target + view, self.virtual_size.height)
             self.scroll_to(x=target, animate=False, immediate=True)
         self.scroll_to_region(Region(0, max(0, y - 1), 1, 3), animate=False, force=True, immediate=True,
-                              x_axis=False)
+                              x_axis=False, center=center)
 
     # ------------------------------------------------------------------------------------------ drawing
 

@@ -20,7 +20,12 @@ Two layouts of the updated keys:
                that cover the top of the key range
 The naive rewrite and upsert run on both layouts too (they read or rewrite the whole table either way).
 ratui picks copy-on-write or merge-on-read per file by the share of the file that changes (strategies.py);
-"deletes +" counts the position-delete files a merge wrote. The driver's peak RSS is printed after each size.
+"deletes +" counts the position-delete files a merge wrote.
+
+Peak memory is measured apart per side: the naive rewrite and PyIceberg's upsert (which hold the whole table in
+Python) each run in a fresh process of their own, whose peak RSS is printed beside their time, so the benchmark's
+own process holds only ratui's work: its peak RSS ("ratui's Python driver") and the peak of the Spark driver JVM
+it started (VmHWM of that process) are printed after each size.
 
 Timings are wall-clock on whatever machine runs this; they are printed, never asserted anywhere.
 """
@@ -90,63 +95,39 @@ def change_batch(spark, n: int, size: int, layout: str):
     )
 
 
-class Bench:
-    def __init__(self, work: Path):
-        from ratui.engine.spark import jobs as spark_jobs, session as spark_mod
-        from ratui.engine.state.catalog.sqlite import SqliteBranchCatalog
-        from ratui.engine.project.settings import load_settings
+def peak_rss_mb(pid: int | str = "self") -> float | None:
+    """The peak resident memory (VmHWM) of a process, in MB; None where /proc does not say."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
 
-        self.root = work
-        (work / "ratui.yaml").write_text(SETTINGS)
-        self.settings = load_settings(work)
-        began = time.monotonic()
-        spark_mod.get_spark(self.settings)
-        # the session a run writes with (its SQL settings: adaptive execution may coalesce a cached batch's
-        # partitions, see spark/jobs.py), not the process's root session
-        self.spark = spark_jobs.new_run_session(self.settings, "bench")
-        heap = self.spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory() / 2**30
-        print(f"spark up in {time.monotonic() - began:.1f}s, driver heap {heap:.1f} GiB, "
-              f"{os.cpu_count()} cores", flush=True)
-        self.catalog = SqliteBranchCatalog(self.settings.db_path, work)
+
+def describe_files(sizes: list[int]) -> str:
+    """`12 files, 104-131 MB (mean 118 MB)` for a list of file sizes in bytes."""
+    if not sizes:
+        return "no files"
+    mb = [size / 2**20 for size in sizes]
+    return f"{len(mb)} files, {min(mb):.0f}-{max(mb):.0f} MB (mean {statistics.mean(mb):.0f} MB)"
+
+
+def jvm_pid(spark) -> int | None:
+    """The pid of the Spark driver JVM this process started (None with Spark Connect, or when unknown)."""
+    gateway = getattr(spark.sparkContext, "_gateway", None)
+    proc = getattr(gateway, "proc", None)
+    return getattr(proc, "pid", None)
+
+
+class Measurer:
+    """Runs an approach on branches of main of its own and records its time and file counts (no Spark needed)."""
+
+    def __init__(self, catalog, repeat: int = 1):
+        self.catalog = catalog
         self.results: list[dict] = []
-        self.full_refresh: dict[int, tuple[float, float]] = {}
-        self.rss: dict[int, float] = {}
-        self.repeat = 1
-
-    def request(self, ref: str, key: str, batch, rows: int, strategy: str, **config):
-        from ratui.engine.project.config import PipelineConfig
-        from ratui.engine.write.strategies import WriteRequest
-
-        return WriteRequest(self.spark, self.catalog, ref, key, self.root, f"bench{int(time.time() * 1000)}",
-                            batch, rows, PipelineConfig(merge_strategy=strategy, unique_key=("id",), **config),
-                            strategy, run_started_at="2026-01-01 00:00:00.000000")
-
-    def base(self, n: int) -> None:
-        from ratui.engine.write.strategies import write
-
-        for name, strategy in ((f"orders_{n}", "full_refresh"), (f"dim_{n}", "scd2")):
-            if strategy == "full_refresh":  # the reference first too, so neither runs on a colder JVM
-                began = time.monotonic()
-                make_data(self.spark, n).write.mode("overwrite").parquet(str(self.root / "plain" / f"{n}-a"))
-                plain_first = time.monotonic() - began
-            began = time.monotonic()
-            out = write(self.request("main", f"bench.silver.{name}", make_data(self.spark, n), None, strategy))
-            seconds = time.monotonic() - began
-            self.catalog.record_commit("main", f"base {name}")
-            line = f"  base {name} ({strategy}): {out.table_rows:,} rows in {out.files_added} files, {seconds:.2f}s"
-            if strategy == "full_refresh":
-                began = time.monotonic()
-                make_data(self.spark, n).write.mode("overwrite").parquet(str(self.root / "plain" / f"{n}-b"))
-                plain = (plain_first + time.monotonic() - began) / 2
-                line += f"; plain Spark write of the same rows {plain:.2f}s (mean of one before, one after): " \
-                        f"{seconds / plain:.2f}x"
-                self.full_refresh[n] = (seconds, plain)
-            print(line, flush=True)
-
-    def stage_batch(self, n: int, size: int, layout: str) -> str:
-        folder = self.root / "batches" / f"{n}-{layout}"
-        change_batch(self.spark, n, size, layout).coalesce(1).write.mode("overwrite").parquet(str(folder))
-        return str(folder)
+        self.repeat = repeat
 
     def measure(self, label: str, n: int, layout: str, key: str, fn) -> None:
         """`fn` on `self.repeat` branches of main of their own; the median time is reported."""
@@ -154,7 +135,7 @@ class Bench:
 
         times = []
         for attempt in range(self.repeat):
-            branch = f"b{len(self.results)}-{attempt}-" + label.replace('_', '-').replace(' ', '-')
+            branch = f"b{len(self.results)}-{attempt}-{os.getpid()}-" + label.replace('_', '-').replace(' ', '-')
             self.catalog.create_branch(branch)
             before = paths_of(self.catalog.load_table(branch, key))
             began = time.monotonic()
@@ -168,23 +149,12 @@ class Bench:
         removed, added = len(before - after), len(after - before)
         row = dict(table_rows=n, layout=layout, approach=label, seconds=seconds, files_before=len(before),
                    removed=removed, added=added, rewritten=note.get("rewritten", removed), rows_after=rows,
-                   deletes=note.get("deletes", 0))
+                   deletes=note.get("deletes", 0), peak_mb=peak_rss_mb())
         self.results.append(row)
         spread = f" (of {', '.join(f'{t:.2f}' for t in times)})" if len(times) > 1 else ""
         print(f"  {label:<16} {layout:<7} {seconds:7.2f}s{spread}  files {len(before)} -> {len(after)} "
               f"(-{removed} +{added}, rewritten {row['rewritten']}, deletes +{row['deletes']})  rows {rows:,}",
               flush=True)
-
-    def ratui(self, strategy: str, n: int, layout: str, batch_dir: str, size: int):
-        from ratui.engine.write.strategies import write
-
-        key = f"bench.silver.{'dim' if strategy == 'scd2' else 'orders'}_{n}"
-
-        def go(branch):
-            out = write(self.request(branch, key, self.spark.read.parquet(batch_dir), size, strategy))
-            return {"rewritten": out.files_rewritten, "deletes": out.delete_files_added}
-
-        self.measure(f"ratui {strategy}", n, layout, key, go)
 
     def naive(self, n: int, layout: str, batch_dir: str):
         """RAT's merge: read the whole table into Arrow, merge in Python, overwrite the table."""
@@ -216,6 +186,122 @@ class Bench:
             return {"note": f"{result.rows_updated} updated, {result.rows_inserted} inserted"}
 
         self.measure("pyiceberg upsert", n, layout, key, go)
+
+
+def _reference(db_path: str, work: str, approach: str, n: int, layout: str, batch_dir: str, repeat: int) -> dict:
+    """One reference approach (naive, upsert) in a process of its own: its row, with that process's peak RSS."""
+    from ratui.engine.state.catalog.sqlite import SqliteBranchCatalog
+
+    quiet_logs()
+    measurer = Measurer(SqliteBranchCatalog(Path(db_path), Path(work)), repeat)
+    getattr(measurer, approach)(n, layout, batch_dir)
+    return measurer.results[0]
+
+
+class Bench(Measurer):
+    def __init__(self, work: Path):
+        from ratui.engine.spark import jobs as spark_jobs, session as spark_mod
+        from ratui.engine.state.catalog.sqlite import SqliteBranchCatalog
+        from ratui.engine.project.settings import load_settings
+
+        self.root = work
+        (work / "ratui.yaml").write_text(SETTINGS)
+        self.settings = load_settings(work)
+        began = time.monotonic()
+        spark_mod.get_spark(self.settings)
+        # the session a run writes with (its SQL settings: adaptive execution may coalesce a cached batch's
+        # partitions, see spark/jobs.py), not the process's root session
+        self.spark = spark_jobs.new_run_session(self.settings, "bench")
+        heap = self.spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory() / 2**30
+        print(f"spark up in {time.monotonic() - began:.1f}s, driver heap {heap:.1f} GiB, "
+              f"{os.cpu_count()} cores", flush=True)
+        super().__init__(SqliteBranchCatalog(self.settings.db_path, work))
+        self.full_refresh: dict[int, tuple[float, float]] = {}
+        self.rss: dict[int, float] = {}
+        self.jvm_rss: dict[int, float] = {}
+        self.base_files: dict[int, list[int]] = {}  # file sizes (bytes) of the full refresh's table
+        self.plain_files: dict[int, list[int]] = {}  # and of the plain Spark write of the same rows
+
+    def request(self, ref: str, key: str, batch, rows: int, strategy: str, **config):
+        from ratui.engine.project.config import PipelineConfig
+        from ratui.engine.write.strategies import WriteRequest
+
+        return WriteRequest(self.spark, self.catalog, ref, key, self.root, f"bench{int(time.time() * 1000)}",
+                            batch, rows, PipelineConfig(merge_strategy=strategy, unique_key=("id",), **config),
+                            strategy, run_started_at="2026-01-01 00:00:00.000000")
+
+    def base(self, n: int) -> None:
+        from ratui.engine.iceberg.read import data_files
+        from ratui.engine.write.strategies import write
+
+        for name, strategy in ((f"orders_{n}", "full_refresh"), (f"dim_{n}", "scd2")):
+            if strategy == "full_refresh":  # the reference first too, so neither runs on a colder JVM
+                began = time.monotonic()
+                make_data(self.spark, n).write.mode("overwrite").parquet(str(self.root / "plain" / f"{n}-a"))
+                plain_first = time.monotonic() - began
+            began = time.monotonic()
+            out = write(self.request("main", f"bench.silver.{name}", make_data(self.spark, n), None, strategy))
+            seconds = time.monotonic() - began
+            self.catalog.record_commit("main", f"base {name}")
+            line = f"  base {name} ({strategy}): {out.table_rows:,} rows in {out.files_added} files, {seconds:.2f}s"
+            if strategy == "full_refresh":
+                began = time.monotonic()
+                make_data(self.spark, n).write.mode("overwrite").parquet(str(self.root / "plain" / f"{n}-b"))
+                plain = (plain_first + time.monotonic() - began) / 2
+                line += f"; plain Spark write of the same rows {plain:.2f}s (mean of one before, one after): " \
+                        f"{seconds / plain:.2f}x"
+                self.full_refresh[n] = (seconds, plain)
+                self.base_files[n] = sorted(f.file_size_in_bytes for f in
+                                            data_files(self.catalog.load_table("main", f"bench.silver.{name}")))
+                plain_dir = self.root / "plain" / f"{n}-b"
+                self.plain_files[n] = sorted(p.stat().st_size for p in plain_dir.glob("*.parquet"))
+                line += f"\n    files: ratui {describe_files(self.base_files[n])}; " \
+                        f"plain Spark {describe_files(self.plain_files[n])}"
+            print(line, flush=True)
+
+    def stage_batch(self, n: int, size: int, layout: str) -> str:
+        folder = self.root / "batches" / f"{n}-{layout}"
+        change_batch(self.spark, n, size, layout).coalesce(1).write.mode("overwrite").parquet(str(folder))
+        return str(folder)
+
+    def ratui(self, strategy: str, n: int, layout: str, batch_dir: str, size: int):
+        from ratui.engine.write.strategies import write
+
+        key = f"bench.silver.{'dim' if strategy == 'scd2' else 'orders'}_{n}"
+
+        def go(branch):
+            out = write(self.request(branch, key, self.spark.read.parquet(batch_dir), size, strategy))
+            return {"rewritten": out.files_rewritten, "deletes": out.delete_files_added}
+
+        self.measure(f"ratui {strategy}", n, layout, key, go)
+
+    def reference(self, approach: str, n: int, layout: str, batch_dir: str) -> None:
+        """The naive rewrite or PyIceberg's upsert in a fresh process of its own (its memory is not this one's)."""
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+            row = pool.submit(_reference, str(self.settings.db_path), str(self.root), approach, n, layout,
+                              batch_dir, self.repeat).result()
+        self.results.append(row)
+        print(f"  {'':<16} {'':<7} (in a process of its own: peak RSS {row['peak_mb']:.0f} MB)", flush=True)
+
+    def naive(self, n: int, layout: str, batch_dir: str):
+        self.reference("naive", n, layout, batch_dir)
+
+    def upsert(self, n: int, layout: str, batch_dir: str):
+        self.reference("upsert", n, layout, batch_dir)
+
+    def driver_peaks(self, n: int) -> None:
+        """This process's peak RSS (ratui's work alone: the references ran elsewhere) and the Spark driver JVM's."""
+        self.rss[n] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        pid = jvm_pid(self.spark)
+        jvm = peak_rss_mb(pid) if pid else None
+        if jvm is not None:
+            self.jvm_rss[n] = jvm
+        print(f"  peak RSS so far: ratui's Python driver {self.rss[n]:.0f} MB"
+              + (f", Spark driver JVM {jvm:.0f} MB" if jvm is not None else "")
+              + " (the naive rewrite and upsert ran in processes of their own)", flush=True)
 
 
 def main() -> None:
@@ -261,8 +347,7 @@ def main() -> None:
                     bench.upsert(n, layout, batch_dir)
             tiny_dir = bench.stage_batch(n, 100, "tiny")
             bench.ratui("incremental", n, "tiny", tiny_dir, 100)
-            bench.rss[n] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            print(f"  driver peak RSS so far: {bench.rss[n]:.0f} MB", flush=True)
+            bench.driver_peaks(n)
         report(bench.results)
         goals(bench, args)
     finally:
@@ -333,9 +418,16 @@ def goals(bench: Bench, args) -> None:
     for n, (ratui_s, plain) in sorted(bench.full_refresh.items()):
         print(f"  full refresh of {n:,} rows: {ratui_s:.2f} s, {ratui_s / plain:.2f}x the plain Spark write "
               f"[{plain:.2f} s; goal: at most 1.1x]")
-    if len(bench.rss) == 2:
-        (n1, r1), (n2, r2) = sorted(bench.rss.items())
-        print(f"  driver peak RSS: {r1:.0f} MB after the {n1:,}-row runs, {r2:.0f} MB after the {n2:,}-row runs")
+    for n, rss in sorted(bench.rss.items()):
+        jvm = bench.jvm_rss.get(n)
+        print(f"  peak RSS after the {n:,}-row runs: ratui's Python driver {rss:.0f} MB"
+              + (f", Spark driver JVM {jvm:.0f} MB" if jvm is not None else ""))
+    for n in sorted({r["table_rows"] for r in bench.results}):
+        refs = [f"{r['approach']} {r['layout']} {r['peak_mb']:.0f} MB" for r in bench.results
+                if r["table_rows"] == n and r["approach"] in ("naive rewrite", "pyiceberg upsert")
+                and r.get("peak_mb") is not None]
+        if refs:
+            print(f"  reference processes' peak RSS at {n:,} rows: {', '.join(refs)}")
 
 
 if __name__ == "__main__":

@@ -85,6 +85,22 @@ def _partition_by(value: Any) -> tuple[str, ...]:
             "day, hour: e.g. [day(order_ts), country].")) from None
 
 
+_SIZE = re.compile(r"^(\d+(?:\.\d+)?)\s*(b|kb|kib|mb|mib|gb|gib)?$", re.IGNORECASE)
+_UNITS = {"b": 1, "kb": 2**10, "kib": 2**10, "mb": 2**20, "mib": 2**20, "gb": 2**30, "gib": 2**30}
+
+
+def _file_size(value: Any) -> int | None:
+    """A data file size: bytes as a number, or text like `128MB` / `256 MiB` / `1GB` (binary units)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise PydanticUseDefault()
+    found = _SIZE.match(str(value).strip()) if not isinstance(value, bool) else None
+    size = int(float(found.group(1)) * _UNITS[(found.group(2) or "b").lower()]) if found else 0
+    if size < 2**20:
+        raise invalid(f"{{where}} must be a size of at least 1MB (e.g. 128MB, 256MB, 1GB), got '{value}'",
+                      "RAT-CFG-005")
+    return size
+
+
 def _choice(choices: tuple[str, ...], message: str, code: str = "RAT-CFG-005", hint: str | None = None) -> Any:
     return PlainValidator(one_of(choices, code, message, fold=str, hint=hint))
 
@@ -96,6 +112,7 @@ OptionalColumn = Annotated[str | None, PlainValidator(_optional_column)]
 Columns = Annotated[tuple[str, ...], PlainValidator(lambda value: tuple(_column(k) for k in _as_list(value)))]
 Text = Annotated[str, PlainValidator(lambda value: str(value).strip())]
 Flag = Annotated[bool, PlainValidator(_as_bool)]
+FileSize = Annotated[int | None, PlainValidator(_file_size)]
 LandingMode = Annotated[str, _choice(LANDING_MODES, "unknown landing_mode '{text}'")]
 BadRows = Annotated[str | None, _choice(LANDING_BAD_ROWS, "unknown landing_bad_rows '{text}'")]
 ColumnMode = Annotated[str | None, _choice(LANDING_COLUMNS, "unknown landing_columns '{text}'")]
@@ -142,6 +159,9 @@ class PipelineConfig:
     tags: Tags = ()
     # Iceberg partition spec terms, normalised: "day(order_ts)", "country" (identity); see partitioning.py
     partition_by: PartitionBy = ()
+    # the size the table's data files are written at (bytes; None: the table's write.target-file-size-bytes,
+    # else write/files.py's TARGET_FILE_BYTES); see write/files.py
+    target_file_size: FileSize = None
     # a Python pipeline's isolation level over ratui.yaml's python.isolation (None: the project's)
     isolation: Isolation = None
     # where each key's value came from: "annotation", "config.yaml" or "default"

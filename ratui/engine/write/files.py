@@ -30,7 +30,7 @@ from pyiceberg.table.name_mapping import create_mapping_from_schema
 from ratui.engine.errors import RatuiError
 from ratui.engine.failpoints import failpoint
 from ratui.engine.iceberg.deletes import DeletesOverwrite
-from ratui.engine.iceberg.read import deletes_of
+from ratui.engine.iceberg.read import data_files, deletes_of
 from ratui.engine.iceberg.schema import FIELD_ID, NAME_MAPPING, iceberg_to_spark_type
 from ratui.engine.locations import local_file
 from ratui.engine.project.discovery import table_folder
@@ -122,23 +122,84 @@ def _is_data_file(info: pafs.FileInfo) -> bool:
         and not info.base_name.startswith((".", "_"))
 
 
-# Rows per file a clustered write aims at (about 10-40 MB of Parquet for typical rows): a merge that rewrites
-# one file and adds a few rows writes one or two files, not spark.sql.shuffle.partitions small ones.
-ROWS_PER_FILE = 500_000
+# The size a write aims its data files at, unless the pipeline (`target_file_size`) or the table's own
+# write.target-file-size-bytes says otherwise: big enough that a 100M-row table is tens of files, not thousands
+# (planning, metadata and per-file overheads stay small), small enough that a table of a few GB still reads in
+# parallel and a copy-on-write rewrite of one file stays cheap. Iceberg's own default is 512 MB.
+TARGET_FILE_BYTES = 128 * 2**20
+TARGET_FILE_PROPERTY = "write.target-file-size-bytes"
 
+# Parquet (dictionary encoding, snappy) against the in-memory width of a row of Spark's types: measured 0.31 on
+# merge.py's rows (15.9 bytes per row against 52); a little above, so a first write errs on smaller files. Once
+# a table has files, their own bytes per row are used instead.
+PARQUET_SHARE = 0.4
+
+# Spark's in-memory width of a value of each type (the sizes Spark's own DataType.defaultSize gives).
+_WIDTH = {"boolean": 1, "tinyint": 1, "smallint": 2, "int": 4, "date": 4, "float": 4, "bigint": 8, "double": 8,
+          "timestamp": 8, "timestamp_ntz": 8, "string": 20, "binary": 100}
 
 # A merge that rewrites more rows than this keeps the surviving rows in their files' layout (one task per
 # file, no shuffle) and clusters only the new rows, instead of range-partitioning everything again.
 KEEP_LAYOUT_MIN_ROWS = 2_000_000
 
 
+def target_file_bytes(table: Table, configured: int | None = None) -> int:
+    """The size to write `table`'s data files at: the pipeline's target_file_size, else the table's
+    write.target-file-size-bytes, else TARGET_FILE_BYTES."""
+    if configured:
+        return configured
+    try:
+        return max(2**20, int(table.properties.get(TARGET_FILE_PROPERTY, TARGET_FILE_BYTES)))
+    except (TypeError, ValueError):  # another engine's unreadable value: the default
+        return TARGET_FILE_BYTES
+
+
+def _row_width(dtype) -> float:
+    """The in-memory width of a value of a Spark type (nested types: the sum or a guess per element)."""
+    from pyspark.sql import types as st
+
+    if isinstance(dtype, st.DecimalType):
+        return 8 if dtype.precision <= 18 else 16
+    if isinstance(dtype, st.StructType):
+        return sum(_row_width(f.dataType) for f in dtype.fields)
+    if isinstance(dtype, st.ArrayType):
+        return 4 * _row_width(dtype.elementType)
+    if isinstance(dtype, st.MapType):
+        return 4 * (_row_width(dtype.keyType) + _row_width(dtype.valueType))
+    return _WIDTH.get(dtype.simpleString(), 20)
+
+
+def bytes_per_row(table: Table, spark_schema, files: Sequence[DataFile] | None = None) -> float:
+    """About how many bytes of Parquet a row of `table` takes: its data files' own figure when it has files
+    (`files`, else its current ones), else an estimate from the row's Spark types."""
+    if files is None:
+        files = data_files(table) if table.current_snapshot() is not None else []
+    rows = sum(f.record_count for f in files)
+    if rows:
+        return max(1.0, sum(f.file_size_in_bytes for f in files) / rows)
+    width = sum(_row_width(f.dataType) for f in spark_schema.fields)
+    return max(1.0, width * PARQUET_SHARE)
+
+
+def rows_per_file(table: Table, spark_schema, target_bytes: int | None = None,
+                  files: Sequence[DataFile] | None = None) -> int:
+    """The rows a data file of `table` holds at its target size (at least 1,000)."""
+    return max(1_000, int(target_file_bytes(table, target_bytes) / bytes_per_row(table, spark_schema, files)))
+
+
 def write_files(df, table: Table, run_id: str, cluster_by: Iterable[str] = (),
-                rows_hint: int | None = None, keep=None, keep_files: Iterable[DataFile] = ()) -> WrittenFiles:
+                rows_hint: int | None = None, keep=None, keep_files: Iterable[DataFile] = (),
+                target_bytes: int | None = None) -> WrittenFiles:
     """Spark writes `df` as Parquet into the table's data folder; returns Iceberg DataFile entries for them.
+
+    Files are written near the table's target size (target_file_bytes; `target_bytes`: the pipeline's): every
+    task's output is split at the rows a file of that size holds (Spark's maxRecordsPerFile; the bytes per row
+    are the table's own, see bytes_per_row), so a large write that Spark runs in a few big tasks still lands as
+    many files of about that size, not one file per task.
 
     `cluster_by`: range-partition and sort by these columns first, so each file covers a narrow range of
     them and merges can skip files by their bounds; `rows_hint` (about how many rows `df` holds) sets the
-    number of ranges to one per ROWS_PER_FILE rows. A partitioned table gets one file per partition value
+    number of ranges to one per file's worth of rows. A partitioned table gets one file per partition value
     per task (see partitioning.py); its DataFile partition tuples come from the files' statistics.
 
     `keep`: rows read from `keep_files` (by read_files, through narrow operations only) written in the same
@@ -151,25 +212,29 @@ def write_files(df, table: Table, run_id: str, cluster_by: Iterable[str] = (),
     base = local_file(table, table.location()).rstrip("/")
     folder = f"{base}/data/run-{run_id}-{uuid.uuid4().hex[:8]}"
     order = [f"`{c}`" for c in cluster_by]
+    per_file = rows_per_file(table, df.schema, target_bytes)
     hidden: list[str] = []
     if table.spec().fields:
         df, hidden = hidden_columns(df, table)
         if keep is not None:
             keep, _ = hidden_columns(keep, table)
         order = hidden + order
-    conf: dict[str, str] = {}
+    conf: dict[str, str] = {"spark.sql.files.maxRecordsPerFile": str(per_file)}
     if order:
-        if rows_hint is not None and rows_hint <= ROWS_PER_FILE:
+        if rows_hint is not None and rows_hint <= per_file:
             # one file's worth: one sorted task, no sampling job and no shuffle
             df = df.coalesce(1).sortWithinPartitions(*order)
         elif rows_hint is not None:
-            ranges = max(1, round(rows_hint / ROWS_PER_FILE))
+            # ranges of at most a file's worth each; Spark's ranges come from a sample and vary a little, so the
+            # cap per file is above a file's worth (a range never leaves a sliver of a file behind it)
+            ranges = max(1, -(-rows_hint // per_file))
             df = df.repartitionByRange(ranges, *order).sortWithinPartitions(*order)
+            conf["spark.sql.files.maxRecordsPerFile"] = str(per_file + per_file // 2)
         else:
             # rows not counted (the query runs once, here): Spark's adaptive execution merges neighbouring key
             # ranges until each holds about a file's worth of shuffled rows
             df = df.repartitionByRange(*order).sortWithinPartitions(*order)
-            conf.update(UNCOUNTED_RANGES)
+            conf.update(uncounted_ranges(per_file, df.schema))
     if keep is not None:
         df = keep.unionByName(df)
     # "error" (errorifexists): the only spelling Spark Connect knows as well
@@ -227,13 +292,15 @@ def _register(table: Table, folder: str) -> WrittenFiles:
     return written
 
 
-# A write whose rows were not counted: ranges Spark may merge (adaptive execution) into about ROWS_PER_FILE rows
-# each (about 24 MB of shuffled rows for typical tables).
-UNCOUNTED_RANGES = {
-    "spark.sql.shuffle.partitions": "64",
-    "spark.sql.adaptive.coalescePartitions.parallelismFirst": "false",
-    "spark.sql.adaptive.advisoryPartitionSizeInBytes": "24m",
-}
+def uncounted_ranges(per_file: int, spark_schema) -> dict[str, str]:
+    """A write whose rows were not counted: ranges Spark may merge (adaptive execution) into about `per_file` rows
+    each, by their shuffled size (Spark's in-memory width of a row)."""
+    width = sum(_row_width(f.dataType) for f in spark_schema.fields)
+    return {
+        "spark.sql.shuffle.partitions": "64",
+        "spark.sql.adaptive.coalescePartitions.parallelismFirst": "false",
+        "spark.sql.adaptive.advisoryPartitionSizeInBytes": str(max(2**20, int(per_file * width))),
+    }
 
 
 @contextmanager
@@ -266,15 +333,19 @@ def discard(written: WrittenFiles | None) -> None:
 
 
 def commit_files(table: Table, *, add: list[DataFile], delete: list[DataFile], message: str,
-                 properties: dict[str, str] | None = None, add_deletes: Sequence[DataFile] = ()) -> Table:
+                 properties: dict[str, str] | None = None, add_deletes: Sequence[DataFile] = (),
+                 table_properties: dict[str, str] | None = None) -> Table:
     """One Iceberg snapshot that removes `delete` (with the position-delete files that apply to them), adds `add`
-    and the position-delete files `add_deletes` (an append when it only adds data files)."""
+    and the position-delete files `add_deletes` (an append when it only adds data files); `table_properties` are
+    set on the table in the same commit."""
     summary = {"ratui.message": message, **(properties or {})}
     failpoint("kill:commit")
     stale = [d for f in delete for d in deletes_of(table, f)]
     with table.transaction() as tx:
         if table.properties.get(NAME_MAPPING) is None:
             tx.set_properties({NAME_MAPPING: create_mapping_from_schema(table.schema()).model_dump_json()})
+        if table_properties:
+            tx.set_properties(table_properties)
         if add_deletes or stale:
             with DeletesOverwrite(operation=Operation.OVERWRITE, transaction=tx, io=table.io,
                                   snapshot_properties=summary) as producer:

@@ -36,8 +36,13 @@ files whose bounds hold one of those are touched: a file whose statistics show i
 keys is dropped without being read again, the others are read and rewritten without the affected rows.
 A batch of new keys that fall inside existing files' ranges rewrites nothing. Untouched files are carried
 over into the new snapshot; the table is never read whole and no row passes through Python. New files are
-range-partitioned and sorted by the key (one range per ~500k rows), so each covers a narrow key range and
-later merges prune well.
+range-partitioned and sorted by the key (one range per file of the target size, write/files.py), so each covers a
+narrow key range and later merges prune well.
+
+Merge-on-read. A file of which a merge changes only a small share (MOR_MAX_SHARE) is not rewritten: a position-
+delete file names its replaced rows. scd2 does the same for the open versions it closes: the old version is
+deleted by position and its closed copy (valid_to = T) is appended with the new versions, so a change spread
+over every file writes one delete file per file and the new rows, not the whole table.
 """
 
 from __future__ import annotations
@@ -54,8 +59,8 @@ from ratui.engine.project import strategy_specs
 from ratui.engine.iceberg.deletes import write_position_deletes
 from ratui.engine.iceberg.read import FILE_NO, ROW_POS, data_files, live_rows, read_files, row_count
 from ratui.engine.iceberg.schema import iceberg_to_spark_type
-from ratui.engine.write.files import (KEEP_LAYOUT_MIN_ROWS, WrittenFiles, commit_files, discard, session_conf,
-                                      write_files)
+from ratui.engine.write.files import (KEEP_LAYOUT_MIN_ROWS, TARGET_FILE_PROPERTY, WrittenFiles, commit_files,
+                                      discard, session_conf, write_files)
 from ratui.engine.write.keys import dedupe, key_frame, match_keys, resolve_columns
 from ratui.engine.write.prepare import aligned, prepare_table, table_names
 from ratui.engine.write.request import WriteOutcome, WriteRequest  # noqa: F401 - the writer's words, named here too
@@ -114,11 +119,17 @@ def _ts_literal(ts: datetime, target):
 def _write_and_commit(req: WriteRequest, table: Table, df, *, delete, message: str,
                       cluster_by=(), rows_hint: int | None = None, keep=None, keep_files=(),
                       add_deletes: Sequence[DataFile] = ()) -> WrittenFiles:
-    written = write_files(df, table, req.run_id, cluster_by, rows_hint, keep=keep, keep_files=keep_files)
+    target = req.config.target_file_size
+    written = write_files(df, table, req.run_id, cluster_by, rows_hint, keep=keep, keep_files=keep_files,
+                          target_bytes=target)
+    # the pipeline's size, recorded as Iceberg's own table property: other engines that write the table aim at it
+    # too, and ratui's compaction does
+    table_properties = ({TARGET_FILE_PROPERTY: str(target)}
+                        if target and table.properties.get(TARGET_FILE_PROPERTY) != str(target) else {})
     try:
         commit_files(table, add=written.files, delete=delete, message=message, add_deletes=list(add_deletes),
                      properties={**req.snapshot_properties, "ratui.run-id": req.run_id,
-                                 "ratui.strategy": req.strategy})
+                                 "ratui.strategy": req.strategy}, table_properties=table_properties)
     except Exception:
         discard(written)
         raise
@@ -237,13 +248,22 @@ def _plan(req: WriteRequest, table: Table, candidates: list[DataFile], keys_df, 
     if new_rows > LOCATE_MAX_ROWS or (
             req.merge_on_read and new_rows > MOR_MAX_SHARE * sum(live_rows(table, f) for f in candidates)):
         return [], list(candidates), []
-    import pyarrow.compute as pc
-
     # one job: the file and position of every row the batch replaces, to the driver (a position is two numbers; a
     # batch of millions of rows never gets here, see above)
     with session_conf(req.session, IN_FILTER_CONF if values is not None else {}):
         found = locate_rows(req.session, table, candidates, keys_df, cols,
                             broadcast=new_rows <= BROADCAST_MAX_KEYS, values=values, ranges=ranges).toArrow()
+    whole, rewrite, _, deletes = _classify(req, table, candidates, found)
+    return whole, rewrite, deletes
+
+
+def _classify(req: WriteRequest, table: Table, candidates: list[DataFile], found, *, drop_whole: bool = True):
+    """(whole, rewrite, mor, deletes) for the rows `found` (Arrow: FILE_NO, ROW_POS of the rows to take out of
+    `candidates`): the files to drop unread (every live row taken out; with drop_whole=False they are rewritten
+    instead), the files to rewrite (copy-on-write), the indexes of the files given a position-delete file
+    (merge-on-read), and those delete files (written here, in the order of `mor`)."""
+    import pyarrow.compute as pc
+
     counts = {entry["values"]: entry["counts"] for entry in pc.value_counts(found[FILE_NO]).to_pylist()}
     whole: list[DataFile] = []
     rewrite: list[DataFile] = []
@@ -251,9 +271,9 @@ def _plan(req: WriteRequest, table: Table, candidates: list[DataFile], keys_df, 
     for i, n in sorted(counts.items()):
         f = candidates[i]
         live = live_rows(table, f)
-        if n >= live:
+        if n >= live and drop_whole:
             whole.append(f)
-        elif (f.record_count - live + n) / f.record_count > MOR_MAX_SHARE or not req.merge_on_read:
+        elif n >= live or (f.record_count - live + n) / f.record_count > MOR_MAX_SHARE or not req.merge_on_read:
             rewrite.append(f)
         else:
             mor.append(i)
@@ -268,7 +288,7 @@ def _plan(req: WriteRequest, table: Table, candidates: list[DataFile], keys_df, 
         except BaseException:
             discard(WrittenFiles([], folder, table))
             raise
-    return whole, rewrite, deletes
+    return whole, rewrite, mor, deletes
 
 
 # --------------------------------------------------------------------------------------------- strategies
@@ -405,25 +425,27 @@ def scd2(req: WriteRequest) -> WriteOutcome:
 
     batch = aligned(dedupe(req.batch, resolve_columns(req.batch, tuple(keys), "RAT-WRT-001", "unique_key",
                                                          req.key), watermark), table).persist()
+    matched = None
+    deletes: list[DataFile] = []
     try:
         outcome.rows_written = 0
         existing = data_files(table)
-        if batch.count() == 0:
+        batch_rows = batch.count()
+        if batch_rows == 0:
             outcome.notes.append("the batch was empty: no version opened or closed")
             outcome.files_kept = len(existing)
             return _finish(req, outcome)
-        keys_df = key_frame(batch, keys)
-        candidates = candidate_files(req.session, table, keys_df, keys, existing) if len(existing) > 1 else existing
         kcols = [f"__k{i}" for i in range(len(keys))]
+        candidates = (candidate_files(req.session, table, key_frame(batch, keys), keys, existing)
+                      if len(existing) > 1 else existing)
         if candidates:
-            open_rows = read_files(req.session, table, candidates).filter(F.col(f"`{vt}`").isNull()).select(
-                *[F.col(f"`{c}`") for c in keys + tracked])
+            # one pass over the candidates: the open version of each batch key, where it lies and whether it changes
+            matched = _open_versions(req, table, candidates, batch, batch_rows, keys, tracked, vt).persist()
+            same = matched.where(F.col(SAME)).select(*[F.col(f"`{OLD}{k}`").alias(kc) for k, kc in zip(keys, kcols)])
             # a batch row with an identical open row (key and every tracked column, NULL-safe) changes nothing
-            same = key_frame(batch.join(open_rows, match_keys(batch, keys + tracked, open_rows, keys + tracked),
-                                         "left_semi"), keys)
             to_open = batch.join(same, match_keys(batch, keys, same, kcols), "left_anti")
         else:
-            open_rows, to_open = None, batch
+            to_open = batch
         to_open = to_open.persist()
         try:
             outcome.rows_written = to_open.count()
@@ -433,17 +455,25 @@ def scd2(req: WriteRequest) -> WriteOutcome:
                 return _finish(req, outcome)
             opened_keys = key_frame(to_open, keys).withColumn(HIT, F.lit(True))
             rewrite: list[DataFile] = []
-            if open_rows is not None:
-                # the keys whose open version closes, placed in files by the files' bounds (as classify_files)
-                changed = key_frame(to_open, keys)
-                closing = changed.join(open_rows, match_keys(changed, kcols, open_rows, keys), "left_semi").persist()
-                try:
-                    if not closing.isEmpty():
-                        rewrite = (candidates if len(candidates) == 1
-                                   else candidate_files(req.session, table, closing, keys, candidates))
-                finally:
-                    closing.unpersist()
+            closed_copies, closed_count = None, 0
+            if matched is not None:
+                # the open versions that close: their file and position, to the driver (two numbers a row)
+                closing = matched.where(~F.col(SAME))
+                found = closing.select(FILE_NO, ROW_POS).toArrow()
+                if found.num_rows:
+                    # a file that changes a little keeps its rows: a position-delete file takes the open version
+                    # out and its closed copy is appended with the new versions (merge-on-read); a file that
+                    # changes much is rewritten with those versions closed in place (copy-on-write)
+                    _, rewrite, mor, deletes = _classify(req, table, candidates, found, drop_whole=False)
+                    if mor:
+                        closed_count = sum(d.record_count for d in deletes)
+                        closed_copies = closing.where(F.col(FILE_NO).isin(mor)).select(
+                            *[(stamp_to if f.name == vt else F.col(f"`{OLD}{f.name}`")).alias(f.name)
+                              for f in schema.fields])
             new_versions = to_open.withColumn(vf, stamp_from).withColumn(vt, F.lit(None).cast(vt_type))
+            if closed_copies is not None:
+                new_versions = new_versions.unionByName(closed_copies)
+
             def closed(old, broadcast: bool):
                 """The rewritten files' rows, the open versions of the changed keys closed at T."""
                 hits = F.broadcast(opened_keys) if broadcast else opened_keys
@@ -452,16 +482,49 @@ def scd2(req: WriteRequest) -> WriteOutcome:
                     vt, F.when(F.col(f"`{vt}`").isNull() & F.col(HIT).isNotNull(), stamp_to)
                     .otherwise(F.col(f"`{vt}`"))).select(*[F.col(f"`{f.name}`") for f in schema.fields])
 
-            written = _commit_rewrite(req, table, new_versions, outcome.rows_written, rewrite, closed,
-                                      cluster_by=keys, message=f"scd2 versions of {req.key} at {ts.isoformat()}")
+            written = _commit_rewrite(req, table, new_versions, outcome.rows_written + closed_count, rewrite,
+                                      closed, cluster_by=keys, add_deletes=deletes,
+                                      message=f"scd2 versions of {req.key} at {ts.isoformat()}")
+            deletes_done = deletes
+            deletes = []  # committed, or discarded by _commit_rewrite
         finally:
             to_open.unpersist()
     finally:
+        for folder in {d.file_path.rsplit("/", 1)[0] for d in deletes}:
+            discard(WrittenFiles([], folder, table))  # written, never committed: nothing refers to them
+        if matched is not None:
+            matched.unpersist()
         batch.unpersist()
     outcome.files_added = len(written.files)
     outcome.files_removed = outcome.files_rewritten = len(rewrite)
     outcome.files_kept = len(existing) - len(rewrite)
+    outcome.delete_files_added = len(deletes_done)
+    outcome.rows_deleted_by_position = sum(d.record_count for d in deletes_done)
     return _finish(req, outcome)
+
+
+OLD, NEW, SAME = "__ratui_old_", "__ratui_new_", "__ratui_same"
+
+
+def _open_versions(req: WriteRequest, table: Table, candidates: list[DataFile], batch, batch_rows: int,
+                   keys: list[str], tracked: list[str], vt: str):
+    """The open versions (`vt` NULL) in `candidates` of the batch's keys: every table column prefixed OLD, their
+    FILE_NO and ROW_POS, and SAME: whether the batch row of the key holds the same tracked values (NULL-safe).
+    One pass over the candidates; a batch of at most BROADCAST_MAX_KEYS rows goes to every task."""
+    from pyspark.sql import functions as F
+
+    old = read_files(req.session, table, candidates, positions=True).where(F.col(f"`{vt}`").isNull())
+    old = old.select(*[F.col(f"`{f.name}`").alias(OLD + f.name) for f in table.schema().fields],
+                     F.col(FILE_NO), F.col(ROW_POS))
+    new = batch.select(*[F.col(f"`{c}`").alias(NEW + c) for c in keys + tracked])
+    if batch_rows <= BROADCAST_MAX_KEYS:
+        new = F.broadcast(new)
+    both = old.join(new, match_keys(old, [OLD + k for k in keys], new, [NEW + k for k in keys]), "inner")
+    same = F.lit(True)
+    for c in tracked:
+        same = same & both[f"`{OLD}{c}`"].eqNullSafe(both[f"`{NEW}{c}`"])
+    return both.select(*[F.col(f"`{OLD}{f.name}`") for f in table.schema().fields], F.col(FILE_NO), F.col(ROW_POS),
+                       same.alias(SAME))
 
 
 STRATEGIES = {  # a handler for every strategy project/strategy_specs.py declares, and no other

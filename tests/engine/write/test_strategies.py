@@ -350,15 +350,20 @@ def test_snapshot_drops_whole_files_of_replaced_partitions_without_rewriting(spa
     assert len(rows) == 301 and [r["k"] for r in rows if r["g"] == "g2"] == [9]
 
 
-def test_scd2_rewrites_only_files_holding_changed_keys(spark, project):
+@pytest.mark.parametrize("mor", [False, True])
+def test_scd2_rewrites_only_files_holding_changed_keys(spark, project, mor):
     for i in range(3):
         rows = [(k, "same") for k in range(i * 100, i * 100 + 100)]
         direct(spark, project, "d", "scd2", rows, "k long, v string", unique_key="k",
                run_started_at=T0)
     assert len(list(project.table("d").scan().plan_files())) == 3
     out = direct(spark, project, "d", "scd2", [(5, "same"), (150, "same"), (250, "changed")], "k long, v string",
-                 unique_key="k", run_started_at=T0 + timedelta(days=1))
-    assert (out.rows_written, out.files_rewritten, out.files_kept) == (1, 1, 2)
+                 unique_key="k", run_started_at=T0 + timedelta(days=1), merge_on_read=mor)
+    # copy-on-write: the one file rewritten; merge-on-read (1 of its 100 rows): a delete file, nothing rewritten
+    assert (out.rows_written, out.files_rewritten, out.delete_files_added) == ((1, 0, 1) if mor else (1, 1, 0))
+    assert out.files_kept == (3 if mor else 2)
+    rows = by(project.rows("d"), "k", "v", "valid_to")
+    assert (250, "same", T0 + timedelta(days=1)) in rows and (250, "changed", None) in rows and len(rows) == 301
 
 
 # ---------------------------------------------------------------------------------------------- partitions
@@ -602,7 +607,7 @@ def test_large_rewrites_keep_their_files_layout_without_a_shuffle(spark, project
         direct(spark, project, "dim", "scd2", [(k, "same", f"g{i}") for k in range(i * 100, i * 100 + 100)],
                schema, unique_key="k", run_started_at=T0, **extra)
     out = direct(spark, project, "dim", "scd2", [(5, "new", "g0"), (6, "same", "g0"), (250, "new", "g2")],
-                 schema, unique_key="k", run_started_at=T0 + timedelta(days=1), **extra)
+                 schema, unique_key="k", run_started_at=T0 + timedelta(days=1), merge_on_read=False, **extra)
     assert (out.rows_written, out.files_rewritten, out.files_kept) == (2, 2, 1)
     rows = project.rows("dim")
     assert len(rows) == 302

@@ -203,8 +203,9 @@ def test_delete_insert_matches_the_model(tmp_path_factory, runs, mor):
 
 @pytest.mark.usefixtures("spark")
 @SETTINGS
-@given(runs=batch_sequences(), keep_layout=st.booleans())
-def test_scd2_matches_the_model(tmp_path_factory, runs, keep_layout):
+@given(runs=batch_sequences(), keep_layout=st.booleans(), mor=MOR)
+@example(runs=MIXED_RUNS, keep_layout=False, mor=MIXED_MOR)
+def test_scd2_matches_the_model(tmp_path_factory, runs, keep_layout, mor):
     project = _fresh(tmp_path_factory)
     project.pipeline("t", """
         -- @merge_strategy: scd2
@@ -216,7 +217,7 @@ def test_scd2_matches_the_model(tmp_path_factory, runs, keep_layout):
         at = datetime.fromisoformat(result.write["valid_at"])
         return model.scd2(table, cols, rows, ["k", "k2"], at, watermark="w")
 
-    _check_sequence(project, "t", runs, step, keep_layout=keep_layout)
+    _check_sequence(project, "t", runs, step, keep_layout=keep_layout, mor=mor)
 
 
 @pytest.mark.usefixtures("spark")

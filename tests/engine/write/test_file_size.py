@@ -1,0 +1,91 @@
+"""Data files near a target size: a large write lands as many files of about the target size (not one file per
+Spark task), keyed tables stay clustered by key across those files, and the size is set per pipeline
+(`target_file_size`) or by the table's own write.target-file-size-bytes. Small tables with a small target force
+several files."""
+
+from __future__ import annotations
+
+import pytest
+
+from ratui.engine.errors import RatuiError
+from ratui.engine.iceberg.read import data_files, row_count
+from ratui.engine.project.config import resolve_config
+from ratui.engine.write.files import TARGET_FILE_PROPERTY
+from tests.engine.write.test_strategies import Project, direct
+
+KV = "k long, v string"
+
+
+@pytest.fixture
+def project(spark, tmp_path):
+    p = Project(tmp_path / "proj")
+    yield p
+    p.close()
+
+
+def rows(n: int, start: int = 0) -> list[tuple]:
+    return [(k, f"value-{k:08d}") for k in range(start, start + n)]
+
+
+def test_a_full_refresh_lands_as_files_of_about_the_target_size(spark, project):
+    # one Spark task holds every row (direct() coalesces to one partition): without a target it is one file
+    target = 40_000
+    out = direct(spark, project, "t", "full_refresh", rows(20_000), KV, target_file_size=target)
+    table = project.table("t")
+    files = data_files(table)
+    assert out.files_added == len(files) >= 4 and row_count(table) == 20_000
+    # the first write had no files to learn from: its estimate errs on the small side, never past the target
+    assert max(f.file_size_in_bytes for f in files) <= 1.2 * target
+    # the next write learns the table's own bytes per row: its files are near the target
+    direct(spark, project, "t", "full_refresh", rows(20_000, 5), KV, target_file_size=target)
+    files = data_files(project.table("t"))
+    whole = [f for f in files if f.record_count == max(g.record_count for g in files)]
+    assert all(0.7 * target <= f.file_size_in_bytes <= 1.3 * target for f in whole), \
+        [f.file_size_in_bytes for f in files]
+    assert sum(f.record_count for f in files) == 20_000
+
+
+def test_keyed_tables_are_split_into_disjoint_key_ranges_at_the_target_size(spark, project):
+    from pyiceberg.conversions import from_bytes
+    from pyiceberg.types import LongType
+
+    out = direct(spark, project, "inc", "incremental", rows(20_000)[::-1], KV, unique_key="k",
+                 target_file_size=40_000)
+    files = data_files(project.table("inc"))
+    assert out.files_added == len(files) >= 4
+    fid = project.table("inc").schema().find_field("k").field_id
+    bounds = sorted((from_bytes(LongType(), f.lower_bounds[fid]), from_bytes(LongType(), f.upper_bounds[fid]))
+                    for f in files)
+    assert all(a[1] < b[0] for a, b in zip(bounds, bounds[1:]))  # each file covers its own key range
+    assert bounds[0][0] == 0 and bounds[-1][1] == 19_999
+
+
+def test_the_pipeline_size_is_recorded_as_the_tables_iceberg_property_and_used_without_it(spark, project):
+    direct(spark, project, "t", "full_refresh", rows(20_000), KV, target_file_size=40_000)
+    table = project.table("t")
+    assert table.properties[TARGET_FILE_PROPERTY] == "40000"
+    # a later write that does not set it: the table's property decides (another engine's setting would too);
+    # the property has a floor of 1 MB, so this write is one file
+    out = direct(spark, project, "t", "full_refresh", rows(20_000), KV)
+    assert out.files_added == 1 and project.table("t").properties[TARGET_FILE_PROPERTY] == "40000"
+
+
+@pytest.mark.parametrize("text, size", [("128MB", 128 * 2**20), ("256 mib", 256 * 2**20), ("1GB", 2**30),
+                                        ("1.5GB", int(1.5 * 2**30)), ("67108864", 64 * 2**20)])
+def test_target_file_size_is_read_from_config_yaml_and_annotations(tmp_path, text, size):
+    pipeline, config = tmp_path / "pipeline.sql", tmp_path / "config.yaml"
+    config.write_text(f"target_file_size: {text}\n")
+    assert resolve_config(pipeline, "SELECT 1 AS id\n", config).target_file_size == size
+    config.write_text("")
+    text_sql = f"-- @target_file_size: {text}\nSELECT 1 AS id\n"
+    assert resolve_config(pipeline, text_sql, config).target_file_size == size
+    assert resolve_config(pipeline, "SELECT 1 AS id\n", config).target_file_size is None
+
+
+@pytest.mark.parametrize("text", ["tiny", "12KB", "0", "-5MB", "128 TB"])
+def test_a_bad_target_file_size_is_a_coded_error(tmp_path, text):
+    pipeline, config = tmp_path / "pipeline.sql", tmp_path / "config.yaml"
+    config.write_text(f"target_file_size: {text}\n")
+    with pytest.raises(RatuiError) as err:
+        resolve_config(pipeline, "SELECT 1 AS id\n", config)
+    assert err.value.code == "RAT-CFG-005" and "target_file_size" in err.value.message

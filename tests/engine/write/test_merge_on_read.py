@@ -4,6 +4,7 @@ leaving main as it was."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -131,3 +132,33 @@ def test_killed_mid_compaction_main_is_unchanged_and_the_next_pass_compacts(mor_
     report = Engine.open(mor_project).reap(tasks=["compaction"])
     assert len(report.tasks["compaction"].removed) == 1
     assert main_rows(engine) == before
+
+
+def test_a_change_of_a_thousand_spread_keys_merges_in_a_jvm_of_its_own(tmp_path):
+    """1,000 changed keys spread over a table: the batch's key values filter the table's files without pushing a
+    1,000-value IN into the Parquet reader (it recursed past an executor thread's stack and took the JVM down). Run
+    as a user would, in a `ratui run` process of its own: a regression kills that JVM, not the suite's."""
+    from tests.conftest import TEST_SETTINGS, write_files
+
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "ratui.yaml").write_text(TEST_SETTINGS.format(ns="demo"))
+    write_files(root, {"demo/pipelines/silver/t/pipeline.sql": (
+        "-- @merge_strategy: incremental\n-- @unique_key: id\n"
+        "SELECT id, concat('v', CAST(id AS STRING), '-{{ run_started_at }}') AS v FROM range(0, 20000) AS t(id)\n"
+        "{% if is_incremental() %}WHERE id % 20 = 0{% endif %}\n")})
+
+    def ratui_run(*extra: str) -> dict:
+        done = subprocess.run([sys.executable, "-m", "ratui", "run", "--project", str(root), "--json", *extra],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    assert ratui_run()["rows_written"] == 20000
+    first = {r["id"]: r["v"] for r in Engine.open(root).load_table("main", "demo.silver.t").scan().to_arrow()
+             .to_pylist()}
+    changed = ratui_run("--force")
+    assert changed["status"] == "success" and changed["rows_written"] == 1000
+    rows = {r["id"]: r["v"] for r in Engine.open(root).load_table("main", "demo.silver.t").scan().to_arrow()
+            .to_pylist()}
+    assert len(rows) == 20000 and {k for k in rows if rows[k] != first[k]} == set(range(0, 20000, 20))

@@ -16,7 +16,7 @@ Categories (cases):
     templates              9
     SQL                   18
     names                 10
-    landing files         33
+    landing files         36
     landing ledger         5
     schema changes         8
     quality tests          9
@@ -25,10 +25,11 @@ Categories (cases):
     unreadable files      13
     CLI misuse            37
     compile gate           3
+    compile cache          3
     Python pipelines      15
     REST catalog          16
     Python API            27
-    total                267
+    total                273
 
 Select or skip the corpus with `-m corpus` / `-m "not corpus"`; `-m "corpus and not corpus_jvm"` leaves out the
 cases that need Spark beyond the base state's one run (the fast loop while editing compile-time cases).

@@ -92,7 +92,10 @@ class History:
                 self.db.table("run_logs").create_index(["run_id"], if_not_exists=True)
 
     def close(self) -> None:
-        self._conn.close()
+        """Under the lock: a thread in a query (the cancel poller, the monitor) finishes it first, and its next
+        call fails cleanly on the closed connection (closing under a running statement crashed the process)."""
+        with self._lock:
+            self._conn.close()
 
     # ------------------------------------------------------------------------------------------- writes
 

@@ -180,45 +180,32 @@ PROCESS_SKIPS = {"fork", "exec", "os_system", "subprocess", "ctypes_system", "pi
                  "read_proc_1_environ"}  # pid 1 may be unreadable to anyone in a container
 
 
-LEVELS = ("confined", "jail", "process")
-
-
-def _at_level(text: str, level: str) -> str:
-    """A pipeline's text with its own isolation level (the per-pipeline setting over ratui.yaml's)."""
-    head = "# @merge_strategy: full_refresh\n"
-    return text.replace(head, f"{head}# @isolation: {level}\n", 1)
-
-
-@pytest.fixture(scope="module")
-def probe_runs(tmp_path_factory, spark):
-    """The probe pipeline and the bombs at every level, in one project and one run (one data server for all),
-    with a secret in this process's environment, a credentials file and a file beside the project, and a loopback
-    port listening that is not the data server's. Each level writes to its own `outside` folder."""
+@pytest.fixture(scope="module", params=["confined", "jail", "process"])
+def probed(request, tmp_path_factory, spark):
+    """The probe pipeline run once per level, with a secret in this process's environment, a credentials file and
+    a file beside the project, and a loopback port listening that is not the data server's."""
+    level = request.param
     base = tmp_path_factory.mktemp("probe")
     (base / "home" / ".aws").mkdir(parents=True)
     secret_file = base / "home" / ".aws" / "credentials"
     secret_file.write_text(f"[default]\naws_secret_access_key = {SECRET}\n")
     beside = base / "beside.txt"
     beside.write_text(f"beside the project: {SECRET}\n")
+    outside = base / "outside"
+    outside.mkdir()
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen()
     root = base / "proj"
-    (root / "ratui.yaml").parent.mkdir(parents=True)
+    (root / "demo/pipelines/bronze/probes").mkdir(parents=True)
     (root / "ratui.yaml").write_text("namespace: demo\nspark:\n  master: local[2]\n")
-    project_yaml(root, level="confined")
-    outside = {}
-    for level in LEVELS:
-        outside[level] = base / f"outside-{level}"
-        outside[level].mkdir()
-        folder = root / f"demo/pipelines/bronze/probes_{level}"
-        folder.mkdir(parents=True)
-        (folder / "pipeline.py").write_text(_at_level(PROBES.format(
-            secret_file=str(secret_file), beside=str(beside), outside=str(outside[level]),
-            other_port=listener.getsockname()[1], skip=sorted(PROCESS_SKIPS) if level == "process" else []), level))
-        for name, text in BOMBS.items():
-            (root / f"demo/pipelines/bronze/{name}_{level}").mkdir(parents=True)
-            (root / f"demo/pipelines/bronze/{name}_{level}/pipeline.py").write_text(_at_level(text, level))
+    project_yaml(root, level=level)
+    (root / "demo/pipelines/bronze/probes/pipeline.py").write_text(PROBES.format(
+        secret_file=str(secret_file), beside=str(beside), outside=str(outside),
+        other_port=listener.getsockname()[1], skip=sorted(PROCESS_SKIPS) if level == "process" else []))
+    for name, text in BOMBS.items():
+        (root / f"demo/pipelines/bronze/{name}").mkdir(parents=True)
+        (root / f"demo/pipelines/bronze/{name}/pipeline.py").write_text(text)
     old = os.environ.get("AWS_SECRET_ACCESS_KEY")
     os.environ["AWS_SECRET_ACCESS_KEY"] = SECRET
     events = []
@@ -226,16 +213,11 @@ def probe_runs(tmp_path_factory, spark):
         engine = Engine.open(root)
         engine.subscribe(events.append)
         results = {r.pipeline.split(".")[-1]: r for r in engine.run(engine.compile().select([]))}
-        out = {}
-        for level in LEVELS:
-            result = results[f"probes_{level}"]
-            assert result.status == "success", (level, result.error)
-            table = f"bronze.probes_{level}"
-            found = {r["probe"]: r["outcome"] for r in rows(engine, f"SELECT probe, outcome FROM {table}")}
-            out[level] = {"outcomes": found, "outside": outside[level], "level": level, "root": root,
-                          "run": engine.state.history.get_run(result.run_id), "events": events,
-                          "bombs": {name: (results[f"{name}_{level}"].status, results[f"{name}_{level}"].error)
-                                    for name in BOMBS}}
+        result = results["probes"]
+        assert result.status == "success", result.error
+        found = {r["probe"]: r["outcome"] for r in rows(engine, "SELECT probe, outcome FROM bronze.probes")}
+        run = engine.state.history.get_run(result.run_id)
+        bombs = {name: (results[name].status, results[name].error) for name in BOMBS}
         engine.close()
     finally:
         listener.close()
@@ -243,13 +225,8 @@ def probe_runs(tmp_path_factory, spark):
             os.environ.pop("AWS_SECRET_ACCESS_KEY", None)
         else:
             os.environ["AWS_SECRET_ACCESS_KEY"] = old
-    return out
-
-
-@pytest.fixture(scope="module", params=LEVELS)
-def probed(request, probe_runs):
-    """What the probes found at one level."""
-    return probe_runs[request.param]
+    return {"outcomes": found, "outside": outside, "run": run, "events": events, "root": root, "bombs": bombs,
+            "level": level}
 
 
 @pytest.mark.parametrize("probe", BLOCKED)

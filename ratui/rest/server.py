@@ -132,7 +132,9 @@ class RestServer:
         found = set()
         for pointer in catalog.every_pointer():
             path = plain_path(pointer.location)
-            for old in catalog.locations.earlier if path is not None else ():
+            if path is None:
+                continue
+            for old in catalog.locations.earlier:
                 if path.startswith(old.rstrip("/") + "/"):
                     found.add(old)
         return sorted(found)

@@ -38,6 +38,7 @@ from pathlib import Path  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "sample_project"
+sys.path.insert(0, str(REPO))  # tests/scale_project.py: the history seeding shared with benchmarks/scale.py
 PIPELINES = [
     "ecommerce.bronze.raw_customers", "ecommerce.bronze.raw_events", "ecommerce.bronze.raw_orders",
     "ecommerce.bronze.raw_products", "ecommerce.silver.clean_customers", "ecommerce.silver.clean_orders",
@@ -48,33 +49,11 @@ PIPELINES = [
 
 def make_project(parent: Path, runs: int) -> Path:
     """A fresh copy of the sample project with `runs` finished runs in its history."""
-    from datetime import datetime, timedelta, timezone
-
-    from ratui.engine.state.history import History
+    from tests.scale_project import seed_runs
 
     root = parent / f"runs-{runs}"
     shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns(".ratui", "warehouse", "_processed", "__pycache__"))
-    history = History(root / ".ratui" / "ratui.db")
-    start = datetime(2025, 1, 1, tzinfo=timezone.utc)
-    batch = []
-    for i in range(runs):
-        at = (start + timedelta(minutes=i)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        status = "failed" if i % 17 == 0 else "cancelled" if i % 29 == 0 else "success"
-        duration = 1500 + (i * 37) % 9000
-        batch.append({
-            "id": f"{i:012d}{i % 4096:06x}", "pipeline": PIPELINES[i % len(PIPELINES)], "status": status,
-            "trigger": "cron", "strategy": "full_refresh", "queued_at": at, "started_at": at, "finished_at": at,
-            "duration_ms": duration, "rows_written": 0 if status != "success" else 1000 + i % 5000, "warnings": 0,
-            "phases": json.dumps({"branch": 20, "config": 10, "build": duration // 2, "write": duration // 4,
-                                  "quality": duration // 5, "resolve": 20}),
-            "error_code": "RAT-SQL-001" if status == "failed" else None,
-        })
-        if len(batch) == 5000:
-            history.db["runs"].insert_all(batch)
-            batch = []
-    if batch:
-        history.db["runs"].insert_all(batch)
-    history.close()
+    seed_runs(root, runs, pipelines=PIPELINES)
     # open the catalog once, so every launch finds the same, complete state database
     from ratui.engine.run.engine import Engine
 

@@ -182,11 +182,14 @@ class CompileCache:
         """An entry got filled in: the file is written at save()."""
         self._changed = True
 
-    def save(self) -> None:
-        """Write the entries this compile used (never raises: a cache that cannot be written is no cache)."""
-        if self.path is None or not (self._changed or set(self._stored) != set(self._used)):
+    def save(self, *, whole: bool = True) -> None:
+        """Write the entries this compile used (never raises: a cache that cannot be written is no cache).
+        `whole`: this compile saw every pipeline, so what it did not use goes; a compile of a few pipelines
+        (recompile) keeps the others' entries."""
+        if self.path is None or not (self._changed or whole and set(self._stored) != set(self._used)):
             return
-        entries = {key: entry.to_json() for key, entry in self._used.items()}
+        kept = {} if whole else dict(self._stored)
+        entries = {**kept, **{key: entry.to_json() for key, entry in self._used.items()}}
         data = {"format": FORMAT, "entries": entries}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)

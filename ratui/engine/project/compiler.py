@@ -178,7 +178,7 @@ def recompile(previous: CompiledProject, changed: list[Path]) -> CompiledProject
         else:
             pipeline = dataclasses.replace(old, errors=list(old.errors[:old.compile_errors]))
         pipelines.append(pipeline)
-    store.save()
+    store.save(whole=False)  # the other pipelines' entries stay for the next full compile
     return _assemble(settings, pipelines, list(previous.errors), store.hits)
 
 

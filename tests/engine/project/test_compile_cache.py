@@ -214,3 +214,12 @@ def test_check_on_a_large_project_counts_per_namespace_and_layer_and_lists_on_re
     assert cli_main(["check", "--project", str(root), "--list"]) == 2
     listed = capsys.readouterr().out.splitlines()
     assert len(listed) == 1 + 450 and listed[0] == "450 pipeline(s), 10 problem(s)"
+
+
+def test_a_watchers_recompile_keeps_the_other_pipelines_cached(make_project):
+    root = make_project(PROJECT)
+    previous = compile_project(root)
+    path = root / "demo" / "pipelines" / "gold" / "typo" / "pipeline.sql"
+    path.write_text("SELECT * FROM {{ ref('silver.clean') }}")
+    assert recompile(previous, [path]) is not None
+    assert compile_project(root).reused == len(PROJECT_PIPELINES)  # nothing compiled again after the save

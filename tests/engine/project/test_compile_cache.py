@@ -223,3 +223,18 @@ def test_a_watchers_recompile_keeps_the_other_pipelines_cached(make_project):
     path.write_text("SELECT * FROM {{ ref('silver.clean') }}")
     assert recompile(previous, [path]) is not None
     assert compile_project(root).reused == len(PROJECT_PIPELINES)  # nothing compiled again after the save
+
+
+def test_a_moved_project_compiles_afresh_and_names_its_new_paths(make_project, tmp_path):
+    import shutil
+
+    root = make_project(PROJECT)
+    compile_project(root)
+    moved = tmp_path / "moved"
+    shutil.copytree(root, moved)  # the cache file goes along
+    shutil.rmtree(root)
+    compiled = compile_project(moved)
+    assert compiled.reused == 0
+    error = compiled.pipelines["demo.gold.typo"].errors[0]
+    assert error.file.startswith(str(moved)) and error.line == 2
+    assert summary(compiled) == summary(compile_project(moved, cache=False))

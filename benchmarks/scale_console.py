@@ -10,7 +10,10 @@ headless at 160x48 with Spark's state pinned; it reads the App's marks (time.per
 start):
 
     first paint              Textual drew the first frame (the tree not yet filled)
-    first pipeline painted   the tree's outline and the first pipeline are on screen (after the compile)
+    first pipeline painted   the tree and its first pipeline are on screen, drawn from the last compile's outline
+                             (.ratui/outline.json, which the warm-up launch before the measured ones wrote: a
+                             user's previous session)
+    compiled tree painted    the same after this launch's compile (the reference: what the tree waited for before)
     statuses shown           every shown pipeline has its last status, duration and sparkline
     compile done -> painted  the console's own share: from the project compiled to the tree painted
     (the compile itself is the compiler's: ratui/engine/project/compiler.py; its time is in the notes)
@@ -114,6 +117,7 @@ def figures(args, workdir: Path) -> list:
             per_pipeline = generated / size
             print(f"[console] {size:,} pipelines, {runs:,} runs: generated in {generated:.1f} s, seeded in "
                   f"{seed_seconds:.1f} s", flush=True)
+        _launch(root)  # the user's previous session: the compile cache and the outline are there
         launches = [_launch(root) for _ in range(repeat)]
 
         def median(name: str, since: str | None = None, launches: list[dict] = launches) -> float:
@@ -124,7 +128,9 @@ def figures(args, workdir: Path) -> list:
         note = f"{runs:,} runs; compile {median('compiled'):.2f} s from launch; median of {repeat}"
         unit = "pipelines"
         out.append(Figure("console: launch -> first paint", size, unit, median("first_paint"), goal, note))
-        out.append(Figure("console: launch -> first pipeline painted", size, unit, median("tree_painted"), goal,
+        out.append(Figure("console: launch -> first pipeline painted", size, unit, median("outline_painted"), goal,
+                          f"from the last compile's outline; {note}"))
+        out.append(Figure("console: launch -> compiled tree painted", size, unit, median("tree_painted"), None,
                           note))
         out.append(Figure("console: launch -> statuses shown", size, unit, median("pipelines_ready"), None, note))
         out.append(Figure("console: compile done -> tree painted", size, unit, median("tree_painted", "compiled"),

@@ -38,7 +38,8 @@ from ratui.console import screen_specs, user_settings
 from ratui.console.live import LiveRun, RunStore
 from ratui.engine.errors import RatuiError
 from ratui.messages import (
-    ControllerEvents, EngineOpened, Failed, ProjectCompiled, QuitReady, ReaperPassDone, ServeToggled, SparkWhere,
+    ControllerEvents, EngineOpened, Failed, ProjectCompiled, ProjectOutlined, QuitReady, ReaperPassDone, ServeToggled,
+    SparkWhere,
     WatchToggled,
 )
 from ratui.screens.dialogs import CancelRunScreen
@@ -96,6 +97,8 @@ class RatuiApp(Navigation, Actions, Notices, App[None]):
         self.read_only = self.controller.read_only  # looks only: every change is refused (status line says so)
         self.store = RunStore()
         self.compiled = None
+        self.outline = None  # the last compile's outline (engine/project/outline.py) until this one's compile
+        self._outline_tried = False
         self.marks: dict[str, float] = {}
         self.crashes: list[BaseException] = []
         self.notices: deque[str] = deque(maxlen=100)  # every toast shown, newest last
@@ -105,6 +108,7 @@ class RatuiApp(Navigation, Actions, Notices, App[None]):
         self.others_active = 0  # runs in flight in other processes
         self._last_error: tuple[str, float] | None = None
         self.project_failed: Signal = Signal(self, "project-failed")
+        self.project_outlined: Signal = Signal(self, "project-outlined")  # the last compile's outline, at launch
         self.boot_error: BaseException | None = None
         self._closing = False
         self._forced_full_refresh: set[str] = set()
@@ -167,6 +171,17 @@ class RatuiApp(Navigation, Actions, Notices, App[None]):
                 pass
 
     def _boot(self) -> None:
+        """Open the project. At launch the last compile's outline is read first (a small file, nothing of the
+        engine imported) and drawn, then the compile starts: the two in parallel would share one interpreter's
+        time and both come later."""
+        if self.compiled is None and self.outline is None and not self._outline_tried:
+            self._outline_tried = True
+            self.background(self.controller.outline, ProjectOutlined, "reading the project's outline",
+                            group="outline")
+        else:
+            self._compile_at_boot()
+
+    def _compile_at_boot(self) -> None:
         self.background(partial(self.controller.boot, self._controller_notify), ProjectCompiled,
                         f"opening the project {self.root.name}", group="boot")
 
@@ -217,6 +232,15 @@ class RatuiApp(Navigation, Actions, Notices, App[None]):
         else:  # the heavy imports wait until the first screen has its data (or a second has passed)
             self.set_timer(1.0, self._open_engine)
 
+    @on(ProjectOutlined)
+    def _outlined(self, message: ProjectOutlined) -> None:
+        if self.compiled is None and message.value is not None:
+            self.outline = message.value
+            self.project_outlined.publish(message.value)
+            self.call_after_refresh(self._compile_at_boot)  # once the tree drawn from it is on screen
+        else:
+            self._compile_at_boot()
+
     @on(EngineOpened)
     def _engine_opened(self, _message: EngineOpened) -> None:
         self.mark("engine_open")
@@ -224,6 +248,9 @@ class RatuiApp(Navigation, Actions, Notices, App[None]):
     @on(Failed)
     def _failed(self, message: Failed) -> None:
         error, kind = message.error, message.kind
+        if kind is ProjectOutlined:  # no outline to draw (it is only a picture): compile
+            self._compile_at_boot()
+            return
         if kind is ProjectCompiled and self.compiled is None:
             self.boot_error = error
             self.project_failed.publish(error)

@@ -38,6 +38,10 @@ class ProjectCompiled(Result):
         self.automatic = automatic  # the project tree changed on disk (no toast: the screens just follow)
 
 
+class ProjectOutlined(Result):
+    """The last compile's outline was read at launch: `value` is the Outline, or None (there is none)."""
+
+
 class EngineOpened(Result):
     """The heavy half of the engine is open (catalog, recovery, dead-run monitor)."""
 

@@ -24,6 +24,15 @@ def _state_of(side: Any) -> TableState | None:
 class Reads:
     """The controller's read queries (Controller's __init__ sets the state they use: engine, settings)."""
 
+    # ----------------------------------------------------------------------------------------- project
+
+    def outline(self) -> Any:
+        """The last compile's outline of the project (engine/project/outline.py: the tree drawn before this
+        launch's compile), or None. Reads one small file; imports nothing of the engine's heavy parts."""
+        from ratui.engine.project import outline
+
+        return outline.read(self.root)
+
     # ----------------------------------------------------------------------------------------- history
 
     def recent(self, per_pipeline: int = 12) -> dict[str, list[dict[str, Any]]]:

@@ -7,7 +7,9 @@ many pipelines it holds and how many last failed, except the layer of the pipeli
 case-insensitive substring of the key (namespace.layer.name), as typed; esc clears. left/right collapse and expand
 a node, [ and ] collapse and expand the whole tree one level (pipelines, then layers). Last statuses, durations
 and sparklines come from one history query for every pipeline (History.recent_by_pipeline), started at mount in a
-worker, beside the compile.
+worker, beside the compile. Until this launch's compile is done, the tree is drawn from the last compile's outline
+(engine/project/outline.py: keys, strategies, first error codes), said as such on the ref line; what needs the
+compiled project (runs, the detail pane, publish) waits for it.
 
 The line under the tabs names the working ref: runs started here fork from it and merge into it (main, or a branch of
 yours chosen on Branches). `P` publishes the selection atomically on it; `h` opens the selected table's history."""
@@ -18,6 +20,8 @@ import os
 import shlex
 import subprocess
 
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -41,6 +45,49 @@ from ratui.widgets.code import code_view
 from ratui.widgets.chrome import NavBar, StatusLine
 
 STRATEGY_WIDTH = 13
+
+
+@dataclass(frozen=True)
+class _Problem:
+    """An error as the outline keeps it: its code (and the project's problems their message)."""
+
+    code: str
+    message: str = ""
+    hint: str | None = None
+    file: str | None = None
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class _Config:
+    merge_strategy: str | None
+
+
+@dataclass(frozen=True)
+class _OutlinePipeline:
+    key: str
+    namespace: str
+    layer: str
+    name: str
+    config: _Config | None
+    errors: list[_Problem] = field(default_factory=list)
+
+
+class OutlineView:
+    """The last compile's outline in the shape the tree reads from a compiled project (its pipelines' keys,
+    names, strategies and first error codes; the project's problems; the first pipeline to select). Drawn until
+    this launch's compile replaces it; nothing is run or decided from it."""
+
+    provisional = True
+
+    def __init__(self, outline: Any) -> None:
+        self.root = Path(outline.root)
+        self.first: str | None = outline.first
+        self.errors = [_Problem(code, message) for code, message in outline.problems]
+        self.pipelines = {key: _OutlinePipeline(key, p.namespace, p.layer, p.name,
+                                                _Config(p.strategy) if p.strategy else None,
+                                                [_Problem(p.error)] if p.error else [])
+                          for key, p in outline.pipelines.items()}
 
 
 def error_text(error: RatuiError, root=None) -> Text:
@@ -137,7 +184,8 @@ class PipelinesScreen(ConsoleScreen):
     def __init__(self) -> None:
         super().__init__()
         self.recent: dict[str, list[dict[str, Any]]] = {}
-        self.compiled = None
+        self.compiled = None  # the compiled project (everything but the tree waits for it)
+        self.project: Any = None  # what the tree draws: the compiled project, or the last compile's outline
         self.nodes: dict[str, TreeNode] = {}  # the tree's nodes by key ("ns", "ns.layer", pipeline keys filled)
         self.groups: dict[str, dict[str, list[str]]] = {}  # namespace -> layer -> pipeline keys (by name)
         self.filter = ""  # the name filter (`/`), as typed
@@ -195,10 +243,13 @@ class PipelinesScreen(ConsoleScreen):
 
     def show_ref(self) -> None:
         shown = None
-        if self.filter and self.compiled is not None:
-            shown = (self.filter, len(self._matching()), len(self.compiled.pipelines))
-        large = self.compiled is not None and len(self.compiled.pipelines) > EXPAND_ALL_UP_TO
-        self.query_one("#pipelines-ref", Static).update(self._ref_text(self.app.controller.ref, shown, large))
+        if self.filter and self.project is not None:
+            shown = (self.filter, len(self._matching()), len(self.project.pipelines))
+        large = self.project is not None and len(self.project.pipelines) > EXPAND_ALL_UP_TO
+        text = self._ref_text(self.app.controller.ref, shown, large)
+        if self.compiled is None and self.project is not None:
+            text = Text("as last compiled · checking the project…", style="bold yellow")
+        self.query_one("#pipelines-ref", Static).update(text)
 
     def on_screen_resume(self) -> None:
         self.show_ref()  # the working ref may have changed on Branches
@@ -213,16 +264,39 @@ class PipelinesScreen(ConsoleScreen):
         self.watch(self.app, "theme", lambda _: self.show_detail() if self.compiled is not None else None,
                    init=False)
         # the history is read beside the compile (one query for every pipeline: it needs no project)
+        self.app.project_outlined.subscribe(self, self.outline_ready)
         if self.app.compiled is None:
             self._load_recent()
+            if self.app.outline is not None:
+                self.call_later(self.outline_ready, self.app.outline)
 
     def _load_recent(self) -> None:
         self._recent_pending = True
         self.load(RecentRunsLoaded, self.app.controller.recent)
 
+    NEEDS_COMPILE = frozenset({"run", "run_descendants", "run_all", "full_refresh", "force_run", "cancel", "edit",
+                               "graph", "table", "history", "publish", "open_run"})
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """While the tree is the last compile's outline, what needs the compiled project is shown disabled."""
+        if action in self.NEEDS_COMPILE and self.compiled is None:
+            return None
+        return True
+
+    def outline_ready(self, outline) -> None:
+        """The last compile's outline, read at launch: draw the tree from it until the compile is done."""
+        if self.compiled is not None or self.project is not None:
+            return
+        self.project = OutlineView(outline)
+        self.show_ref()
+        self.build_tree()
+        self.call_after_refresh(self.app.mark, "outline_painted")
+
     def project_ready(self, compiled) -> None:
         first = self.compiled is None
-        self.compiled = compiled
+        self.compiled = self.project = compiled
+        if first:
+            self.refresh_bindings()
         self.show_ref()
         self.build_tree()
         self.call_after_refresh(self.app.mark, "tree_painted")
@@ -255,14 +329,15 @@ class PipelinesScreen(ConsoleScreen):
         self.recent = message.value
         self._recent_loaded = True
         self._recent_pending = False
-        if self.compiled is not None:
+        if self.project is not None:
             self._recent_shown()
 
     def _recent_shown(self) -> None:
         self.refresh_labels()
         self.show_detail()
         self.query_one(PipelineTree).loading = False
-        self.app.mark("pipelines_ready")
+        if self.compiled is not None:
+            self.app.mark("pipelines_ready")
 
     def state_changed(self, item) -> None:
         # a run of another process started or ended: the tree's last status and times follow
@@ -288,7 +363,7 @@ class PipelinesScreen(ConsoleScreen):
     def build_tree(self) -> None:
         """The tree's outline: namespaces and layers, and the pipelines of the layers shown expanded (lazy: the
         others are filled when first expanded). Keeps the selection when it is still there."""
-        compiled = self.compiled
+        compiled = self.project
         tree = self.query_one(PipelineTree)
         keep = self.selected if self.selected and self.selected[0] == "pipeline" else self._last_pipeline
         self.groups = self._group()
@@ -309,8 +384,7 @@ class PipelinesScreen(ConsoleScreen):
             if self.filter:
                 target_key = next((k for ns in shown for keys in shown[ns].values() for k in keys), None)
             else:
-                first = compiled.graph.order()[:1] or sorted(compiled.pipelines)[:1]
-                target_key = first[0] if first else None
+                target_key = self._first_key()
         everything = len(matching) <= EXPAND_ALL_UP_TO
         target_group = tuple(target_key.split(".")[:2]) if target_key else None
         for ns in shown:
@@ -341,6 +415,13 @@ class PipelinesScreen(ConsoleScreen):
         self.call_after_refresh(self._scroll_to_cursor)
         self.show_detail()
 
+    def _first_key(self) -> str | None:
+        """The pipeline selected first: the first in run order."""
+        if self.compiled is None:
+            return self.project.first
+        first = self.compiled.graph.order()[:1] or sorted(self.compiled.pipelines)[:1]
+        return first[0] if first else None
+
     def _scroll_to_cursor(self) -> None:
         """Down to the cursor only as far as needed: the namespace and layer above the first pipeline stay in
         view. (Computed from the tree's size: while it was covered by its loading indicator it had no region, and
@@ -353,7 +434,7 @@ class PipelinesScreen(ConsoleScreen):
     def _group(self, keys: list[str] | None = None) -> dict[str, dict[str, list[str]]]:
         """namespace -> layer -> pipeline keys (namespaces by name, layers bronze/silver/gold first, pipelines
         by name) of `keys` (default: every pipeline)."""
-        pipelines = self.compiled.pipelines
+        pipelines = self.project.pipelines
         by_ns: dict[str, dict[str, list]] = {}
         for key in (pipelines if keys is None else keys):
             pipeline = pipelines[key]
@@ -367,7 +448,7 @@ class PipelinesScreen(ConsoleScreen):
     def _matching(self) -> list[str]:
         """The pipelines the filter lets through: a case-insensitive substring of the key (plain text, never a
         pattern), every pipeline without a filter."""
-        keys = list(self.compiled.pipelines) if self.compiled is not None else []
+        keys = list(self.project.pipelines) if self.project is not None else []
         needle = self.filter.strip().casefold()
         if not needle:
             return keys
@@ -408,7 +489,7 @@ class PipelinesScreen(ConsoleScreen):
         return text
 
     def _name_width(self) -> int:
-        names = [p.name for p in self.compiled.pipelines.values()] if self.compiled else []
+        names = [p.name for p in self.project.pipelines.values()] if self.project else []
         return min(20 if self.narrow else 28, max([14, *map(len, names)]))
 
     def select_key(self, key: str) -> None:
@@ -441,7 +522,7 @@ class PipelinesScreen(ConsoleScreen):
     # ---------------------------------------------------------------------------------- filter, fold
 
     def action_filter(self) -> None:
-        if self.compiled is not None:
+        if self.project is not None:
             open_field(self.query_one("#pipelines-filter", Input), self.filter)
 
     def on_input_changed(self, event: Input.Changed) -> None:
@@ -464,7 +545,7 @@ class PipelinesScreen(ConsoleScreen):
 
     def _set_filter(self, text: str) -> None:
         self.filter = text
-        if self.compiled is not None:
+        if self.project is not None:
             self.build_tree()
             self.show_ref()
 
@@ -497,7 +578,7 @@ class PipelinesScreen(ConsoleScreen):
             node.expand()
 
     def label(self, key: str) -> Text:
-        pipeline = self.compiled.pipelines[key]
+        pipeline = self.project.pipelines[key]
         text = Text()
         name = pipeline.name.ljust(self.name_width)[: self.name_width]
         if pipeline.errors:
@@ -540,14 +621,14 @@ class PipelinesScreen(ConsoleScreen):
 
     def fit(self, narrow: bool) -> None:
         super().fit(narrow)
-        if self.compiled is not None and self.nodes:
+        if self.project is not None and self.nodes:
             self.name_width = self._name_width()
             self.refresh_labels()
 
     def refresh_labels(self, keys: set[str] | None = None) -> None:
         """The labels of the pipelines in the tree (default: all of them filled so far; `keys`: these, with
         their layers and namespaces)."""
-        if self.compiled is None:
+        if self.project is None:
             return
         for key in (self.nodes if keys is None else keys):
             node = self.nodes.get(key)
@@ -580,6 +661,10 @@ class PipelinesScreen(ConsoleScreen):
 
     def show_detail(self) -> None:
         if self.compiled is None:
+            if self.project is not None:  # drawn from the outline: the detail needs the compiled project
+                self.query_one("#detail-head", Static).update(Text(
+                    f"Checking the project ({len(self.project.pipelines):,} pipelines as last compiled)…",
+                    style="dim"))
             return
         head = self.query_one("#detail-head", Static)
         errors = self.query_one("#detail-errors", Static)

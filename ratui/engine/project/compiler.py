@@ -14,6 +14,7 @@ from ratui.engine.project.dag import Graph, build_graph, select
 from ratui.engine.errors import RatuiError, did_you_mean
 from ratui.engine.landing.zone import open_zone
 from ratui.engine.project.compile_cache import CompileCache, Entry, error_from_json, error_to_json
+from ratui.engine.project import outline
 from ratui.engine.project.discovery import Pipeline, discover, discover_pipeline
 from ratui.engine.project.names import check_name
 from ratui.engine.project.settings import Settings, load_settings
@@ -141,9 +142,12 @@ def compile_project(root: Path, settings: Settings | None = None, *, cache: bool
     zones = ZoneChecks(settings)
     for pipeline in found.pipelines:
         _compile_one(pipeline, settings, zones, store)
-    if store is not None:
-        store.save()
-    return _assemble(settings, found.pipelines, found.errors, store.hits if store is not None else 0)
+    if store is None:
+        return _assemble(settings, found.pipelines, found.errors, 0)
+    store.save()
+    compiled = _assemble(settings, found.pipelines, found.errors, store.hits)
+    outline.write(compiled)  # what the console draws at its next launch, before its own compile
+    return compiled
 
 
 def recompile(previous: CompiledProject, changed: list[Path]) -> CompiledProject | None:
@@ -179,7 +183,9 @@ def recompile(previous: CompiledProject, changed: list[Path]) -> CompiledProject
             pipeline = dataclasses.replace(old, errors=list(old.errors[:old.compile_errors]))
         pipelines.append(pipeline)
     store.save(whole=False)  # the other pipelines' entries stay for the next full compile
-    return _assemble(settings, pipelines, list(previous.errors), store.hits)
+    compiled = _assemble(settings, pipelines, list(previous.errors), store.hits)
+    outline.write(compiled)
+    return compiled
 
 
 def _compile_one(pipeline: Pipeline, settings: Settings, zones: ZoneChecks, store: CompileCache | None) -> None:

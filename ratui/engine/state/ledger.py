@@ -187,6 +187,8 @@ class Ledger:
         items = [e if type(e) is ZoneEntry else entry_of(e) for e in files]
         with self._conn() as conn:
             rows = self._read(conn, namespace, zone, pipeline)
+        if _unchanged(items, rows, forget_missing):  # what every later run of an unchanged zone finds
+            return _landing_files(r[:len(_FIELDS)] for r in rows)
         known = {r[3]: (r[4], r[5], *r[-3:]) for r in rows}
         # local files: the digest of their bytes, taken before the write transaction (a big file takes a while).
         # A file whose time changed but whose bytes did not (copied with `cp -r`, touched, synced) is the same
@@ -594,6 +596,21 @@ class Ledger:
                 f"""UPDATE landing_files SET state = 'unloaded', attempts = 0, last_error = NULL, run_id = NULL,
                     updated_at = ? WHERE {' AND '.join(clauses)}""", [now_iso(), *params])
             return cur.rowcount
+
+
+def _unchanged(items: list[ZoneEntry], rows: list[tuple], forget_missing: bool) -> bool:
+    """Whether a sync of `items` would write nothing, decided from dictionaries compared in C (a zone of 100,000
+    unchanged files in a fraction of _SyncPlan's per-file loop): every listed file has a row with its size, time,
+    ETag and version, a local one with a digest of its bytes kept (else _SyncPlan decides: it digests); and with
+    `forget_missing`, no row of an active file that is no longer listed."""
+    listed = {item.name: (item.size, item.mtime_ns, item.etag, item.version, item.path is not None)
+              for item in items}
+    known = {r[3]: (r[4], r[5], r[-2], r[-1], bool(r[-3])) for r in rows}
+    if not listed.items() <= known.items():
+        return False
+    if forget_missing:  # the listed names are active ones: equal counts mean no active row is missing
+        return len(listed) == len(known) - sum(1 for name in known if is_archived_name(name))
+    return True
 
 
 class _SyncPlan:

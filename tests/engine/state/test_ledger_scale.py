@@ -221,3 +221,58 @@ def test_a_large_zones_digest_is_recorded_as_its_count_and_hash_and_still_compar
     assert not same_digest(recorded, big[:-1]) and not same_digest(recorded, small)
     assert json.loads(json.dumps(recorded_digest(small))) == small and same_digest(small, small)
     assert same_digest(json.loads(json.dumps(big)), big)  # recorded whole by an earlier ratui
+
+
+def test_the_unchanged_shortcut_decides_as_the_full_comparison_does():
+    """A sync first asks whether anything changed at all (dictionaries compared at once); whenever it says
+    nothing did, the full per-file comparison must find nothing to write either, and whenever it says something
+    did, the comparison must find it. Seeded random zones: local files and objects, archived rows, rows without a
+    digest, retimed, resized, re-tagged, new and removed files, with and without forget_missing."""
+    import random
+
+    from ratui.engine.landing.zone import ZoneEntry
+    from ratui.engine.state.ledger import _SyncPlan, _unchanged
+
+    rng = random.Random(34)
+    agreed = {True: 0, False: 0}
+    for _ in range(3000):
+        local = rng.random() < 0.6
+        rows, items, digests = [], [], {}
+        for i in range(rng.randint(0, 6)):
+            name = f"_processed/r1/f{i}.csv" if rng.random() < 0.15 else f"f{i}.csv"
+            size, mtime = rng.randint(1, 3), rng.randint(1, 3)
+            digest = (f"d{i}" if rng.random() < 0.9 else None) if local else None
+            etag, version = (None, None) if local else (f"e{rng.randint(1, 2)}", rng.choice([None, "v1"]))
+            # LandingFile's fields in the order _read gives them (file, size, mtime_ns at 3, 4, 5), then
+            # digest, etag, version
+            rows.append(("ns", "zone", "p", name, size, mtime, "loaded", None, 0, None, None, None, None, None,
+                         digest, etag, version))
+            if name.startswith("_processed/") or rng.random() < 0.1:
+                continue  # archived, or removed from the zone since
+            change = rng.choice(["same", "same", "same", "size", "time", "etag", "version"])
+            new_size = size + (change == "size")
+            new_mtime = mtime + (change == "time")
+            new_etag = etag if local or change != "etag" else etag + "x"
+            new_version = version if local or change != "version" else "v2"
+            items.append(ZoneEntry(name, new_size, new_mtime, new_etag, new_version,
+                                   path=Path("/zone") / name if local else None))
+        for i in range(rng.choice([0, 0, 0, 1])):
+            items.append(ZoneEntry(f"new{i}.csv", 1, 1, None if local else "e", None,
+                                   path=Path("/zone/new") if local else None))
+        known = {r[3]: (r[4], r[5], *r[-3:]) for r in rows}
+        for item in items:  # as _sync takes them: a kept digest, else the bytes' (the same bytes, or new ones)
+            if item.path is None:
+                continue
+            row = known.get(item.name)
+            if row is not None and row[:2] == (item.size, item.mtime_ns) and row[2]:
+                digests[item.name] = row[2]
+            else:
+                digests[item.name] = row[2] if row is not None and rng.random() < 0.5 else "new"
+        for forget in (False, True):
+            full = _SyncPlan(items, digests, known, forget).empty
+            quick = _unchanged(items, rows, forget)
+            assert not quick or full, (rows, items, forget)  # said unchanged: truly nothing to write
+            if full and all(r[-3] or not local for r in rows):
+                assert quick, (rows, items, forget)  # nothing to write and nothing to digest: the shortcut sees it
+            agreed[quick] += 1
+    assert agreed[True] > 300 and agreed[False] > 300  # both answers were exercised

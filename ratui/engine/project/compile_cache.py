@@ -205,3 +205,27 @@ class CompileCache:
             return
         self._stored = entries
         self._changed = False
+        remove_leftovers(self.path.parent)
+
+
+LEFTOVER_PREFIXES = (".compile-cache-", ".outline-")  # temporary files of a write that was killed before its rename
+LEFTOVER_AGE = 3600.0  # seconds: older than any write in flight
+
+
+def remove_leftovers(folder: Path, now: float | None = None) -> None:
+    """Remove temporary files a compile killed mid-write left in `folder` (`.ratui/`), once they are an hour old
+    (a younger one may be another compile's write in flight). Never raises."""
+    import time
+
+    now = time.time() if now is None else now
+    try:
+        with os.scandir(folder) as scan:
+            for item in scan:
+                if item.name.startswith(LEFTOVER_PREFIXES) and item.is_file(follow_symlinks=False):
+                    try:
+                        if now - item.stat(follow_symlinks=False).st_mtime > LEFTOVER_AGE:
+                            os.unlink(item.path)
+                    except OSError:
+                        pass
+    except OSError:
+        pass

@@ -238,3 +238,23 @@ def test_a_moved_project_compiles_afresh_and_names_its_new_paths(make_project, t
     error = compiled.pipelines["demo.gold.typo"].errors[0]
     assert error.file.startswith(str(moved)) and error.line == 2
     assert summary(compiled) == summary(compile_project(moved, cache=False))
+
+
+def test_a_killed_writes_temporary_files_are_removed_once_they_are_old(make_project):
+    """A compile killed between writing its cache (or outline) to a temporary file and renaming it leaves the
+    temporary file behind; the next compile that writes removes such files an hour old, and leaves a younger one
+    (another compile's write in flight) and everything else in .ratui/ alone."""
+    root = make_project(PROJECT)
+    state = root / ".ratui"
+    state.mkdir(exist_ok=True)
+    old_cache, old_outline, young = state / ".compile-cache-abc", state / ".outline-def", state / ".compile-cache-new"
+    other = state / ".compile-cache-keep"
+    for path in (old_cache, old_outline, young):
+        path.write_text("{partial")
+    other.mkdir()  # not a file: not ours to remove
+    two_hours_ago = os.stat(young).st_mtime - 7200
+    for path in (old_cache, old_outline):
+        os.utime(path, (two_hours_ago, two_hours_ago))
+    compile_project(root)
+    assert not old_cache.exists() and not old_outline.exists()
+    assert young.exists() and other.is_dir() and (state / "compile-cache.json").is_file()

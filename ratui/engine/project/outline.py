@@ -19,10 +19,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from ratui.engine.project.compiler import CompiledProject
+from typing import Any
 
 FORMAT = 1
 FILE = "outline.json"
@@ -51,7 +48,8 @@ def _path(root: Path) -> Path:
     return Path(root) / ".ratui" / FILE
 
 
-def to_json(compiled: "CompiledProject") -> str:
+def to_json(compiled: Any) -> str:
+    """The outline of a CompiledProject (compiler.py, which calls this: typed Any so no import comes back)."""
     pipelines = [[key, p.config.merge_strategy if p.config is not None else None,
                   p.errors[0].code if p.errors else None] for key, p in compiled.pipelines.items()]
     first = compiled.graph.order()[:1] or sorted(compiled.pipelines)[:1]
@@ -60,7 +58,7 @@ def to_json(compiled: "CompiledProject") -> str:
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
 
-def write(compiled: "CompiledProject") -> None:
+def write(compiled: Any) -> None:
     """Keep the outline of `compiled` (never raises: an outline that cannot be written is no outline)."""
     path = _path(compiled.root)
     try:

@@ -52,18 +52,18 @@ def cmd_reap(args) -> int:
           + f" in {engine.root}")
     for name, task in report.tasks.items():
         verb = task.verb if not report.dry_run else "to be " + task.verb
-        count = len(task.found) if report.dry_run else len(task.removed)
+        count = task.count("found") if report.dry_run else task.count("removed")
         size = task.bytes_found if report.dry_run else task.bytes_freed
-        line = f"  {task.title:<24} {len(task.found):>5} found, {count:>5} {verb}"
+        line = f"  {task.title:<24} {task.count('found'):>5} found, {count:>5} {verb}"
         if size:
             line += f", {format_bytes(size)}"
         if task.kept:
-            line += f" ({len(task.kept)} kept)"
+            line += f" ({task.count('kept')} kept)"
         print(line + f"  [{format_duration(task.duration_ms)}]")
         for item in task.found[:shown]:
             print(f"      {item['name']}  {detail(name, item)}")
-        if len(task.found) > shown:
-            print(f"      ... and {len(task.found) - shown} more (--json lists all)")
+        if task.count("found") > shown:
+            print(f"      ... and {task.count('found') - shown:,} more (--json lists all)")
         for item in task.kept[:shown]:
             print(f"      kept {item['name']}: {item.get('reason', '')}")
         if task.error:

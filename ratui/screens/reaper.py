@@ -24,6 +24,7 @@ REPORT_COLUMNS = (("started", "STARTED (UTC)"), ("kind", "KIND"), ("found", "FOU
 PREVIEW_COLUMNS = (("task", "TASK"), ("item", "WOULD REMOVE"), ("detail", "DETAIL"))
 
 TASK_TITLES = REAPER_TASK_TITLES
+SHOWN_ITEMS = 500  # rows of a task in the preview table (a count says how many more)
 
 
 
@@ -179,9 +180,14 @@ class ReaperScreen(ConsoleScreen):
         if column is not None:
             column.label = Text("WOULD REMOVE" if dry_run else "REMOVED")
         for name, task in report.tasks.items():
-            for item in (task.found if dry_run else task.removed):
+            items = task.found if dry_run else task.removed
+            for item in items[:SHOWN_ITEMS]:
                 table.add_row(TASK_TITLES.get(name, name), str(item.get("name", "")), item_detail(name, item),
                               key=f"{name}\x1f{item.get('name', '')}")
+            more = task.count("found" if dry_run else "removed") - min(len(items), SHOWN_ITEMS)
+            if more > 0:  # a first pass over a long history: hundreds of thousands of runs
+                table.add_row(TASK_TITLES.get(name, name), Text(f"… and {more:,} more", style="dim"),
+                              Text("`ratui reap --dry-run --json` lists them all", style="dim"), key=f"{name}\x1fmore")
             if task.error:
                 table.add_row(TASK_TITLES.get(name, name), Text(f"error {task.error.get('code', '?')}", style="red"),
                               Text(str(task.error.get("message", ""))[:100], style="red"), key=f"{name}\x1ferror")

@@ -64,6 +64,7 @@ TASK_TITLES = REAPER_TASK_TITLES
 # what "removed" means for each task
 TASK_VERBS = {"stuck_runs": "failed", "snapshots": "expired", "compaction": "compacted"}
 
+STORED_ITEMS = 1000  # items of each of a task's lists a stored report keeps (its counts stay whole)
 LIVE = ("pending", "running")
 
 # the orphan sweep's counts in its task's stats -> SweepPlan's fields
@@ -106,10 +107,24 @@ class TaskReport:
             err = RatuiError("RAT-RPR-001", f"{TASK_TITLES.get(self.name, self.name)}: {type(exc).__name__}: {exc}")
             self.error = err.to_dict()
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"found": self.found, "removed": self.removed, "kept": self.kept, "bytes_found": self.bytes_found,
-                "bytes_freed": self.bytes_freed, "error": self.error, "duration_ms": self.duration_ms,
-                "stats": self.stats}
+    def count(self, which: str) -> int:
+        """How many items `which` ("found", "removed", "kept") holds: all of them, also where a stored report
+        keeps only the first STORED_ITEMS (stats["listed_of"] has the whole count then)."""
+        return int(self.stats.get("listed_of", {}).get(which, len(getattr(self, which))))
+
+    def to_dict(self, limit: int | None = None) -> dict[str, Any]:
+        """`limit`: keep at most that many items of each list (the counts stay whole, in stats["listed_of"])."""
+        lists: dict[str, list[dict[str, Any]]] = {}
+        cut: dict[str, int] = {}
+        for which in ("found", "removed", "kept"):
+            items = getattr(self, which)
+            if limit is not None and len(items) > limit:
+                cut[which] = self.count(which)
+                items = items[:limit]
+            lists[which] = items
+        stats = {**self.stats, "listed_of": {**self.stats.get("listed_of", {}), **cut}} if cut else self.stats
+        return {**lists, "bytes_found": self.bytes_found, "bytes_freed": self.bytes_freed, "error": self.error,
+                "duration_ms": self.duration_ms, "stats": stats}
 
     @classmethod
     def from_dict(cls, name: str, data: dict[str, Any]) -> "TaskReport":
@@ -129,11 +144,11 @@ class ReaperReport:
 
     @property
     def found(self) -> int:
-        return sum(len(t.found) for t in self.tasks.values())
+        return sum(t.count("found") for t in self.tasks.values())
 
     @property
     def removed(self) -> int:
-        return sum(len(t.removed) for t in self.tasks.values())
+        return sum(t.count("removed") for t in self.tasks.values())
 
     @property
     def bytes_found(self) -> int:
@@ -151,12 +166,12 @@ class ReaperReport:
     def ok(self) -> bool:
         return not self.errors
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, limit: int | None = None) -> dict[str, Any]:
         return {
             "id": self.id, "started_at": self.started_at, "finished_at": self.finished_at, "dry_run": self.dry_run,
             "found": self.found, "removed": self.removed, "bytes_found": self.bytes_found,
             "bytes_freed": self.bytes_freed, "errors": len(self.errors), "settings": self.settings,
-            "tasks": {name: t.to_dict() for name, t in self.tasks.items()},
+            "tasks": {name: t.to_dict(limit) for name, t in self.tasks.items()},
         }
 
     @classmethod
@@ -230,8 +245,8 @@ class Reaper:
         return report
 
     def _store(self, report: ReaperReport) -> int:
-        body = report.to_dict()
-        body = {"settings": body["settings"], "tasks": body["tasks"]}
+        body = report.to_dict(STORED_ITEMS)  # the counts whole, the lists cut: a first pass over a long history
+        body = {"settings": body["settings"], "tasks": body["tasks"]}  # found 851,500 old runs (a 150 MB report)
         return self._reports.add(started_at=report.started_at, finished_at=report.finished_at,
                                  dry_run=report.dry_run, found=report.found, removed=report.removed,
                                  bytes_freed=report.bytes_freed, errors=len(report.errors),
@@ -372,7 +387,7 @@ class Reaper:
     def _task_run_history(self, ctx: _Pass, task: TaskReport) -> None:
         keep = self.settings.reaper_run_history_keep_per_pipeline
         cutoff = ctx.now - timedelta(days=self.settings.reaper_run_history_max_age_days)
-        rows, last_success = self.history.beyond_newest(keep)
+        rows, last_success = self.history.beyond_newest(keep, before=_iso(cutoff))
         for row in rows:
             if row["status"] not in FINAL:
                 continue  # never a run that is still going

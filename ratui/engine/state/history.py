@@ -10,12 +10,13 @@ import json
 import os
 import socket
 import threading
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from ratui.engine.state import migrations
 from ratui.engine.state.db import write_tx, open_db, sqlite_utils
-from ratui.engine.vocabulary import FINAL, MAIN, now_iso, parse_time
+from ratui.engine.vocabulary import FINAL, MAIN, iso, now_iso, parse_time
 from ratui.engine.state.processes import started_at
 
 
@@ -371,23 +372,57 @@ class History:
                 raise
         return cur.rowcount == 1
 
-    def beyond_newest(self, keep: int) -> tuple[list[dict[str, Any]], set[str]]:
-        """Runs past the newest `keep` of their pipeline (oldest last per pipeline), and the id of each pipeline's
-        newest successful run (change detection compares against it: never remove it)."""
+    def beyond_newest(self, keep: int, before: str | None = None) -> tuple[list[dict[str, Any]], set[str]]:
+        """Runs past the newest `keep` of their pipeline on their ref (oldest first per pipeline), and the ids of
+        the newest successful run of each pipeline on each ref and of the newest run landed on each ref (change
+        detection compares against them: never remove them), for the (pipeline, ref) groups this looks at.
+
+        `before` (an ISO time): only runs that began before it are looked at (a run that ended before it began
+        before it; the caller checks the end time exactly). Each group with such a run is ranked on its own, by
+        index: the newest `keep` of the group skipped, the older ones read, so a pass over a history of a million
+        runs of which few are old reads those few (the window over every run took 6 s there, every pass).
+        Without `before`, every group."""
         with self._lock:
-            rows = list(self.db.query(
-                """SELECT id, pipeline, status, started_at, queued_at, finished_at FROM (
-                       SELECT *, row_number() OVER (PARTITION BY pipeline, coalesce(ref, 'main')
-                                                    ORDER BY coalesce(started_at, queued_at) DESC, id DESC) AS rn
-                       FROM runs)
-                   WHERE rn > ? ORDER BY pipeline, coalesce(started_at, queued_at), id""", [keep]))
-            last_success = {r["id"] for r in self.db.query(
-                """SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY pipeline, coalesce(ref, 'main')
-                                   ORDER BY started_at DESC) AS rn FROM runs WHERE status = 'success') WHERE rn = 1""")}
+            if before is None:
+                groups = self._conn.execute("SELECT DISTINCT pipeline, coalesce(ref, 'main') FROM runs").fetchall()
+                began_before = None
+            else:
+                at = parse_time(before)
+                began_before = iso(at + timedelta(days=1)) if at is not None else before  # a superset, by text
+                groups = self._conn.execute(
+                    "SELECT DISTINCT pipeline, coalesce(ref, 'main') FROM runs WHERE coalesce(started_at, queued_at) "
+                    "< ?", (began_before,)).fetchall()
+            rows: list[dict[str, Any]] = []
+            last_success: set[str] = set()
+            columns = ("id", "pipeline", "status", "started_at", "queued_at", "finished_at")
+            for pipeline, ref in sorted(groups):
+                group = "pipeline = ? AND coalesce(ref, 'main') = ?"
+                edge = self._conn.execute(
+                    f"SELECT coalesce(started_at, queued_at), id FROM runs WHERE {group} "
+                    "ORDER BY coalesce(started_at, queued_at) DESC, id DESC LIMIT 1 OFFSET ?",
+                    (pipeline, ref, max(0, keep - 1))).fetchone() if keep > 0 else None
+                if keep > 0 and edge is None:
+                    continue  # no more than `keep` runs
+                older = " AND (coalesce(started_at, queued_at), id) < (?, ?)" if edge is not None else ""
+                began = " AND coalesce(started_at, queued_at) < ?" if began_before is not None else ""
+                rows.extend(dict(zip(columns, r)) for r in self._conn.execute(
+                    f"SELECT {', '.join(columns)} FROM runs WHERE {group}{older}{began} "
+                    "ORDER BY coalesce(started_at, queued_at), id",
+                    (pipeline, ref, *(edge or ()), *([began_before] if began_before is not None else []))))
+                newest = self._conn.execute(
+                    f"SELECT id FROM runs WHERE {group} AND status = 'success' ORDER BY started_at DESC LIMIT 1",
+                    (pipeline, ref)).fetchone()
+                if newest is not None:
+                    last_success.add(newest[0])
             # a branch's run that landed on another ref by a merge may be that ref's last success too
-            last_success |= {r["id"] for r in self.db.query(
-                """SELECT id FROM (SELECT r.id, row_number() OVER (PARTITION BY r.pipeline, l.ref ORDER BY l.at DESC)
-                                   AS rn FROM landings l JOIN runs r ON r.id = l.run_id) WHERE rn = 1""")}
+            pipelines = sorted({r["pipeline"] for r in rows})
+            for start in range(0, len(pipelines), 500):
+                chunk = pipelines[start:start + 500]
+                last_success |= {r[0] for r in self._conn.execute(
+                    f"""SELECT id FROM (SELECT r.id, row_number() OVER (PARTITION BY r.pipeline, l.ref
+                                                                        ORDER BY l.at DESC) AS rn
+                                       FROM landings l JOIN runs r ON r.id = l.run_id
+                                       WHERE r.pipeline IN ({",".join("?" * len(chunk))})) WHERE rn = 1""", chunk)}
         return rows, last_success
 
     def delete_finished(self, run_ids: list[str]) -> set[str]:

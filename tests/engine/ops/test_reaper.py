@@ -240,6 +240,35 @@ def test_run_history_retention(tmp_path):
     assert engine.state.history.last_success("demo.bronze.p2")["id"] == "p2ok"
 
 
+def test_a_pass_over_a_long_history_stores_a_bounded_report_with_whole_counts(tmp_path, capsys):
+    """A first pass over a long history finds hundreds of thousands of old runs (851,500 of a million): the pass
+    removes them all, its stored report keeps the first STORED_ITEMS of each list (it was 142 MB) and the whole
+    counts, which the report's readers, `ratui reap` and the Reaper screen's history, show."""
+    from ratui.engine.ops.reaper import STORED_ITEMS
+
+    engine = project(tmp_path, "  run_history_keep_per_pipeline: 1\n  run_history_max_age_days: 90\n")
+    n = STORED_ITEMS + 250
+    engine.state.history.db["runs"].insert_all(
+        {"id": f"old{i:05d}", "pipeline": "demo.bronze.p1", "status": "failed", "trigger": "test",
+         "queued_at": ago(days=400 - i / 10), "started_at": ago(days=400 - i / 10),
+         "finished_at": ago(days=400 - i / 10), "duration_ms": 1, "rows_written": 0, "warnings": 0}
+        for i in range(n))
+    dry = engine.reaper().run(dry_run=True, tasks=["run_history"])
+    assert dry.found == n - 1 and len(dry.tasks["run_history"].found) == n - 1  # in memory: every one
+    stored = engine.reaper().report(dry.id)
+    task = stored.tasks["run_history"]
+    assert len(task.found) == STORED_ITEMS and task.count("found") == n - 1 and stored.found == n - 1
+    assert names(task.found) == [f"old{i:05d}" for i in range(STORED_ITEMS)]  # the oldest first
+
+    assert main(["reap", "--project", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert f"{n - 1:>5} found, {n - 1:>5} removed" in out and f"... and {n - 1 - 10:,} more" in out
+    assert engine.state.history.count_runs() == 1
+    real = engine.reaper().reports(1)[0]
+    assert real.removed == n - 1 and real.tasks["run_history"].count("removed") == n - 1
+    assert len(real.tasks["run_history"].removed) == STORED_ITEMS
+
+
 # ---------------------------------------------------------------------------------------- processed files
 
 

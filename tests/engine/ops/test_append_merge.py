@@ -189,3 +189,89 @@ def test_an_overwrite_or_schema_change_on_either_side_is_still_a_conflict(projec
         engine.merge(ref)
     assert err.value.code == "RAT-CAT-003" and err.value.details["tables"] == [EVENTS]
     assert metadata_bytes(engine) == before
+
+
+def test_a_delete_on_main_is_still_a_conflict(project):
+    engine = Engine.open(project)
+    run(engine)
+    engine.create_branch("dev")
+    set_events(project, [(10, "a")])
+    run(engine, "dev")
+    table = engine.load_table("main", EVENTS)
+    table.delete("id = 1")  # another engine's row delete on main
+    engine.state.catalog.record_commit("main", "delete id 1")
+    dry = engine.merge("dev", dry_run=True)
+    assert dry.conflicts == [EVENTS] and "delete" in dry.reasons[EVENTS]
+    with pytest.raises(RatuiError) as err:
+        engine.merge("dev")
+    assert err.value.code == "RAT-CAT-003"
+    assert rows(engine) == [(2, "b")]
+
+
+def test_a_partitioned_table_merges_by_append_and_expired_snapshots_on_main_do_not_matter(make_project, spark):
+    root = new_project(make_project, partitioned=True)
+    engine = Engine.open(root)
+    two_appending_branches(engine, root, partitioned=True)
+    # main expires every snapshot but its current one, the fork's included
+    table = engine.load_table("main", EVENTS)
+    old = [s.snapshot_id for s in table.metadata.snapshots if s.snapshot_id != table.metadata.current_snapshot_id]
+    table.maintenance.expire_snapshots().by_ids(old).commit()
+    engine.state.catalog.record_commit("main", "expired")
+    assert len(engine.load_table("main", EVENTS).metadata.snapshots) == 1
+
+    assert engine.merge("dev1").by_append == [EVENTS]
+    assert engine.merge("dev2").by_append == [EVENTS]
+    assert rows(engine) == [(1, "a"), (2, "b"), (3, "a"), (10, "a"), (11, "c"), (20, "b")]
+    table = engine.load_table("main", EVENTS)
+    assert [f.name for f in table.spec().fields] == ["kind"]
+    # each re-committed file keeps its partition: a filter on it prunes to the right files
+    assert sorted(r["id"] for r in table.scan(row_filter="kind = 'c'").to_arrow().to_pylist()) == [11]
+
+
+def test_both_sides_loading_the_same_landing_file_is_a_conflict(make_project, spark):
+    root = make_project({
+        "demo/landing/events/e1.jsonl": '{"id": 1, "kind": "a"}\n',
+        "demo/pipelines/bronze/events/pipeline.sql": (
+            "-- @merge_strategy: append_only\n-- @landing_mode: new_files\n"
+            "SELECT id, kind FROM {{ landing_zone('events') }}\n"),
+    })
+    engine = Engine.open(root)
+    run(engine)
+    engine.create_branch("dev")
+    (root / "demo/landing/events/e2.jsonl").write_text('{"id": 2, "kind": "b"}\n')
+    run(engine, "dev")
+    run(engine)  # main loads e2 too: a merge by append would add its rows twice
+    dry = engine.merge("dev", dry_run=True)
+    assert dry.conflicts == [EVENTS] and "e2.jsonl" in dry.reasons[EVENTS]
+    with pytest.raises(RatuiError) as err:
+        engine.merge("dev")
+    assert err.value.code == "RAT-CAT-003"
+    assert rows(engine) == [(1, "a"), (2, "b")]
+
+
+def test_ratui_merge_dry_run_says_which_tables_merge_by_append(project, capsys):
+    from ratui.cli import main as cli_main
+    import json
+
+    engine = Engine.open(project)
+    two_appending_branches(engine, project)
+    (project / "demo/pipelines/silver/kinds").mkdir(parents=True)
+    (project / "demo/pipelines/silver/kinds/pipeline.sql").write_text(
+        "SELECT kind, count(*) AS n FROM {{ ref('bronze.events') }} GROUP BY kind\n")
+    run(engine, "dev1", "silver.kinds")  # new on dev1: merges as is
+    run(engine, "dev2", "silver.kinds")
+    capsys.readouterr()
+    assert cli_main(["merge", "dev1", "--dry-run", "--project", str(project)]) == 0
+    out = capsys.readouterr().out
+    line = {ln.split()[0]: ln for ln in out.splitlines() if ln.startswith("demo.")}
+    assert line[EVENTS].rstrip().endswith("by append") and line[KINDS].rstrip().endswith("fast-forward")
+    assert "1 table(s) merge by append" in out
+    assert cli_main(["merge", "dev1", "--project", str(project)]) == 0
+    capsys.readouterr()
+    # dev2: events by append, kinds (a full rebuild on both sides now) a conflict with its reason
+    assert cli_main(["merge", "dev2", "--dry-run", "--json", "--project", str(project)]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert (report["by_append"], report["conflicts"]) == ([EVENTS], [KINDS])
+    assert cli_main(["merge", "dev2", "--dry-run", "--project", str(project)]) == 1
+    out = capsys.readouterr().out
+    assert f"{KINDS}: " in out and "conflict" in out

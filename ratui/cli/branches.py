@@ -33,8 +33,8 @@ def add_parsers(sub) -> None:
     p = sub.add_parser("merge", help="merge a branch into main (or --into another branch), all tables or none")
     p.add_argument("name", metavar="BRANCH")
     p.add_argument("--into", default=MAIN, metavar="REF", help="the branch to merge into (default: main)")
-    p.add_argument("--dry-run", action="store_true", help="say what would be merged, which tables merge by append and which conflict; change "
-                                                          "nothing")
+    p.add_argument("--dry-run", action="store_true", help="say what would be merged, which tables merge by "
+                   "append and which conflict; change nothing")
     project_arg(p)
     p.add_argument("--json", action="store_true")
 
@@ -121,7 +121,7 @@ def cmd_merge(args) -> int:
     verb = "would merge" if args.dry_run else "merged"
 
     def how(key: str) -> str:
-        return "conflict" if key in result.conflicts else "by append" if key in result.by_append else "fast-forward"
+        return "conflict" if key in result.conflicts else "by append" if key in result.by_append else "as is"
 
     if result.tables:
         print(table(["TABLE", "CHANGE", "ROWS ON " + args.into.upper(), "ROWS ON " + args.name.upper(), "MERGES"],

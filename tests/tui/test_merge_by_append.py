@@ -28,8 +28,8 @@ class StubMerge(Controller):
         if ref == "main":
             return []
         return [
-            DiffRow(EVENTS, "modified", True, TableState(7781203344, None, 1300, 4), TableState(5512093311, None, 1250, 3),
-                    "both"),
+            DiffRow(EVENTS, "modified", True, TableState(7781203344, None, 1300, 4),
+                    TableState(5512093311, None, 1250, 3), "both"),
             DiffRow(ORDERS, "modified", self.conflict, TableState(9911223344, None, 12010, 3),
                     TableState(4455667788, None, 12000, 2), "both" if self.conflict else "left"),
             DiffRow(REVENUE, "added", False, TableState(1203958812, None, 90, 1), None, "left"),

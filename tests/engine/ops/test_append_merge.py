@@ -5,7 +5,6 @@ changes stay conflicts (RAT-CAT-003); a merge by append equals running both bran
 from __future__ import annotations
 
 import hashlib
-import random
 from pathlib import Path
 
 import pytest
@@ -264,7 +263,7 @@ def test_ratui_merge_dry_run_says_which_tables_merge_by_append(project, capsys):
     assert cli_main(["merge", "dev1", "--dry-run", "--project", str(project)]) == 0
     out = capsys.readouterr().out
     line = {ln.split()[0]: ln for ln in out.splitlines() if ln.startswith("demo.")}
-    assert line[EVENTS].rstrip().endswith("by append") and line[KINDS].rstrip().endswith("fast-forward")
+    assert line[EVENTS].rstrip().endswith("by append") and line[KINDS].rstrip().endswith("as is")
     assert "1 table(s) merge by append" in out
     assert cli_main(["merge", "dev1", "--project", str(project)]) == 0
     capsys.readouterr()
@@ -275,3 +274,50 @@ def test_ratui_merge_dry_run_says_which_tables_merge_by_append(project, capsys):
     assert cli_main(["merge", "dev2", "--dry-run", "--project", str(project)]) == 1
     out = capsys.readouterr().out
     assert f"{KINDS}: " in out and "conflict" in out
+
+
+# ------------------------------------------------------------------------------------------------ property
+
+from hypothesis import HealthCheck, given, settings as hsettings, strategies as st  # noqa: E402
+
+_BATCH = st.lists(st.tuples(st.integers(0, 40), st.sampled_from("abc")), min_size=1, max_size=3)
+_SEQ = iter(range(1_000_000))
+
+
+@pytest.mark.slow
+@hsettings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(main_runs=st.lists(_BATCH, max_size=2), a_runs=st.lists(_BATCH, min_size=1, max_size=2),
+       b_runs=st.lists(_BATCH, min_size=1, max_size=2), partitioned=st.booleans())
+def test_merging_by_append_equals_running_both_branches_runs_serially_on_main(make_project, spark, main_runs, a_runs,
+                                                                               b_runs, partitioned):
+    """Branches a and b fork from main; each appends its batches, main appends its own meanwhile; a then b merge.
+    main ends with exactly the rows of running main's, a's and b's runs one after another on main."""
+    n = next(_SEQ)
+    base = [(100, "a"), (101, "b")]
+
+    def append(engine, root, ref, batch):
+        set_events(root, batch, partitioned=partitioned)
+        results = engine.run(engine.compile().select(["bronze.events"]), ref=ref, force=True)
+        assert [r.status for r in results] == ["success"], [r.error for r in results]
+
+    merged_root = new_project(make_project, f"merged{n}", partitioned=partitioned)
+    merged = Engine.open(merged_root)
+    append(merged, merged_root, "main", base)
+    merged.create_branch("a")
+    merged.create_branch("b")
+    for batch in a_runs:
+        append(merged, merged_root, "a", batch)
+    for batch in b_runs:
+        append(merged, merged_root, "b", batch)
+    for batch in main_runs:
+        append(merged, merged_root, "main", batch)
+    merged.merge("a")
+    second = merged.merge("b")
+    assert second.by_append == [EVENTS]
+
+    serial_root = new_project(make_project, f"serial{n}", partitioned=partitioned)
+    serial = Engine.open(serial_root)
+    for batch in [base, *main_runs, *a_runs, *b_runs]:
+        append(serial, serial_root, "main", batch)
+    assert rows(merged) == rows(serial)
+    assert rows(merged) == sorted(r for batch in [base, *main_runs, *a_runs, *b_runs] for r in batch)

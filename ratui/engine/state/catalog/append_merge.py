@@ -176,7 +176,7 @@ def judge(catalog: BranchCatalog, change: TableChange, into: str = "main") -> Ve
         if deletes - fork_deletes:
             return Verdict(key, None, f"{side} added delete files")
     ours, theirs = _facts(walked["the branch"].snapshots), _facts(walked[into].snapshots)
-    both = sorted({a.get("name") for a in ours for b in theirs if _same_load(a, b)})
+    both = sorted({str(a.get("name")) for a in ours for b in theirs if _same_load(a, b)})
     if both:
         return Verdict(key, None, f"both sides loaded landing file {both[0]}"
                        + (f" and {len(both) - 1} more" if len(both) > 1 else ""))

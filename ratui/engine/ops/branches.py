@@ -156,8 +156,16 @@ def merge(state: ProjectState, ref: str, *, into: str = MAIN, dry_run: bool = Fa
         catalog.record_commit(temp, f"merge by append from {ref}: {', '.join(p.table for p in plans)}",
                               {"kind": "merge", "from": ref, "by_append": [p.table for p in plans]})
         verify(temp, [p.table for p in plans])
-        result = catalog.merge(temp, into, message=text, in_tx=hand_on,
-                               meta={**meta, "by_append": [p.table for p in plans]})
+        try:
+            result = catalog.merge(temp, into, message=text, in_tx=hand_on,
+                                   meta={**meta, "by_append": [p.table for p in plans]})
+        except RatuiError as exc:
+            if exc.code != "RAT-CAT-003":
+                raise
+            moved = list(exc.details.get("tables") or [])
+            raise merge_rule.conflict(ref, into, moved, f"cannot merge '{ref}' into '{into}': {into} changed "
+                                      f"{', '.join(moved)} while the merge by append was checked; merge again"
+                                      ) from None
     finally:
         try:
             catalog.delete_branch(temp)

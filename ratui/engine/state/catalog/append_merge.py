@@ -154,6 +154,8 @@ def judge(catalog: BranchCatalog, change: TableChange, into: str = "main") -> Ve
         return Verdict(key, None, f"its metadata cannot be read ({type(exc).__name__})")
     fm, bm, tm = fork.metadata, branch.metadata, target.metadata
     for side, md in (("the branch", bm), (into, tm)):
+        if md.table_uuid != fm.table_uuid:
+            return Verdict(key, None, f"{side} replaced the table with a new one")
         if md.schema().as_struct() != fm.schema().as_struct():
             return Verdict(key, None, f"{side} changed its schema")
         if md.spec() != fm.spec():

@@ -116,6 +116,17 @@ def test_two_branches_that_appended_merge_by_append_on_both_catalogs(project):
     dev2_files = {t.file.file_path for t in engine.load_table("dev2", EVENTS).scan().plan_files()}
     main_files = {t.file.file_path for t in table.scan().plan_files()}
     assert dev2_files <= main_files
+    # the re-committed entries: dev2's files with their own stats, under the merge snapshot's sequence number
+    branch_files = {t.file.file_path: t.file for t in engine.load_table("dev2", EVENTS).scan().plan_files()}
+    added = [e for m in snapshot.manifests(table.io) for e in m.fetch_manifest_entry(table.io)
+             if e.snapshot_id == snapshot.snapshot_id]
+    assert [e.data_file.file_path for e in added] == sorted(dev2_files - {
+        t.file.file_path for t in engine.load_table("dev1", EVENTS).scan().plan_files()})
+    for entry in added:
+        assert entry.sequence_number == snapshot.sequence_number
+        source = branch_files[entry.data_file.file_path]
+        assert (entry.data_file.record_count, entry.data_file.file_size_in_bytes) == (
+            source.record_count, source.file_size_in_bytes)
     dev2_runs = [r for r in engine.runs(ref="dev2") if r["pipeline"] == EVENTS]
     assert props[append_merge.RUNS_PROPERTY] == dev2_runs[0]["id"]
 

@@ -157,7 +157,8 @@ def merge(state: ProjectState, ref: str, *, into: str = MAIN, dry_run: bool = Fa
                               {"kind": "merge", "from": ref, "by_append": [p.table for p in plans]})
         verify(temp, [p.table for p in plans])
         try:
-            result = catalog.merge(temp, into, message=text, in_tx=hand_on,
+            result = catalog.merge(temp, into, message=f"{text} (by append: {', '.join(p.table for p in plans)})",
+                                   in_tx=hand_on,
                                    meta={**meta, "by_append": [p.table for p in plans]})
         except RatuiError as exc:
             if exc.code != "RAT-CAT-003":

@@ -133,6 +133,7 @@ def test_two_branches_that_appended_merge_by_append_on_both_catalogs(project):
     # the log says what happened; no temporary branch is left behind
     entry = engine.log("main", limit=1)[0]
     assert entry.kind == "merge" and EVENTS in [t["table"] for t in entry.tables]
+    assert entry.message.endswith(f"(by append: {EVENTS})")
     assert {r.name for r in engine.refs()} == {"main", "dev1", "dev2"}
 
     # merging dev2 again adds nothing twice

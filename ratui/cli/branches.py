@@ -33,8 +33,8 @@ def add_parsers(sub) -> None:
     p = sub.add_parser("merge", help="merge a branch into main (or --into another branch), all tables or none")
     p.add_argument("name", metavar="BRANCH")
     p.add_argument("--into", default=MAIN, metavar="REF", help="the branch to merge into (default: main)")
-    p.add_argument("--dry-run", action="store_true", help="say what would be merged and what conflicts; change "
-                                                          "nothing")
+    p.add_argument("--dry-run", action="store_true", help="say what would be merged, which tables merge by "
+                   "append and which conflict; change nothing")
     project_arg(p)
     p.add_argument("--json", action="store_true")
 
@@ -114,19 +114,32 @@ def cmd_merge(args) -> int:
     rows = {d.table: d for d in before}
     if args.json:
         print(json.dumps({"branch": args.name, "into": args.into, "dry_run": args.dry_run, "tables": result.tables,
-                          "conflicts": result.conflicts, "commit": result.commit.hash if result.commit else None,
+                          "conflicts": result.conflicts, "by_append": result.by_append, "reasons": result.reasons,
+                          "commit": result.commit.hash if result.commit else None,
                           "changes": [d.to_dict() for d in before]}, default=str))
         return EXIT_FAILED if result.conflicts else EXIT_OK
     verb = "would merge" if args.dry_run else "merged"
+
+    def how(key: str) -> str:
+        return "conflict" if key in result.conflicts else "by append" if key in result.by_append else "as is"
+
     if result.tables:
-        print(table(["TABLE", "CHANGE", "ROWS ON " + args.into.upper(), "ROWS ON " + args.name.upper(), "CONFLICT"],
+        print(table(["TABLE", "CHANGE", "ROWS ON " + args.into.upper(), "ROWS ON " + args.name.upper(), "MERGES"],
                     [[t, rows[t].change if t in rows else "modified",
                       _num(rows[t].right.rows) if t in rows else "-", _num(rows[t].left.rows) if t in rows else "-",
-                      "yes" if t in result.conflicts else ""] for t in result.tables]))
+                      how(t)] for t in result.tables]))
     if result.conflicts:
         print(f"\n{len(result.conflicts)} conflict(s): {args.into} changed {', '.join(result.conflicts)} since "
               f"{args.name} was created; a merge would change nothing")
+        for key in result.conflicts:
+            if result.reasons.get(key):
+                print(f"  {key}: {result.reasons[key]}")
         return EXIT_FAILED
+    if result.by_append:
+        print(f"\n{len(result.by_append)} table(s) {'merge' if args.dry_run else 'merged'} by append (both sides "
+              f"only appended): {', '.join(result.by_append)}; {args.name}'s added files "
+              + ("are re-committed on " + args.into + " once the tables' quality tests pass on the combined rows"
+                 if args.dry_run else "were re-committed on " + args.into + " after their quality tests passed"))
     if not result.tables:
         print(f"nothing to merge: {args.into} already has every table of {args.name}")
     else:

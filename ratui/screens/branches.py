@@ -192,20 +192,24 @@ class MergeDryRunScreen(MergeScreen):
         parts: list[RenderableType] = [Text(f"Dry run of {self.ref} into {into}:", style="bold")]
         rows = {r.table: r for r in self.rows}
         tables = sorted(set(preview.tables) | set(preview.conflicts))
+        by_append = list(getattr(preview, "by_append", []) or [])
+        reasons = dict(getattr(preview, "reasons", {}) or {})
         if tables:
             grid = Table(box=None, padding=(0, 1), show_header=True, header_style="bold dim", expand=False)
             grid.add_column("table", no_wrap=True, overflow="ellipsis", max_width=30)
             grid.add_column("change", no_wrap=True)
             grid.add_column("branch rows", justify="right", no_wrap=True)
             grid.add_column(f"{into[:8]} rows", justify="right", no_wrap=True)
+            grid.add_column("merges", no_wrap=True)
             for table in tables[:MERGE_ROWS]:
                 row = rows.get(table)
                 conflict = table in preview.conflicts
                 change = row.change if row is not None else "modified"
+                how = (Text("conflict ✘", style="red") if conflict else
+                       Text("by append", style="cyan") if table in by_append else Text("as is", style="dim"))
                 grid.add_row(Text(short_key(table, table.split(".")[0]), style="red" if conflict else ""),
-                             Text(f"{change} ✘" if conflict else change,
-                                  style="red" if conflict else CHANGE_STYLE.get(change, "")),
-                             _rows(row.branch if row else None), _rows(row.main if row else None))
+                             Text(change, style="red" if conflict else CHANGE_STYLE.get(change, "")),
+                             _rows(row.branch if row else None), _rows(row.main if row else None), how)
             parts.append(grid)
             if len(tables) > MERGE_ROWS:
                 parts.append(Text(f"… and {len(tables) - MERGE_ROWS} more (the diff on Branches lists them all)",
@@ -215,13 +219,20 @@ class MergeDryRunScreen(MergeScreen):
                               f"{', '.join(short_key(t, t.split('.')[0]) for t in preview.conflicts[:3])}"
                               f"{' …' if len(preview.conflicts) > 3 else ''} since {self.ref} forked. The merge "
                               "would fail (RAT-CAT-003): nothing will change.", style="red"))
+            for table in preview.conflicts[:2]:
+                if reasons.get(table):
+                    parts.append(Text(f"  {short_key(table, table.split('.')[0])}: {reasons[table]}", style="red"))
         elif preview.tables:
             parts.append(Text(f"{len(preview.tables)} table(s) would be applied to {into} in one commit.",
                               style="green"))
         else:
             parts.append(Text("No table changes: the merge records nothing.", style="dim"))
-        parts.append(Text("A manual merge skips the quality gate: the target gets the branch's tables as they are, "
-                          "tested or not.", style="yellow"))
+        if by_append and not preview.conflicts:
+            parts.append(Text(f"By append: both sides only appended to {len(by_append)} table(s); {self.ref}'s new "
+                              f"files go on top of {into}'s once their quality tests pass on the combined rows.",
+                              style="cyan"))
+        parts.append(Text("Tables merged as is skip the quality gate: the target gets the branch's tables as they "
+                          "are, tested or not.", style="yellow"))
         return Group(*parts)
 
 
@@ -525,7 +536,9 @@ class BranchesScreen(TableScreen):
         ref, merged = message.value
         tables = ", ".join(merged.tables) or "no table changes"
         commit = f" (commit {merged.commit.hash[:12]})" if merged.commit is not None else ""
-        self.notify(f"Merged {ref} into {merged.into}: {tables}{commit}.", title="Branches", markup=False)
+        appended = getattr(merged, "by_append", None) or []
+        how = f"; by append: {', '.join(appended)}" if appended else ""
+        self.notify(f"Merged {ref} into {merged.into}: {tables}{commit}{how}.", title="Branches", markup=False)
         self.reload()
 
     def action_history(self) -> None:

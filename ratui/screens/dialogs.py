@@ -88,10 +88,12 @@ class MergeScreen(ConfirmScreen):
                 parts.append(Text(f"    {table}", style="red"))
             parts.append(Text("The merge would fail (RAT-CAT-003) and change nothing.", style="red"))
         clean = [t for t in preview.tables if t not in preview.conflicts]
+        by_append = set(getattr(preview, "by_append", []) or [])
         if clean:
             parts.append(Text(f"{len(clean)} table(s) would be applied to main:"))
             for table in clean:
-                parts.append(Text(f"    {table}", style="green"))
+                parts.append(Text(f"    {table}" + ("  by append" if table in by_append else ""),
+                                  style="cyan" if table in by_append else "green"))
         elif not preview.conflicts:
             parts.append(Text("No table changes: the merge records nothing.", style="dim"))
         parts.append(Text("A manual merge skips the quality gate: main gets the branch's tables as they are, "

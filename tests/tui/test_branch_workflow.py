@@ -230,6 +230,10 @@ def test_diff_and_merge_with_a_dry_run_per_table(project):
     write(engine, root, "main", CUSTOMERS, 2, start=4)  # main moved after dev forked
     engine.create_branch("hot")
     write(engine, root, "hot", CUSTOMERS, 3, start=10)
+    hot = engine.state.catalog.load_table("hot", CUSTOMERS)
+    with hot.update_schema() as update:  # not only an append on hot: no merge by append
+        update.add_column("tier", StringType())
+    engine.state.catalog.record_commit("hot", "add tier to raw_customers")
     write(engine, root, "main", CUSTOMERS, 1, start=20)  # ... and both changed raw_customers: a conflict
     engine.create_branch("feat", from_ref="dev")
     write(engine, root, "feat", f"{NS}.gold.product_funnel", 7)
@@ -283,7 +287,8 @@ def test_diff_and_merge_with_a_dry_run_per_table(project):
             await pilot.press("m")
             await wait_for(pilot, lambda: isinstance(app.screen, MergeDryRunScreen), 10)
             text = flat(screen_text(app))
-            assert "bronze.raw_customers modified ✘ 9 7" in text  # hot's rows, main's
+            assert "bronze.raw_customers modified 9 7 conflict ✘" in text  # hot's rows, main's
+            assert "bronze.raw_customers: the branch changed its schema" in text
             assert "1 conflict(s)" in text and "nothing will change" in text and "RAT-CAT-003" in text
             await pilot.press("y")
             await settle(pilot)

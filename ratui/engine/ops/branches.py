@@ -15,11 +15,13 @@ pipeline and the pipeline version behind each snapshot, and how a rollback finds
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import uuid
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ratui.engine.errors import RatuiError
+from ratui.engine.state.catalog import append_merge, merge_rule
 from ratui.engine.state.catalog.base import Commit, MergeResult, split_spec
 from ratui.engine.vocabulary import MAIN, PUBLISH_PREFIX, RUN_PREFIX  # noqa: F401 - branches.RUN_PREFIX is read too
 
@@ -96,14 +98,32 @@ def runs_since_fork(state: ProjectState, ref: str) -> list[str]:
     return list(reversed(runs))
 
 
+Verify = Callable[[str, list[str]], None]  # (temporary ref holding the combined state, tables merged by append)
+
+
 def merge(state: ProjectState, ref: str, *, into: str = MAIN, dry_run: bool = False, message: str | None = None,
-          kind: str = "merge") -> MergeResult:
+          kind: str = "merge", verify: Verify | None = None) -> MergeResult:
     """Merge a branch into `into` with Nessie's rule (a table both changed since the fork is a conflict: RAT-CAT-003,
     nothing changed). The landing files the merged pipelines loaded on the branch become loaded on `into` in the
-    same transaction, so the next run on `into` does not load them again."""
+    same transaction, so the next run on `into` does not load them again.
+
+    A table both sides only appended to since the fork merges by append instead (catalog/append_merge.py) when a
+    `verify` is given: the merge is built on a temporary branch from `into`'s head (the branch's other changes,
+    then the branch's added files re-committed as one fast append per table), `verify(temp, tables)` runs the
+    tables' quality tests there and raises to refuse, and the temporary branch then merges into `into` in one
+    commit (guarded like any merge: `into` moving meanwhile is RAT-CAT-003). Nothing reaches `into` unless every
+    table succeeded. A dry run says which tables would merge by append (`by_append`) and why the others conflict
+    (`reasons`); it needs no `verify`."""
     check_writable(state, into)
+    catalog = state.catalog
     if dry_run:
-        return state.catalog.merge(ref, into, dry_run=True)
+        result = catalog.merge(ref, into, dry_run=True)
+        if not result.conflicts:
+            return result
+        verdicts = judge_conflicts(state, ref, into, result.conflicts)
+        return replace(result, conflicts=[k for k, v in verdicts.items() if not v.by_append],
+                       by_append=[k for k, v in verdicts.items() if v.by_append],
+                       reasons={k: v.reason for k, v in verdicts.items() if not v.by_append})
     runs = runs_since_fork(state, ref)
 
     def hand_on(conn: Any, result: MergeResult) -> None:
@@ -111,8 +131,59 @@ def merge(state: ProjectState, ref: str, *, into: str = MAIN, dry_run: bool = Fa
             state.ledger.hand_on(conn, ref, into, result.tables, result.commit.created_at)
             state.history.record_landings(conn, runs, result.tables, into, result.commit.created_at)
 
-    return state.catalog.merge(ref, into, message=message or f"merge {ref} into {into}", in_tx=hand_on,
-                               meta={"kind": kind, "from": ref, "runs": runs})
+    meta = {"kind": kind, "from": ref, "runs": runs}
+    text = message or f"merge {ref} into {into}"
+    try:
+        return catalog.merge(ref, into, message=text, in_tx=hand_on, meta=meta)
+    except RatuiError as exc:
+        if exc.code != "RAT-CAT-003" or verify is None:
+            raise
+        conflicts = list(exc.details.get("tables") or [])
+    verdicts = judge_conflicts(state, ref, into, conflicts)
+    refused = {k: v.reason for k, v in verdicts.items() if not v.by_append}
+    if refused or not verdicts:
+        raise merge_rule.conflict(ref, into, sorted(refused) or conflicts, (
+            f"cannot merge '{ref}' into '{into}': " + "; ".join(f"{k}: {why}" for k, why in sorted(refused.items()))
+            if refused else None)) from None
+    plans = [v.plan for v in verdicts.values() if v.plan is not None]
+    temp = f"{PUBLISH_PREFIX}merge-{uuid.uuid4().hex[:12]}"
+    catalog.create_branch(temp, from_ref=into)
+    try:
+        catalog.merge(ref, temp, message=f"merge {ref} (tables not merged by append)", skip=[p.table for p in plans],
+                      meta={"kind": "merge", "from": ref})
+        for plan in plans:
+            append_merge.commit(catalog, temp, plan, source=ref, runs=runs)
+        catalog.record_commit(temp, f"merge by append from {ref}: {', '.join(p.table for p in plans)}",
+                              {"kind": "merge", "from": ref, "by_append": [p.table for p in plans]})
+        verify(temp, [p.table for p in plans])
+        try:
+            result = catalog.merge(temp, into, message=f"{text} (by append: {', '.join(p.table for p in plans)})",
+                                   in_tx=hand_on,
+                                   meta={**meta, "by_append": [p.table for p in plans]})
+        except RatuiError as exc:
+            if exc.code != "RAT-CAT-003":
+                raise
+            moved = list(exc.details.get("tables") or [])
+            raise merge_rule.conflict(ref, into, moved, f"cannot merge '{ref}' into '{into}': {into} changed "
+                                      f"{', '.join(moved)} while the merge by append was checked; merge again"
+                                      ) from None
+    finally:
+        try:
+            catalog.delete_branch(temp)
+        except RatuiError:
+            pass  # gone already; else the reaper's orphan-branch task removes it
+    return replace(result, ref=ref, by_append=[p.table for p in plans])
+
+
+def judge_conflicts(state: ProjectState, ref: str, into: str, tables: list[str]) -> dict[str, append_merge.Verdict]:
+    """Each conflicting table of a merge of `ref` into `into`: by append, or why not."""
+    changes = {c.table: c for c in state.catalog.diff(ref, into)}
+    out: dict[str, append_merge.Verdict] = {}
+    for key in sorted(tables):
+        change = changes.get(key)
+        out[key] = (append_merge.judge(state.catalog, change, into) if change is not None
+                    else append_merge.Verdict(key, None, f"{into} changed it since the branch was created"))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- diff

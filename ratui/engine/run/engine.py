@@ -231,9 +231,12 @@ class Engine:
         return self._state.catalog.diff(ref, against)
 
     def merge(self, ref: str, *, into: str = MAIN, message: str | None = None, dry_run: bool = False):
-        """Merge a branch into `into` by hand (no quality gate: that is each run's own resolve phase), with the
-        landing files its merged pipelines loaded. A live run's branch is refused (RAT-CAT-009)."""
+        """Merge a branch into `into` by hand, with the landing files its merged pipelines loaded. A live run's
+        branch is refused (RAT-CAT-009). Tables both sides only appended to merge by append, after their quality
+        tests passed on the combined rows (run/merge_gate.py: RAT-CAT-013 if not; the other tables' tests are each
+        run's own resolve phase)."""
         from ratui.engine.ops import branches
+        from ratui.engine.run.merge_gate import quality_gate
 
         if not dry_run:
             self._refuse_live_branch(ref, "merge")
@@ -241,7 +244,8 @@ class Engine:
             if active:  # e.g. a publish branch whose invocation has not ended: its runs still merge into it
                 raise RatuiError("RAT-CAT-011", f"cannot merge {ref}: run {active[0]['id']} of "
                                  f"{active[0]['pipeline']} is still {active[0]['status']} on it")
-        return branches.merge(self._state, ref, into=into, message=message, dry_run=dry_run)
+        return branches.merge(self._state, ref, into=into, message=message, dry_run=dry_run,
+                              verify=quality_gate(self._state, self.compile, into, ref))
 
     def branch_origin(self, ref: str) -> str:
         """The ref a branch was created from (where its merge goes by default); main for main, run branches,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Literal
+from typing import TYPE_CHECKING, Any, Callable, Collection, Literal
 
 from ratui.engine.vocabulary import MAIN
 
@@ -84,7 +84,9 @@ class TableChange:
 class MergeResult:
     """`tables`: keys applied (or, for a dry run, that would be). `commit`: the new commit on `into`, None when
     nothing changed or for a dry run. `conflicts`: keys in conflict (only ever non-empty for a dry run; a real
-    merge raises RAT-CAT-003 instead)."""
+    merge raises RAT-CAT-003 instead). `by_append`: tables both sides only appended to, merged (or, for a dry run,
+    that would merge) by re-committing the branch's added files on `into` (catalog/append_merge.py);
+    `reasons`: why each table in `conflicts` is one, when known."""
 
     ref: str
     into: str
@@ -92,6 +94,8 @@ class MergeResult:
     commit: Commit | None
     dry_run: bool
     conflicts: list[str]
+    by_append: list[str] = field(default_factory=list)
+    reasons: dict[str, str] = field(default_factory=dict)
 
 
 def split_spec(spec: str) -> tuple[str, str | None]:
@@ -184,8 +188,11 @@ class BranchCatalog(ABC):
     def merge(
         self, ref: str, into: str = MAIN, *, message: str | None = None, dry_run: bool = False,
         in_tx: Callable[[Any, MergeResult], None] | None = None, meta: dict | None = None,
+        skip: Collection[str] = (),
     ) -> MergeResult:
         """Apply every table `ref` changed since its fork point to `into`, atomically.
+
+        `skip`: table keys left unmerged (Nessie's DROP merge mode): neither applied nor in conflict.
 
         Raises RatuiError RAT-CAT-003 with details={"tables": [...]} on conflict, leaving `into` unchanged.
         `dry_run` computes the result (conflicts included) and changes nothing. A branch without changes

@@ -35,7 +35,7 @@ import sqlite3
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Collection, Iterator
 
 from pyiceberg.io import load_file_io
 from pyiceberg.serializers import FromInputFile
@@ -324,6 +324,7 @@ class NessieBranchCatalog(BranchCatalog):
         dry_run: bool = False,
         in_tx: Callable[[sqlite3.Connection, MergeResult], None] | None = None,
         meta: dict | None = None,
+        skip: Collection[str] = (),
     ) -> MergeResult:
         """Nessie's merge (one squashed commit with the source head as second parent). A dry run asks Nessie for
         its conflicts; a merge Nessie refuses is RAT-CAT-003 with its conflicting keys. `in_tx` runs after Nessie
@@ -331,6 +332,8 @@ class NessieBranchCatalog(BranchCatalog):
         if ref == into or ref == MAIN:
             raise RatuiError("RAT-CAT-007", f"cannot merge '{ref}' into '{into}'")
         source, target, _, changes, conflicts = self._three_way(ref, into)
+        changes = [c for c in changes if c.table not in skip]
+        conflicts = [k for k in conflicts if k not in skip]
         tables = [c.table for c in changes]
         if dry_run:
             return MergeResult(ref, into, tables, None, True, conflicts)
@@ -340,6 +343,9 @@ class NessieBranchCatalog(BranchCatalog):
             return MergeResult(ref, into, [], None, False, [])
         text = message or f"merge {ref} into {into}: {', '.join(tables)}"
         body = {"fromRefName": ref, "fromHash": source,
+                # the skipped keys stay as they are on the target (Nessie's DROP: not merged, no conflict)
+                "keyMergeModes": [{"key": {"elements": key.split(".")}, "mergeBehavior": "DROP"}
+                                  for key in sorted(skip)],
                 "commitMeta": {"message": text, "properties": tree.properties(into, meta or {"kind": "merge",
                                                                                             "from": ref})}}
         try:

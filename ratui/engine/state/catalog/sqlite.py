@@ -23,7 +23,7 @@ import sqlite3
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Collection, Iterator
 
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.table import Table
@@ -253,6 +253,7 @@ class SqliteBranchCatalog(BranchCatalog):
         dry_run: bool = False,
         in_tx: Callable[[sqlite3.Connection, MergeResult], None] | None = None,
         meta: dict | None = None,
+        skip: Collection[str] = (),
     ) -> MergeResult:
         """See BranchCatalog.merge. The merge base is the source ref's pointers when `ref` was created, so merge
         into the ref it was created from (a different target only ever errs on the side of conflicts).
@@ -266,7 +267,7 @@ class SqliteBranchCatalog(BranchCatalog):
         with self._writing() as db:
             if records.ref(db, ref).fork_hash is None:
                 raise RatuiError("RAT-CAT-007", f"'{ref}' has no fork point to merge from")
-            changes = self._state(db, ref, into)
+            changes = [c for c in self._state(db, ref, into) if c.table not in skip]
             tables = [c.table for c in changes]
             conflicts = [c.table for c in changes if c.conflict]
             if dry_run:

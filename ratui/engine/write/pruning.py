@@ -7,7 +7,6 @@ replaces: their file and position (locate_rows). Computed in Spark: no row passe
 
 from __future__ import annotations
 
-from functools import reduce
 from typing import Any
 
 from pyiceberg import types as it
@@ -15,8 +14,7 @@ from pyiceberg.conversions import from_bytes
 from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table
 
-from ratui.engine.iceberg.read import FILE_NO, ROW_POS, data_files, read_files
-from ratui.engine.iceberg.schema import iceberg_to_spark_type
+from ratui.engine.iceberg.read import FILE_NO, ROW_POS, read_files
 from ratui.engine.sql_text import quote
 from ratui.engine.write.keys import col, match_keys
 
@@ -49,53 +47,40 @@ def _usable(table: Table, cols: list[str]):
     return out
 
 
-def candidate_files(session, table: Table, keys_df, cols: list[str], files: list[DataFile] | None = None):
-    """The data files whose per-file bounds can hold one of the key tuples of `keys_df` (columns __k0..).
+def arrow_candidates(table: Table, files: list[DataFile], rows, cols: list[str]) -> list[DataFile]:
+    """The files of `files` whose per-file bounds can hold one of the key tuples of `rows` (a batch's key columns
+    `cols` on the driver, small_batch), with no Spark job.
 
-    Every prunable key column must fit the file's [lower, upper] bound (or be NULL where the file has NULLs).
-    A file without usable bounds on a column cannot be excluded by that column (correct, only slower).
-    Computed in Spark: a broadcast of one row per file joined with the distinct key tuples.
-    """
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as st
+    Every prunable key column of a tuple must fit the file's [lower, upper] bound (or be NULL where the file has
+    NULLs): a batch of keys at both ends of the table's range reaches the files that hold them, not every file
+    between (files_in_ranges). A file without usable bounds on a column cannot be excluded by that column (correct,
+    only slower)."""
+    import pyarrow.compute as pc
 
-    files = data_files(table) if files is None else files
     usable = _usable(table, cols)
     if not usable or not files:
         return list(files)
-    fields = [st.StructField("path", st.StringType())]
-    for i, f in usable:
-        bound_type = (st.LongType() if isinstance(f.field_type, (it.TimestampType, it.TimestamptzType))
-                      else st.IntegerType() if isinstance(f.field_type, it.DateType)
-                      else iceberg_to_spark_type(f.field_type))
-        fields += [st.StructField(f"lo{i}", bound_type), st.StructField(f"hi{i}", bound_type),
-                   st.StructField(f"nul{i}", st.BooleanType()), st.StructField(f"any{i}", st.BooleanType())]
-    rows = []
-    for df_ in files:
-        row: list[Any] = [df_.file_path]
-        for _, f in usable:
+    keys = {i: _arrow_physical(rows.column(cols[i]), f.field_type) for i, f in usable}
+    out = []
+    for data in files:
+        fits = None
+        for i, f in usable:
             fid = f.field_id
-            lo = (df_.lower_bounds or {}).get(fid)
-            hi = (df_.upper_bounds or {}).get(fid)
-            nulls = (df_.null_value_counts or {}).get(fid)
-            has_null = True if nulls is None else nulls > 0
+            nulls = (data.null_value_counts or {}).get(fid)
+            lo, hi = (data.lower_bounds or {}).get(fid), (data.upper_bounds or {}).get(fid)
             if lo is not None and hi is not None:
-                row += [from_bytes(f.field_type, lo), from_bytes(f.field_type, hi), has_null, False]
-            elif nulls is not None and nulls == df_.record_count:
-                row += [None, None, True, False]  # only NULLs: matches NULL keys alone
+                low, high = from_bytes(f.field_type, lo), from_bytes(f.field_type, hi)
+                inside = pc.and_(pc.greater_equal(keys[i], low), pc.less_equal(keys[i], high))
+                # a NULL key fits where the file has NULLs (or may have: no count)
+                column_fits = pc.fill_null(inside, nulls is None or nulls > 0)
+            elif nulls is not None and nulls == data.record_count:
+                column_fits = pc.is_null(keys[i])  # only NULLs: matches NULL keys alone
             else:
-                row += [None, None, True, True]  # no bounds: anything may be in it
-        rows.append(tuple(row))
-    ranges = session.createDataFrame(rows, st.StructType(fields))
-    conds = []
-    for i, f in usable:
-        k = _physical(F.col(f"__k{i}"), f.field_type)
-        conds.append(F.col(f"any{i}")
-                     | (k.isNull() & F.col(f"nul{i}"))
-                     | (k.isNotNull() & (k >= F.col(f"lo{i}")) & (k <= F.col(f"hi{i}"))))
-    hit = keys_df.join(F.broadcast(ranges), reduce(lambda a, b: a & b, conds)).select("path").distinct()
-    paths = {r.path for r in hit.collect()}
-    return [f for f in files if f.file_path in paths]
+                continue  # no bounds: anything may be in it
+            fits = column_fits if fits is None else pc.and_(fits, column_fits)
+        if fits is None or pc.any(fits).as_py():
+            out.append(data)
+    return out
 
 
 def batch_ranges(table: Table, batch, cols: list[str]):
@@ -121,19 +106,26 @@ def small_batch(batch, limit: int):
     return rows if rows.num_rows <= limit else None
 
 
+def _arrow_physical(column, itype):
+    """A key column on the driver (Arrow) as the values its Iceberg bounds decode to (see _physical)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(itype, (it.TimestampType, it.TimestamptzType)):
+        # Iceberg bounds are microseconds since the epoch (UTC: Spark's session time zone)
+        return pc.cast(column, pa.timestamp("us", tz=column.type.tz)).cast(pa.int64())
+    if isinstance(itype, it.DateType):
+        return column.cast(pa.int32())  # days since the epoch
+    return column
+
+
 def arrow_ranges(table: Table, rows, cols: list[str]):
     """batch_ranges of a batch already on the driver (small_batch): the same (rows, ranges), with no Spark job."""
-    import pyarrow as pa
     import pyarrow.compute as pc
 
     out = []
     for i, f in _usable(table, cols):
-        column = rows.column(cols[i])
-        if isinstance(f.field_type, (it.TimestampType, it.TimestamptzType)):
-            # Iceberg bounds are microseconds since the epoch (UTC: Spark's session time zone)
-            column = pc.cast(column, pa.timestamp("us", tz=column.type.tz)).cast(pa.int64())
-        elif isinstance(f.field_type, it.DateType):
-            column = column.cast(pa.int32())  # days since the epoch
+        column = _arrow_physical(rows.column(cols[i]), f.field_type)
         low = high = None
         if column.null_count < len(column):
             bounds = pc.min_max(column)
@@ -179,27 +171,35 @@ IN_FILTER_CONF = {"spark.sql.parquet.pushdown.inFilterThreshold": str(IN_FILTER_
 
 def local_keys(session, rows, schema, cols: list[str]) -> tuple[Any, list[tuple[list | None, bool]]]:
     """The key columns `cols` of a batch on the driver (small_batch; `schema` its Spark schema) given back to Spark
-    as a local relation (columns __k0..: every join with it is a broadcast that costs no job), with, per key
-    column, its distinct non-NULL values (None when there are more than IN_FILTER_MAX_VALUES) and whether it
-    holds a NULL: what locate_rows filters the table's key columns by. Repeated key tuples stay: the frame is
-    only ever joined to keep or leave out the table's rows that match one."""
-    import pyarrow.compute as pc
+    as a local relation (columns __k0..: every join with it is a broadcast that costs no job), with key_values:
+    what locate_rows filters the table's key columns by. Repeated key tuples stay: the frame is only ever joined
+    to keep or leave out the table's rows that match one."""
     from pyspark.sql import types as st
 
     names = [f"__k{i}" for i in range(len(cols))]
     keys = rows.select(cols).rename_columns(names)
     key_schema = st.StructType([st.StructField(n, schema[c].dataType) for n, c in zip(names, cols)])
+    return session.createDataFrame(keys, schema=key_schema), key_values(rows, schema, cols)
+
+
+def key_values(rows, schema, cols: list[str]) -> list[tuple[list | None, bool]]:
+    """Per key column `cols` of a batch on the driver (small_batch; `schema` its Spark schema): its distinct
+    non-NULL values (None when there are more than IN_FILTER_MAX_VALUES, or for a type whose Python values would
+    not make literals of exactly the column's type) and whether it holds a NULL (see key_filters)."""
+    import pyarrow.compute as pc
+    from pyspark.sql import types as st
+
     values: list[tuple[list | None, bool]] = []
-    for field_, name in zip(key_schema.fields, keys.column_names):
-        column = keys[name]
+    for c in cols:
+        column = rows.column(c)
         # only types whose Python values make literals of exactly the column's type (timestamps, decimals and
         # floats could be compared through a conversion: never risk a superset that is not one)
-        exact = isinstance(field_.dataType, (st.IntegralType, st.StringType, st.DateType))
+        exact = isinstance(schema[c].dataType, (st.IntegralType, st.StringType, st.DateType))
         distinct = pc.unique(column.drop_null()).to_pylist() if exact else None
         if distinct is not None and len(distinct) > IN_FILTER_MAX_VALUES:
             distinct = None
         values.append((distinct, column.null_count > 0))
-    return session.createDataFrame(keys, schema=key_schema), values
+    return values
 
 
 # Key types whose range (batch_ranges) is the column's own values, so it filters the table's column as it is.
@@ -222,6 +222,17 @@ def locate_rows(session, table: Table, candidates: list[DataFile], keys_df, cols
     kcols = [f"__k{i}" for i in range(len(cols))]
     old = read_files(session, table, candidates, positions=True).select(*[col(c) for c in cols], F.col(FILE_NO),
                                                                          F.col(ROW_POS))
+    old = key_filters(old, cols, values, ranges)
+    return old.join(keys_df, match_keys(old, cols, keys_df, kcols), "left_semi").select(FILE_NO, ROW_POS)
+
+
+def key_filters(old, cols: list[str], values: list[tuple[list | None, bool]] | None = None, ranges=()):
+    """`old` (a table's rows, its key columns `cols` by their table names) filtered on what can match a batch's
+    keys: each key column's values (key_values: an IN list the Parquet reader applies to its pages, see
+    IN_FILTER_CONF), else the batch's range of it (batch_ranges). A superset of the matching rows: the exact
+    NULL-safe match follows."""
+    from pyspark.sql import functions as F
+
     listed = set()
     for c, (distinct, has_null) in zip(cols, values or []):
         if distinct is None:
@@ -234,7 +245,7 @@ def locate_rows(session, table: Table, candidates: list[DataFile], keys_df, cols
             continue
         inside = col(field_.name).between(F.lit(low), F.lit(high)) if low is not None else F.lit(False)
         old = old.where(inside | col(field_.name).isNull() if has_null else inside)
-    return old.join(keys_df, match_keys(old, cols, keys_df, kcols), "left_semi").select(FILE_NO, ROW_POS)
+    return old
 
 
 def in_list(name: str, values: list):

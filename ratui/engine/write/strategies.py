@@ -65,8 +65,9 @@ from ratui.engine.write.keys import dedupe, key_frame, match_keys, resolve_colum
 from ratui.engine.write.prepare import aligned, prepare_table, table_names
 from ratui.engine.write.request import WriteOutcome, WriteRequest  # noqa: F401 - the writer's words, named here too
 from ratui.engine.locations import local_file
-from ratui.engine.write.pruning import (IN_FILTER_CONF, arrow_ranges, batch_ranges, candidate_files, files_in_ranges,
-                                        local_keys, locate_rows, small_batch)
+from ratui.engine.sql_text import quote, renamed
+from ratui.engine.write.pruning import (IN_FILTER_CONF, arrow_candidates, arrow_ranges, batch_ranges, files_in_ranges,
+                                        key_filters, key_values, local_keys, locate_rows, small_batch)
 
 # Keys broadcast to every task when a large rewrite keeps its files' layout (see _keeps_layout).
 BROADCAST_MAX_KEYS = 500_000
@@ -174,6 +175,17 @@ def _commit_rewrite(req: WriteRequest, table: Table, new_rows, new_count: int, r
         raise
 
 
+def _small_batch(req: WriteRequest, batch, cols: list[str]):
+    """small_batch of the batch's key columns `cols`, unless the run's result alone (req.batch_rows, counted before
+    any dedupe) holds more than LOCAL_KEYS_MAX rows: the batch is then known to be large (or larger than worth
+    it), and the job that would bring its first rows to the driver is not run."""
+    from pyspark.sql import functions as F
+
+    if req.batch_rows is not None and req.batch_rows > LOCAL_KEYS_MAX:
+        return None
+    return small_batch(batch.select(*[F.col(f"`{c}`") for c in cols]), LOCAL_KEYS_MAX)
+
+
 def _replace_matching(req: WriteRequest, table: Table, outcome: WriteOutcome, new_rows, match_cols: list[str],
                       *, cluster_by: list[str], message: str, empty_note: str,
                       unique_keys: bool = False) -> WriteOutcome:
@@ -190,7 +202,7 @@ def _replace_matching(req: WriteRequest, table: Table, outcome: WriteOutcome, ne
         # one job: a small batch's key columns come to the driver (its count, key ranges and keys need no other
         # job; the job also fills the batch's cache); a larger batch gets one more job for its count and key
         # ranges. The files those ranges reach come from Iceberg's statistics.
-        local = small_batch(new_rows.select(*[F.col(f"`{c}`") for c in match_cols]), LOCAL_KEYS_MAX)
+        local = _small_batch(req, new_rows, match_cols)
         if local is not None:
             outcome.rows_written, ranges = arrow_ranges(table, local, match_cols)
         else:
@@ -426,72 +438,91 @@ def scd2(req: WriteRequest) -> WriteOutcome:
     batch = aligned(dedupe(req.batch, resolve_columns(req.batch, tuple(keys), "RAT-WRT-001", "unique_key",
                                                          req.key), watermark), table).persist()
     matched = None
+    to_open = batch
     deletes: list[DataFile] = []
     try:
         outcome.rows_written = 0
         existing = data_files(table)
-        batch_rows = batch.count()
+        # one job (it also fills the batch's cache): a small batch's key columns come to the driver, whose count,
+        # key ranges and candidate files then need no other job; a larger batch's count and key ranges are one
+        # aggregate. The files that may hold an open version of a batch key come from Iceberg's statistics.
+        local = _small_batch(req, batch, keys)
+        if local is not None:
+            batch_rows, ranges = arrow_ranges(table, local, keys)
+        else:
+            batch_rows, ranges = batch_ranges(table, batch, keys)
         if batch_rows == 0:
             outcome.notes.append("the batch was empty: no version opened or closed")
             outcome.files_kept = len(existing)
             return _finish(req, outcome)
         kcols = [f"__k{i}" for i in range(len(keys))]
-        candidates = (candidate_files(req.session, table, key_frame(batch, keys), keys, existing)
-                      if len(existing) > 1 else existing)
+        candidates = [f for f in files_in_ranges(existing, ranges) if _may_hold_open(f, schema.find_field(vt))]
+        values = None
+        if local is not None:
+            candidates = arrow_candidates(table, candidates, local, keys)
+            values = key_values(local, batch.schema, keys)
+        found = None
         if candidates:
-            # one pass over the candidates: the open version of each batch key, where it lies and whether it changes
-            matched = _open_versions(req, table, candidates, batch, batch_rows, keys, tracked, vt).persist()
-            same = matched.where(F.col(SAME)).select(*[F.col(f"`{OLD}{k}`").alias(kc) for k, kc in zip(keys, kcols)])
-            # a batch row with an identical open row (key and every tracked column, NULL-safe) changes nothing
-            to_open = batch.join(same, match_keys(batch, keys, same, kcols), "left_anti")
+            # one pass over the candidates (the job that fills `matched`'s cache): the open version of each batch
+            # key, where it lies and whether it changes; the positions of those that change come to the driver
+            # (two numbers a row)
+            matched = _open_versions(req, table, candidates, batch, batch_rows, keys, tracked, vt, values,
+                                     ranges).persist()
+            with session_conf(req.session, IN_FILTER_CONF if values is not None else {}):
+                found = matched.where(~F.col(SAME)).select(FILE_NO, ROW_POS).toArrow()
+            same = matched.where(F.col(SAME))
+            if same.isEmpty():  # a small job over the cache (its batches hold the SAME column's bounds)
+                outcome.rows_written = batch_rows  # every batch row is new or changed: each opens a version
+            else:
+                # a batch row with an identical open row (key and every tracked column, NULL-safe) changes nothing
+                same = same.select(*[F.col(f"`{OLD}{k}`").alias(kc) for k, kc in zip(keys, kcols)])
+                if batch_rows <= BROADCAST_MAX_KEYS:
+                    same = F.broadcast(same)
+                to_open = batch.join(same, match_keys(batch, keys, same, kcols), "left_anti").persist()
+                outcome.rows_written = to_open.count()  # over the two cached frames: a small job
         else:
-            to_open = batch
-        to_open = to_open.persist()
-        try:
-            outcome.rows_written = to_open.count()
-            if outcome.rows_written == 0:
-                outcome.notes.append("no key changed: no version opened or closed")
-                outcome.files_kept = len(existing)
-                return _finish(req, outcome)
-            opened_keys = key_frame(to_open, keys).withColumn(HIT, F.lit(True))
-            rewrite: list[DataFile] = []
-            closed_copies, closed_count = None, 0
-            if matched is not None:
-                # the open versions that close: their file and position, to the driver (two numbers a row)
-                closing = matched.where(~F.col(SAME))
-                found = closing.select(FILE_NO, ROW_POS).toArrow()
-                if found.num_rows:
-                    # a file that changes a little keeps its rows: a position-delete file takes the open version
-                    # out and its closed copy is appended with the new versions (merge-on-read); a file that
-                    # changes much is rewritten with those versions closed in place (copy-on-write)
-                    _, rewrite, mor, deletes = _classify(req, table, candidates, found, drop_whole=False)
-                    if mor:
-                        closed_count = sum(d.record_count for d in deletes)
-                        closed_copies = closing.where(F.col(FILE_NO).isin(mor)).select(
-                            *[(stamp_to if f.name == vt else F.col(f"`{OLD}{f.name}`")).alias(f.name)
-                              for f in schema.fields])
-            new_versions = to_open.withColumn(vf, stamp_from).withColumn(vt, F.lit(None).cast(vt_type))
-            if closed_copies is not None:
-                new_versions = new_versions.unionByName(closed_copies)
+            outcome.rows_written = batch_rows  # no open version of any batch key: every row opens one
+        if outcome.rows_written == 0:
+            outcome.notes.append("no key changed: no version opened or closed")
+            outcome.files_kept = len(existing)
+            return _finish(req, outcome)
+        opened_keys = key_frame(to_open, keys).withColumn(HIT, F.lit(True))
+        rewrite: list[DataFile] = []
+        closed_copies, closed_count = None, 0
+        if matched is not None and found is not None:
+            closing = matched.where(~F.col(SAME))
+            if found.num_rows:
+                # a file that changes a little keeps its rows: a position-delete file takes the open version
+                # out and its closed copy is appended with the new versions (merge-on-read); a file that
+                # changes much is rewritten with those versions closed in place (copy-on-write)
+                _, rewrite, mor, deletes = _classify(req, table, candidates, found, drop_whole=False)
+                if mor:
+                    closed_count = sum(d.record_count for d in deletes)
+                    closed_copies = closing.where(F.col(FILE_NO).isin(mor)).select(
+                        *[(stamp_to if f.name == vt else F.col(f"`{OLD}{f.name}`")).alias(f.name)
+                          for f in schema.fields])
+        new_versions = to_open.withColumn(vf, stamp_from).withColumn(vt, F.lit(None).cast(vt_type))
+        if closed_copies is not None:
+            new_versions = new_versions.unionByName(closed_copies)
 
-            def closed(old, broadcast: bool):
-                """The rewritten files' rows, the open versions of the changed keys closed at T."""
-                hits = F.broadcast(opened_keys) if broadcast else opened_keys
-                marked = old.join(hits, match_keys(old, keys, hits, kcols), "left")
-                return marked.withColumn(
-                    vt, F.when(F.col(f"`{vt}`").isNull() & F.col(HIT).isNotNull(), stamp_to)
-                    .otherwise(F.col(f"`{vt}`"))).select(*[F.col(f"`{f.name}`") for f in schema.fields])
+        def closed(old, broadcast: bool):
+            """The rewritten files' rows, the open versions of the changed keys closed at T."""
+            hits = F.broadcast(opened_keys) if broadcast else opened_keys
+            marked = old.join(hits, match_keys(old, keys, hits, kcols), "left")
+            return marked.withColumn(
+                vt, F.when(F.col(f"`{vt}`").isNull() & F.col(HIT).isNotNull(), stamp_to)
+                .otherwise(F.col(f"`{vt}`"))).select(*[F.col(f"`{f.name}`") for f in schema.fields])
 
-            written = _commit_rewrite(req, table, new_versions, outcome.rows_written + closed_count, rewrite,
-                                      closed, cluster_by=keys, add_deletes=deletes,
-                                      message=f"scd2 versions of {req.key} at {ts.isoformat()}")
-            deletes_done = deletes
-            deletes = []  # committed, or discarded by _commit_rewrite
-        finally:
-            to_open.unpersist()
+        written = _commit_rewrite(req, table, new_versions, outcome.rows_written + closed_count, rewrite,
+                                  closed, cluster_by=keys, add_deletes=deletes,
+                                  message=f"scd2 versions of {req.key} at {ts.isoformat()}")
+        deletes_done = deletes
+        deletes = []  # committed, or discarded by _commit_rewrite
     finally:
         for folder in {d.file_path.rsplit("/", 1)[0] for d in deletes}:
             discard(WrittenFiles([], folder, table))  # written, never committed: nothing refers to them
+        if to_open is not batch:
+            to_open.unpersist()
         if matched is not None:
             matched.unpersist()
         batch.unpersist()
@@ -506,25 +537,33 @@ def scd2(req: WriteRequest) -> WriteOutcome:
 OLD, NEW, SAME = "__ratui_old_", "__ratui_new_", "__ratui_same"
 
 
+def _may_hold_open(data: DataFile, vt) -> bool:
+    """False when Iceberg's statistics show that a data file holds no open version (no NULL in `vt`, the valid_to
+    field): a file of closed versions alone is never read. Deleted rows only lower the true count."""
+    nulls = (data.null_value_counts or {}).get(vt.field_id)
+    return nulls is None or nulls > 0
+
+
 def _open_versions(req: WriteRequest, table: Table, candidates: list[DataFile], batch, batch_rows: int,
-                   keys: list[str], tracked: list[str], vt: str):
+                   keys: list[str], tracked: list[str], vt: str, values=None, ranges=()):
     """The open versions (`vt` NULL) in `candidates` of the batch's keys: every table column prefixed OLD, their
     FILE_NO and ROW_POS, and SAME: whether the batch row of the key holds the same tracked values (NULL-safe).
-    One pass over the candidates; a batch of at most BROADCAST_MAX_KEYS rows goes to every task."""
+    One pass over the candidates; a batch of at most BROADCAST_MAX_KEYS rows goes to every task. The table's
+    key columns are filtered first on the batch's key values or ranges (key_filters, what the Parquet reader
+    can skip pages by), then matched exactly."""
     from pyspark.sql import functions as F
 
-    old = read_files(req.session, table, candidates, positions=True).where(F.col(f"`{vt}`").isNull())
-    old = old.select(*[F.col(f"`{f.name}`").alias(OLD + f.name) for f in table.schema().fields],
-                     F.col(FILE_NO), F.col(ROW_POS))
-    new = batch.select(*[F.col(f"`{c}`").alias(NEW + c) for c in keys + tracked])
+    # SQL text: a few JVM calls, not several per column (sql_text.py)
+    fields = [f.name for f in table.schema().fields]
+    old = read_files(req.session, table, candidates, positions=True).where(f"{quote(vt)} IS NULL")
+    old = key_filters(old, keys, values, ranges)
+    old = old.selectExpr(*[renamed(c, OLD + c) for c in fields], FILE_NO, ROW_POS)
+    new = batch.selectExpr(*[renamed(c, NEW + c) for c in keys + tracked])
     if batch_rows <= BROADCAST_MAX_KEYS:
         new = F.broadcast(new)
     both = old.join(new, match_keys(old, [OLD + k for k in keys], new, [NEW + k for k in keys]), "inner")
-    same = F.lit(True)
-    for c in tracked:
-        same = same & both[f"`{OLD}{c}`"].eqNullSafe(both[f"`{NEW}{c}`"])
-    return both.select(*[F.col(f"`{OLD}{f.name}`") for f in table.schema().fields], F.col(FILE_NO), F.col(ROW_POS),
-                       same.alias(SAME))
+    same = " AND ".join(f"{quote(OLD + c)} <=> {quote(NEW + c)}" for c in tracked) or "true"
+    return both.selectExpr(*[quote(OLD + c) for c in fields], FILE_NO, ROW_POS, f"{same} AS {SAME}")
 
 
 STRATEGIES = {  # a handler for every strategy project/strategy_specs.py declares, and no other

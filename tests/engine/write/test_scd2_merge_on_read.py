@@ -14,6 +14,7 @@ from tests.engine.write.test_strategies import Project, direct
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 SCHEMA = "k long, v string, w long"
 TARGET = 40_000  # bytes: about 2,000 of these rows a file
+SMALL = 20_000  # bytes: 1,000 rows a file (the fewest a file is written with)
 
 
 @pytest.fixture
@@ -117,3 +118,74 @@ def test_copy_on_write_gives_the_same_versions(spark, project):
                      run_started_at=T0 + timedelta(days=1), target_file_size=TARGET)
         assert (out.files_rewritten, out.delete_files_added) == ((0, files) if mor else (files, 0))
     assert versions(spark, project.table("mor")) == versions(spark, project.table("cow"))
+
+
+@pytest.mark.parametrize("local", [True, False], ids=["batch-on-driver", "batch-by-ranges"])
+def test_open_versions_are_compared_alike_whichever_way_the_batch_keys_are_found(spark, project, monkeypatch, local):
+    """A small batch's keys come to the driver (candidate files from each key tuple, an IN filter on the key
+    column); a large one is found through its key range. Either way: a row changed only in a non-key column
+    closes the old version and opens a new one, a row sent again unchanged (NULLs equal to NULLs) opens nothing,
+    new keys open, and the NULL key is a key like any other. A batch of changed and new keys alone opens one
+    version a row; the same batch again opens none."""
+    import ratui.engine.write.strategies as strategies
+
+    if not local:
+        monkeypatch.setattr(strategies, "LOCAL_KEYS_MAX", 0)
+    first = [(k, f"v{k}", None if k % 13 == 0 else k % 7) for k in range(4_000)] + [(None, "nul", None)]
+    direct(spark, project, "d", "scd2", first, SCHEMA, unique_key="k", run_started_at=T0, target_file_size=SMALL)
+    assert len(data_files(project.table("d"))) >= 4
+    unchanged = ([(k, f"v{k}", None) for k in range(0, 4_000, 13 * 20)]  # w NULL as before
+                 + [(k, f"v{k}", k % 7) for k in range(3, 4_000, 280) if k % 13]
+                 + [(None, "nul", None)])  # the NULL key
+    mixed = ([(k, f"v{k}", (k % 7) + 1) for k in range(1, 4_000, 160)]  # only w changes
+             + unchanged
+             + [(k, None, k % 7) for k in range(5, 4_000, 360)]  # v becomes NULL
+             + [(50_000, "new", None)])  # a new key
+    changed_or_new = [(k, f"v{k}-2", 1) for k in range(2, 4_000, 133)] + [(60_000, "new", 2), (None, "nul-2", None)]
+    at = T0
+    for batch in (mixed, changed_or_new, changed_or_new):
+        at += timedelta(days=1)
+        before = versions(spark, project.table("d"))
+        want = expected_scd2(spark, before, batch, at)
+        snap = project.table("d").current_snapshot().snapshot_id
+        out = direct(spark, project, "d", "scd2", batch, SCHEMA, unique_key="k", run_started_at=at,
+                     target_file_size=SMALL)
+        table = project.table("d")
+        assert versions(spark, table) == want == pyiceberg_versions(table)
+        assert out.rows_written == len(want) - len(before)
+        if batch is mixed:
+            assert out.rows_written == len(batch) - len(unchanged) and out.files_rewritten == 0
+        elif out.rows_written:
+            assert out.rows_written == len(batch)
+        else:  # the same batch again: no version opened or closed, no snapshot
+            assert table.current_snapshot().snapshot_id == snap and "no key changed" in " ".join(out.notes)
+    assert out.rows_written == 0
+
+
+def test_a_file_of_closed_versions_alone_is_never_read(spark, project, monkeypatch):
+    """A copy-on-write change that closes every version of a file, keeping its layout, leaves a file whose
+    statistics show no open version: later changes to its keys skip it, and their versions are still exact."""
+    import ratui.engine.write.strategies as strategies
+    from ratui.engine.write.strategies import _may_hold_open
+
+    monkeypatch.setattr(strategies, "KEEP_LAYOUT_MIN_ROWS", 0)
+    for i in range(3):
+        rows = [(k, f"v{k}", 0) for k in range(i * 100, i * 100 + 100)]
+        direct(spark, project, "d", "scd2", rows, SCHEMA, unique_key="k", run_started_at=T0)
+    at = T0 + timedelta(days=1)
+    direct(spark, project, "d", "scd2", [(k, f"v{k}", 1) for k in range(100)], SCHEMA, unique_key="k",
+           run_started_at=at, merge_on_read=False)
+    table = project.table("d")
+    vt = table.schema().find_field("valid_to")
+    closed_only = [f for f in data_files(table) if not _may_hold_open(f, vt)]
+    assert len(closed_only) == 1 and closed_only[0].record_count == 100
+    for merge_on_read in (True, False):
+        at += timedelta(days=1)
+        batch = [(k, f"v{k}", at.day) for k in range(0, 300, 7)] + [(1_000, "new", None)]
+        before = versions(spark, project.table("d"))
+        want = expected_scd2(spark, before, batch, at)
+        direct(spark, project, "d", "scd2", batch, SCHEMA, unique_key="k", run_started_at=at,
+               merge_on_read=merge_on_read)
+        table = project.table("d")
+        assert versions(spark, table) == want == pyiceberg_versions(table)
+        assert closed_only[0].file_path in {f.file_path for f in data_files(table)}  # untouched

@@ -676,3 +676,42 @@ def test_a_batch_of_many_keys_locates_its_rows_through_its_key_range(spark, proj
     expected = {k: "new" if 5_000 <= k < 6_500 else "old" for k in range(20_000)} | {None: "new-null", 30_000: "fresh"}
     for rows in (project.rows("many"), [r.asDict() for r in read_table(spark, project.table("many")).collect()]):
         assert len(rows) == len(expected) and {r["k"]: r["v"] for r in rows} == expected
+
+
+def test_a_small_batch_reaches_only_the_files_whose_bounds_hold_one_of_its_key_tuples(spark, project):
+    """Candidate files of a batch on the driver, from Iceberg's per-file bounds (every key column, NULL counts)
+    against each of its key tuples: a batch at both ends of the key range reaches the two end files, not the ones
+    between; a tuple whose columns each fit some file but no file both reaches none; a NULL key reaches the files
+    holding NULLs. Timestamps, dates, decimals and strings compare as the bounds encode them."""
+    from ratui.engine.write.pruning import arrow_candidates, small_batch
+
+    schema = "k long, g string, ts timestamp, dt date, d decimal(12,2)"
+    for i in range(4):
+        day = datetime(2026, 1, 1 + i * 5, tzinfo=UTC)
+        rows = [(k, f"g{i}", day + timedelta(minutes=k), (day + timedelta(days=k % 3)).date(),
+                 Decimal(f"{i}.{k % 100:02}")) for k in range(i * 100, i * 100 + 100)]
+        if i == 3:
+            rows.append((None, "g3", None, None, None))
+        direct(spark, project, "ends", "append_only", rows, schema)
+    table = project.table("ends")
+    files = sorted((t.file for t in table.scan().plan_files()), key=lambda f: f.record_count)
+    by_group = {}
+    for f in files:
+        by_group[pq.read_table(f.file_path, columns=["g"]).column(0)[0].as_py()] = f.file_path
+
+    def reached(rows, cols):
+        local = small_batch(spark.createDataFrame(rows, schema).select(*cols), 100)
+        return sorted(by_group_of[f.file_path] for f in arrow_candidates(table, files, local, cols))
+
+    by_group_of = {path: g for g, path in by_group.items()}
+    first, last = datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 16, tzinfo=UTC)
+    assert reached([(5, "g0", None, None, None), (350, "g3", None, None, None)], ["k", "g"]) == ["g0", "g3"]
+    assert reached([(5, "g3", None, None, None)], ["k", "g"]) == []
+    assert reached([(None, "g3", None, None, None)], ["k", "g"]) == ["g3"]
+    assert reached([(None, "g0", None, None, None)], ["k", "g"]) == []
+    assert reached([(0, "x", first + timedelta(minutes=1), None, None)], ["ts"]) == ["g0"]
+    assert reached([(0, "x", last + timedelta(minutes=399), None, None)], ["ts"]) == ["g3"]
+    assert reached([(0, "x", None, (last + timedelta(days=2)).date(), None)], ["dt"]) == ["g3"]
+    assert reached([(0, "x", None, None, Decimal("1.50")), (0, "x", None, None, Decimal("2.99"))], ["d"]) == \
+        ["g1", "g2"]
+    assert reached([(0, "x", None, None, Decimal("4.00"))], ["d"]) == []

@@ -526,6 +526,10 @@ def _origin(key: str, name: str, root: Any, names: dict[str, str], schema: dict[
             continue
         copy = False  # a projection with no column under it: rows counted, a file name, a constant
         expression = node.expression
+        if isinstance(expression, exp.Placeholder):  # a column sqlglot found in no source it knows
+            why = f"'{_column_name(node.name)}' is in none of the sources whose columns ratui knows"
+            problems.append("; ".join([why, *sorted(set(unknown.values()))]))
+            continue
         if any(isinstance(c, exp.Column) for c in expression.find_all(exp.Column)):
             problems.append(f"'{expression.sql('spark')}' names a column sqlglot cannot trace")
         for count in expression.find_all(exp.Count):

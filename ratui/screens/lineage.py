@@ -1,5 +1,6 @@
 """Lineage: the project's DAG as a graph (layers left to right), each pipeline coloured by its last run; the
-selected one's ancestors and descendants lit. Arrows move, enter opens the pipeline, r runs it.
+selected one's ancestors and descendants lit. Arrows move, enter opens the pipeline, r runs it, c shows its columns'
+lineage (screens/column_lineage.py: each column's sources, and a column's path to the landing zones and onwards).
 
 At scale the graph is focused: one pipeline with its upstream and downstream to a depth (`+` / `-`), at most a
 screenful of neighbours per pipeline (the rest grouped as "… and N more"); the whole graph is drawn only when it fits
@@ -51,6 +52,7 @@ class LineageScreen(ConsoleScreen):
         Binding("down", "move('down')", "Down in the layer", id="lineage.down", show=False),
         Binding("enter", "open", "Pipelines", id="lineage.open"),
         Binding("r", "run", "Run", id="lineage.run"),
+        Binding("c", "columns", "Columns", id="lineage.columns"),
         Binding("u", "move('upstream')", "Upstream", id="lineage.upstream"),
         Binding("d", "move('downstream')", "Downstream", id="lineage.downstream"),
         Binding("plus,equals_sign", "depth(1)", "Deeper", id="lineage.deeper", key_display="+"),
@@ -488,6 +490,16 @@ class LineageScreen(ConsoleScreen):
                                      self._found)
             return
         self.app.show_pipeline(key)
+
+    def action_columns(self) -> None:
+        """The selected pipeline's columns with their sources, and each column's path (column lineage)."""
+        key = self.selected
+        if key is None or is_more(key):
+            self.notify("Select a pipeline to see its columns' lineage.", timeout=3, markup=False)
+            return
+        from ratui.screens.column_lineage import ColumnLineageScreen
+
+        self.app.push_screen(ColumnLineageScreen(key))
 
     def action_run(self) -> None:
         if self.selected is None or is_more(self.selected):

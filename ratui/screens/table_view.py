@@ -1,7 +1,8 @@
 """Table view: one table at one ref, from its Iceberg metadata: schema (field ids), partition spec, snapshot history
 (when, which run, what operation, rows and files added and removed), column statistics without a scan, and a
 preview of its first rows (read by Spark, deletes applied). Opened from Pipelines (`t`) or the Query screen
-(ctrl+o, or enter on a table in its list)."""
+(ctrl+o, or enter on a table in its list). `l` shows the lineage of the column selected in the schema (where it
+comes from, what it feeds: screens/column_lineage.py)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ class TableViewScreen(ConsoleScreen):
         Binding("p", "tab('preview')", "Preview", id="table.preview"),
         Binding("o", "open_run", "Open run", id="table.open_run"),
         Binding("Q", "query", "Query it", id="table.query", key_display="Q"),
+        Binding("l", "column_lineage", "Lineage", id="table.lineage"),
     ]
     DEFAULT_CSS = """
     #table-main { height: 1fr; padding: 0 1; }
@@ -190,6 +192,16 @@ class TableViewScreen(ConsoleScreen):
 
     def action_back(self) -> None:
         self.app.pop_screen()
+
+    def action_column_lineage(self) -> None:
+        """The column selected in the schema: where it comes from and what it feeds (column lineage)."""
+        from ratui.screens.column_lineage import ColumnLineageScreen
+
+        column = None
+        table = self.query_one("#table-schema", DataTable)
+        if self.query_one("#table-tabs", TabbedContent).active == "schema" and table.row_count:
+            column = str(table.get_row_at(table.cursor_row)[1])
+        self.app.push_screen(ColumnLineageScreen(self.key, column, origin=self.origin))
 
     def action_query(self) -> None:
         self.app.show_pipeline(self.key, "query")

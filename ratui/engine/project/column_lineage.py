@@ -464,16 +464,16 @@ def analyse_sql(pipeline: "Pipeline", source_columns: Callable[[str], Columns],
     if not trees or not isinstance(trees[-1], exp.Query):
         return broken("its SQL is not a query (SELECT)")
     tree = trees[-1]
-    schema: dict[str, dict[str, str]] = {}
+    schema: dict[str, Any] = {}  # placeholder -> {column: type} (sqlglot's mapping schema; the types do not matter)
     unknown: dict[str, str] = {}  # placeholder -> why its columns are not known
     for placeholder, target in names.items():
         if placeholder == THIS and not any(t.name == THIS for t in tree.find_all(exp.Table)):
             continue
-        columns, why = source_columns(target)
-        if columns is None:
+        known, why = source_columns(target)
+        if known is None:
             unknown[placeholder] = why
         else:
-            schema[placeholder] = {c: "unknown" for c in columns}
+            schema[placeholder] = {c: "unknown" for c in known}
     try:
         qualified = qualify.qualify(tree, dialect="spark", schema=schema, validate_qualify_columns=False,
                                     identify=False)
@@ -497,7 +497,7 @@ def analyse_sql(pipeline: "Pipeline", source_columns: Callable[[str], Columns],
     return TableLineage(key, "sql", tuple(columns), reads)
 
 
-def _origin(key: str, name: str, root: Any, names: dict[str, str], schema: dict[str, dict[str, str]],
+def _origin(key: str, name: str, root: Any, names: dict[str, str], schema: dict[str, Any],
             unknown: dict[str, str], ctes: dict[str, Any]) -> ColumnOrigin:
     from sqlglot import exp
 

@@ -52,15 +52,15 @@ class LineageScreen(ConsoleScreen):
         Binding("down", "move('down')", "Down in the layer", id="lineage.down", show=False),
         Binding("enter", "open", "Pipelines", id="lineage.open"),
         Binding("r", "run", "Run", id="lineage.run"),
-        Binding("c", "columns", "Columns", id="lineage.columns"),
         Binding("u", "move('upstream')", "Upstream", id="lineage.upstream"),
         Binding("d", "move('downstream')", "Downstream", id="lineage.downstream"),
         Binding("plus,equals_sign", "depth(1)", "Deeper", id="lineage.deeper", key_display="+"),
         Binding("minus", "depth(-1)", "Shallower", id="lineage.shallower", key_display="-"),
         Binding("slash", "find", "Find", id="lineage.find", key_display="/"),
-        # the line above the graph says these two (the footer has no room for them at 80 columns)
+        # the line above the graph says these three (the footer has no room for them at 80 columns)
         Binding("f", "focus_selected", "Focus on the selection", id="lineage.focus", show=False),
         Binding("a", "whole", "The whole graph (when it fits)", id="lineage.whole", show=False),
+        Binding("c", "columns", "Columns: each column's sources and path", id="lineage.columns", show=False),
     ]
 
     DEFAULT_CSS = """
@@ -285,7 +285,7 @@ class LineageScreen(ConsoleScreen):
         total = f"{shown.total:,} pipeline{'s' if shown.total != 1 else ''}"
         if shown.whole or shown.focus is None:
             text.append("Whole graph", style="bold")
-            text.append(f" · {total} · f focuses on the selection · / finds a pipeline", style="dim")
+            text.append(f" · {total} · f focuses on the selection · / finds a pipeline · c columns", style="dim")
         else:
             near = shown.focus
             text.append("Focus ", style="dim")
@@ -298,7 +298,7 @@ class LineageScreen(ConsoleScreen):
             if near.beyond:
                 text.append(f" · {near.beyond:,} more within this depth left out (a view draws {BUDGET})",
                             style="yellow")
-            text.append(" · / find" + (" · a whole graph" if shown.fits else ""), style="dim")
+            text.append(" · / find · c columns" + (" · a whole graph" if shown.fits else ""), style="dim")
         self.query_one("#lineage-view", Static).update(text)
 
     def show_detail(self) -> None:

@@ -42,7 +42,8 @@ class TableViewScreen(ConsoleScreen):
         Binding("p", "tab('preview')", "Preview", id="table.preview"),
         Binding("o", "open_run", "Open run", id="table.open_run"),
         Binding("Q", "query", "Query it", id="table.query", key_display="Q"),
-        Binding("l", "column_lineage", "Lineage", id="table.lineage"),
+        # the schema tab says it (the footer has no room for it at 120 columns)
+        Binding("l", "column_lineage", "Lineage of the selected column", id="table.lineage", show=False),
     ]
     DEFAULT_CSS = """
     #table-main { height: 1fr; padding: 0 1; }
@@ -68,6 +69,8 @@ class TableViewScreen(ConsoleScreen):
             yield Static(id="table-spec")
             with TabbedContent(id="table-tabs"):
                 with TabPane("Schema", id="schema"):
+                    yield Static(Text("l on a column: its lineage, where it comes from and what it feeds",
+                                      style="dim"), id="table-schema-note")
                     yield DataTable(id="table-schema", cursor_type="row", zebra_stripes=True)
                 with TabPane("History", id="history"):
                     yield DataTable(id="table-history", cursor_type="row", zebra_stripes=True)

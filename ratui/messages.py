@@ -230,6 +230,10 @@ class LineageLaidOut(Loaded):
     """Lineage: (the request's serial number, the View laid out and drawn, the pipeline to select or None)."""
 
 
+class ColumnLineageLoaded(Loaded):
+    """Column lineage: (the table's TableLineage, the selected column's ColumnPath or None)."""
+
+
 class CloseNames(Loaded):
     """Find a pipeline: (what was typed, the pipelines whose names are closest to it: a typo's likely meaning)."""
 

@@ -17,10 +17,10 @@ from ratui.cli.common import (
     EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_USAGE, err as _err,
 )
 from ratui.engine.errors import ProjectErrors, RatuiError, is_usage_error
-from ratui.cli import branches, catalog_server, history, landing, ops, project, query, run, serve
+from ratui.cli import branches, catalog_server, history, landing, lineage, ops, project, query, run, serve
 
 # the groups in the order `ratui --help` lists their commands
-GROUPS = (serve, catalog_server, run, query, history, branches, landing, ops, project)
+GROUPS = (serve, catalog_server, run, query, history, branches, landing, lineage, ops, project)
 COMMANDS = {name: command for group in GROUPS for name, command in group.COMMANDS.items()}
 
 

@@ -150,3 +150,11 @@ class Controller(EventQueue, Operations, Reads, QuerySessions):
 
     def compile(self) -> "CompiledProject":
         return self.require_engine().compile()
+
+    def column_lineage(self, compiled: "CompiledProject", key: str, column: str | None = None) -> tuple[Any, Any]:
+        """Column lineage, read from the compiled SQL (and the landing files' headers, a Python pipeline's table):
+        (the table's columns with their sources, and with `column` that column's path both ways, else None).
+        Computed once per compile (the engine keeps it). Blocking."""
+        lineage = self.require_engine().column_lineage(compiled)
+        table = lineage.table(key)
+        return table, (lineage.column_path(key, column) if column and table.column_level else None)

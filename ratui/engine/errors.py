@@ -22,6 +22,7 @@ JSON output and run records depend on them. Add new codes, never renumber. The f
     RAT-REST-*  ratui serve: the Iceberg REST catalog for other engines
     RAT-ACC-*   what a console may do (a read-only console)
     RAT-API-*   the Python API (`import ratui`, notebooks)
+    RAT-LIN-*   column lineage (`ratui lineage`, the Lineage screen's column path)
 """
 
 from __future__ import annotations
@@ -107,6 +108,7 @@ class ProjectErrors(Exception):
 # command before it runs anything (exit code 2).
 DEFINITION_FAMILIES = ("RAT-TPL", "RAT-CFG", "RAT-PRJ", "RAT-DAG")
 USAGE_FAMILIES = ("RAT-PRJ", "RAT-CFG", "RAT-TPL", "RAT-DAG", "RAT-LND", "RAT-CLI", "RAT-PTH", "RAT-PY", "RAT-WEB",
+                  "RAT-LIN",  # ratui lineage: a table or column name that names nothing
                   "RAT-REST")  # ratui serve: its option errors (its request errors never reach the command line)
 USAGE_CODES = ("RAT-RUN-004",)
 # a failure of what the pipeline produced or read: its file is named when the error has no other place

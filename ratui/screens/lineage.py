@@ -1,5 +1,6 @@
 """Lineage: the project's DAG as a graph (layers left to right), each pipeline coloured by its last run; the
-selected one's ancestors and descendants lit. Arrows move, enter opens the pipeline, r runs it.
+selected one's ancestors and descendants lit. Arrows move, enter opens the pipeline, r runs it, c shows its columns'
+lineage (screens/column_lineage.py: each column's sources, and a column's path to the landing zones and onwards).
 
 At scale the graph is focused: one pipeline with its upstream and downstream to a depth (`+` / `-`), at most a
 screenful of neighbours per pipeline (the rest grouped as "… and N more"); the whole graph is drawn only when it fits
@@ -56,9 +57,10 @@ class LineageScreen(ConsoleScreen):
         Binding("plus,equals_sign", "depth(1)", "Deeper", id="lineage.deeper", key_display="+"),
         Binding("minus", "depth(-1)", "Shallower", id="lineage.shallower", key_display="-"),
         Binding("slash", "find", "Find", id="lineage.find", key_display="/"),
-        # the line above the graph says these two (the footer has no room for them at 80 columns)
+        # the line above the graph says these three (the footer has no room for them at 80 columns)
         Binding("f", "focus_selected", "Focus on the selection", id="lineage.focus", show=False),
         Binding("a", "whole", "The whole graph (when it fits)", id="lineage.whole", show=False),
+        Binding("c", "columns", "Columns: each column's sources and path", id="lineage.columns", show=False),
     ]
 
     DEFAULT_CSS = """
@@ -283,7 +285,7 @@ class LineageScreen(ConsoleScreen):
         total = f"{shown.total:,} pipeline{'s' if shown.total != 1 else ''}"
         if shown.whole or shown.focus is None:
             text.append("Whole graph", style="bold")
-            text.append(f" · {total} · f focuses on the selection · / finds a pipeline", style="dim")
+            text.append(f" · {total} · f focuses on the selection · / finds a pipeline · c columns", style="dim")
         else:
             near = shown.focus
             text.append("Focus ", style="dim")
@@ -296,7 +298,7 @@ class LineageScreen(ConsoleScreen):
             if near.beyond:
                 text.append(f" · {near.beyond:,} more within this depth left out (a view draws {BUDGET})",
                             style="yellow")
-            text.append(" · / find" + (" · a whole graph" if shown.fits else ""), style="dim")
+            text.append(" · / find · c columns" + (" · a whole graph" if shown.fits else ""), style="dim")
         self.query_one("#lineage-view", Static).update(text)
 
     def show_detail(self) -> None:
@@ -488,6 +490,16 @@ class LineageScreen(ConsoleScreen):
                                      self._found)
             return
         self.app.show_pipeline(key)
+
+    def action_columns(self) -> None:
+        """The selected pipeline's columns with their sources, and each column's path (column lineage)."""
+        key = self.selected
+        if key is None or is_more(key):
+            self.notify("Select a pipeline to see its columns' lineage.", timeout=3, markup=False)
+            return
+        from ratui.screens.column_lineage import ColumnLineageScreen
+
+        self.app.push_screen(ColumnLineageScreen(key))
 
     def action_run(self) -> None:
         if self.selected is None or is_more(self.selected):

@@ -1,7 +1,8 @@
 """Table view: one table at one ref, from its Iceberg metadata: schema (field ids), partition spec, snapshot history
 (when, which run, what operation, rows and files added and removed), column statistics without a scan, and a
 preview of its first rows (read by Spark, deletes applied). Opened from Pipelines (`t`) or the Query screen
-(ctrl+o, or enter on a table in its list)."""
+(ctrl+o, or enter on a table in its list). `l` shows the lineage of the column selected in the schema (where it
+comes from, what it feeds: screens/column_lineage.py)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,8 @@ class TableViewScreen(ConsoleScreen):
         Binding("p", "tab('preview')", "Preview", id="table.preview"),
         Binding("o", "open_run", "Open run", id="table.open_run"),
         Binding("Q", "query", "Query it", id="table.query", key_display="Q"),
+        # the schema tab says it (the footer has no room for it at 120 columns)
+        Binding("l", "column_lineage", "Lineage of the selected column", id="table.lineage", show=False),
     ]
     DEFAULT_CSS = """
     #table-main { height: 1fr; padding: 0 1; }
@@ -66,6 +69,8 @@ class TableViewScreen(ConsoleScreen):
             yield Static(id="table-spec")
             with TabbedContent(id="table-tabs"):
                 with TabPane("Schema", id="schema"):
+                    yield Static(Text("l on a column: its lineage, where it comes from and what it feeds",
+                                      style="dim"), id="table-schema-note")
                     yield DataTable(id="table-schema", cursor_type="row", zebra_stripes=True)
                 with TabPane("History", id="history"):
                     yield DataTable(id="table-history", cursor_type="row", zebra_stripes=True)
@@ -190,6 +195,16 @@ class TableViewScreen(ConsoleScreen):
 
     def action_back(self) -> None:
         self.app.pop_screen()
+
+    def action_column_lineage(self) -> None:
+        """The column selected in the schema: where it comes from and what it feeds (column lineage)."""
+        from ratui.screens.column_lineage import ColumnLineageScreen
+
+        column = None
+        table = self.query_one("#table-schema", DataTable)
+        if self.query_one("#table-tabs", TabbedContent).active == "schema" and table.row_count:
+            column = str(table.get_row_at(table.cursor_row)[1])
+        self.app.push_screen(ColumnLineageScreen(self.key, column, origin=self.origin))
 
     def action_query(self) -> None:
         self.app.show_pipeline(self.key, "query")

@@ -1115,6 +1115,23 @@ CASES: list[Case] = [
          scenario="closed_pipe", expect_exit=(0, 1, 120, 141, -13), spec="building",
          notes="`ratui runs --json | head -1`: the reader goes away; no traceback"),
 
+    # ------------------------------------------------------------------------------------------ column lineage
+    Case("lineage-malformed-name", "column lineage", argv=("lineage", "silver..orders"), expect_code="RAT-LIN-001",
+         notes="`ratui lineage TABLE[.COLUMN]`: nothing is read before the name parses"),
+    Case("lineage-unknown-table", "column lineage", argv=("lineage", "silver.ordrs.amount"),
+         expect_code="RAT-LIN-002", expect_stderr=("silver.orders",), notes="did you mean the nearest table"),
+    Case("lineage-unknown-layer", "column lineage", argv=("lineage", "platinum.orders.amount", "--json"),
+         expect_code="RAT-LIN-002", notes="--json reports the coded error as JSON"),
+    Case("lineage-unknown-column", "column lineage", argv=("lineage", "silver.orders.amont"),
+         expect_code="RAT-LIN-003", expect_stderr=("amount",), notes="did you mean the nearest column"),
+    Case("lineage-unknown-zone", "column lineage", argv=("lineage", "landing.nowhere.id"), expect_code="RAT-LIN-002"),
+    Case("lineage-python-pipeline-column", "column lineage",
+         pipe("gold", "py_lineage", sql("# @merge_strategy: full_refresh", "def run(ctx):",
+                                        "    return ctx.ref('silver.orders')"), "pipeline.py"),
+         argv=("lineage", "gold.py_lineage.amount"), expect_code="RAT-LIN-004", expect_stderr=("silver.orders",),
+         notes="a Python pipeline's lineage is table-level only: the error names the tables it reads"),
+    Case("lineage-without-name", "column lineage", argv=("lineage",), expect_code="RAT-CLI-001"),
+
     # ------------------------------------------------------------------------------------------ compile gate
     Case("gate-run-reports-every-error", "compile gate",
          _merge(pipe("bronze", "gate_a", sql("-- @merge_strategy: upsert", "SELECT 1 AS id")),

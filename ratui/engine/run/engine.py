@@ -46,6 +46,7 @@ class Engine:
         self._poller = CancelPoller(state.history, self.active_runs, self.cancel_local)
         self._progress = ProgressReporter(self._bus, self.active_runs)
         self._recovery = Recovery(state, self._bus, self._is_ours)
+        self._lineage: Any = None  # the column lineage of the last compile asked about (column_lineage)
 
     @classmethod
     def open(cls, root: Path, settings: Settings | None = None, *, bus: EventBus[Event] | None = None) -> "Engine":
@@ -74,6 +75,30 @@ class Engine:
 
     def compile(self) -> CompiledProject:
         return compile_project(self.root, self.settings)
+
+    def column_lineage(self, compiled: CompiledProject | None = None):
+        """The project's column lineage (project/column_lineage.py ProjectLineage), computed lazily and kept for
+        the compile it was made from (the same compile asks again: the same object); a Python pipeline's columns,
+        and any table whose own lineage cannot say, are read from its table on main."""
+        from ratui.engine.project.column_lineage import ProjectLineage
+
+        compiled = compiled or self.compile()
+        with self._lock:
+            kept = self._lineage
+            if kept is not None and kept.compiled is compiled:
+                return kept
+            self._lineage = ProjectLineage(compiled, table_columns=self._main_columns)
+            return self._lineage
+
+    def _main_columns(self, key: str) -> list[str] | None:
+        """The top-level columns of a table on main, or None when it does not exist there."""
+        try:
+            table = self._state.catalog.load_table(MAIN, key)
+        except RatuiError as exc:
+            if exc.code == "RAT-CAT-005":
+                return None
+            raise
+        return [f.name for f in table.schema().fields]
 
     def subscribe(self, listener: Callable[[Event], None]) -> Callable[[], None]:
         """Engine events (run queued/started/finished, phases, quality results, log lines), delivered on the

@@ -28,6 +28,19 @@ def ratui_binary() -> str | None:
     return str(beside) if beside.exists() else shutil.which("ratui")
 
 
+def terminal_env(**extra: str) -> dict[str, str]:
+    """This process's environment for tmux, less COLUMNS and LINES: a console reads its size from them before the
+    terminal's (pytest-xdist's workers export COLUMNS=80 LINES=24, and a 160x48 pane drew an 80-column console)."""
+    return {**{k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}, "TERM": "xterm-256color",
+            **extra}
+
+
+def in_terminal(command: str) -> str:
+    """`command` as tmux's pane runs it: without COLUMNS and LINES even where tmux's server has them (a server
+    started by another test keeps the environment it started with)."""
+    return f"env -u COLUMNS -u LINES {command}"
+
+
 def capture(session: str) -> str:
     return subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True,
                           check=True).stdout
@@ -59,8 +72,8 @@ def test_run_a_pipeline_in_a_real_terminal(sample_copy: Path):
     binary = ratui_binary()
     assert binary, "the ratui command is not installed"
     session = f"ratui-e2e-{uuid.uuid4().hex[:8]}"
-    env = {**os.environ, "TERM": "xterm-256color"}
-    command = f"{binary} tui --project {sample_copy}"
+    env = terminal_env()
+    command = in_terminal(f"{binary} tui --project {sample_copy}")
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "48", command], check=True,
                    env=env)
     frames: list[str] = []
@@ -144,9 +157,9 @@ def test_at_80x24_run_cancel_edit_and_read_every_screen(sample_copy: Path, tmp_p
     editor.write_text("#!/bin/sh\nprintf -- '-- touched by the editor\\n' >> \"$1\"\n")
     editor.chmod(0o755)
     session = f"ratui-e2e-{uuid.uuid4().hex[:8]}"
-    env = {**os.environ, "TERM": "xterm-256color", "EDITOR": str(editor), "VISUAL": ""}
+    env = terminal_env(EDITOR=str(editor), VISUAL="")
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "24",
-                    f"{binary} tui --project {sample_copy}"], check=True, env=env)
+                    in_terminal(f"{binary} tui --project {sample_copy}")], check=True, env=env)
     frames: list[str] = []
     try:
         wait_screen(session, lambda s: "raw_customers" in s, 120, frames, "the console")

@@ -4,7 +4,6 @@ changes stay conflicts (RAT-CAT-003); a merge by append equals running both bran
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ import pytest
 from ratui.engine.errors import RatuiError
 from ratui.engine.run.engine import Engine
 from ratui.engine.state.catalog import append_merge
+from tests.engine.ops.test_branches import catalog, metadata_bytes  # noqa: F401 - the fixture, both backends
 
 EVENTS = "demo.bronze.events"
 KINDS = "demo.silver.kinds"
@@ -40,29 +40,6 @@ def rows(engine, sql="SELECT id, kind FROM bronze.events", ref="main"):
     return sorted(tuple(r) for r in data)
 
 
-def metadata_bytes(engine, ref="main"):
-    out = {}
-    for key, location in engine.table_pointers(ref).items():
-        path = location.removeprefix("file://")
-        out[key] = (location, hashlib.sha256(Path(path).read_bytes()).hexdigest())
-    return out
-
-
-@pytest.fixture(params=["sqlite", pytest.param("nessie", marks=pytest.mark.slow)])
-def catalog(request, tmp_path):
-    """The embedded catalog, or a real Nessie server (emptied for each test) named in the project's ratui.yaml."""
-    if request.param == "nessie":
-        from tests.conftest import TEST_SETTINGS
-        from tests.nessie_server import reset
-
-        uri = request.getfixturevalue("nessie_uri")
-        reset(uri)
-        root = tmp_path / "proj"
-        root.mkdir(parents=True, exist_ok=True)
-        (root / "ratui.yaml").write_text(TEST_SETTINGS.format(ns="demo") + f"catalog:\n  type: nessie\n  uri: {uri}\n")
-    return request.param
-
-
 def new_project(make_project, name="proj", *, partitioned=False, tests=True):
     files = {"demo/pipelines/bronze/events/pipeline.sql": pipeline([(1, "a"), (2, "b")], partitioned=partitioned)}
     if tests:
@@ -71,7 +48,7 @@ def new_project(make_project, name="proj", *, partitioned=False, tests=True):
 
 
 @pytest.fixture
-def project(make_project, spark, catalog):
+def project(make_project, spark, catalog):  # noqa: F811 - the fixture imported from test_branches
     return new_project(make_project)
 
 

@@ -68,23 +68,40 @@ def live_pointers(catalog: BranchCatalog) -> list[Pointer]:
 
 
 def commit_pointers(catalog: BranchCatalog, since: str, skip: set[str] | frozenset[str] = frozenset()) -> list[Pointer]:
-    """The table pointers of every commit of every live ref made at or after `since` (ISO, UTC), and of the
-    commit in force at `since`: what a rollback or a time-travel read inside the retention window can reach
-    (the Marker keeps each one's metadata file and current snapshot).
-    Commits reachable only from deleted branches are not marked (Nessie's GC does the same)."""
+    """The table pointers of every kept commit inside the retention window: every commit of every live ref made at
+    or after `since` (ISO, UTC), and the commit in force at `since` - what a rollback or a time-travel read inside
+    the window can reach (the Marker keeps each one's metadata file and current snapshot).
+
+    A branch deleted at or after `since` counts as a live one until the window passes it: its head is kept whole
+    (`deleted`: what undoing the deletion restores), its commits inside the window as a live ref's are. A branch
+    deleted before `since` keeps nothing (Nessie's GC keeps nothing of a deleted branch at all)."""
     out: list[Pointer] = []
     seen: set[tuple[str, str]] = set()
-    for ref in catalog.list_refs():
-        if ref.name in skip:
-            continue
-        for commit in catalog.log(ref.name, limit=1_000_000):
+
+    def walk(name: str, commits: Iterable[Any]) -> None:
+        for commit in commits:
             for key, location in commit.pointers.items():
                 if (key, location) not in seen:
                     seen.add((key, location))
-                    out.append(Pointer(f"{ref.name}@{commit.hash}", key, location, past=True))
+                    out.append(Pointer(f"{name}@{commit.hash}", key, location, past=True))
             if commit.created_at < since:
                 break  # the state in force when the window opens: older ones are out of it
+
+    for ref in catalog.list_refs():
+        if ref.name not in skip:
+            walk(ref.name, catalog.log(ref.name, limit=1_000_000))
+    for gone in catalog.deleted_refs(since):
+        out.extend(Pointer(f"{gone.name}@{gone.head}", key, location, deleted=True)
+                   for key, location in sorted(gone.pointers.items()))
+        walk(gone.name, catalog.history_from(gone.head, gone.name))
     return out
+
+
+def deleted_heads(catalog: BranchCatalog) -> list[tuple[str, list[Pointer]]]:
+    """Every deleted branch the catalog knows of, newest first, with its head's pointers (for telling which
+    unreachable files a deleted branch left)."""
+    return [(gone.name, [Pointer(f"{gone.name}@{gone.head}", key, location, deleted=True)
+                         for key, location in sorted(gone.pointers.items())]) for gone in catalog.deleted_refs()]
 
 
 def local_path(uri: str, locations: ProjectLocations | None = None) -> str | None:
@@ -121,6 +138,7 @@ class _RealPaths:
 @dataclass
 class MarkResult:
     files: set[str] = field(default_factory=set)  # real local paths and object URIs (object_uri) live refs reach
+    tables: set[str] = field(default_factory=set)  # the folders (locations) of the tables read, named as `files`
     metadata_files: int = 0  # current metadata files read
     snapshots: int = 0
     manifests: int = 0
@@ -141,11 +159,14 @@ class Marker:
         self._manifest_lists: dict[str, list[str]] = {}  # manifest list path -> manifest paths
         self._manifest_objects: dict[str, Any] = {}  # manifest path -> its ManifestFile
 
-    def _add(self, result: MarkResult, uri: str | None) -> None:
-        if not uri:
-            return
+    def name_of(self, uri: str) -> str:
+        """A stored location as the mark and the sweep's listing name it (a real local path, or an object URI)."""
         path = local_path(uri, self._locations)
-        result.files.add(self._real(path) if path is not None else object_uri(uri))
+        return self._real(path) if path is not None else object_uri(uri)
+
+    def _add(self, result: MarkResult, uri: str | None) -> None:
+        if uri:
+            result.files.add(self.name_of(uri))
 
     def _file_io(self, location: str) -> Any:
         """One FileIO for every read (ratui's ProjectFileIO serves local paths and object URIs alike, and keeps one
@@ -185,11 +206,12 @@ class Marker:
                 # a past one, never the other way round)
             seen.add((pointer.location, skip, pointer.past))
             try:
-                if pointer.past and not self._exists(pointer.location):
-                    continue  # a past commit whose metadata file is gone: nothing of it to keep
+                if (pointer.past or pointer.deleted) and not self._exists(pointer.location):
+                    continue  # a past commit (or a deleted branch) whose metadata file is gone: nothing to keep
                 io = self._file_io(pointer.location)
                 metadata = FromInputFile.table_metadata(io.new_input(pointer.location))
                 result.metadata_files += 1
+                result.tables.add(self.name_of(metadata.location.rstrip("/")))
                 if pointer.past:
                     current = metadata.current_snapshot()
                     if current is not None:
@@ -301,8 +323,9 @@ class Store(ABC):
         """Delete one file; False when it was gone already."""
 
     @abstractmethod
-    def tidy(self, path: str, stop_at: Iterable[str]) -> None:
-        """Remove what deleting `path` left empty, up to a root in `stop_at`."""
+    def tidy(self, path: str, stop_at: Iterable[str], whole_folder: bool = False) -> None:
+        """Remove what deleting `path` left empty, up to a root in `stop_at` (`data` and `metadata` folders too
+        when `whole_folder`)."""
 
 
 class LocalStore(Store):
@@ -336,8 +359,8 @@ class LocalStore(Store):
             return False
         return True
 
-    def tidy(self, path: str, stop_at: Iterable[str]) -> None:
-        remove_empty_parents(Path(path).parent, [Path(p) for p in stop_at])
+    def tidy(self, path: str, stop_at: Iterable[str], whole_folder: bool = False) -> None:
+        remove_empty_parents(Path(path).parent, [Path(p) for p in stop_at], names=() if whole_folder else KEEP_FOLDERS)
 
 
 class ObjectStore(Store):
@@ -399,7 +422,7 @@ class ObjectStore(Store):
             raise self._access.error(exc, "delete an orphan object", path) from None
         return True
 
-    def tidy(self, path: str, stop_at: Iterable[str]) -> None:
+    def tidy(self, path: str, stop_at: Iterable[str], whole_folder: bool = False) -> None:
         """Nothing: a bucket has no folders, only keys (a "folder" ends with its last object)."""
 
 
@@ -419,6 +442,46 @@ class OrphanFile:
     path: str  # real local path, or an object's URI (s3://bucket/key)
     size: int
     mtime: float
+    table_dir: str | None = None  # the table folder it lies in ({ns}/warehouse/{layer}/{name}), named as `path`
+    table: str | None = None  # that folder's table key, "ns.layer.name"
+
+
+# What left an unreachable file (classify): a table no kept state has any more, a deleted branch, or neither (a
+# write that never committed, an expired snapshot's files, a replaced metadata file).
+DROPPED_TABLE, DELETED_BRANCH, ORPHAN = "dropped_table", "deleted_branch", "orphan"
+KINDS = (DROPPED_TABLE, DELETED_BRANCH, ORPHAN)
+
+
+def table_folder(root: str, folders: tuple[str, ...]) -> tuple[str, str] | None:
+    """(folder, key) of the table a file under table root `root` ({ns}/warehouse) lies in, by ratui's layout
+    ({layer}/{name}/...); None for a file not that deep."""
+    if len(folders) < 2 or folders[0] in (".", ""):
+        return None
+    base = root.rstrip("/")
+    namespace = base.rsplit("/", 2)[-2] if base.count("/") >= 2 else ""
+    folder = f"{base}/{folders[0]}/{folders[1]}"
+    return (object_uri(folder) if "://" in folder else folder), f"{namespace}.{folders[0]}.{folders[1]}"
+
+
+def classify(orphans: Iterable[OrphanFile], tables: set[str], deleted: Iterable[tuple[str, set[str]]]
+             ) -> dict[str, tuple[str, str | None]]:
+    """Each orphan's path -> (kind, what): DELETED_BRANCH and the branch when the head of a deleted branch (in
+    `deleted`, newest first: name and the files its head reaches) reaches it; else DROPPED_TABLE and the table key
+    when it lies in a table folder no marked pointer (`tables`, MarkResult.tables) reads; else ORPHAN."""
+    pending = list(orphans)
+    out: dict[str, tuple[str, str | None]] = {}
+    for name, files in deleted:
+        for orphan in pending:
+            if orphan.path not in out and orphan.path in files:
+                out[orphan.path] = (DELETED_BRANCH, name)
+    for orphan in pending:
+        if orphan.path in out:
+            continue
+        if orphan.table_dir is not None and orphan.table_dir not in tables:
+            out[orphan.path] = (DROPPED_TABLE, orphan.table)
+        else:
+            out[orphan.path] = (ORPHAN, None)
+    return out
 
 
 @dataclass
@@ -451,6 +514,7 @@ def plan_sweep(roots: Iterable[Path | str], reachable: set[str], *, older_than: 
     by_run = {str(r) for r in run_roots}
     for root in [*map(str, roots), *by_run]:
         for entry in store.listing(root):
+            place = None if root in by_run else table_folder(root, entry.folders)
             guarded = any(_run_folder_id(part) in live for part in entry.folders) if live else False
             foreign = False
             if root in by_run:
@@ -466,7 +530,7 @@ def plan_sweep(roots: Iterable[Path | str], reachable: set[str], *, older_than: 
             elif entry.mtime >= older_than:
                 plan.young += 1
             else:
-                plan.orphans.append(OrphanFile(entry.path, entry.size, entry.mtime))
+                plan.orphans.append(OrphanFile(entry.path, entry.size, entry.mtime, *(place or (None, None))))
     return plan
 
 
@@ -486,20 +550,21 @@ class SweepArea:
         return plan_sweep(self.roots, reachable, older_than=older_than, live_runs=live_runs,
                           run_roots=self.run_roots, store=self.store, own_run=self.own_run)
 
-    def remove(self, orphan: OrphanFile, *, older_than: float) -> int | None:
+    def remove(self, orphan: OrphanFile, *, older_than: float, whole_folder: bool = False) -> int | None:
+        """`whole_folder`: the file is a dropped table's, so its `data` and `metadata` folders go too once empty."""
         return remove_file(orphan.path, older_than=older_than, root=self.fence,
-                           stop_at=[*self.roots, *self.run_roots], store=self.store)
+                           stop_at=[*self.roots, *self.run_roots], store=self.store, whole_folder=whole_folder)
 
 
 KEEP_FOLDERS = {"data", "metadata"}
 
 
 def remove_file(path: str, *, older_than: float, root: Path | str, stop_at: Iterable[Path | str] = (),
-                store: Store = LOCAL) -> int | None:
+                store: Store = LOCAL, whole_folder: bool = False) -> int | None:
     """Delete one planned orphan if it is still old and really lies inside `root` (the project, the shared
     warehouse, or this project's part of a bucket; symlinks followed: the reaper never deletes anything outside);
-    then the folders it leaves empty (never a `data` or `metadata` folder, nor a root in `stop_at`). Returns the
-    bytes freed, None if kept or gone."""
+    then the folders it leaves empty (never a `data` or `metadata` folder unless `whole_folder`, nor a root in
+    `stop_at`). Returns the bytes freed, None if kept or gone."""
     if not store.inside(path, str(root)):
         return None
     found = store.stat(path)
@@ -507,14 +572,16 @@ def remove_file(path: str, *, older_than: float, root: Path | str, stop_at: Iter
         return None  # rewritten since it was planned: leave it
     if not store.delete(path):
         return None
-    store.tidy(path, [str(p) for p in stop_at])
+    store.tidy(path, [str(p) for p in stop_at], whole_folder=whole_folder)
     return found[0]
 
 
-def remove_empty_parents(folder: Path, stop_at: Iterable[Path], keep: Callable[[Path], bool] | None = None) -> None:
+def remove_empty_parents(folder: Path, stop_at: Iterable[Path], keep: Callable[[Path], bool] | None = None,
+                         names: Iterable[str] = KEEP_FOLDERS) -> None:
     stops = {os.path.realpath(p) for p in stop_at}
+    kept_names = set(names)
     folder = Path(folder)
-    while str(folder) not in stops and folder.name not in KEEP_FOLDERS and not (keep and keep(folder)):
+    while str(folder) not in stops and folder.name not in kept_names and not (keep and keep(folder)):
         if folder.parent == folder:
             return
         try:

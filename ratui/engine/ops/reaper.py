@@ -540,35 +540,65 @@ class Reaper:
     def _task_orphan_files(self, ctx: _Pass, task: TaskReport) -> None:
         hours = self.settings.reaper_orphan_file_max_age_hours
         older_than = ctx.now.timestamp() - hours * 3600
+        # every live ref, every kept commit inside the snapshot retention window (and the one in force when it
+        # opens), and every branch deleted inside it: a rollback, a time-travel read or undoing the deletion may
+        # still need what they point at. A branch this pass deletes (dry or real) is deleted inside the window, so
+        # a dry run marks exactly what the real run does.
         pointers = orphans.live_pointers(self.catalog)
-        if ctx.dry_run:
-            pointers = [p for p in pointers if p.ref not in ctx.branches_removed]
-        # every commit of a live ref inside the snapshot retention window (and the one in force when it opens)
-        # keeps what it points at: a rollback or a time-travel read may still need it
         retention = ctx.now - timedelta(days=self.settings.reaper_snapshot_max_age_days)
-        history = orphans.commit_pointers(self.catalog, retention.isoformat(timespec="microseconds"),
-                                          skip=ctx.branches_removed if ctx.dry_run else set())
+        history = orphans.commit_pointers(self.catalog, retention.isoformat(timespec="microseconds"))
         pointers = pointers + history
         expire = {(MAIN, key): ids for key, ids in ctx.expiry.items()}
-        mark = orphans.Marker(self.catalog.locations, self.catalog.file_io_properties()).mark(pointers, expire=expire)
+        marker = orphans.Marker(self.catalog.locations, self.catalog.file_io_properties())
+        mark = marker.mark(pointers, expire=expire)
         live = self._live_runs(ctx)
         plans = [(area, area.plan(mark.files, older_than=older_than, live_runs=live)) for area in self._sweep_areas()]
+        kinds = self._classify(marker, mark, [o for _a, plan in plans for o in plan.orphans])
         task.stats = {"refs": len({p.ref for p in pointers}), "tables": len(pointers),
                       "metadata_files_read": mark.metadata_files, "snapshots": mark.snapshots,
                       "manifests": mark.manifests, "reachable_files": len(mark.files),
-                      **{stat: sum(getattr(plan, field) for _a, plan in plans) for stat, field in SWEEP_STATS.items()}}
-        for area, plan in plans:
-            for orphan in plan.orphans:
-                item = {"name": self._rel(orphan.path), "path": self._rel(orphan.path), "bytes": orphan.size,
-                        "age_hours": round((ctx.now.timestamp() - orphan.mtime) / 3600, 2)}
-                task.found.append(item)
-                task.bytes_found += orphan.size
-                if ctx.dry_run:
-                    continue
-                freed = area.remove(orphan, older_than=older_than)
-                if freed is not None:
-                    task.removed.append(item)
-                    task.bytes_freed += freed
+                      **{stat: sum(getattr(plan, field) for _a, plan in plans) for stat, field in SWEEP_STATS.items()},
+                      "by_kind": {kind: {"files": 0, "bytes": 0} for kind in orphans.KINDS}}
+        ordered = sorted(((area, orphan) for area, plan in plans for orphan in plan.orphans),
+                         key=lambda pair: (orphans.KINDS.index(kinds[pair[1].path][0]), kinds[pair[1].path][1] or "",
+                                           pair[1].path))
+        for area, orphan in ordered:
+            kind, what = kinds[orphan.path]
+            item = {"name": self._rel(orphan.path), "path": self._rel(orphan.path), "bytes": orphan.size,
+                    "age_hours": round((ctx.now.timestamp() - orphan.mtime) / 3600, 2), "kind": kind}
+            if kind == orphans.DROPPED_TABLE:
+                item["table"] = what
+            elif kind == orphans.DELETED_BRANCH:
+                item["ref"] = what
+            task.found.append(item)
+            task.bytes_found += orphan.size
+            task.stats["by_kind"][kind]["files"] += 1
+            task.stats["by_kind"][kind]["bytes"] += orphan.size
+            if ctx.dry_run:
+                continue
+            freed = area.remove(orphan, older_than=older_than, whole_folder=kind == orphans.DROPPED_TABLE)
+            if freed is not None:
+                task.removed.append(item)
+                task.bytes_freed += freed
+
+    def _classify(self, marker: orphans.Marker, mark: orphans.MarkResult,
+                  found: list[orphans.OrphanFile]) -> dict[str, tuple[str, str | None]]:
+        """What left each unreachable file (orphans.classify): only the heads of deleted branches whose metadata
+        file is itself unreachable are read (the others left nothing of their own here). Telling is best effort:
+        a head that cannot be read just tells nothing."""
+        if not found:
+            return {}
+        paths = {o.path for o in found}
+        deleted: list[tuple[str, set[str]]] = []
+        for name, heads in orphans.deleted_heads(self.catalog):
+            own = [p for p in heads if marker.name_of(p.location) in paths]
+            if not own:
+                continue
+            try:
+                deleted.append((name, marker.mark(own).files))
+            except RatuiError:
+                continue
+        return orphans.classify(found, mark.tables, deleted)
 
     def _sweep_areas(self) -> list[orphans.SweepArea]:
         """Where the sweep looks. On this disk: every `{ns}/warehouse/` of the tables' folder (only this project's

@@ -81,6 +81,18 @@ def rows(n: int, start: int = 0) -> pa.Table:
                     schema=SCHEMA)
 
 
+def age_catalog(engine: Engine, **delta) -> None:
+    """Every time the catalog recorded (commits, refs, branch deletions) moved back by `delta`: as if it all
+    happened that long ago."""
+    shift = timedelta(**delta)
+    with closing(sqlite3.connect(engine.settings.db_path)) as conn, conn:
+        for table, column, key in (("catalog_commits", "created_at", "hash"), ("catalog_refs", "created_at", "name"),
+                                   ("catalog_deleted_refs", "deleted_at", "rowid")):
+            for row_key, at in conn.execute(f"SELECT {key}, {column} FROM {table}").fetchall():
+                moved = (datetime.fromisoformat(at) - shift).isoformat(timespec="microseconds")
+                conn.execute(f"UPDATE {table} SET {column} = ? WHERE {key} = ?", (moved, row_key))
+
+
 def create_table(engine: Engine, key: str, ref: str = MAIN):
     return engine.state.catalog.create_table(ref, key, SCHEMA, table_location(engine.root, key))
 
@@ -358,13 +370,21 @@ def test_orphan_sweep_spares_every_file_a_live_branch_reaches(tmp_path):
     assert engine.state.catalog.load_table("feature", key).scan().to_arrow().num_rows == 7
     assert engine.state.catalog.load_table(MAIN, key).scan().to_arrow().num_rows == 4
 
-    # the branch goes: what only it reached goes too, main stays whole; the finished run's write is swept
+    # the branch goes: what only it reached stays while the deletion is inside the retention window (undoing
+    # it needs them); the finished run's write is swept
     engine.state.history.update_run("livewrite", status="failed", finished_at=ago(minutes=1))
     only_feature = feature_files - reachable_oracle_after_delete(engine, "feature")
     assert only_feature
     after = engine.reaper().run(tasks=["orphan_files"])
     removed = {os.path.realpath(tmp_path / i["path"]) for i in after.tasks["orphan_files"].removed}
-    assert removed == only_feature | {os.path.realpath(in_flight), os.path.realpath(live_staging)}
+    assert removed == {os.path.realpath(in_flight), os.path.realpath(live_staging)}
+    assert all(os.path.exists(p) for p in only_feature)
+    # once the window has passed the deletion, what only the branch reached goes too, main stays whole
+    age_catalog(engine, days=8)
+    later = engine.reaper().run(tasks=["orphan_files"])
+    removed = {os.path.realpath(tmp_path / i["path"]) for i in later.tasks["orphan_files"].removed}
+    assert removed == only_feature
+    assert {i["kind"] for i in later.tasks["orphan_files"].removed} == {"deleted_branch"}
     assert engine.state.catalog.load_table(MAIN, key).scan().to_arrow().num_rows == 4
     assert all(os.path.exists(p) for p in reachable_oracle(engine))
 
@@ -415,7 +435,9 @@ def test_dry_run_removes_nothing_and_lists_what_the_real_run_removes(tmp_path):
     assert found["processed_files"] == ["demo/landing/z/_processed/gone/f.csv"]
     assert {i["table"] for i in dry.tasks["snapshots"].found} == {key}
     assert {i["table"] for i in dry.tasks["snapshots"].kept} == {other}
-    assert found["orphan_files"]  # the branch's files and the expired snapshot's files
+    # the branch this pass deletes is deleted inside the retention window: it keeps what it reaches (its own
+    # snapshot and the one expired on main) until the window has passed the deletion
+    assert found["orphan_files"] == []
 
     real = engine.reaper().run()
     assert real.ok
@@ -425,7 +447,14 @@ def test_dry_run_removes_nothing_and_lists_what_the_real_run_removes(tmp_path):
     assert engine.state.catalog.load_table(MAIN, key).scan().to_arrow().num_rows == 3
     assert len(engine.state.catalog.load_table(MAIN, key).metadata.snapshots) == 1
     assert engine.state.catalog.log(MAIN, 5)[0].message.startswith("reaper: expired")
-    # and a second pass finds nothing more to do
+    # the window is 0 days: the next pass frees the deleted branch's files and the expired snapshot's
+    nxt = engine.reaper().run(tasks=["orphan_files"])
+    freed = nxt.tasks["orphan_files"].removed
+    assert nxt.ok and any(i["name"].endswith(".parquet") for i in freed)
+    assert {i["kind"] for i in freed} <= {"deleted_branch", "orphan"} and "deleted_branch" in {i["kind"] for i in freed}
+    assert all(os.path.exists(p) for p in reachable_oracle(engine))
+    assert engine.state.catalog.load_table(MAIN, key).scan().to_arrow().num_rows == 3
+    # and a further pass finds nothing more to do
     again = engine.reaper().run(dry_run=True)
     assert {n: t.found for n, t in again.tasks.items() if n != "snapshots"} == {
         n: [] for n in again.tasks if n != "snapshots"}
@@ -535,7 +564,8 @@ AGES = [72, 48, 25, 23, 12, 1, 0]  # hours; the threshold is 24 (old first: the 
 def test_property_sweep_never_deletes_a_reachable_file(ops, rnd):
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        engine = project(root, "  orphan_file_max_age_hours: 24\n")
+        # a retention window of 0 days: no past commit or deleted branch keeps anything (test_gc.py has the window)
+        engine = project(root, "  orphan_file_max_age_hours: 24\n  snapshot_max_age_days: 0\n")
         key = "demo.bronze.items"
         create_table(engine, key).append(rows(1))
         counter = iter(range(10_000))

@@ -52,6 +52,17 @@ class Ref:
 
 
 @dataclass(frozen=True)
+class DeletedRef:
+    """A branch that was deleted: the head it had then, and when (ISO, UTC). `deleted_at` is None when the catalog
+    did not record the deletion (a branch deleted before ratui recorded them): `head`'s time is all that is known."""
+
+    name: str
+    head: str
+    deleted_at: str | None
+    pointers: dict[str, str] = field(default_factory=dict)  # the head's tables: key -> metadata location
+
+
+@dataclass(frozen=True)
 class Commit:
     """One recorded state of a ref: `pointers` maps every table key to its Iceberg metadata location.
 
@@ -127,6 +138,7 @@ class Pointer:
     previous: str | None = None
     view: bool = False
     past: bool = False
+    deleted: bool = False  # a deleted branch's head, kept whole as a live ref's is (skipped when its metadata is gone)
 
 
 class BranchCatalog(ABC):
@@ -220,6 +232,16 @@ class BranchCatalog(ABC):
             out.extend(Pointer(ref.name, key, location) for key, location in
                        sorted(self.table_pointers(ref.name).items()))
         return out
+
+    def deleted_refs(self, since: str | None = None) -> list[DeletedRef]:
+        """The branches this catalog deleted at or after ISO time `since` (every one it knows of when None), newest
+        first. A backend that keeps no record of deletions knows none (the default)."""
+        return []
+
+    def history_from(self, hash: str, ref: str) -> list[Commit]:
+        """The commits from `hash` (a commit of `ref`, live or deleted) back through its parents, newest first, as
+        far as the backend can read them."""
+        return self.log(f"{ref}@{hash}", limit=1_000_000)
 
     def merged_run(self, run_id: str, into: str = MAIN, since: str | None = None) -> str | None:
         """When run `run_id`'s merge into `into` committed (ISO), looking back to `since`; None if it did not. The

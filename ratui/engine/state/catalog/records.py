@@ -7,6 +7,10 @@ rows are catalog/iceberg_rows.py's):
     catalog_commits(hash PK, parent, ref, message, created_at, pointers, meta)
                                                                          every commit ever made (kept for audit)
     catalog_fork_pointers(ref, table_key, metadata_location)             the source ref's pointers at branch time
+    catalog_deleted_refs(name, head, deleted_at, pointers)               each branch deletion: the head it had, when,
+                                                                         and its tables then (the reaper keeps what a
+                                                                         branch deleted inside the retention window
+                                                                         reaches)
 
 Every function works inside the caller's transaction (the catalog's `BEGIN IMMEDIATE` for a write, one read
 transaction for a consistent read), through sqlite-utils: a Table call made inside a transaction nests in it as a
@@ -29,6 +33,7 @@ from ratui.engine.state.db import sqlite_utils
 REFS = "catalog_refs"
 COMMITS = "catalog_commits"
 FORK_POINTERS = "catalog_fork_pointers"
+DELETED_REFS = "catalog_deleted_refs"
 
 
 def create_tables(db: sqlite_utils.Database) -> None:
@@ -42,6 +47,15 @@ def create_tables(db: sqlite_utils.Database) -> None:
     db.table(FORK_POINTERS).create({"ref": str, "table_key": str, "metadata_location": str},
                                    pk=("ref", "table_key"), not_null={"ref", "table_key", "metadata_location"},
                                    if_not_exists=True)
+    create_deleted_table(db)
+
+
+def create_deleted_table(db: sqlite_utils.Database) -> None:
+    """The record of branch deletions (a name can be deleted, made again and deleted again: one row each time)."""
+    # pointers: JSON object, the ref's table pointers when it was deleted (a write not recorded as a commit too)
+    db.table(DELETED_REFS).create({"name": str, "head": str, "deleted_at": str, "pointers": str},
+                                  not_null={"name", "head", "deleted_at", "pointers"}, if_not_exists=True)
+    db.table(DELETED_REFS).create_index(["deleted_at"], index_name="catalog_deleted_refs_at", if_not_exists=True)
 
 
 def now() -> str:
@@ -80,10 +94,40 @@ def move_head(db: sqlite_utils.Database, name: str, head: str) -> None:
     db.table(REFS).update(name, {"head": head})
 
 
-def drop_ref(db: sqlite_utils.Database, name: str) -> None:
-    """The ref's row and its fork point; its commits stay (kept for audit)."""
+def drop_ref(db: sqlite_utils.Database, name: str, pointers: dict[str, str] | None = None) -> None:
+    """The ref's row and its fork point; its commits stay (kept for audit), and the deletion is recorded with the
+    head the ref had and its table `pointers` then (its head commit's when not given)."""
+    gone = head(db, name)
     drop_fork(db, name)
     db.table(REFS).delete_where("name = ?", [name])
+    if gone is not None:
+        record_deletion(db, name, gone, commit(db, gone).pointers if pointers is None else pointers)
+
+
+def record_deletion(db: sqlite_utils.Database, name: str, head_hash: str, pointers: dict[str, str],
+                    at: str | None = None) -> None:
+    db.table(DELETED_REFS).insert({"name": name, "head": head_hash, "deleted_at": at or now(),
+                                   "pointers": json.dumps(pointers, sort_keys=True)})
+
+
+def deletions(db: sqlite_utils.Database, since: str | None = None) -> list[tuple[str, str, str, dict[str, str]]]:
+    """(name, head, deleted_at, its pointers then) of every branch deletion recorded at or after `since` (all
+    when None), newest first."""
+    if not db.table(DELETED_REFS).exists():
+        return []
+    where = "" if since is None else "WHERE d.deleted_at >= ?"
+    rows = db.query(f"SELECT d.name, d.head, d.deleted_at, d.pointers FROM {DELETED_REFS} d {where}"
+                    " ORDER BY d.deleted_at DESC, d.rowid DESC", [] if since is None else [since])
+    return [(r["name"], r["head"], r["deleted_at"], json.loads(r["pointers"] or "{}")) for r in rows]
+
+
+def unrecorded_deleted(db: sqlite_utils.Database) -> list[tuple[str, str, str, dict[str, str]]]:
+    """Branches deleted before ratui recorded deletions: refs with commits, not live, with no deletion row;
+    (name, newest commit, its time, its pointers)."""
+    return [(r["ref"], r["hash"], r["created_at"], json.loads(r["pointers"])) for r in db.query(
+        f"SELECT c.ref, c.hash, c.created_at, c.pointers FROM {COMMITS} c JOIN (SELECT ref, max(rowid) AS last"
+        f" FROM {COMMITS} WHERE ref NOT IN (SELECT name FROM {REFS}) AND ref NOT IN (SELECT name FROM"
+        f" {DELETED_REFS}) GROUP BY ref) n ON c.rowid = n.last ORDER BY c.created_at DESC")]
 
 
 # ---------------------------------------------------------------------------------------------------- fork points

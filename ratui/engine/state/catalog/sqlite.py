@@ -34,7 +34,7 @@ from ratui.engine.locations import ProjectLocations
 from ratui.engine.state import migrations
 from ratui.engine.state.catalog import iceberg_rows, merge_rule, records, roots
 from ratui.engine.state.catalog.base import (
-    MAIN, BranchCatalog, Commit, MergeResult, Pointer, Ref, TableChange, split_spec,
+    MAIN, BranchCatalog, Commit, DeletedRef, MergeResult, Pointer, Ref, TableChange, split_spec,
 )
 from ratui.engine.state.catalog.ref_catalog import RefCatalog
 from ratui.engine.storage.warehouse import Warehouse
@@ -164,13 +164,29 @@ class SqliteBranchCatalog(BranchCatalog):
             raise RatuiError("RAT-CAT-004", "main cannot be deleted")
         with self._writing() as db:
             records.ref(db, name)
+            last = iceberg_rows.of(db, name)
             # Rows only. Never drop_table/purge_table: the files are shared with main and other branches.
             iceberg_rows.drop(db, name)
-            records.drop_ref(db, name)
+            records.drop_ref(db, name, last)
             if in_tx is not None:
                 in_tx(db.conn)
         with self._lock:
             self._catalogs.pop(name, None)
+
+    def deleted_refs(self, since: str | None = None) -> list[DeletedRef]:
+        """Recorded deletions (records.deletions), and, with no `since`, also the branches deleted before ratui
+        recorded them (their deletion time unknown). Within a window (`since`) those count by their last commit's
+        time: deleted no earlier than that."""
+        with self._reading() as db:
+            found = [DeletedRef(*row) for row in records.deletions(db, since)]
+            old = records.unrecorded_deleted(db)
+        found += [DeletedRef(name, head, None, pointers) for name, head, at, pointers in old
+                  if since is None or at >= since]
+        return found
+
+    def history_from(self, hash: str, ref: str) -> list[Commit]:
+        with self._open() as db:
+            return records.history(db, hash)
 
     # ---------------------------------------------------------------- commits
 

@@ -10,7 +10,7 @@ from ratui.cli.common import (
     EXIT_FAILED, EXIT_OK, engine as _engine, err as _err,
     project_arg as _project_arg,
 )
-from ratui.engine.vocabulary import format_bytes, format_duration
+from ratui.engine.vocabulary import format_bytes, format_duration, orphan_groups
 from ratui.cli.common import result_line as _result_line
 
 
@@ -60,9 +60,17 @@ def cmd_reap(args) -> int:
         if task.kept:
             line += f" ({task.count('kept')} kept)"
         print(line + f"  [{format_duration(task.duration_ms)}]")
-        for item in task.found[:shown]:
-            print(f"      {item['name']}  {detail(name, item)}")
-        if task.count("found") > shown:
+        if name == "orphan_files":  # grouped: dropped tables, deleted branches, then plain orphans
+            for group, items, size in orphan_groups(task.found):
+                print(f"    {group}: {len(items)} file(s), {format_bytes(size)}")
+                for item in items[:shown]:
+                    print(f"      {item['name']}  {detail(name, item)}")
+                if len(items) > shown:
+                    print(f"      ... and {len(items) - shown:,} more (--json lists all)")
+        else:
+            for item in task.found[:shown]:
+                print(f"      {item['name']}  {detail(name, item)}")
+        if name != "orphan_files" and task.count("found") > shown:
             print(f"      ... and {task.count('found') - shown:,} more (--json lists all)")
         for item in task.kept[:shown]:
             print(f"      kept {item['name']}: {item.get('reason', '')}")

@@ -103,6 +103,27 @@ def format_bytes(n: int) -> str:
 
 
 # The reaper's tasks, in the order a pass runs them, as people read them (ops/reaper.py has what each one does)
+# what left an unreachable file the orphan sweep found (ops/orphans.py: classify), in the order they are listed
+ORPHAN_KIND_TITLES = {"dropped_table": "dropped table", "deleted_branch": "deleted branch", "orphan": "orphan"}
+
+
+def orphan_group(item: dict) -> str:
+    """The group an orphan-file item of a reaper report is listed under: "dropped table demo.bronze.old",
+    "deleted branch feature" or "orphan" (reports of before the kinds: "orphan" too)."""
+    kind = item.get("kind") or "orphan"
+    what = item.get("table") if kind == "dropped_table" else item.get("ref") if kind == "deleted_branch" else None
+    return f"{ORPHAN_KIND_TITLES.get(kind, kind)} {what}" if what else ORPHAN_KIND_TITLES.get(kind, kind)
+
+
+def orphan_groups(items: list[dict]) -> list[tuple[str, list[dict], int]]:
+    """Orphan-file items by group (orphan_group), in the order they come (the reaper lists them grouped):
+    (group, its items, their bytes)."""
+    out: dict[str, list[dict]] = {}
+    for item in items:
+        out.setdefault(orphan_group(item), []).append(item)
+    return [(group, found, sum(int(i.get("bytes") or 0) for i in found)) for group, found in out.items()]
+
+
 REAPER_TASK_TITLES = {
     "stuck_runs": "stuck runs",
     "orphan_branches": "orphan branches",

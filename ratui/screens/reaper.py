@@ -17,7 +17,7 @@ from ratui.widgets.chrome import NavBar, StatusLine
 from ratui.messages import ReaperPreviewed, ReaperRan, ReaperReportsLoaded, ReaperSettingsLoaded
 from ratui.screens.base import ConsoleScreen, is_narrow, changes
 from ratui.screens.dialogs import ConfirmScreen
-from ratui.engine.vocabulary import REAPER_TASK_TITLES, format_bytes
+from ratui.engine.vocabulary import REAPER_TASK_TITLES, format_bytes, orphan_groups
 
 REPORT_COLUMNS = (("started", "STARTED (UTC)"), ("kind", "KIND"), ("found", "FOUND"), ("removed", "REMOVED"),
                   ("freed", "FREED"), ("errors", "ERRORS"))
@@ -43,6 +43,13 @@ def item_detail(task: str, item: dict) -> str:
         return f"{item.get('table', '')}, {item.get('deleted_percent', 0)}% of {item.get('rows', 0)} rows deleted"
     size = item.get("bytes") or item.get("size")
     return format_bytes(int(size)) if isinstance(size, (int, float)) else ""
+
+
+def table_folder(item: dict) -> str | None:
+    """A dropped table's folder as its files' names begin ("ns/warehouse/layer/name/"): the group line names the
+    table, so its files are listed below it by their place in it."""
+    parts = str(item.get("table") or "").split(".") if item.get("kind") == "dropped_table" else []
+    return f"{parts[0]}/warehouse/{parts[1]}/{parts[2]}/" if len(parts) == 3 else None
 
 
 def errors_text(report) -> Text:
@@ -159,6 +166,7 @@ class ReaperScreen(ConsoleScreen):
         report = message.value
         self.preview = report
         self.fill_items(report, dry_run=True)
+        self.query_one("#reaper-main").add_class("-previewed")
         info = Text("Preview (dry run): ", style="bold")
         if report.found:
             info.append(f"{report.found} item(s) would be removed")
@@ -181,9 +189,12 @@ class ReaperScreen(ConsoleScreen):
             column.label = Text("WOULD REMOVE" if dry_run else "REMOVED")
         for name, task in report.tasks.items():
             items = task.found if dry_run else task.removed
-            for item in items[:SHOWN_ITEMS]:
-                table.add_row(TASK_TITLES.get(name, name), str(item.get("name", "")), item_detail(name, item),
-                              key=f"{name}\x1f{item.get('name', '')}")
+            if name == "orphan_files":
+                self.fill_orphans(table, items)
+            else:
+                for item in items[:SHOWN_ITEMS]:
+                    table.add_row(TASK_TITLES.get(name, name), str(item.get("name", "")), item_detail(name, item),
+                                  key=f"{name}\x1f{item.get('name', '')}")
             more = task.count("found" if dry_run else "removed") - min(len(items), SHOWN_ITEMS)
             if more > 0:  # a first pass over a long history: hundreds of thousands of runs
                 table.add_row(TASK_TITLES.get(name, name), Text(f"… and {more:,} more", style="dim"),
@@ -192,6 +203,23 @@ class ReaperScreen(ConsoleScreen):
                 table.add_row(TASK_TITLES.get(name, name), Text(f"error {task.error.get('code', '?')}", style="red"),
                               Text(str(task.error.get("message", ""))[:100], style="red"), key=f"{name}\x1ferror")
         table.refresh()
+
+    @staticmethod
+    def fill_orphans(table: DataTable, items: list[dict]) -> None:
+        """Unreachable files grouped by what left them: each dropped table, each deleted branch, then plain orphans;
+        a line per group with its files and bytes, then its files (SHOWN_ITEMS in all)."""
+        title = TASK_TITLES["orphan_files"]
+        shown = 0
+        for group, members, size in orphan_groups(items):
+            table.add_row(title, Text(f"{group}: {len(members)} file(s), {format_bytes(size)}", style="bold"),
+                          "", key=f"orphan_files\x1fgroup\x1f{group}")
+            for item in members[:max(0, SHOWN_ITEMS - shown)]:
+                name = str(item.get("name", ""))
+                folder = table_folder(item)
+                shown_name = name[len(folder):] if folder and name.startswith(folder) else name
+                table.add_row(title, "  " + shown_name, item_detail("orphan_files", item),
+                              key=f"orphan_files\x1f{name}")
+            shown += len(members)
 
     @changes("a reaper pass")
     def action_run_now(self) -> None:
@@ -213,6 +241,7 @@ class ReaperScreen(ConsoleScreen):
         report = message.value
         self.preview = None
         self.fill_items(report, dry_run=False)  # what it did remove, under a header that says so
+        self.query_one("#reaper-main").add_class("-previewed")
         self.app.reaper_finished(report)
         info = Text("Ran: ", style="bold")
         info.append(f"{report.removed} removed of {report.found} found, {format_bytes(report.bytes_freed)} freed")

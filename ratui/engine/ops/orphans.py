@@ -13,6 +13,12 @@ read at the hash one listing gave (nessie_tree.every_pointer), never one branch 
 
 Every commit of a live branch inside the snapshot retention window is marked too (commit_pointers): a rollback or a
 time-travel read may point at it again. (A Nessie tag's own state is marked whole, its past commits are not walked.)
+A branch deleted inside the window counts as live until the window passes its deletion: its last state is marked
+whole (undoing the deletion restores it) and its commits inside the window as a live branch's. So the files of a
+dropped table (a commit without it) and of a deleted branch are reclaimed once no live ref, no kept commit inside
+the window and no branch deleted inside it reaches them, never before; a file another ref shares is reached. Each
+unreachable file is told apart for the preview (classify): a deleted branch's head reaches it, it lies in a table
+folder nothing kept reads (a dropped table: its folders go with its last file), or neither (an orphan).
 
 The sweep lists the files under each `{namespace}/warehouse/` and removes only those that no ref reaches AND
 whose modification time is older than the threshold (a younger file may belong to a write that has not

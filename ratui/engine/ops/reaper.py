@@ -21,15 +21,18 @@ Tasks, in the order a pass runs them (each configurable under `reaper:` in ratui
                       current snapshot: one metadata commit per table through the catalog's compare-and-swap,
                       guarded on main's current snapshot. A table a run is writing right now waits for the next
                       pass (expiring it would make that run's merge conflict). Expiry deletes no files itself.
-    orphan_files      the mark-and-sweep of orphans.py over every live ref: unreachable files under
-                      `{ns}/warehouse/` older than orphan_file_max_age_hours, and the staging folders
+    orphan_files      the mark-and-sweep of orphans.py over every live ref, every kept commit inside the
+                      snapshot retention window (snapshot_max_age_days) and every branch deleted inside it:
+                      unreachable files under `{ns}/warehouse/` older than orphan_file_max_age_hours (a dropped
+                      table's, a deleted branch's, plain orphans: each item's `kind`), and the staging folders
                       (`.ratui/staging/{run_id}/`) a dead run left, as old. Nothing of a live run is touched.
                       With an s3:// warehouse the same in its bucket: `{warehouse}/{ns}/warehouse/` of this
                       project's namespaces, and `{warehouse}/_ratui/staging/{run_id}/` of this project's runs.
 
 A dry run lists exactly what a real run would do, removing nothing: later tasks see the planned effects of
-earlier ones (a run the dry run would time out no longer protects its branch; files of a branch it would delete
-or of snapshots it would expire are not marked). Every pass, dry or real, is stored in `reaper_reports`.
+earlier ones (a run the dry run would time out no longer protects its branch; files of snapshots it would expire
+are not marked; a branch it would delete is deleted inside the retention window, so its files stay marked, as they
+do in the real pass). Every pass, dry or real, is stored in `reaper_reports`.
 One task failing never stops the others: its error is in the report.
 """
 

@@ -206,9 +206,13 @@ def test_orphan_run_branches_found_in_nessies_ref_list(engine: Engine, nessie_ur
     assert {i["name"]: i["reason"] for i in task.kept} == {"run-liverun": "its run is still running"}
     assert rest_names(nessie_uri) == {"main": "BRANCH", "etl-nightly": "BRANCH", "run-liverun": "BRANCH"}
 
-    # what only the deleted run branch reached is now an orphan: the sweep frees exactly that
+    # what only the deleted run branch reached stays while its deletion is inside the retention window, and is an
+    # orphan once the window has passed it: the sweep frees exactly that
     age_tree(engine.root / "demo/warehouse", 48)
     sweep = engine.reaper().run(tasks=["orphan_files"])
+    assert sweep.ok and sweep.tasks["orphan_files"].removed == [], sweep.errors
+    sweep = Reaper(engine.state, clock=lambda: datetime.now(timezone.utc) + timedelta(days=8)).run(
+        tasks=["orphan_files"])
     assert sweep.ok, sweep.errors
     removed = {os.path.realpath(engine.root / i["path"]) for i in sweep.tasks["orphan_files"].removed}
     assert removed == dead_files
@@ -245,3 +249,41 @@ def test_a_table_the_project_cannot_read_on_any_ref_stops_the_sweep(engine: Engi
     assert task.error["code"] == "RAT-RPR-002" and "RAT-PTH-002" in task.error["message"]
     assert "other.t on ref 'other-team'" in task.error["message"], task.error
     assert warehouse_files(engine) == before
+
+
+def test_gc_reclaims_a_dropped_table_and_a_deleted_branch_after_the_window(engine: Engine, nessie_uri: str) -> None:
+    """Nessie's own GC keeps a dropped table's files forever (nessie#9097); ratui's sweep frees them, and a deleted
+    branch's, once the retention window has passed, never what main or a live branch shares."""
+    catalog, root = engine.state.catalog, engine.root
+    main_ids = ids_of(catalog.load_table(MAIN, KEY))
+    old = "demo.bronze.old_orders"
+    before = warehouse_files(engine)
+    catalog.create_table(MAIN, old, SCHEMA, table_location(root, old)).append(rows(2))
+    catalog.record_commit(MAIN, f"create {old}")
+    dropped = warehouse_files(engine) - before
+    catalog.restore(MAIN, {old: None}, {old: catalog.table_pointers(MAIN)[old]}, f"drop {old}")
+    catalog.create_branch("feature")
+    shared = written_by(engine, "feature", 100)
+    catalog.record_commit("feature", f"wrote {KEY}")
+    catalog.create_branch("follow-up", from_ref="feature")
+    own = written_by(engine, "feature", 200)
+    catalog.record_commit("feature", f"wrote {KEY}")
+    catalog.delete_branch("feature")
+    assert [d.name for d in catalog.deleted_refs()] == ["feature"]
+    age_tree(root / "demo/warehouse", 48)
+
+    now = engine.reaper().run(tasks=["orphan_files"])  # the drop and the deletion are inside the window
+    assert now.ok and now.tasks["orphan_files"].removed == [], now.errors
+
+    later = Reaper(engine.state, clock=lambda: datetime.now(timezone.utc) + timedelta(days=8))
+    dry = later.run(dry_run=True, tasks=["orphan_files"])
+    assert dry.ok, dry.errors
+    found = {os.path.realpath(root / i["path"]): (i["kind"], i.get("table") or i.get("ref"))
+             for i in dry.tasks["orphan_files"].found}
+    assert found == {**{p: ("dropped_table", old) for p in dropped}, **{p: ("deleted_branch", "feature") for p in own}}
+    real = later.run(tasks=["orphan_files"])
+    assert real.ok, real.errors
+    assert {os.path.realpath(root / i["path"]) for i in real.tasks["orphan_files"].removed} == dropped | own
+    assert all(os.path.exists(p) for p in shared)
+    assert ids_of(catalog.load_table("follow-up", KEY)) == main_ids + [100]
+    assert ids_of(catalog.load_table(MAIN, KEY)) == main_ids

@@ -13,7 +13,8 @@ is the namespace tuple ("ecommerce", "silver") plus the table name "clean_orders
 Nessie's merge rule: a table the branch changed since its fork point that the target ALSO changed since that
 fork point is a conflict; tables only the branch changed are applied to the target, all or nothing.
 Deleting a branch removes its pointers only: data and metadata files are shared between refs and are never
-deleted by the catalog.
+deleted by the catalog (the reaper reclaims them once nothing kept reaches them: ops/orphans.py). The embedded
+catalog records each deletion (`deleted_refs`) for that.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ class DeletedRef:
     name: str
     head: str
     deleted_at: str | None
-    pointers: dict[str, str] = field(default_factory=dict)  # the head's tables: key -> metadata location
+    pointers: dict[str, str] = field(default_factory=dict)  # its tables when deleted: key -> metadata location
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,10 @@ Where Nessie's model differs from the embedded catalog, this backend follows Nes
 - A merge is one squashed commit on the target with the source head as a second parent (`Commit.parent` is the
   first). A branch that changed no table merges to nothing (no commit), as on the embedded catalog: ratui asks
   Nessie for a dry run first and only merges when a table changed.
-- A deleted branch's commits are not reachable by name any more: `log` of a deleted branch is RAT-CAT-002.
+- A deleted branch's commits are not reachable by name any more: `log` of a deleted branch is RAT-CAT-002. ratui
+  records each deletion it makes (its head, its tables then, when) in the project's state database
+  (`deleted_refs`), and reads the commits by hash (`history_from`): the reaper keeps what a branch deleted inside
+  the retention window reaches. A branch another Nessie client deleted is not known: nothing of it is kept.
 - main's `created_at` is its head's time (Nessie keeps none for a ref); an empty main gets an "init" commit when a
   catalog opens, since Nessie merges nothing into its empty beginning.
 - A table restored after it was dropped comes back with a new content id (Nessie gives a re-added key a new one).
@@ -44,15 +47,15 @@ from pyiceberg.table import Table
 from ratui.engine.errors import RatuiError
 from ratui.engine.failpoints import failpoint
 from ratui.engine.locations import ProjectLocations
-from ratui.engine.state.catalog import merge_rule
+from ratui.engine.state.catalog import merge_rule, records
 from ratui.engine.state.catalog import nessie_tree as tree
 from ratui.engine.state.catalog.base import (
-    MAIN, BranchCatalog, Commit, MergeResult, Ref, TableChange, split_spec,
+    MAIN, BranchCatalog, Commit, DeletedRef, MergeResult, Ref, TableChange, split_spec,
 )
 from ratui.engine.state.catalog.nessie_http import NessieHttp, key_of, ref_path
 from ratui.engine.state.catalog.nessie_tables import NessieRefCatalog
 from ratui.engine.storage.warehouse import Warehouse
-from ratui.engine.state.db import open_db, write_tx
+from ratui.engine.state.db import open_db, sqlite_utils, write_tx
 
 # ratui's rule for branch names (the embedded catalog's); Nessie's own adds no "..", no trailing "." and a letter
 # first (checked here, so the error is ratui's RAT-CAT-006 rather than Nessie's BAD_REQUEST)
@@ -199,9 +202,26 @@ class NessieBranchCatalog(BranchCatalog):
                     raise
         with self._lock:
             self._catalogs.pop(name, None)
-        if in_tx is not None:
-            with self._local_tx() as conn:
+        # read by hash alone: the branch is gone, its commits are not
+        tables = tree.pointers(tree.contents(self._api, "", head)[1])
+        with self._local_tx() as conn:
+            db = sqlite_utils.Database(conn)
+            records.create_deleted_table(db)
+            records.record_deletion(db, name, head, tables)
+            if in_tx is not None:
                 in_tx(conn)
+
+    def deleted_refs(self, since: str | None = None) -> list[DeletedRef]:
+        """The branches this project deleted (recorded in its state database), at or after `since`."""
+        conn = open_db(self.db_path)
+        try:
+            return [DeletedRef(*row) for row in records.deletions(sqlite_utils.Database(conn), since)]
+        finally:
+            conn.close()
+
+    def history_from(self, hash: str, ref: str) -> list[Commit]:
+        """Nessie's log from commit `hash` (read by hash alone: a deleted branch's too)."""
+        return self._commits(ref, list(tree.log_entries(self._api, "", hash)))
 
     # ---------------------------------------------------------------- commits
 
@@ -279,9 +299,14 @@ class NessieBranchCatalog(BranchCatalog):
             entries.append(entry)
             if own and tree.props_of(entry["commitMeta"]).get(tree.REF_PROPERTY) != name:
                 break
+        return self._commits(name, entries)
+
+    def _commits(self, name: str, entries: list[dict]) -> list[Commit]:
+        """Log entries (newest first) as commits: the tables at the oldest, carried forward through the newer ones'
+        operations."""
         if not entries:
             return []
-        _, oldest = tree.contents(self._api, name, entries[-1]["commitMeta"]["hash"])
+        _, oldest = tree.contents(self._api, "", entries[-1]["commitMeta"]["hash"])
         tables = tree.pointers(oldest)
         out = [tree.to_commit(entries[-1], name, tables)]
         for entry in reversed(entries[:-1]):

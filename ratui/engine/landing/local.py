@@ -64,6 +64,7 @@ class LocalZone:
             return []
         folder_inside = self.locations is None or self.locations.inside(self.folder / "_")
         child = _child_maker(self.folder)
+        local_entry = ZoneEntry.local
         found = []
         with scan, paused_gc():
             for item in scan:
@@ -89,7 +90,7 @@ class LocalZone:
                 path = child(name)
                 if self.locations is not None and (link or not folder_inside):
                     self.locations.check(path, "landing file")
-                found.append(ZoneEntry(name, st.st_size, st.st_mtime_ns, path=path))
+                found.append(local_entry(name, st.st_size, st.st_mtime_ns, path))
         found.sort(key=_by_name)
         return found
 

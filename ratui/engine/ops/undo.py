@@ -123,7 +123,7 @@ def _plan_ref(state: ProjectState, entry: Entry) -> UndoPlan:
         ledger_what = "loaded again, as before the rollback"
     else:
         count = _loaded_since(state, ref, keys, before_time(state, ref, entry.before))
-        ledger_what = "loadable again (the merge had loaded them)"
+        ledger_what = f"loadable again (the {entry.kind} had loaded them)"
     return UndoPlan(entry, f"undo {entry.kind} on {ref}: {entry.summary}", tables, count, ledger_what,
                     expected={k: after.get(k) for k in keys}, restore={k: before.get(k) for k in keys})
 

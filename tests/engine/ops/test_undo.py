@@ -70,7 +70,9 @@ def test_undo_of_a_merge_and_of_an_atomic_publish_restores_main_and_later_commit
     plan = engine.plan_undo()
     assert plan.entry.kind == "publish" and [t.table for t in plan.tables] == sorted(invocation.publish.tables)
     engine.undo(plan)
-    assert snapshot(engine) == before_publish
+    tables, events, kinds, ledger = snapshot(engine)
+    assert (tables, events, kinds) == before_publish[:3]
+    assert ledger == sorted(before_publish[3] + [("e3.jsonl", EVENTS, "unloaded")])  # seen by the publish, unloaded
 
     # a later commit built on the action: the undo is refused, naming it, and nothing changes
     engine.merge("dev")  # dev is still there: merged again, a new action

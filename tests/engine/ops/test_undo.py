@@ -75,8 +75,11 @@ def test_undo_of_a_merge_and_of_an_atomic_publish_restores_main_and_later_commit
     assert ledger == sorted(before_publish[3] + [("e3.jsonl", EVENTS, "unloaded")])  # seen by the publish, unloaded
 
     # a later commit built on the action: the undo is refused, naming it, and nothing changes
-    engine.merge("dev")  # dev is still there: merged again, a new action
-    later = run(engine)  # main loads e3 on its own: a run's commit on top of the merge
+    engine.create_branch("dev2")  # (not dev again: on Nessie its merged head is an ancestor of main's now)
+    run(engine, ref="dev2")
+    engine.merge("dev2")
+    (project / "demo/landing/events/e4.jsonl").write_text('{"id": 5, "kind": "cart"}\n')
+    later = run(engine)  # main loads e4 on its own: a run's commit on top of the merge
     assert later[EVENTS].status == "success"
     state = snapshot(engine)
     err = refused(engine)

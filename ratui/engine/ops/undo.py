@@ -19,7 +19,7 @@ How each is undone, never rewriting history or a data file:
 Refused with RAT-UNDO-002, naming them, when later changes built on the action: the ref has commits after the
 action's own (other than undos and the commits of actions undone already), or a run loaded a reset file since.
 Successive undos walk back through the journal, newest first (lazygit's reflog undo); an undo is recorded but is
-not itself undone (there is no redo): run the action again instead.
+not itself undone (there is no redo): do the action again, or roll back to its commit.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ from itertools import compress, repeat
 from operator import attrgetter, itemgetter, not_
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, NamedTuple
+from typing import Any, Callable, Iterable, NamedTuple
 
 from ratui.engine.landing.local import file_digest
 from ratui.engine.landing.names import PROCESSED, archived_name, is_archived_name
@@ -437,6 +437,61 @@ class Ledger:
                                         (ref, pipeline, after)).rowcount
         return changed
 
+    # ------------------------------------------------------------------ undo (ops/undo.py): what a change took away
+
+    @staticmethod
+    def loads_after(conn: sqlite3.Connection, ref: str, pipelines: Iterable[str], after: str) -> dict[str, list]:
+        """What `unload_after(conn, ref, pipelines, after)` is about to change, as `put_back` takes it."""
+        files: list[list] = []
+        loads: list[list] = []
+        for pipeline in pipelines:
+            if ref == MAIN:
+                files += [list(r) for r in conn.execute(
+                    f"SELECT {_SAVED} FROM landing_files WHERE pipeline = ? AND state = 'loaded' AND loaded_at > ?",
+                    (pipeline, after))]
+            else:
+                loads += [list(r) for r in conn.execute(
+                    "SELECT * FROM landing_loads WHERE ref = ? AND pipeline = ? AND loaded_at > ?",
+                    (ref, pipeline, after))]
+        return {"files": files, "loads": loads}
+
+    @staticmethod
+    def loads_of(conn: sqlite3.Connection, ref: str) -> dict[str, list]:
+        """A ref's loads (what `drop_ref` is about to delete), as `put_back` takes them."""
+        return {"files": [], "loads": [list(r) for r in conn.execute("SELECT * FROM landing_loads WHERE ref = ?",
+                                                                      (ref,))]}
+
+    @staticmethod
+    def put_back(conn: sqlite3.Connection, saved: dict[str, list]) -> int:
+        """Main's rows and a ref's loads as `loads_after`, `loads_of` or a reset's capture saved them, where a later
+        change has not moved them on (a main row is put back only while it is unloaded). Returns how many."""
+        changed = 0
+        for row in saved.get("files") or []:
+            values = dict(zip(_SAVED_FIELDS, row))
+            changed += conn.execute(
+                "UPDATE landing_files SET state = ?, run_id = ?, attempts = ?, last_error = ?, loaded_at = ?, "
+                "updated_at = ? WHERE namespace = ? AND zone = ? AND pipeline = ? AND file = ? AND state = 'unloaded'",
+                (values["state"], values["run_id"], values["attempts"], values["last_error"], values["loaded_at"],
+                 values["updated_at"], values["namespace"], values["zone"], values["pipeline"], values["file"]),
+            ).rowcount
+        for row in saved.get("loads") or []:
+            changed += conn.execute("INSERT OR REPLACE INTO landing_loads VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                    tuple(row)).rowcount
+        return changed
+
+    @staticmethod
+    def moved_on(conn: sqlite3.Connection, saved: dict[str, list]) -> list[tuple[str, str | None]]:
+        """Main's saved rows that are no longer unloaded (a run loaded or skipped them since): (file, run id)."""
+        out = []
+        for row in saved.get("files") or []:
+            values = dict(zip(_SAVED_FIELDS, row))
+            now = conn.execute("SELECT state, run_id FROM landing_files WHERE namespace = ? AND zone = ? AND "
+                               "pipeline = ? AND file = ?", (values["namespace"], values["zone"], values["pipeline"],
+                                                             values["file"])).fetchone()
+            if now is not None and now[0] != "unloaded":
+                out.append((values["file"], now[1]))
+        return out
+
     @staticmethod
     def drop_ref(conn: sqlite3.Connection, ref: str) -> None:
         conn.execute("DELETE FROM landing_loads WHERE ref = ?", (ref,))
@@ -587,8 +642,10 @@ class Ledger:
         with self._conn() as conn, write_tx(conn):
             return conn.execute(f"DELETE FROM landing_files WHERE {' AND '.join(clauses)}", params).rowcount
 
-    def reset(self, namespace: str, zone: str, file: str | None = None, pipeline: str | None = None) -> int:
-        """Make files loadable again (state unloaded, attempts 0). Returns how many rows changed."""
+    def reset(self, namespace: str, zone: str, file: str | None = None, pipeline: str | None = None, *,
+              in_tx: Callable[[sqlite3.Connection, dict[str, list]], None] | None = None) -> int:
+        """Make files loadable again (state unloaded, attempts 0). Returns how many rows changed. `in_tx(conn,
+        saved)` runs in the same transaction with the rows the reset changed as they were (`put_back` takes them)."""
         clauses, params = ["namespace = ?", "zone = ?"], [namespace, zone]
         if file:  # the file in the zone, or any archived version of it
             clauses.append("(file = ? OR file LIKE ? ESCAPE '\\')")
@@ -597,12 +654,21 @@ class Ledger:
             clauses.append("pipeline = ?")
             params.append(pipeline)
         with self._conn() as conn, write_tx(conn):
+            saved = [list(r) for r in conn.execute(
+                f"SELECT {_SAVED} FROM landing_files WHERE {' AND '.join(clauses)} AND (state <> 'unloaded' OR "
+                "attempts <> 0 OR last_error IS NOT NULL OR run_id IS NOT NULL)", params)]
             cur = conn.execute(
                 f"""UPDATE landing_files SET state = 'unloaded', attempts = 0, last_error = NULL, run_id = NULL,
                     updated_at = ? WHERE {' AND '.join(clauses)}""", [now_iso(), *params])
+            if in_tx is not None:
+                in_tx(conn, {"files": saved, "loads": []})
             return cur.rowcount
 
 
+# a main row as undo saves it (Ledger.loads_after, reset) and puts it back (Ledger.put_back)
+_SAVED_FIELDS = ("namespace", "zone", "pipeline", "file", "state", "run_id", "attempts", "last_error", "loaded_at",
+                 "updated_at")
+_SAVED = ", ".join(_SAVED_FIELDS)
 _LISTED = attrgetter("name", "size", "mtime_ns", "etag", "version")
 _KNOWN = itemgetter(3, 4, 5, -2, -1)  # a row of _read(): file, size, mtime_ns, etag, version
 

@@ -32,7 +32,7 @@ import json
 import sqlite3
 from functools import partial
 from itertools import compress, repeat
-from operator import attrgetter, itemgetter, not_
+from operator import add, attrgetter, itemgetter, not_
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple
@@ -189,11 +189,14 @@ class Ledger:
     def _sync(self, namespace: str, zone: str, pipeline: str, files: Iterable[Any],
               forget_missing: bool) -> list[LandingFile]:
         now = now_iso()
-        items = [e if type(e) is ZoneEntry else entry_of(e) for e in files]
+        items = [e if isinstance(e, ZoneEntry) else entry_of(e) for e in files]
+        with self._conn() as conn:
+            brief = self._read_brief(conn, namespace, zone, pipeline)
+        if _unchanged(items, brief, forget_missing):  # what every later run of an unchanged zone finds
+            return _landing_files(map(add, repeat((namespace, zone, pipeline)), map(_BRIEF_HEAD, brief)))
+        del brief
         with self._conn() as conn:
             rows = self._read(conn, namespace, zone, pipeline)
-        if _unchanged(items, rows, forget_missing):  # what every later run of an unchanged zone finds
-            return _landing_files(map(_HEAD, rows))
         known = {r[3]: (r[4], r[5], *r[-3:]) for r in rows}
         # local files: the digest of their bytes, taken before the write transaction (a big file takes a while).
         # A file whose time changed but whose bytes did not (copied with `cp -r`, touched, synced) is the same
@@ -254,6 +257,17 @@ class Ledger:
         """A pipeline's rows for a zone as plain tuples, in files()'s order: LandingFile's fields (file, size and
         mtime_ns at 3, 4 and 5), then digest, etag and version (`row[-3:]`)."""
         cur = conn.execute(f"SELECT {_COLUMNS}, digest, etag, version FROM landing_files WHERE "
+                           "namespace = ? AND zone = ? AND pipeline = ? ORDER BY namespace, zone, file, pipeline",
+                           (namespace, zone, pipeline))
+        cur.row_factory = None
+        return cur.fetchall()
+
+    @staticmethod
+    def _read_brief(conn: sqlite3.Connection, namespace: str, zone: str, pipeline: str) -> list[tuple]:
+        """_read()'s rows without the namespace, zone and pipeline (the query's own), and with whether a digest is
+        kept rather than the digest: what a sync that finds nothing changed reads (file, size and mtime_ns first;
+        digest kept, etag and version last). A zone of 100,000 files is 500,000 fewer strings made."""
+        cur = conn.execute(f"SELECT {_BRIEF_COLUMNS}, digest IS NOT NULL, etag, version FROM landing_files WHERE "
                            "namespace = ? AND zone = ? AND pipeline = ? ORDER BY namespace, zone, file, pipeline",
                            (namespace, zone, pipeline))
         cur.row_factory = None
@@ -670,23 +684,24 @@ _SAVED_FIELDS = ("namespace", "zone", "pipeline", "file", "state", "run_id", "at
                  "updated_at")
 _SAVED = ", ".join(_SAVED_FIELDS)
 _LISTED = attrgetter("name", "size", "mtime_ns", "etag", "version")
-_KNOWN = itemgetter(3, 4, 5, -2, -1)  # a row of _read(): file, size, mtime_ns, etag, version
+_KNOWN = itemgetter(0, 1, 2, -2, -1)  # a row of _read_brief(): file, size, mtime_ns, etag, version
+_FILE, _DIGESTED = itemgetter(0), itemgetter(-3)
 
 
 def _unchanged(items: list[ZoneEntry], rows: list[tuple], forget_missing: bool) -> bool:
     """Whether a sync of `items` would write nothing, decided with sets built and compared in C (a zone of 100,000
     unchanged files in a fraction of _SyncPlan's per-file loop): every listed file has a row with its size, time,
     ETag and version, a local one with a digest of its bytes kept (else _SyncPlan decides: it digests); and with
-    `forget_missing`, no row of an active file that is no longer listed."""
+    `forget_missing`, no row of an active file that is no longer listed. `rows`: as _read_brief() gives them."""
     listed = set(map(_LISTED, items))
     known = set(map(_KNOWN, rows))
     if len(listed) != len(items) or not listed <= known:
         return False
-    undigested = set(compress(map(itemgetter(3), rows), map(not_, map(itemgetter(-3), rows))))
+    undigested = set(compress(map(_FILE, rows), map(not_, map(_DIGESTED, rows))))
     if undigested and any(item.path is not None and item.name in undigested for item in items):
         return False
     if forget_missing:  # the listed names are active ones: equal counts mean no active row is missing
-        archived = sum(map(str.startswith, map(itemgetter(3), rows), repeat(PROCESSED + "/")))
+        archived = sum(map(str.startswith, map(_FILE, rows), repeat(PROCESSED + "/")))
         return len(listed) == len(rows) - archived
     return True
 
@@ -772,6 +787,8 @@ def _landing_files(rows: Iterable[tuple], picks: tuple[int, ...] | None = None) 
 _MAKE = partial(tuple.__new__, LandingFile)  # LandingFile._make without its per-row length check in Python: every
 # row given here has exactly its fields (a query's columns in _FIELDS's order, or _HEAD of _read()'s rows)
 _HEAD = itemgetter(slice(0, len(_FIELDS)))
+_BRIEF_COLUMNS = ", ".join(_FIELDS[3:])  # _read_brief(): the fields after namespace, zone and pipeline
+_BRIEF_HEAD = itemgetter(slice(0, len(_FIELDS) - 3))
 
 
 class _Closing:

@@ -70,9 +70,15 @@ def _step_2(conn: sqlite3.Connection) -> None:
     _add_columns(conn, "runs", {"isolation": "TEXT"})
 
 
+def _step_3(conn: sqlite3.Connection) -> None:
+    """A run keeps its data diff against its target (2026-11-26)."""
+    _add_columns(conn, "runs", {"diff": "TEXT"})
+
+
 STEPS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
     (1, _step_1),
     (2, _step_2),
+    (3, _step_3),
 )
 CURRENT = STEPS[-1][0]
 

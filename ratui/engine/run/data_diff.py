@@ -149,7 +149,8 @@ def _from_spark(session, table: str, before: Table | None, after: Table, key: li
     def q(name: str):
         return F.col(f"`{name}`")
 
-    aggs, reads = [], []  # the aggregate's expressions, and how to read each back
+    aggs: list[Any] = []  # the aggregate's expressions
+    reads: list[Any] = []  # and how to read each back
 
     def add(expr, reader) -> None:
         aggs.append(expr.alias(f"x{len(aggs)}"))
@@ -165,7 +166,7 @@ def _from_spark(session, table: str, before: Table | None, after: Table, key: li
         others = [c for c in a_cols if c in bc and c not in key]
         same = reduce(lambda x, y: x & y, [bc[c].eqNullSafe(ac[c]) for c in others], F.lit(True))
         kinds = {"added": (in_a & ~in_b, ac), "removed": (in_b & ~in_a, bc), "changed": (in_a & in_b & ~same, ac)}
-        for kind, (cond, side) in kinds.items():
+        for kind, (cond, _side) in kinds.items():
             add(F.count_if(cond), kind)
         add(F.count_if(in_b), "rows_before")
         add(F.count_if(in_a), "rows_after")
@@ -198,8 +199,8 @@ def _from_spark(session, table: str, before: Table | None, after: Table, key: li
         add(F.slice(F.array_sort(F.collect_list(F.when(nb > na, F.struct(*[q(c) for c in b_cols])))), 1, SAMPLES),
             ("sample", "removed"))
         for c in names:
-            for where, cols, n in (("before", b_cols, nb), ("after", a_cols, na)):
-                if c not in cols:
+            for where, side_cols, n in (("before", b_cols, nb), ("after", a_cols, na)):
+                if c not in side_cols:
                     continue
                 add(F.sum(F.when(q(c).isNull(), n).otherwise(0)), ("nulls", where, c))
                 add(F.countDistinct(F.when(n > 0, q(c))), ("distinct", where, c))
@@ -262,10 +263,11 @@ def _from_stats(table: str, before: Table | None, after: Table, key: list[str], 
                 continue
             nulls = 0
             lo = hi = None
-            for f in files.values():
-                nulls += (f.null_value_counts or {}).get(fld.field_id, 0)
+            for data in files.values():
+                nulls += (data.null_value_counts or {}).get(fld.field_id, 0)
                 if isinstance(fld.field_type, _BOUNDED):
-                    low, high = (f.lower_bounds or {}).get(fld.field_id), (f.upper_bounds or {}).get(fld.field_id)
+                    low = (data.lower_bounds or {}).get(fld.field_id)
+                    high = (data.upper_bounds or {}).get(fld.field_id)
                     if low is not None:
                         v = from_bytes(fld.field_type, low)
                         lo = v if lo is None or v < lo else lo
@@ -327,3 +329,77 @@ def check_gates(diff: DataDiff, config: PipelineConfig, file: str, line_of: dict
         (failed if rise > limit + 1e-9 else checked).append(verdict)
     diff.gate = {"passed": checked, "failed": failed}
     return failed
+
+
+# ------------------------------------------------------------------------------------------------ telling
+
+
+def method_text(diff: dict[str, Any]) -> str:
+    return "one Spark job" if diff.get("method") == SPARK else "from file statistics"
+
+
+def counts_text(diff: dict[str, Any]) -> str:
+    """'+2 added  -1 removed  ~3 changed' (changed left out when not known)."""
+    text = f"+{diff.get('added', 0):,} added  -{diff.get('removed', 0):,} removed"
+    if diff.get("changed") is not None:
+        text += f"  ~{diff['changed']:,} changed"
+    return text
+
+
+def _pair(before: Any, after: Any) -> str:
+    def one(v: Any) -> str:
+        if v is None:
+            return "-"
+        return f"{v:,}" if isinstance(v, int) else str(v)
+    if before is None and after is None:
+        return ""
+    return one(after) if before == after else f"{one(before)} -> {one(after)}"
+
+
+def column_rows(diff: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """(column, nulls, distinct, sum) per column, each "before -> after" (one value when equal; "" when unknown).
+    By file statistics, the last is the range (min..max) instead of the sum."""
+    rows = []
+    stats = diff.get("method") != SPARK
+    for c in diff.get("columns") or []:
+        if stats:
+            lo_b, hi_b, lo_a, hi_a = c.get("min_before"), c.get("max_before"), c.get("min_after"), c.get("max_after")
+            last = _pair(f"{lo_b}..{hi_b}" if lo_b is not None else None,
+                         f"{lo_a}..{hi_a}" if lo_a is not None else None)
+        else:
+            last = _pair(c.get("sum_before"), c.get("sum_after"))
+        rows.append((c["name"], _pair(c.get("nulls_before"), c.get("nulls_after")),
+                     _pair(c.get("distinct_before"), c.get("distinct_after")), last))
+    return rows
+
+
+def sample_text(values: list[Any], limit: int = 10) -> str:
+    """Sample keys (or rows) as `id=6, id=7`."""
+    parts = [", ".join(f"{k}={v}" for k, v in item.items()) if isinstance(item, dict) else str(item)
+             for item in values[:limit]]
+    return "; ".join(parts) if any("," in p for p in parts) else ", ".join(parts)
+
+
+def describe(diff: dict[str, Any]) -> list[str]:
+    """The diff as text lines (`ratui show RUN`)."""
+    lines = [f"{diff.get('table')} ({method_text(diff)}): {diff.get('rows_before', 0):,} -> "
+             f"{diff.get('rows_after', 0):,} rows" + (", a new table" if diff.get("new_table") else ""),
+             f"  {counts_text(diff)}" + (f"  (by key {', '.join(diff['key'])})" if diff.get("key") and
+                                         diff.get("method") == SPARK else
+                                         "  (rows compared whole)" if diff.get("method") == SPARK else
+                                         "  (whole data files: upper bounds)")]
+    for change in diff.get("schema_changes") or []:
+        lines.append(f"  schema: {change}")
+    gate = diff.get("gate") or {}
+    lines += [f"  gate failed: {v}" for v in gate.get("failed") or []]
+    lines += [f"  gate passed: {v}" for v in gate.get("passed") or []]
+    rows = column_rows(diff)
+    if rows:
+        head = ("column", "nulls", "distinct", "range" if diff.get("method") != SPARK else "sum")
+        widths = [max(len(r[i]) for r in [head, *rows]) for i in range(4)]
+        for row in [head, *rows]:
+            lines.append("  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    for kind, values in (diff.get("samples") or {}).items():
+        if values:
+            lines.append(f"  {kind}: {sample_text(values)}")
+    return lines

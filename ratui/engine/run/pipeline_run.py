@@ -239,7 +239,7 @@ class PipelineRun:
             diff=self.diff.to_dict() if self.diff else None,
         )
         self.bus.emit(RunFinished(self.run_id, self.key, status, rows, duration, result.error, warnings,
-                                  dict(self.phases)))
+                                  dict(self.phases), diff=result.diff))
         return result
 
     def _cleanup(self) -> None:

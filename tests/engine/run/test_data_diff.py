@@ -9,6 +9,7 @@ from decimal import Decimal
 
 import pytest
 
+from ratui.engine.run import data_diff
 from ratui.engine.run.engine import Engine
 
 KEY = "demo.silver.people"
@@ -81,18 +82,29 @@ def project(make_project, spark):
     return make_project({PATH: sql(ROWS_1, "-- @unique_key: id\n")})
 
 
-def test_keyed_diff_matches_python_and_is_stored(project):
+def test_keyed_diff_matches_python_and_is_stored(project, spark):
     engine = Engine.open(project)
     try:
         [first] = engine.run([KEY])
         assert first.status == "success", first.error
         assert first.diff["new_table"] and first.diff["added"] == 5 and first.diff["rows_before"] == 0
         before = main_rows(engine)
+        fork = engine.state.catalog.table_pointers("main")[KEY]
         (project / PATH).write_text(sql(ROWS_2, "-- @unique_key: id\n"))
         [second] = engine.run([KEY])
         assert second.status == "success", second.error
         after = main_rows(engine)
         ref = reference(before, after, "id")
+        # computed again outside the run: one Spark job
+        sc = spark.sparkContext
+        sc.setJobGroup("diff-jobs", "count the diff's jobs")
+        try:
+            again = data_diff.compute(spark, KEY, engine.state.catalog.static_table(fork),
+                                      engine.state.catalog.load_table("main", KEY), ("id",), 1000)
+            assert len(sc.statusTracker().getJobIdsForGroup("diff-jobs")) == 1
+        finally:
+            sc.setLocalProperty("spark.jobGroup.id", None)
+        assert again.to_dict() == {**second.diff, "gate": {}}
         assert (ref["added"], ref["removed"], ref["changed"]) == ([6, 7], [4], [2, 3, 5])  # the fixture's intent
         stored = engine.state.history.get_run(second.run_id)["diff"]
         assert stored == second.diff

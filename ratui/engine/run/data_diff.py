@@ -40,6 +40,7 @@ from ratui.engine.project.config import PipelineConfig, parse_limit
 from ratui.engine.run.quality import _jsonable
 
 SAMPLES = 10
+_ADAPTIVE = "spark.sql.adaptive.enabled"
 SPARK, FILE_STATS = "spark", "file_stats"
 _NUMERIC = (it.IntegerType, it.LongType, it.FloatType, it.DoubleType, it.DecimalType)
 _BOUNDED = _NUMERIC + (it.DateType, it.TimestampType, it.TimestamptzType)
@@ -207,7 +208,18 @@ def _from_spark(session, table: str, before: Table | None, after: Table, key: li
                 types = b_types if where == "before" else a_types
                 if isinstance(types.get(c), _NUMERIC):
                     add(F.sum(q(c) * n), ("sum", where, c))
-    row = source.agg(*aggs).first()  # the one Spark job
+    # the one Spark job: adaptive execution would run each shuffle stage as a job of its own (5 for a keyed diff,
+    # measured), so it is off for this query in the run's own session (a full outer join is never broadcast)
+    conf = session.conf
+    adaptive = conf.get(_ADAPTIVE, None)
+    conf.set(_ADAPTIVE, "false")
+    try:
+        row = source.agg(*aggs).first()
+    finally:
+        if adaptive is None:
+            conf.unset(_ADAPTIVE)
+        else:
+            conf.set(_ADAPTIVE, adaptive)
     values = {reads[i]: row[i] for i in range(len(reads))}
     columns = []
     for c in names:

@@ -20,7 +20,7 @@ Categories (cases):
     landing ledger         5
     schema changes         8
     quality tests          9
-    data diff gates        2
+    data diff gates        1
     path escapes          13
     moved projects         2
     unreadable files      13
@@ -31,7 +31,7 @@ Categories (cases):
     Python pipelines      15
     REST catalog          16
     Python API            27
-    total                285
+    total                284
 
 Select or skip the corpus with `-m corpus` / `-m "not corpus"`; `-m "corpus and not corpus_jvm"` leaves out the
 cases that need Spark beyond the base state's one run (the fast loop while editing compile-time cases).

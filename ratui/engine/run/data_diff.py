@@ -306,6 +306,17 @@ def check_gates(diff: DataDiff, config: PipelineConfig, file: str, line_of: dict
     checked: list[str] = []
     failed: list[str] = []
     base = diff.rows_before
+    for item in config.max_null_increase:  # a misspelt column is an error whatever the table's history
+        name = item.split()[0]
+        col = diff.column(name)
+        if col is None or col.nulls_after is None:
+            raise RatuiError("RAT-CFG-010", f"max_null_increase names column '{name}', which {diff.table} does not "
+                             "have", file=file, line=line_of.get("max_null_increase"),
+                             hint=did_you_mean(name, [c.name for c in diff.columns if c.nulls_after is not None]))
+    if diff.new_table:
+        diff.gate = {"passed": ["gates not applied: a new table (the target had no such table to compare with)"],
+                     "failed": []}
+        return []
 
     def limit_check(name: str, text: str | None, count: int, what: str) -> None:
         if not text:
@@ -328,10 +339,10 @@ def check_gates(diff: DataDiff, config: PipelineConfig, file: str, line_of: dict
     for item in config.max_null_increase:
         name, text = item.split()
         col = diff.column(name)
-        if col is None or col.nulls_after is None:
-            raise RatuiError("RAT-CFG-010", f"max_null_increase names column '{name}', which {diff.table} does not "
-                             "have", file=file, line=line_of.get("max_null_increase"),
-                             hint=did_you_mean(name, [c.name for c in diff.columns if c.nulls_after is not None]))
+        assert col is not None and col.nulls_after is not None
+        if base == 0:
+            checked.append(f"max_null_increase {name} {text}: not applied (the table had no rows before)")
+            continue
         limit, _percent = parse_limit(text)
         share_before = 100.0 * (col.nulls_before or 0) / diff.rows_before if diff.rows_before else 0.0
         share_after = 100.0 * col.nulls_after / diff.rows_after if diff.rows_after else 0.0

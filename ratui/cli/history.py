@@ -101,7 +101,7 @@ def cmd_show(args) -> int:
             for row in q["sample"]:
                 print(f"           {dict(zip(q['columns'], row))}")
     if run.get("diff"):
-        from ratui.engine.run.data_diff import describe
+        from ratui.engine.run.diff_text import describe
 
         print("data diff:")
         for line in describe(run["diff"]):

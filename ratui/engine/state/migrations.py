@@ -77,10 +77,16 @@ def _step_3(conn: sqlite3.Connection) -> None:
                  "before TEXT, after TEXT, data TEXT NOT NULL, undone_by INTEGER, undoes INTEGER)")
 
 
+def _step_4(conn: sqlite3.Connection) -> None:
+    """A run keeps its data diff against its target (2026-11-26)."""
+    _add_columns(conn, "runs", {"diff": "TEXT"})
+
+
 STEPS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
     (1, _step_1),
     (2, _step_2),
     (3, _step_3),
+    (4, _step_4),
 )
 CURRENT = STEPS[-1][0]
 

@@ -270,6 +270,14 @@ class RolledBack(Loaded):
     """History: (the plan applied, the new Commit or None when nothing had to change)."""
 
 
+class UndoPlanned(Loaded):
+    """Branches, History, Runs (`z`): an UndoPlan, or the RatuiError that refused it."""
+
+
+class Undone(Loaded):
+    """Branches, History, Runs: (the UndoPlan applied, what was done as a dict), or the RatuiError that refused it."""
+
+
 class PublishLaunched(Loaded):
     """Pipelines: the Batch of an atomic publish that started (its runs are queued)."""
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.module_order import Recorder, longest_first, recorded
+
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "sample_project"
 
@@ -19,6 +21,34 @@ spark:
     spark.sql.shuffle.partitions: 2
     spark.default.parallelism: 2
 """
+
+
+def pytest_addoption(parser):
+    parser.addoption("--record-module-times", action="store_true",
+                     help="write each test module's summed duration to tests/module_times.json (tests/module_order.py)")
+
+
+_recorders: list[Recorder] = []  # one, on the controller, with --record-module-times
+
+
+def pytest_configure(config):
+    if config.getoption("--record-module-times") and not hasattr(config, "workerinput"):
+        _recorders.append(Recorder())
+
+
+def pytest_collection_modifyitems(config, items):
+    longest_first(items, recorded())
+
+
+def pytest_runtest_logreport(report):
+    for recorder in _recorders:  # on the controller each worker's reports arrive here too
+        recorder.add(report.nodeid, report.duration)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    for recorder in _recorders:
+        if exitstatus == 0:  # a partial or failed run's times would misorder the next
+            recorder.write()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -6,6 +6,8 @@
     ratui merge dev [--into main] [--dry-run]                          Nessie's rule, all or nothing
     ratui log [TABLE] [--ref main]                                     commits: run, pipeline, version, snapshots
     ratui rollback [TABLE] --to RUN_ID|COMMIT [--ref main] [--dry-run] a new commit restoring earlier pointers
+    ratui undo [--dry-run]                                             the last merge, publish, rollback, branch
+                                                                       delete or landing reset, undone
 """
 
 from __future__ import annotations
@@ -57,6 +59,12 @@ def add_parsers(sub) -> None:
     p.add_argument("--to", required=True, metavar="RUN_ID|COMMIT", help="a run id, or a commit hash (6+ digits)")
     p.add_argument("--ref", default=MAIN, help="the branch to roll back (default: main)")
     p.add_argument("--dry-run", action="store_true", help="say what would change; change nothing")
+    project_arg(p)
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("undo", help="undo the last merge, atomic publish, rollback, branch delete or landing reset "
+                                    "(refused when later commits built on it)")
+    p.add_argument("--dry-run", action="store_true", help="say what would be undone and what changes; change nothing")
     project_arg(p)
     p.add_argument("--json", action="store_true")
 
@@ -217,5 +225,22 @@ def cmd_rollback(args) -> int:
     return EXIT_OK
 
 
+def cmd_undo(args) -> int:
+    """`ratui undo [--dry-run]`: what the console's `z` does, headless."""
+    engine = open_engine(args.project, recover=True)
+    plan = engine.plan_undo()
+    done = None if args.dry_run else engine.undo(plan)
+    if args.json:
+        print(json.dumps({**plan.to_dict(), "dry_run": args.dry_run, "done": done}, default=str))
+        return EXIT_OK
+    lines = plan.lines
+    print(("would " if args.dry_run else "") + lines[0])
+    for line in lines[1:]:
+        print(line)
+    if done and done.get("commit"):
+        print(f"commit {done['commit'][:12]}")
+    return EXIT_OK
+
+
 COMMANDS = {"branches": cmd_branches, "branch": cmd_branch, "merge": cmd_merge, "diff": cmd_diff, "log": cmd_log,
-            "rollback": cmd_rollback}
+            "rollback": cmd_rollback, "undo": cmd_undo}

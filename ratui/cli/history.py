@@ -100,6 +100,12 @@ def cmd_show(args) -> int:
                   + (f" - {q['error']}" if q.get("error") else ""))
             for row in q["sample"]:
                 print(f"           {dict(zip(q['columns'], row))}")
+    if run.get("diff"):
+        from ratui.engine.run.diff_text import describe
+
+        print("data diff:")
+        for line in describe(run["diff"]):
+            print(f"  {line}")
     if run["logs"]:
         print("log:")
         for entry in run["logs"]:

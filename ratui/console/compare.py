@@ -116,6 +116,9 @@ def compare(first: dict[str, Any], second: dict[str, Any]) -> Comparison:
     missing: list[str] = []
     sections = [_run(a, b), _phases(a, b, missing), _write(a, b, missing), _schema(a, b, missing),
                 _quality(a, b), _inputs(a, b, missing)]
+    diff = _diff(a, b, missing)
+    if diff is not None:  # runs from before ratui kept diffs have none: no section for them
+        sections.insert(4, diff)
     missing.append("the table's schema itself (its columns and types) is not stored per run: only the changes a "
                    "write made are (write.schema_changes)")
     return Comparison(a["pipeline"], a, b, sections, missing)
@@ -280,6 +283,64 @@ def _schema(a: dict[str, Any], b: dict[str, Any], missing: list[str]) -> Section
         section.rows.append(Row(change, "yes" if in_a else ("-" if not wa else "no"),
                                 "yes" if in_b else ("-" if not wb else "no"), "", CHANGED))
     return section
+
+
+def _diff(a: dict[str, Any], b: dict[str, Any], missing: list[str]) -> Section | None:
+    """Each run's data diff against its target (engine/run/data_diff.py): its counts, gate verdict and each column's
+    NULLs, distinct values and sums after the run."""
+    da, db = _decoded(a, "diff"), _decoded(b, "diff")
+    if not da and not db:
+        return None
+    section = Section("Data diff")
+    if not da or not db:
+        missing.append("a data diff: not recorded for " + _which(a if not da else None, b if not db else None)
+                       + " (it ended before its diff, or ran before ratui kept diffs)")
+    da, db = da or {}, db or {}
+
+    def number(label: str, xa: Any, xb: Any, lower_is_better: bool | None = None) -> None:
+        change, tone = _number_change(xa, xb, lower_is_better=lower_is_better)
+        section.rows.append(Row(label, fmt_count(xa) if xa is not None else "-",
+                                fmt_count(xb) if xb is not None else "-", change, tone))
+
+    ma, mb = _method(da), _method(db)
+    section.rows.append(Row("computed", ma, mb, "" if ma == mb else "changed", SAME if ma == mb else CHANGED))
+    for key, label in (("rows_before", "rows before"), ("rows_after", "rows after"), ("added", "rows added"),
+                       ("removed", "rows removed"), ("changed", "rows changed")):
+        if da.get(key) is not None or db.get(key) is not None:
+            number(label, da.get(key), db.get(key))
+    ga, gb = _gate(da), _gate(db)
+    if ga != "-" or gb != "-":
+        tone = SAME if ga == gb else (WORSE if gb.startswith("failed") else BETTER if ga.startswith("failed")
+                                      else CHANGED)
+        section.rows.append(Row("gate", ga, gb, "" if ga == gb else "changed", tone))
+    ca = {c["name"]: c for c in da.get("columns") or []}
+    cb = {c["name"]: c for c in db.get("columns") or []}
+    for name in list(dict.fromkeys([*cb, *ca])):
+        xa, xb = ca.get(name) or {}, cb.get(name) or {}
+        number(f"{name}: NULLs", xa.get("nulls_after"), xb.get("nulls_after"), lower_is_better=True)
+        if xa.get("distinct_after") is not None or xb.get("distinct_after") is not None:
+            number(f"{name}: distinct", xa.get("distinct_after"), xb.get("distinct_after"))
+        sa, sb = xa.get("sum_after"), xb.get("sum_after")
+        if sa is not None or sb is not None:
+            same = str(sa) == str(sb)
+            section.rows.append(Row(f"{name}: sum", str(sa) if sa is not None else "-",
+                                    str(sb) if sb is not None else "-", "" if same else "changed",
+                                    SAME if same else CHANGED))
+    section.note = "each run against its target as its branch forked; columns: after the run"
+    return section
+
+
+def _method(diff: dict[str, Any]) -> str:
+    if not diff:
+        return "-"
+    return "Spark job" if diff.get("method") == "spark" else "file stats"
+
+
+def _gate(diff: dict[str, Any]) -> str:
+    gate = diff.get("gate") or {}
+    if gate.get("failed"):
+        return f"failed ({len(gate['failed'])})"
+    return f"passed ({len(gate['passed'])})" if gate.get("passed") else "-"
 
 
 def _quality(a: dict[str, Any], b: dict[str, Any]) -> Section:

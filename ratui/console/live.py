@@ -61,6 +61,7 @@ class LiveRun:
     live: bool = True  # False: built from a history record
     phases: dict[str, PhaseState] = field(default_factory=lambda: {p: PhaseState(p) for p in PHASES})
     quality: list[dict[str, Any]] = field(default_factory=list)
+    diff: dict[str, Any] | None = None  # the run's data diff (engine/run/data_diff.py), once it has one
     logs: deque = field(default_factory=lambda: deque(maxlen=LOG_LIMIT))
     # while an object-store zone is fetched: (zone, objects done, of how many)
     staging: tuple[str, int, int] | None = None
@@ -134,6 +135,7 @@ class LiveRun:
             self.duration_ms = event.duration_ms
             self.error = event.error
             self.warnings = event.warnings
+            self.diff = event.diff or self.diff
             for name, ms in (event.phases or {}).items():
                 phase = self.phases.setdefault(name, PhaseState(name))
                 phase.duration_ms = ms
@@ -177,6 +179,7 @@ class LiveRun:
                 phase.state = "skipped"
         live.quality = [{k: q.get(k) for k in ("test", "severity", "status", "violations", "duration_ms")}
                         for q in run.get("quality") or []]
+        live.diff = run.get("diff") if isinstance(run.get("diff"), dict) else None
         for entry in run.get("logs") or []:
             at = entry.get("at") or ""
             live.logs.append(LogEntry(at[11:19] if len(at) >= 19 else at, entry.get("level") or "info",

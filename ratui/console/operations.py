@@ -1,4 +1,4 @@
-"""What the console changes or starts: runs and batches, their cancelling, merges, branches, rollbacks, landing
+"""What the console changes or starts: runs and batches, their cancelling, merges, branches, rollbacks, undo, landing
 resets, reaper passes, watch mode and the Iceberg REST catalog it can serve to other engines.
 
 A mixin of Controller: every method blocks (SQLite, the catalog, Spark), so the App calls them from thread workers.
@@ -158,6 +158,16 @@ class Operations:
     def rollback(self, plan):
         self._writable("rolling back")
         return self.require_engine().rollback(plan)
+
+    def plan_undo(self):
+        """What undo (`z`) would reverse and what changes (an UndoPlan; nothing changed). RAT-UNDO-001 nothing to
+        undo, -002 later commits built on it (named), -003 what it needs is gone."""
+        self._writable("undoing")
+        return self.require_engine().plan_undo()
+
+    def undo(self, plan) -> dict:
+        self._writable("undoing")
+        return self.require_engine().undo(plan)
 
     # --------------------------------------------------------------------------------- landing, reaper
 

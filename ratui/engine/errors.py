@@ -12,6 +12,7 @@ JSON output and run records depend on them. Add new codes, never renumber. The f
     RAT-SQL-*   executing a pipeline or a quality test on Spark
     RAT-WRT-*   writing a table (merge strategies, schemas)
     RAT-CAT-*   the branch catalog
+    RAT-UNDO-*  undo (`ratui undo`, `z` in the console)
     RAT-RUN-*   the run itself (cancellation, internal failures)
     RAT-RPR-*   the reaper (cleanup tasks)
     RAT-PTH-*   paths: nothing outside the project root unless ratui.yaml allows it

@@ -116,6 +116,7 @@ class RunFinished(Event):
     warnings: int = 0
     phases: dict[str, int] = field(default_factory=dict)
     reason: str | None = None  # why it ran, or why it was skipped ("unchanged since run ...", "upstream failed: x")
+    diff: dict[str, Any] | None = None  # the run's data diff (run/data_diff.py), when it got that far
 
 
 E = TypeVar("E")

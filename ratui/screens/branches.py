@@ -28,6 +28,7 @@ from ratui.screens.base import Guarded, Loader, is_narrow, changes
 from ratui.screens.dialogs import ConfirmScreen, MergeScreen
 from ratui.screens.table_screen import TableScreen
 from ratui.widgets.chrome import NavBar, StatusLine
+from ratui.screens.undo import UndoKeys, undo_binding
 
 CHANGE_STYLE = {"added": "green", "modified": "yellow", "dropped": "red", "table": ""}
 WORKING = "⎇"  # marks the working ref
@@ -242,7 +243,7 @@ def _rows(state: TableState | None) -> Text:
     return Text(f"{state.rows:,}" if state.rows is not None else "?")
 
 
-class BranchesScreen(TableScreen):
+class BranchesScreen(UndoKeys, TableScreen):
     MODE = "branches"
     COLUMNS = (("ref", "REF"), ("head", "HEAD"), ("created", "CREATED (UTC)"), ("age", "AGE"), ("run", "RUN"),
                ("tables", "TABLES"))
@@ -256,6 +257,7 @@ class BranchesScreen(TableScreen):
         Binding("o", "open_run", "Open run", id="branches.open_run", show=False),  # and enter on a run's branch
         Binding("i", "app.toggle_serve", "Serve REST catalog", id="branches.serve", show=False),  # in ? and the palette
         Binding("ctrl+r", "refresh", "Refresh", id="branches.refresh"),
+        undo_binding("branches"),
     ]
 
     def __init__(self) -> None:

@@ -26,8 +26,10 @@ from ratui.messages import HistoryLoaded, RollbackPlanned, RolledBack
 from ratui.screens.base import ConsoleScreen, is_narrow, changes
 from ratui.screens.dialogs import ConfirmScreen
 from ratui.widgets.chrome import NavBar, StatusLine
+from ratui.screens.undo import UndoKeys, undo_binding
 
-KIND_STYLE = {"run": "green", "merge": "cyan", "publish": "magenta", "rollback": "yellow", "branch": "dim",
+KIND_STYLE = {"run": "green", "merge": "cyan", "publish": "magenta", "rollback": "yellow", "undo": "yellow",
+              "branch": "dim",
               "external": "blue",  # committed by another engine through `ratui serve`
               "reaper": "dim", "init": "dim", "commit": ""}
 
@@ -44,12 +46,13 @@ def _error_text(error: RatuiError) -> str:
     return f"{error.code} {error.message}" + (f"\nhint: {error.hint}" if error.hint else "")
 
 
-class HistoryScreen(ConsoleScreen):
+class HistoryScreen(UndoKeys, ConsoleScreen):
     BINDINGS = [
         Binding("escape,backspace", "back", "Back", id="history.back"),
         Binding("o", "open_run", "Open run", id="history.open_run"),
         Binding("r", "rollback", "Roll back to here", id="history.rollback"),
         Binding("ctrl+r", "refresh", "Refresh", id="history.refresh", show=False),
+        undo_binding("history"),
     ]
     DEFAULT_CSS = """
     #history-main { height: 1fr; }

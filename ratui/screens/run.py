@@ -19,7 +19,7 @@ from ratui.console.logs import match_spans
 from ratui.console.format import OUTCOME_WORDS, fmt_count, fmt_ms, fmt_time, glyph, short_key
 from ratui.console.live import LiveRun
 from ratui.widgets.chrome import NavBar, StatusLine
-from ratui.widgets.run_view import PhaseTable, QualitySummary
+from ratui.widgets.run_view import DiffSummary, PhaseTable, QualitySummary
 from ratui.messages import RunRecordLoaded
 from ratui.screens.base import ConsoleScreen, close_field, open_field
 
@@ -89,6 +89,9 @@ class RunScreen(ConsoleScreen):
                     yield PhaseTable(id="run-phases")
                     yield Label("Quality", classes="section")
                     yield QualitySummary(id="run-quality")
+                    # shown once the run has a data diff (engine/run/data_diff.py)
+                    yield Label("Data diff", classes="section hidden", id="run-diff-label")
+                    yield DiffSummary(id="run-diff", classes="hidden")
                     yield Label("Batch", classes="section hidden", id="run-batch-label")
                     yield Static(id="run-batch", classes="hidden")
                 with Vertical(id="run-right"):
@@ -180,6 +183,9 @@ class RunScreen(ConsoleScreen):
         self.query_one("#run-head", Static).update(self.header(run, now))
         self.query_one(PhaseTable).show(run, now, self.frame)
         self.query_one(QualitySummary).show(run)
+        self.query_one(DiffSummary).show(run)
+        for widget in (self.query_one("#run-diff-label"), self.query_one(DiffSummary)):
+            widget.set_class(not run.diff, "hidden")
         self.show_batch()
         error = self.query_one("#run-error", Static)
         if run.error:

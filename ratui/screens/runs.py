@@ -16,6 +16,7 @@ from ratui.widgets.chrome import NavBar, StatusLine
 from ratui.messages import PreviousRunFound, RunsPageLoaded
 from ratui.screens.base import close_field, open_field
 from ratui.screens.table_screen import TableScreen
+from ratui.screens.undo import UndoKeys, undo_binding
 
 PAGE_SIZE = 100
 COLUMNS = (("run", "RUN"), ("pipeline", "PIPELINE"), ("status", "STATUS"), ("type", "TYPE"),
@@ -32,7 +33,7 @@ def status_cell(row: dict) -> Text:
     return Text(f"{icon} {status}", style=style)
 
 
-class RunsScreen(TableScreen):
+class RunsScreen(UndoKeys, TableScreen):
     MODE = "runs"
     COLUMNS = COLUMNS
     AUTO_FOCUS = "#runs-table"
@@ -49,6 +50,7 @@ class RunsScreen(TableScreen):
         Binding("R", "rerun", "Re-run", id="runs.rerun", key_display="R"),
         Binding("space", "mark", "Mark for compare", id="runs.mark", show=False),
         Binding("c", "compare", "Compare", id="runs.compare"),
+        undo_binding("runs"),
     ]
 
     MARK_STYLE = "bold reverse magenta"

@@ -1,11 +1,14 @@
-"""Widgets of the run detail screen: the phase table with its profile bars, and the run's quality summary."""
+"""Widgets of the run detail screen: the phase table with its profile bars, the run's quality summary and its data
+diff."""
 
 from __future__ import annotations
 
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
+from ratui.console.diffs import column_rows, counts_text, method_text, sample_text
 from ratui.console.format import PHASE_STATE, SPINNER, bar, fmt_ms, glyph, spark_progress
 from ratui.console.live import LiveRun
 from ratui.engine.vocabulary import PHASE_TITLES
@@ -83,3 +86,41 @@ class PhaseTable(Static):
 class QualitySummary(Static):
     def show(self, run: LiveRun) -> None:
         self.update(quality_summary(run))
+
+
+def diff_summary(run: LiveRun) -> Group | Text:
+    """The run's data diff: rows before and after, added / removed / changed, the gates' verdicts, schema changes,
+    each column's NULLs, distinct values and sums (before -> after) and the sample keys."""
+    diff = run.diff
+    if not diff:
+        return Text("no data diff", style="dim")
+    head = Text()
+    head.append(f"{diff.get('rows_before', 0):,} -> {diff.get('rows_after', 0):,} rows", style="bold")
+    head.append(f"  {method_text(diff)}\n", style="dim")
+    for part in counts_text(diff).split("  "):
+        head.append(part + "  ", style={"+": "green", "-": "red", "~": "yellow"}.get(part[:1], ""))
+    for change in diff.get("schema_changes") or []:
+        head.append(f"\nschema: {change}", style="cyan")
+    gate = diff.get("gate") or {}
+    for verdict in gate.get("failed") or []:
+        head.append(f"\n✗ {verdict}", style="bold red")
+    for verdict in gate.get("passed") or []:
+        head.append(f"\n✓ {verdict}", style="green")
+    table = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold dim")
+    table.add_column("column")
+    table.add_column("nulls")
+    table.add_column("distinct")
+    table.add_column("sum" if diff.get("method") == "spark" else "range")
+    for row in column_rows(diff):
+        table.add_row(*row)
+    samples = Text()
+    for kind, values in (diff.get("samples") or {}).items():
+        if values:
+            samples.append(f"{kind}: ", style="dim")
+            samples.append(sample_text(values) + "\n")
+    return Group(head, table, samples) if samples else Group(head, table)
+
+
+class DiffSummary(Static):
+    def show(self, run: LiveRun) -> None:
+        self.update(diff_summary(run))

@@ -281,6 +281,16 @@ CASES: list[Case] = [
          pipe("bronze", "ann_badkey", sql("-- @merge_strategy: incremental", "-- @unique_key: order id",
                                           "SELECT 1 AS id")),
          expect_code="RAT-CFG-005", expect_file=f"{P}/bronze/ann_badkey/pipeline.sql", expect_line=2),
+    Case("ann-bad-max-row-change", "annotations",
+         pipe("bronze", "ann_rowchange", sql("-- @merge_strategy: full_refresh", "-- @max_row_change: lots",
+                                             "SELECT 1 AS id")),
+         expect_code="RAT-CFG-005", expect_file=f"{P}/bronze/ann_rowchange/pipeline.sql", expect_line=2,
+         expect_stderr=("percentage",), spec="building"),
+    Case("ann-max-null-increase-without-limit", "annotations",
+         pipe("bronze", "ann_nullinc", sql("-- @merge_strategy: full_refresh", "-- @max_null_increase: email",
+                                           "SELECT 1 AS id, 'a' AS email")),
+         expect_code="RAT-CFG-005", expect_file=f"{P}/bronze/ann_nullinc/pipeline.sql", expect_line=2,
+         spec="building"),
 
     # ------------------------------------------------------------------------------------------ config.yaml
     Case("cfg-yaml-syntax", "config.yaml",
@@ -310,6 +320,11 @@ CASES: list[Case] = [
                                                          "uniqe_key: id\n"}),
          expect_code="RAT-CFG-002", expect_file=f"{P}/bronze/cfg_key_line/config.yaml", expect_line=3,
          spec="building", notes="named at the key's line (the schema's YAML reader), with the nearest key"),
+    Case("cfg-yaml-null-increase-over-100", "config.yaml",
+         _merge(pipe("bronze", "cfg_nullinc", "SELECT 1 AS id, 'a' AS email\n"),
+                {f"{P}/bronze/cfg_nullinc/config.yaml": "description: people\nmax_null_increase:\n  email: 150%\n"}),
+         expect_code="RAT-CFG-005", expect_file=f"{P}/bronze/cfg_nullinc/config.yaml", expect_line=2,
+         spec="building"),
 
     # ------------------------------------------------------------------------------------------ ratui.yaml
     Case("ratui-yaml-syntax", "ratui.yaml",
@@ -502,6 +517,15 @@ CASES: list[Case] = [
          pipe("bronze", "sql_comments", sql("-- @merge_strategy: full_refresh", "-- TODO: write the query",
                                             "", "/* later */")),
          expect_code="RAT-PRJ-007", expect_file=f"{P}/bronze/sql_comments/pipeline.sql", spec="building"),
+    # --------------------------------------------------------------------------------------- data diff gates
+    # runtime: a gate naming a column the table lacks is an error even on the table's first run (gates themselves
+    # apply from the second: RAT-RUN-009 is tested in tests/engine/run/test_data_diff.py)
+    Case("diff-gate-unknown-column", "data diff gates",
+         pipe("bronze", "diff_column", sql("-- @merge_strategy: full_refresh", "-- @max_null_increase: emial 10%",
+                                           "SELECT id, email FROM VALUES (1, 'a@x') AS t(id, email)")),
+         batch="main", pipeline=_key("diff_column"), expect_code="RAT-CFG-010",
+         expect_file=f"{P}/bronze/diff_column/pipeline.sql", expect_line=2, spec="building"),
+
     # runtime: Spark errors carry the line of pipeline.sql
     Case("sql-syntax-error", "SQL",
          pipe("bronze", "sql_syntax", sql("-- @merge_strategy: full_refresh", "SELECT id",
@@ -1089,6 +1113,10 @@ CASES: list[Case] = [
     Case("cli-merge-unknown-branch", "CLI misuse", argv=("merge", "no-such-branch"), expect_exit=1,
          expect_code="RAT-CAT-002"),
     Case("cli-merge-main-into-main", "CLI misuse", argv=("merge", "main"), expect_exit=1, expect_code="RAT-CAT-007"),
+    Case("cli-undo-with-nothing-to-undo", "CLI misuse", argv=("undo",), expect_exit=1, expect_code="RAT-UNDO-001",
+         notes="a run's own merge is not an undoable action: the base state's journal is empty"),
+    Case("cli-undo-dry-run-with-nothing-to-undo", "CLI misuse", argv=("undo", "--dry-run"), expect_exit=1,
+         expect_code="RAT-UNDO-001"),
     Case("cli-diff-unknown-ref", "CLI misuse", argv=("diff", "no-such-branch"), expect_exit=1,
          expect_code="RAT-CAT-002"),
     Case("cli-log-unknown-table", "CLI misuse", argv=("log", "no_such_table"), expect_exit=1,

@@ -9,8 +9,8 @@ with --full-refresh and lenient landing settings); the two moved-project cases b
 
 Categories (cases):
 
-    annotations           11
-    config.yaml            6
+    annotations           13
+    config.yaml            7
     ratui.yaml            19
     catalog               13
     templates              9
@@ -20,17 +20,18 @@ Categories (cases):
     landing ledger         5
     schema changes         8
     quality tests          9
+    data diff gates        1
     path escapes          13
     moved projects         2
     unreadable files      13
-    CLI misuse            37
+    CLI misuse            39
     column lineage         7
     compile gate           3
     compile cache          3
     Python pipelines      15
     REST catalog          16
     Python API            27
-    total                280
+    total                286
 
 Select or skip the corpus with `-m corpus` / `-m "not corpus"`; `-m "corpus and not corpus_jvm"` leaves out the
 cases that need Spark beyond the base state's one run (the fast loop while editing compile-time cases).

@@ -26,6 +26,32 @@ class ZoneEntry:
     def base_name(self) -> str:
         return self.name.rsplit("/", 1)[-1]
 
+    @staticmethod
+    def listed(name: str, size: int, mtime_ns: int, child: Callable[[str], Path]) -> "ZoneEntry":
+        """A local file as a folder's listing makes it: equal to ZoneEntry(name, size, mtime_ns, path=child(name)),
+        made without the frozen dataclass's __init__ (which sets each field through object.__setattr__), and its
+        path made when first asked for. A listing of 100,000 files makes 100,000 entries; a sync that finds them
+        unchanged asks none of them for its path."""
+        entry = _new(ZoneEntry)
+        entry.__dict__.update(name=name, size=size, mtime_ns=mtime_ns, etag=None, version=None, _child=child)
+        return entry
+
+    def __getattr__(self, name: str) -> Any:
+        """Only a listed entry's path is not in its __dict__ until asked for (there is no class attribute `path`:
+        see below): made from its folder's `_child` once, then kept."""
+        if name != "path":
+            raise AttributeError(name)
+        child = self.__dict__.get("_child")
+        path = child(self.__dict__["name"]) if child is not None else None
+        self.__dict__["path"] = path
+        return path
+
+
+# The dataclass keeps `path`'s default (None) in its __init__; without the class attribute it also sets, an entry
+# made by ZoneEntry.listed finds its path through __getattr__.
+del ZoneEntry.path
+_new = object.__new__
+
 
 Progress = Callable[[int, int, int], None]  # (files staged, of how many, bytes so far)
 
@@ -66,7 +92,7 @@ def zone_digest(files: Iterable[Any]) -> list[list[Any]]:
     out = []
     with paused_gc():
         for item in files:
-            if type(item) is ZoneEntry:
+            if isinstance(item, ZoneEntry):
                 e = item
             else:
                 try:

@@ -64,6 +64,7 @@ class LocalZone:
             return []
         folder_inside = self.locations is None or self.locations.inside(self.folder / "_")
         child = _child_maker(self.folder)
+        listed = ZoneEntry.listed
         found = []
         with scan, paused_gc():
             for item in scan:
@@ -86,10 +87,9 @@ class LocalZone:
                 if not stat.S_ISREG(st.st_mode):
                     continue
                 check_file_name(name, self.name, str(self.folder))
-                path = child(name)
                 if self.locations is not None and (link or not folder_inside):
-                    self.locations.check(path, "landing file")
-                found.append(ZoneEntry(name, st.st_size, st.st_mtime_ns, path=path))
+                    self.locations.check(child(name), "landing file")
+                found.append(listed(name, st.st_size, st.st_mtime_ns, child))
         found.sort(key=_by_name)
         return found
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ratui.engine.errors import RatuiError
 from ratui.engine.state.catalog import append_merge, merge_rule
+from ratui.engine.state import journal
 from ratui.engine.state.catalog.base import Commit, MergeResult, split_spec
 from ratui.engine.vocabulary import MAIN, PUBLISH_PREFIX, RUN_PREFIX  # noqa: F401 - branches.RUN_PREFIX is read too
 
@@ -75,7 +76,19 @@ def delete(state: ProjectState, name: str) -> None:
     if name.startswith(RUN_PREFIX):
         raise RatuiError("RAT-CAT-012", f"'{name}' belongs to a run: the run deletes it, or the reaper does")
     _refuse_active(state, name, None, "delete")
-    state.catalog.delete_branch(name, in_tx=lambda conn: state.ledger.drop_ref(conn, name))
+    if not is_user_branch(name):  # a publish branch: ratui's own, deleted after its publish (not undone)
+        state.catalog.delete_branch(name, in_tx=lambda conn: state.ledger.drop_ref(conn, name))
+        return
+    ref = state.catalog.get_ref(name)
+    pointers = state.catalog.table_pointers(name)
+
+    def drop(conn: Any) -> None:  # the journal keeps what `ratui undo` needs to bring the branch back
+        loads = state.ledger.loads_of(conn, name)
+        state.ledger.drop_ref(conn, name)
+        journal.add(conn, "delete", name, f"delete branch {name} ({len(pointers)} table(s))", after=ref.head,
+                    data={"pointers": pointers, "ledger": loads})
+
+    state.catalog.delete_branch(name, in_tx=drop)
 
 
 def _refuse_active(state: ProjectState, ref: str, tables: list[str] | None, what: str) -> None:
@@ -130,6 +143,8 @@ def merge(state: ProjectState, ref: str, *, into: str = MAIN, dry_run: bool = Fa
         if result.commit is not None:
             state.ledger.hand_on(conn, ref, into, result.tables, result.commit.created_at)
             state.history.record_landings(conn, runs, result.tables, into, result.commit.created_at)
+            journal.add(conn, kind, into, result.commit.message, before=result.commit.parent,
+                        after=result.commit.hash, data={"tables": sorted(result.tables), "from": ref})
 
     meta = {"kind": kind, "from": ref, "runs": runs}
     text = message or f"merge {ref} into {into}"
@@ -452,11 +467,17 @@ def rollback(state: ProjectState, plan: RollbackPlan) -> Commit | None:
     _refuse_active(state, plan.ref, [c.table for c in plan.changes] if plan.table else None, "roll back")
     tables = [c.table for c in plan.changes]
     what = plan.table or "all tables"
+
+    def unload(conn: Any, commit: Commit) -> None:  # the journal keeps the loads it undoes, for `ratui undo`
+        saved = state.ledger.loads_after(conn, plan.ref, tables, plan.to.created_at)
+        _unload(state, conn, plan.ref, tables, plan.to.created_at)
+        journal.add(conn, "rollback", plan.ref, commit.message, before=commit.parent, after=commit.hash,
+                    data={"tables": tables, "ledger": saved})
+
     return state.catalog.restore(
         plan.ref, plan.pointers, {k: plan.expected.get(k) for k in tables},
         f"rollback {what} to {plan.to.hash[:12]} ({plan.to.message})",
-        {"kind": "rollback", "to": plan.to.hash, "tables": tables},
-        in_tx=lambda conn, _c: _unload(state, conn, plan.ref, tables, plan.to.created_at))
+        {"kind": "rollback", "to": plan.to.hash, "tables": tables}, in_tx=unload)
 
 
 def _unload(state: ProjectState, conn: Any, ref: str, pipelines: list[str], after: str) -> None:

@@ -101,6 +101,48 @@ def _file_size(value: Any) -> int | None:
     return size
 
 
+_LIMIT = re.compile(r"^(\d+(?:\.\d+)?)\s*(%?)$")
+_LIMIT_HINT = ("Write a limit as a percentage of the table's rows before the run (`20%`) or as a number of rows "
+               "(`500`); README: Data diffs.")
+
+
+def _limit(value: Any) -> str | None:
+    """A data diff gate's limit: a percentage of the rows before the run ("20%") or a number of rows ("500")."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise PydanticUseDefault()
+    found = _LIMIT.match(str(value).strip()) if not isinstance(value, bool) else None
+    if found is None or (not found.group(2) and "." in found.group(1)):
+        raise invalid(f"{{where}} must be a percentage (20%) or a number of rows (500), got '{value}'",
+                      "RAT-CFG-005", hint=_LIMIT_HINT)
+    return f"{found.group(1)}{found.group(2)}"
+
+
+def _null_limits(value: Any) -> tuple[str, ...]:
+    """max_null_increase: `email 1%` items (a mapping {email: 1%} in config.yaml, or comma-separated text), each
+    the largest rise of a column's share of NULLs, in percentage points of its rows."""
+    if isinstance(value, dict):
+        items = [f"{k} {v}" for k, v in value.items()]
+    else:
+        items = list(_as_list(value))
+    out: dict[str, str] = {}
+    for item in items:
+        parts = item.split()
+        found = _LIMIT.match(parts[1]) if len(parts) == 2 else None
+        if found is None or not found.group(2) or float(found.group(1)) > 100 or not _COLUMN.match(parts[0]):
+            raise invalid(f"{{where}} items must be a column and a percentage (email 1%), got '{item}'",
+                          "RAT-CFG-005", hint="Write `-- @max_null_increase: email 1%, phone 0%`: each column's "
+                          "share of NULLs may rise by at most that many percentage points.")
+        if parts[0] in out:
+            raise invalid(f"{{where}} names column '{parts[0]}' twice", "RAT-CFG-005")
+        out[parts[0]] = f"{found.group(1)}%"
+    return tuple(f"{column} {limit}" for column, limit in out.items())
+
+
+def parse_limit(text: str) -> tuple[float, bool]:
+    """A validated limit as (number, is a percentage)."""
+    return (float(text[:-1]), True) if text.endswith("%") else (float(text), False)
+
+
 def _choice(choices: tuple[str, ...], message: str, code: str = "RAT-CFG-005", hint: str | None = None) -> Any:
     return PlainValidator(one_of(choices, code, message, fold=str, hint=hint))
 
@@ -120,6 +162,8 @@ Materialization = Annotated[str, _choice(MATERIALIZATIONS, "materialized '{text}
     "Pipelines materialize as Iceberg tables: use `table` (the default)."))]
 Tags = Annotated[tuple[str, ...], PlainValidator(_tags)]
 PartitionBy = Annotated[tuple[str, ...], PlainValidator(_partition_by)]
+Limit = Annotated[str | None, PlainValidator(_limit)]
+NullLimits = Annotated[tuple[str, ...], PlainValidator(_null_limits)]
 Isolation = Annotated[str | None, _choice(ISOLATION_LEVELS, "unknown isolation '{text}'", hint=(
     "Write isolation as none, process, confined or jail (README: Python pipelines)."))]
 
@@ -164,6 +208,10 @@ class PipelineConfig:
     target_file_size: FileSize = None
     # a Python pipeline's isolation level over ratui.yaml's python.isolation (None: the project's)
     isolation: Isolation = None
+    # data diff gates (run/data_diff.py): the run fails (RAT-RUN-009) before its merge when its diff exceeds them
+    max_row_change: Limit = None  # rows added + removed + changed
+    max_rows_removed: Limit = None
+    max_null_increase: NullLimits = ()  # "email 1%": the column's NULL share may rise by at most 1 point
     # where each key's value came from: "annotation", "config.yaml" or "default"
     origin: dict[str, str] = field(default_factory=dict, compare=False)
 

@@ -100,6 +100,12 @@ class QualitySection(Section):
     sample_rows: Count = 5
 
 
+class DiffSection(Section):
+    # a run's data diff (run/data_diff.py) is one Spark job when both sides of its table hold at most this many rows
+    # (the snapshot summary's count); above it, it is read from the data files' statistics with no job (0: always)
+    max_rows: Count = 1_000_000
+
+
 class MergeSection(Section):
     retries: Positive = 3
     backoff_ms: Count = 200
@@ -259,6 +265,7 @@ class SettingsFile(Section):
     spark: SparkSection = Field(default_factory=SparkSection)
     run: RunSection = Field(default_factory=RunSection)
     quality: QualitySection = Field(default_factory=QualitySection)
+    diff: DiffSection = Field(default_factory=DiffSection)
     merge: MergeSection = Field(default_factory=MergeSection)
     watch: WatchSection = Field(default_factory=WatchSection)
     landing: LandingSection = Field(default_factory=LandingSection)
@@ -268,7 +275,7 @@ class SettingsFile(Section):
     python: PythonSection = Field(default_factory=PythonSection)
 
     # sections whose keys are Settings attributes as they are: {section}_{key}
-    FLAT: ClassVar[tuple[str, ...]] = ("run", "quality", "merge", "landing", "watch", "reaper", "python")
+    FLAT: ClassVar[tuple[str, ...]] = ("run", "quality", "diff", "merge", "landing", "watch", "reaper", "python")
 
     def flat(self) -> dict[str, Any]:
         return {f"{name}_{key}": value for name in self.FLAT for key, value in getattr(self, name)

@@ -432,7 +432,29 @@ class Engine:
         return self._state.ledger.files(namespace, name, pipeline)
 
     def landing_reset(self, zone: str, file: str | None = None, pipeline: str | None = None) -> int:
-        return self._state.ledger.reset(*self.resolve_zone(zone, pipeline), file, pipeline)
+        """Make a zone's files (or one file) loadable again; the journal keeps the rows as they were, for undo."""
+        from ratui.engine.state import journal
+
+        namespace, name = self.resolve_zone(zone, pipeline)
+        what = f"landing reset {namespace}.{name}" + (f" {file}" if file else "") + (f" for {pipeline}" if pipeline
+                                                                                       else "")
+
+        def keep(conn: Any, saved: dict[str, list]) -> None:
+            if saved["files"]:
+                journal.add(conn, "landing_reset", f"{namespace}.{name}", what, data={"ledger": saved})
+
+        return self._state.ledger.reset(namespace, name, file, pipeline, in_tx=keep)
+
+    def plan_undo(self):
+        """What `undo` would reverse, and how (ops/undo.py); nothing is changed."""
+        from ratui.engine.ops import undo
+
+        return undo.plan(self._state)
+
+    def undo(self, plan):
+        from ratui.engine.ops import undo
+
+        return undo.apply(self._state, plan)
 
     def landing_forget(self, zone: str, file: str, pipeline: str | None = None) -> int:
         return self._state.ledger.forget(*self.resolve_zone(zone, pipeline), file, pipeline)

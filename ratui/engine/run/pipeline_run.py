@@ -42,6 +42,7 @@ from ratui.engine.project.templating import line_mapper, render
 from ratui.engine.run.control import Cancelled, RunControl
 from ratui.engine.isolation.levels import Isolation, decide as decide_isolation
 from ratui.engine.isolation.runner import IsolatedRun, sweep_over
+from ratui.engine.run import data_diff
 from ratui.engine.run.python_pipeline import PythonContext, run_python_pipeline
 from ratui.engine.run.quality import QualityOutcome, run_tests
 from ratui.engine.run.results import RunResult
@@ -77,6 +78,7 @@ class PipelineRun:
         self.phases: dict[str, int] = {}
         self.phase_status: dict[str, str] = {}
         self.quality: list[QualityOutcome] = []
+        self.diff: data_diff.DataDiff | None = None  # what the write changed in the table (after quality)
         self.outcome: WriteOutcome | None = None
         self.strategy: str | None = None
         self.staging = self.settings.state_dir / "staging" / run_id
@@ -234,9 +236,10 @@ class PipelineRun:
             self.run_id, self.key, status, self.strategy, rows, duration, dict(self.phases),
             [q.to_dict() for q in self.quality], error.to_dict() if error else None, warnings, self.branch,
             self.outcome.to_dict() if self.outcome else None, notes,
+            diff=self.diff.to_dict() if self.diff else None,
         )
         self.bus.emit(RunFinished(self.run_id, self.key, status, rows, duration, result.error, warnings,
-                                  dict(self.phases)))
+                                  dict(self.phases), diff=result.diff))
         return result
 
     def _cleanup(self) -> None:
@@ -295,6 +298,7 @@ class PipelineRun:
         self._inputs_unchanged(sources)  # what was written came from the files as they were listed
         with self.phase("quality"):
             self._quality(pipeline, sources)
+            self._diff(pipeline)
         self.control.check()
         self._written = sources.written_snapshots()
         with self.phase("resolve"):
@@ -521,6 +525,72 @@ class PipelineRun:
             raise RatuiError("RAT-RUN-003", f"quality gate failed for {self.key}: {names}"
                              + (f"; {first.test}: {first.error}" if first.status == "error" and first.error else ""),
                              file=str(first.file), line=first.line)
+
+    # ------------------------------------------------------------------------------------------- data diff
+
+    def _diff(self, pipeline: Pipeline) -> None:
+        """The run's data diff against the table as the branch forked (data_diff.py), stored with the run; its
+        gates fail the run (RAT-RUN-009) before the merge. Without gates, a diff that cannot be computed is a
+        warning, never the run's failure."""
+        file, config = pipeline.loaded()
+        if not self.catalog.table_exists(self.branch, self.key):
+            return
+        gated = data_diff.gates(config)
+        self.control.check()
+        try:
+            after = self.catalog.load_table(self.branch, self.key)
+            fork = self.fork_pointers.get(self.key)
+            before = self.catalog.static_table(fork) if fork else None
+            diff = data_diff.compute(self.session, self.key, before, after, tuple(config.unique_key),
+                                     self.settings.diff_max_rows)
+        except Exception as exc:
+            if gated or isinstance(exc, Cancelled) or spark_errors.is_cancellation(exc) \
+                    or spark_errors.is_unreachable(exc):
+                raise
+            self.log(f"data diff not computed: {type(exc).__name__}: {_first_line(exc)}", "warning")
+            return
+        self.diff = diff
+        failed: list[str] = []
+        where = _gate_lines(pipeline, config)
+        try:
+            if gated:
+                failed = data_diff.check_gates(diff, config, str(file), {k: v[1] for k, v in where.items()})
+        finally:
+            self.history.update_run(self.run_id, diff=diff.to_dict())
+        self.log(f"data diff: {diff.summary}" + (f"; schema: {', '.join(diff.schema_changes)}"
+                                                 if diff.schema_changes else ""))
+        for verdict in diff.gate.get("passed", []):
+            self.log(f"diff gate passed: {verdict}")
+        if failed:
+            first = next((k for k in ("max_row_change", "max_rows_removed", "max_null_increase")
+                          if any(f.startswith(k) for f in failed)), "max_row_change")
+            gate_file, line = where.get(first, (str(file), None))
+            raise RatuiError("RAT-RUN-009", f"data diff gate failed for {self.key}: {'; '.join(failed)} "
+                             f"[{diff.summary}]", file=gate_file, line=line,
+                             details={"diff": diff.to_dict()})
+
+
+def _gate_lines(pipeline: Pipeline, config) -> dict[str, tuple[str, int | None]]:
+    """Where each diff gate key was written: (file, line)."""
+    from ratui.engine.project.config import parse_annotations
+    from ratui.engine.project.schema import read_yaml
+
+    file = pipeline.file
+    out: dict[str, tuple[str, int | None]] = {}
+    keys = ("max_row_change", "max_rows_removed", "max_null_increase")
+    if file is not None and any(config.origin.get(k) == "annotation" for k in keys):
+        for ann in parse_annotations(pipeline.text, file):
+            if ann.key in keys:
+                out[ann.key] = (str(file), ann.line)
+    yaml_keys = [k for k in keys if config.origin.get(k) == "config.yaml"]
+    if yaml_keys:
+        path = pipeline.folder / "config.yaml"
+        try:
+            doc = read_yaml(path, "RAT-CFG-006")
+            out.update({k: (str(path), doc.line((k,))) for k in yaml_keys})
+        except RatuiError:
+            out.update({k: (str(path), None) for k in yaml_keys})
+    return out
 
 
 def _first_line(exc: BaseException) -> str:

@@ -30,6 +30,7 @@ class RunResult:
     notes: list[str] = field(default_factory=list)
     reason: str | None = None
     run_type: str | None = None
+    diff: dict[str, Any] | None = None  # the run's data diff (run/data_diff.py), when it got that far
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)

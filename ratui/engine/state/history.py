@@ -40,6 +40,8 @@ RUN_COLUMNS = {
     "version": str,
     # a Python pipeline's isolation as applied ("confined: landlock-abi7 + seccomp"; isolation/levels.py)
     "isolation": str,
+    # the run's data diff against its target (run/data_diff.py, JSON), with its gates' verdicts
+    "diff": str,
 }
 
 
@@ -134,7 +136,7 @@ class History:
                              [(r["id"], stamp, f"skipped: {r['reason']}") for r in runs])
 
     def update_run(self, run_id: str, **values: Any) -> None:
-        for key in ("phases", "write", "notes", "fingerprint", "inputs", "phase_status"):
+        for key in ("phases", "write", "notes", "fingerprint", "inputs", "phase_status", "diff"):
             if key in values and not isinstance(values[key], (str, type(None))):
                 values[key] = json.dumps(values[key], sort_keys=True)
         with self._lock:
@@ -194,7 +196,7 @@ class History:
 
     @staticmethod
     def _decode(row: dict[str, Any]) -> dict[str, Any]:
-        for key in ("phases", "write", "notes", "phase_status"):
+        for key in ("phases", "write", "notes", "phase_status", "diff"):
             if row.get(key):
                 row[key] = json.loads(row[key])
         return row

@@ -70,9 +70,23 @@ def _step_2(conn: sqlite3.Connection) -> None:
     _add_columns(conn, "runs", {"isolation": "TEXT"})
 
 
+def _step_3(conn: sqlite3.Connection) -> None:
+    """The operation journal that `ratui undo` reads (undo_journal, owned by state/journal.py) (2026-11-26)."""
+    conn.execute("CREATE TABLE IF NOT EXISTS undo_journal (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+                 "done_at TEXT NOT NULL, kind TEXT NOT NULL, ref TEXT NOT NULL, summary TEXT NOT NULL, "
+                 "before TEXT, after TEXT, data TEXT NOT NULL, undone_by INTEGER, undoes INTEGER)")
+
+
+def _step_4(conn: sqlite3.Connection) -> None:
+    """A run keeps its data diff against its target (2026-11-26)."""
+    _add_columns(conn, "runs", {"diff": "TEXT"})
+
+
 STEPS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
     (1, _step_1),
     (2, _step_2),
+    (3, _step_3),
+    (4, _step_4),
 )
 CURRENT = STEPS[-1][0]
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ratui.engine.project.settings import Settings, load_settings
 from ratui.engine.state.history import History
+from ratui.engine.state.journal import Journal
 from ratui.engine.state.ledger import Ledger
 
 if TYPE_CHECKING:
@@ -50,6 +51,7 @@ class ProjectState:
         self.history = history or History(settings.db_path)
         self.ledger = ledger or Ledger(settings.db_path, settings.landing_max_attempts)
         self._catalog = catalog
+        self._journal: Journal | None = None
         self._lock = threading.Lock()
 
     @classmethod
@@ -77,6 +79,13 @@ class ProjectState:
                 if self._catalog is None:
                     self._catalog = opener(self.settings.db_path, self.settings.root, self.settings.allow_outside)
         return self._catalog
+
+    @property
+    def journal(self) -> Journal:
+        """The operation journal (what `ratui undo` reverses), opened on first use."""
+        if self._journal is None:
+            self._journal = Journal(self.settings.db_path)
+        return self._journal
 
     def table_pointers(self, ref: str) -> dict[str, str]:
         """The ref's table key -> metadata location map: the catalog's answer. Before the catalog is open, the

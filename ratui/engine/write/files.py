@@ -169,27 +169,31 @@ def _row_width(dtype) -> float:
     return _WIDTH.get(dtype.simpleString(), 20)
 
 
-def bytes_per_row(table: Table, spark_schema, files: Sequence[DataFile] | None = None) -> float:
+def bytes_per_row(table: Table, spark_schema, files: Sequence[DataFile] | None = None,
+                  constant: Iterable[str] = ()) -> float:
     """About how many bytes of Parquet a row of `table` takes: its data files' own figure when it has files
-    (`files`, else its current ones), else an estimate from the row's Spark types."""
+    (`files`, else its current ones), else an estimate from the row's Spark types, leaving out the `constant`
+    columns (one value in every row written: Parquet keeps such a column in a few bytes a file)."""
     if files is None:
         files = data_files(table) if table.current_snapshot() is not None else []
     rows = sum(f.record_count for f in files)
     if rows:
         return max(1.0, sum(f.file_size_in_bytes for f in files) / rows)
-    width = sum(_row_width(f.dataType) for f in spark_schema.fields)
+    constant = {c.lower() for c in constant}
+    width = sum(_row_width(f.dataType) for f in spark_schema.fields if f.name.lower() not in constant)
     return max(1.0, width * PARQUET_SHARE)
 
 
 def rows_per_file(table: Table, spark_schema, target_bytes: int | None = None,
-                  files: Sequence[DataFile] | None = None) -> int:
+                  files: Sequence[DataFile] | None = None, constant: Iterable[str] = ()) -> int:
     """The rows a data file of `table` holds at its target size (at least 1,000)."""
-    return max(1_000, int(target_file_bytes(table, target_bytes) / bytes_per_row(table, spark_schema, files)))
+    return max(1_000, int(target_file_bytes(table, target_bytes)
+                          / bytes_per_row(table, spark_schema, files, constant)))
 
 
 def write_files(df, table: Table, run_id: str, cluster_by: Iterable[str] = (),
                 rows_hint: int | None = None, keep=None, keep_files: Iterable[DataFile] = (),
-                target_bytes: int | None = None) -> WrittenFiles:
+                target_bytes: int | None = None, constant: Iterable[str] = ()) -> WrittenFiles:
     """Spark writes `df` as Parquet into the table's data folder; returns Iceberg DataFile entries for them.
 
     Files are written near the table's target size (target_file_bytes; `target_bytes`: the pipeline's): every
@@ -206,13 +210,18 @@ def write_files(df, table: Table, run_id: str, cluster_by: Iterable[str] = (),
     job without any shuffle: each of those files is read by a task of its own, so each yields one file
     again with the same key range and partition. Rewriting a large part of a table then costs a read and
     a write, not a global sort.
+
+    `constant`: columns with one value in every row of `df` (scd2's validity columns on its first write), left out
+    of a new table's estimate of its bytes per row (a first write of 10M scd2 rows was laid out as 3 files of 3.3M
+    rows for its two timestamps, which its Parquet files hold in a few bytes, where the same rows without them
+    made 2).
     """
     from ratui.engine.write.partitioning import hidden_columns
 
     base = local_file(table, table.location()).rstrip("/")
     folder = f"{base}/data/run-{run_id}-{uuid.uuid4().hex[:8]}"
     order = [f"`{c}`" for c in cluster_by]
-    per_file = rows_per_file(table, df.schema, target_bytes)
+    per_file = rows_per_file(table, df.schema, target_bytes, constant=constant)
     hidden: list[str] = []
     if table.spec().fields:
         df, hidden = hidden_columns(df, table)

@@ -119,10 +119,10 @@ def _ts_literal(ts: datetime, target):
 
 def _write_and_commit(req: WriteRequest, table: Table, df, *, delete, message: str,
                       cluster_by=(), rows_hint: int | None = None, keep=None, keep_files=(),
-                      add_deletes: Sequence[DataFile] = ()) -> WrittenFiles:
+                      add_deletes: Sequence[DataFile] = (), constant: Sequence[str] = ()) -> WrittenFiles:
     target = req.config.target_file_size
     written = write_files(df, table, req.run_id, cluster_by, rows_hint, keep=keep, keep_files=keep_files,
-                          target_bytes=target)
+                          target_bytes=target, constant=constant)
     # the pipeline's size, recorded as Iceberg's own table property: other engines that write the table aim at it
     # too, and ratui's compaction does
     table_properties = ({TARGET_FILE_PROPERTY: str(target)}
@@ -153,7 +153,8 @@ def _keeps_layout(rewrite: list[DataFile], new_rows: int) -> bool:
 
 def _commit_rewrite(req: WriteRequest, table: Table, new_rows, new_count: int, rewrite: list[DataFile],
                     kept_rows: Callable[[Any, bool], Any], *, drop: tuple[DataFile, ...] | list[DataFile] = (),
-                    cluster_by: list[str], message: str, add_deletes: Sequence[DataFile] = ()) -> WrittenFiles:
+                    cluster_by: list[str], message: str, add_deletes: Sequence[DataFile] = (),
+                    constant: Sequence[str] = ()) -> WrittenFiles:
     """One snapshot: `new_rows` added, each file of `rewrite` replaced by `kept_rows(its rows, broadcast)` (the
     rows that stay, changed or not), the files of `drop` removed unread.
 
@@ -165,10 +166,12 @@ def _commit_rewrite(req: WriteRequest, table: Table, new_rows, new_count: int, r
     try:
         if keep:
             return _write_and_commit(req, table, new_rows, delete=delete, message=message, cluster_by=cluster_by,
-                                     rows_hint=new_count, keep=kept, keep_files=rewrite, add_deletes=add_deletes)
+                                     rows_hint=new_count, keep=kept, keep_files=rewrite, add_deletes=add_deletes,
+                                     constant=constant)
         result = kept.unionByName(new_rows) if kept is not None else new_rows
         return _write_and_commit(req, table, result, delete=delete, message=message, cluster_by=cluster_by,
-                                 rows_hint=new_count + sum(f.record_count for f in rewrite), add_deletes=add_deletes)
+                                 rows_hint=new_count + sum(f.record_count for f in rewrite), add_deletes=add_deletes,
+                                 constant=constant)
     except BaseException:
         for folder in {d.file_path.rsplit("/", 1)[0] for d in add_deletes}:
             discard(WrittenFiles([], folder, table))  # never committed: nothing refers to them
@@ -515,7 +518,9 @@ def scd2(req: WriteRequest) -> WriteOutcome:
 
         written = _commit_rewrite(req, table, new_versions, outcome.rows_written + closed_count, rewrite,
                                   closed, cluster_by=keys, add_deletes=deletes,
-                                  message=f"scd2 versions of {req.key} at {ts.isoformat()}")
+                                  message=f"scd2 versions of {req.key} at {ts.isoformat()}",
+                                  # a first write's versions all open at T: both validity columns constant
+                                  constant=() if existing else (vf, vt))
         deletes_done = deletes
         deletes = []  # committed, or discarded by _commit_rewrite
     finally:

@@ -60,6 +60,17 @@ def test_keyed_tables_are_split_into_disjoint_key_ranges_at_the_target_size(spar
     assert bounds[0][0] == 0 and bounds[-1][1] == 19_999
 
 
+def test_a_first_scd2_write_is_laid_out_as_the_same_rows_without_its_validity_columns(spark, project):
+    # valid_from is the run's instant and valid_to NULL in every row of a first scd2 write: Parquet keeps them in a
+    # few bytes a file, so they do not make the first write's files smaller (more of them) than the target needs
+    direct(spark, project, "inc", "incremental", rows(20_000), KV, unique_key="k", target_file_size=40_000)
+    direct(spark, project, "hist", "scd2", rows(20_000), KV, unique_key="k", target_file_size=40_000)
+    incremental, scd2 = data_files(project.table("inc")), data_files(project.table("hist"))
+    assert len(scd2) == len(incremental) >= 4, ([f.record_count for f in scd2], [f.record_count for f in incremental])
+    assert max(f.file_size_in_bytes for f in scd2) <= 1.2 * 40_000
+    assert sum(f.record_count for f in scd2) == 20_000
+
+
 def test_the_pipeline_size_is_recorded_as_the_tables_iceberg_property_and_used_without_it(spark, project):
     direct(spark, project, "t", "full_refresh", rows(20_000), KV, target_file_size=40_000)
     table = project.table("t")

@@ -13,8 +13,8 @@ from tests.engine.write.test_strategies import Project, direct
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 SCHEMA = "k long, v string, w long"
-TARGET = 40_000  # bytes: about 2,000 of these rows a file
-SMALL = 20_000  # bytes: 1,000 rows a file (the fewest a file is written with)
+TARGET = 28_000  # bytes: about 2,000 of these rows a file (a first write estimates 14.4 bytes a row)
+SMALL = 12_000  # bytes: 1,000 rows a file (the fewest a file is written with)
 
 
 @pytest.fixture

@@ -217,6 +217,15 @@ class BranchCatalog(ABC):
     def delete_branch(self, name: str, in_tx: Callable[[Any], None] | None = None) -> None:
         """Drop the ref's pointers; keep its commits; delete no files. RAT-CAT-004 for main, RAT-CAT-002 if absent."""
 
+    def revive_branch(self, name: str, head: str, pointers: dict[str, str],
+                      in_tx: Callable[[Any], None] | None = None) -> Ref:
+        """A deleted branch back at its last head `head` (a commit kept for audit), with the tables it had
+        (`pointers`, as they were when it was deleted): what undoing a delete does. RAT-CAT-001 if a branch of that
+        name exists again; RAT-UNDO-003 when the backend cannot reach the commit any more."""
+        from ratui.engine.errors import RatuiError
+
+        raise RatuiError("RAT-UNDO-003", f"this catalog cannot bring back branch '{name}'")
+
     @abstractmethod
     def iceberg(self, ref: str) -> Catalog:
         """A PyIceberg catalog that loads and commits tables on `ref` (cached per ref)."""

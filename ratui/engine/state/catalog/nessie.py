@@ -223,6 +223,30 @@ class NessieBranchCatalog(BranchCatalog):
         """Nessie's log from commit `hash` (read by hash alone: a deleted branch's too)."""
         return self._commits(ref, list(tree.log_entries(self._api, "", hash)))
 
+    def revive_branch(self, name: str, head: str, pointers: dict[str, str],
+                      in_tx: Callable[[sqlite3.Connection], None] | None = None) -> Ref:
+        """See BranchCatalog.revive_branch: a Nessie branch created at the deleted branch's last head (Nessie keeps
+        a deleted branch's commits until its GC removes them); its tables are that commit's. `in_tx` runs after."""
+        try:
+            tree.reference(self._api, name)
+        except RatuiError as e:
+            if e.code != "RAT-CAT-002":
+                raise
+        else:
+            raise RatuiError("RAT-CAT-001", f"branch '{name}' exists again: it cannot be brought back")
+        try:
+            self._api.post("trees", {"type": "BRANCH", "name": MAIN, "hash": head}, name=name, type="BRANCH")
+        except RatuiError as e:
+            if e.code == "RAT-CAT-001":
+                raise
+            raise RatuiError("RAT-UNDO-003", f"Nessie cannot bring back branch '{name}' at {head[:12]}: {e.message}"
+                             ) from None
+        ref = self.get_ref(name)
+        if in_tx is not None:
+            with self._local_tx() as conn:
+                in_tx(conn)
+        return ref
+
     # ---------------------------------------------------------------- commits
 
     def record_commit(self, ref: str, message: str, meta: dict | None = None) -> Commit:

@@ -188,6 +188,32 @@ class SqliteBranchCatalog(BranchCatalog):
         with self._open() as db:
             return records.history(db, hash)
 
+    def revive_branch(self, name: str, head: str, pointers: dict[str, str],
+                      in_tx: Callable[[sqlite3.Connection], None] | None = None) -> Ref:
+        """See BranchCatalog.revive_branch: the ref's row at its old head, its tables' rows, and its fork point (the
+        pointers of its own "create branch" commit), in one transaction; no commit is added, no file touched."""
+        with self._writing() as db:
+            if records.head(db, name) is not None:
+                raise RatuiError("RAT-CAT-001", f"branch '{name}' exists again: it cannot be brought back")
+            try:
+                records.commit(db, head)
+            except sqlite_utils.db.NotFoundError:
+                raise RatuiError("RAT-UNDO-003", f"commit {head[:12]} of branch '{name}' is not in the catalog "
+                                 "any more") from None
+            origin = next((c for c in records.history(db, head, own=name)
+                           if c.ref == name and c.meta.get("kind") == "branch"), None)
+            iceberg_rows.drop(db, name)  # rows a writer that outlived the branch left under its name
+            for key, location in sorted(pointers.items()):
+                iceberg_rows.put(db, name, key, location, None)
+            records.drop_fork(db, name)
+            records.record_fork(db, name, origin.pointers if origin else {})
+            ref = Ref(name, head, origin.created_at if origin else records.now(), origin.parent if origin else None,
+                      None)
+            records.add_ref(db, ref)
+            if in_tx is not None:
+                in_tx(db.conn)
+        return ref
+
     # ---------------------------------------------------------------- commits
 
     def record_commit(self, ref: str, message: str, meta: dict | None = None) -> Commit:

@@ -6,7 +6,7 @@ quality tests. Computed after the quality tests and before the merge (resolve), 
 
     rows before / after; rows added, removed and changed (changed: by the pipeline's unique_key, a row whose other
     columns differ; without a key rows are compared whole, as multisets, and nothing is "changed")
-    per column: NULLs, distinct non-NULL values (a HyperLogLog++ estimate, 1% relative error; exact for small
+    per column: NULLs, distinct non-NULL values (a HyperLogLog++ estimate, 5% relative error; exact for small
     counts) and the sum of numeric columns, before and after
     schema changes (columns added, dropped, renamed, retyped: from the two schemas, by field id)
     up to ten sample keys of each kind (whole rows when there is no key), sorted
@@ -43,9 +43,12 @@ from ratui.engine.run.quality import _jsonable
 SAMPLES = 10
 # distinct counts are HyperLogLog++ estimates at this relative standard deviation: exact distinct counts of several
 # columns make Spark expand every row once per column and side, and that plan's generated code is compiled afresh on
-# every run (measured: 4-7 compilations a run, none with the estimate); small counts come out exact
-DISTINCT_RSD = 0.01
+# every run (measured: 4-7 compilations a run, none with the estimate); small counts come out exact. 5% (Spark's
+# default), not 1%: a 1% sketch is 16 times the registers, and a diff of a 500-row table took 5-6 s with it, 1 s at 5%
+DISTINCT_RSD = 0.05
 _ADAPTIVE = "spark.sql.adaptive.enabled"
+_PARTITIONS = "spark.sql.shuffle.partitions"
+DIFF_ROWS_PER_PARTITION = 500_000
 SPARK, FILE_STATS = "spark", "file_stats"
 _NUMERIC = (it.IntegerType, it.LongType, it.FloatType, it.DoubleType, it.DecimalType)
 _BOUNDED = _NUMERIC + (it.DateType, it.TimestampType, it.TimestamptzType)
@@ -107,7 +110,7 @@ def compute(session, table: str, before: Table | None, after: Table, key: tuple[
     if max(rows_before, rows_after) > max_rows:
         diff = _from_stats(table, before, after, list(key), rows_before, rows_after)
     else:
-        diff = _from_spark(session, table, before, after, list(key))
+        diff = _from_spark(session, table, before, after, list(key), rows_before + rows_after)
     diff.schema_changes = changes
     diff.new_table = before is None
     return diff
@@ -137,7 +140,7 @@ def schema_changes(before: Table | None, after: Table) -> list[str]:
 # ------------------------------------------------------------------------------------------------- Spark
 
 
-def _from_spark(session, table: str, before: Table | None, after: Table, key: list[str]) -> DataDiff:
+def _from_spark(session, table: str, before: Table | None, after: Table, key: list[str], rows: int) -> DataDiff:
     from pyspark.sql import functions as F
 
     from ratui.engine.iceberg.read import read_table
@@ -214,17 +217,22 @@ def _from_spark(session, table: str, before: Table | None, after: Table, key: li
                 if isinstance(types.get(c), _NUMERIC):
                     add(F.sum(q(c) * n), ("sum", where, c))
     # the one Spark job: adaptive execution would run each shuffle stage as a job of its own (5 for a keyed diff,
-    # measured), so it is off for this query in the run's own session (a full outer join is never broadcast)
+    # measured), so it is off for this query in the run's own session (a full outer join is never broadcast). Without
+    # it nothing coalesces the shuffle's partitions either: spark.sql.shuffle.partitions (200 unless set) tasks of a
+    # few rows each, every one holding a sketch per column, took a minute a diff on 2 cores; the diff's rows (both
+    # sides at most diff.max_rows) are split into one partition per DIFF_ROWS_PER_PARTITION instead
     conf = session.conf
-    adaptive = conf.get(_ADAPTIVE, None)
+    saved = {name: conf.get(name, None) for name in (_ADAPTIVE, _PARTITIONS)}
     conf.set(_ADAPTIVE, "false")
+    conf.set(_PARTITIONS, str(max(1, -(-rows // DIFF_ROWS_PER_PARTITION))))
     try:
         row = source.agg(*aggs).first()
     finally:
-        if adaptive is None:
-            conf.unset(_ADAPTIVE)
-        else:
-            conf.set(_ADAPTIVE, adaptive)
+        for name, value in saved.items():
+            if value is None:
+                conf.unset(name)
+            else:
+                conf.set(name, value)
     values = {reads[i]: row[i] for i in range(len(reads))}
     columns = []
     for c in names:

@@ -221,18 +221,10 @@ def _from_spark(session, table: str, before: Table | None, after: Table, key: li
     # it nothing coalesces the shuffle's partitions either: spark.sql.shuffle.partitions (200 unless set) tasks of a
     # few rows each, every one holding a sketch per column, took a minute a diff on 2 cores; the diff's rows (both
     # sides at most diff.max_rows) are split into one partition per DIFF_ROWS_PER_PARTITION instead
-    conf = session.conf
-    saved = {name: conf.get(name, None) for name in (_ADAPTIVE, _PARTITIONS)}
-    conf.set(_ADAPTIVE, "false")
-    conf.set(_PARTITIONS, str(max(1, -(-rows // DIFF_ROWS_PER_PARTITION))))
-    try:
+    from ratui.engine.write.files import session_conf
+
+    with session_conf(session, {_ADAPTIVE: "false", _PARTITIONS: str(max(1, -(-rows // DIFF_ROWS_PER_PARTITION)))}):
         row = source.agg(*aggs).first()
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                conf.unset(name)
-            else:
-                conf.set(name, value)
     values = {reads[i]: row[i] for i in range(len(reads))}
     columns = []
     for c in names:

@@ -17,6 +17,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ratui.console.diffs import SHORT
 from ratui.console.format import fmt_count, fmt_ms, fmt_time, outcome
 from ratui.engine.vocabulary import PHASE_TITLES, PHASES, parse_time
 
@@ -333,7 +334,7 @@ def _diff(a: dict[str, Any], b: dict[str, Any], missing: list[str]) -> Section |
 def _method(diff: dict[str, Any]) -> str:
     if not diff:
         return "-"
-    return "Spark job" if diff.get("method") == "spark" else "file stats"
+    return SHORT.get(diff.get("method"), "file stats")
 
 
 def _gate(diff: dict[str, Any]) -> str:

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from ratui.engine.run.diff_text import column_rows, counts_text, method_text, sample_text
+from ratui.engine.run.diff_text import SHORT, column_rows, counts_text, exact, method_text, sample_text
 
-__all__ = ["column_rows", "counts_text", "method_text", "sample_text"]
+__all__ = ["SHORT", "column_rows", "counts_text", "exact", "method_text", "sample_text"]

@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from ratui.console.diffs import column_rows, counts_text, method_text, sample_text
+from ratui.console.diffs import column_rows, counts_text, exact, method_text, sample_text
 from ratui.console.format import PHASE_STATE, SPINNER, bar, fmt_ms, glyph, spark_progress
 from ratui.console.live import LiveRun
 from ratui.engine.vocabulary import PHASE_TITLES
@@ -110,7 +110,7 @@ def diff_summary(run: LiveRun) -> Group | Text:
     table.add_column("column")
     table.add_column("nulls")
     table.add_column("distinct")
-    table.add_column("sum" if diff.get("method") == "spark" else "range")
+    table.add_column("sum" if exact(diff) else "range")
     for row in column_rows(diff):
         table.add_row(*row)
     samples = Text()

@@ -104,6 +104,9 @@ class DiffSection(Section):
     # a run's data diff (run/data_diff.py) is one Spark job when both sides of its table hold at most this many rows
     # (the snapshot summary's count); above it, it is read from the data files' statistics with no job (0: always)
     max_rows: Count = 1_000_000
+    # at most this many rows on both sides together (and only plain columns): computed in ratui's process from
+    # PyIceberg reads, no Spark job (0: never)
+    in_process_rows: Count = 50_000
 
 
 class MergeSection(Section):

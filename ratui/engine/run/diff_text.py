@@ -5,11 +5,19 @@ from __future__ import annotations
 
 from typing import Any
 
-SPARK = "spark"  # data_diff.SPARK: the diff's method when one Spark job computed it
+# how a diff was computed (its `method`; data_diff.py): the two exact ways, and the manifests' file statistics
+SPARK, IN_PROCESS, FILE_STATS = "spark", "in_process", "file_stats"
+_TEXT = {SPARK: "one Spark job", IN_PROCESS: "in process, no Spark job", FILE_STATS: "from file statistics"}
+SHORT = {SPARK: "Spark job", IN_PROCESS: "in process", FILE_STATS: "file stats"}
+
+
+def exact(diff: dict[str, Any]) -> bool:
+    """Counted row by row (changed rows, distinct counts, sums and samples known), not from file statistics."""
+    return diff.get("method") in (SPARK, IN_PROCESS)
 
 
 def method_text(diff: dict[str, Any]) -> str:
-    return "one Spark job" if diff.get("method") == SPARK else "from file statistics"
+    return _TEXT.get(diff.get("method", FILE_STATS), "from file statistics")
 
 
 def counts_text(diff: dict[str, Any]) -> str:
@@ -34,7 +42,7 @@ def column_rows(diff: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     """(column, nulls, distinct, sum) per column, each "before -> after" (one value when equal; "" when unknown).
     By file statistics, the last is the range (min..max) instead of the sum."""
     rows = []
-    stats = diff.get("method") != SPARK
+    stats = not exact(diff)
     for c in diff.get("columns") or []:
         if stats:
             lo_b, hi_b, lo_a, hi_a = c.get("min_before"), c.get("max_before"), c.get("min_after"), c.get("max_after")
@@ -59,8 +67,8 @@ def describe(diff: dict[str, Any]) -> list[str]:
     lines = [f"{diff.get('table')} ({method_text(diff)}): {diff.get('rows_before', 0):,} -> "
              f"{diff.get('rows_after', 0):,} rows" + (", a new table" if diff.get("new_table") else ""),
              f"  {counts_text(diff)}" + (f"  (by key {', '.join(diff['key'])})" if diff.get("key") and
-                                         diff.get("method") == SPARK else
-                                         "  (rows compared whole)" if diff.get("method") == SPARK else
+                                         exact(diff) else
+                                         "  (rows compared whole)" if exact(diff) else
                                          "  (whole data files: upper bounds)")]
     for change in diff.get("schema_changes") or []:
         lines.append(f"  schema: {change}")
@@ -69,7 +77,7 @@ def describe(diff: dict[str, Any]) -> list[str]:
     lines += [f"  gate passed: {v}" for v in gate.get("passed") or []]
     rows = column_rows(diff)
     if rows:
-        head = ("column", "nulls", "distinct", "range" if diff.get("method") != SPARK else "sum")
+        head = ("column", "nulls", "distinct", "sum" if exact(diff) else "range")
         widths = [max(len(r[i]) for r in [head, *rows]) for i in range(4)]
         for row in [head, *rows]:
             lines.append("  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())

@@ -542,7 +542,7 @@ class PipelineRun:
             fork = self.fork_pointers.get(self.key)
             before = self.catalog.static_table(fork) if fork else None
             diff = data_diff.compute(self.session, self.key, before, after, tuple(config.unique_key),
-                                     self.settings.diff_max_rows)
+                                     self.settings.diff_max_rows, self.settings.diff_in_process_rows)
         except Exception as exc:
             if gated or isinstance(exc, Cancelled) or spark_errors.is_cancellation(exc) \
                     or spark_errors.is_unreachable(exc):

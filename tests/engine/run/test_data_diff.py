@@ -4,6 +4,7 @@ run before its merge."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from decimal import Decimal
 
@@ -58,8 +59,8 @@ def reference(before: list[dict], after: list[dict], key: str | None) -> dict:
     return out
 
 
-def check(diff: dict, ref: dict, keyed: bool) -> None:
-    assert diff["method"] == "spark"
+def check(diff: dict, ref: dict, keyed: bool, method: str = "in_process") -> None:
+    assert diff["method"] == method
     assert (diff["rows_before"], diff["rows_after"]) == (ref["rows_before"], ref["rows_after"])
     if keyed:
         assert (diff["added"], diff["removed"], diff["changed"]) == \
@@ -95,7 +96,7 @@ def test_keyed_diff_matches_python_and_is_stored(project, spark):
         assert second.status == "success", second.error
         after = main_rows(engine)
         ref = reference(before, after, "id")
-        # computed again outside the run: one Spark job
+        # computed again outside the run, as one Spark job (a run's diff of a small table is computed in process)
         sc = spark.sparkContext
         sc.setJobGroup("diff-jobs", "count the diff's jobs")
         try:
@@ -104,7 +105,9 @@ def test_keyed_diff_matches_python_and_is_stored(project, spark):
             assert len(sc.statusTracker().getJobIdsForGroup("diff-jobs")) == 1
         finally:
             sc.setLocalProperty("spark.jobGroup.id", None)
-        assert again.to_dict() == {**second.diff, "gate": {}}
+        assert again.method == "spark"
+        assert again.to_dict() == {**second.diff, "gate": {}, "method": "spark"}
+        check(again.to_dict(), reference(before, main_rows(engine), "id"), keyed=True, method="spark")
         assert (ref["added"], ref["removed"], ref["changed"]) == ([6, 7], [4], [2, 3, 5])  # the fixture's intent
         stored = engine.state.history.get_run(second.run_id)["diff"]
         assert stored == second.diff
@@ -128,6 +131,57 @@ def test_unkeyed_diff_compares_rows_as_multisets(make_project, spark):
         check(second.diff, ref, keyed=False)
         assert len(second.diff["samples"]["added"]) == ref["added"] - 1  # the two (6, f@x) rows are one sample
         assert "changed" not in second.diff["samples"]
+    finally:
+        engine.close()
+
+
+MIXED = "demo/pipelines/silver/mixed/pipeline.sql"
+
+
+def mixed_sql(rows: str, extra: str = "") -> str:
+    return ("-- @merge_strategy: full_refresh\n"
+            "SELECT CAST(id AS BIGINT) AS id, CAST(name AS STRING) AS name, CAST(score AS DOUBLE) AS score, "
+            f"CAST(day AS DATE) AS day, CAST(flag AS BOOLEAN) AS flag{extra} FROM VALUES {rows} "
+            f"AS t(id, name, score, day, flag{', note' if extra else ''})\n")
+
+
+@pytest.mark.parametrize("key", ["id", None])
+def test_the_in_process_diff_is_the_spark_jobs(make_project, spark, key):
+    """NaN equal to NaN (as Spark's <=> and GROUP BY have it), a NULL key matching a NULL key, a duplicate row, a
+    column added: the same figures and samples both ways."""
+    header = f"-- @unique_key: {key}\n" if key else ""
+    first = ("(1, 'a', 1.5, '2026-01-01', true), (2, 'b', double('NaN'), '2026-01-02', false), "
+             "(NULL, 'n', NULL, NULL, NULL), (4, 'd', 4.0, '2026-01-04', true), (5, NULL, 5.0, '2026-01-05', true)")
+    second = ("(1, 'a', 1.5, '2026-01-01', true, 'x'), (2, 'b', double('NaN'), '2026-01-02', true, NULL), "
+              "(NULL, 'n', double('NaN'), NULL, NULL, NULL), (5, NULL, 5.0, '2026-01-05', true, 'y'), "
+              "(6, 'f', double('NaN'), '2026-02-06', false, 'z'), (7, NULL, NULL, NULL, NULL, NULL)")
+    if not key:
+        first += ", (1, 'a', 1.5, '2026-01-01', true)"
+    root = make_project({MIXED: header + mixed_sql(first)})
+    engine = Engine.open(root)
+    try:
+        [made] = engine.run(["demo.silver.mixed"])
+        assert made.status == "success", made.error
+        fork = engine.state.catalog.table_pointers("main")["demo.silver.mixed"]
+        (root / MIXED).write_text(header + mixed_sql(second, ", CAST(note AS STRING) AS note"))
+        [run] = engine.run(["demo.silver.mixed"])
+        assert run.status == "success", run.error
+        assert run.diff["method"] == "in_process"
+        before = engine.state.catalog.static_table(fork)
+        after = engine.state.catalog.load_table("main", "demo.silver.mixed")
+        keys = (key,) if key else ()
+        by_spark = data_diff.compute(spark, "demo.silver.mixed", before, after, keys, 1000).to_dict()
+        in_process = data_diff.compute(spark, "demo.silver.mixed", before, after, keys, 1000, 1000).to_dict()
+        assert by_spark["method"] == "spark" and in_process["method"] == "in_process"
+        # as JSON (how both are stored): NaN, the score's sum, is not equal to itself
+        assert json.dumps({**in_process, "method": "spark"}, sort_keys=True) == json.dumps(by_spark, sort_keys=True)
+        assert in_process["schema_changes"] == ["added column note string"]
+        if key:  # 2 changed (flag), the NULL key changed (score NULL -> NaN), 4 removed, 6 and 7 added
+            assert (in_process["added"], in_process["removed"], in_process["changed"]) == (2, 1, 2)
+        else:  # every row gains a column: all removed and added, the duplicate counted twice
+            assert (in_process["added"], in_process["removed"]) == (6, 6)
+        score = next(c for c in in_process["columns"] if c["name"] == "score")
+        assert (score["nulls_after"], score["distinct_after"]) == (1, 3)  # NaN is one distinct value
     finally:
         engine.close()
 

@@ -1,4 +1,5 @@
-"""`z` on Branches, History and Runs: undo the last merge, atomic publish, rollback, branch delete or landing reset.
+"""`z` on Branches, History and Runs: undo the last run's merge, merge, atomic publish, rollback, branch delete or
+landing reset.
 
 The controller plans the undo in a worker (what the journal's newest action is, and what undoing it changes); a
 confirmation lists it (each table's rows and snapshot now → after, the landing files whose state changes back) and
@@ -22,8 +23,8 @@ from ratui.screens.base import changes
 from ratui.screens.dialogs import ConfirmScreen
 
 
-KIND_WORD = {"merge": "merge", "publish": "atomic publish", "rollback": "rollback", "delete": "branch delete",
-             "landing_reset": "landing reset"}
+KIND_WORD = {"run": "run's merge", "merge": "merge", "publish": "atomic publish", "rollback": "rollback",
+             "delete": "branch delete", "landing_reset": "landing reset"}
 
 
 def undo_binding(screen: str) -> Binding:

@@ -1,4 +1,5 @@
-"""Undo: the last merge, atomic publish, rollback, branch delete or landing reset, from the journal ratui keeps.
+"""Undo: the last run's merge, merge, atomic publish, rollback, branch delete or landing reset, from the journal ratui
+keeps.
 
     plan(state)          the newest action not undone yet, and what undoing it changes (nothing is changed)
     apply(state, plan)   do it: one new commit (or the branch back, or the ledger rows back) and a journal entry
@@ -9,10 +10,12 @@ states' table pointers); for a branch delete, the branch's last head and tables;
 rows as they were; and the ledger rows a merge or rollback handed on or took away.
 
 How each is undone, never rewriting history or a data file:
-- merge, publish, rollback: one new commit on the ref ("undo ...", meta kind "undo") setting every table the action
-  changed back to the pointer the ref had before it (the same metadata file: the same snapshot, the same rows),
-  guarded like a rollback (a table that moved meanwhile: RAT-CAT-003, nothing changed). A merge's or publish's
-  landing files become loadable again; a rollback's loads come back.
+- run (its own merge into its target), merge, publish, rollback: one new commit on the ref ("undo ...", meta kind
+  "undo") setting every table the action changed back to the pointer the ref had before it (the same metadata file:
+  the same snapshot, the same rows), guarded like a rollback (a table that moved meanwhile: RAT-CAT-003, nothing
+  changed). A run's, merge's or publish's landing files become loadable again; a rollback's loads come back. The run
+  stays in the history as it ran; change detection still counts it as the pipeline's last run (as after a rollback):
+  edit the pipeline, or `ratui run --force`, to run it again.
 - branch delete: the branch comes back at its last head with its tables and its landing loads.
 - landing reset: the rows it reset get their state, run and attempts back.
 
@@ -36,7 +39,7 @@ from ratui.engine.state.journal import Entry
 if TYPE_CHECKING:
     from ratui.engine.state.project_state import ProjectState
 
-REF_KINDS = ("merge", "publish", "rollback")
+REF_KINDS = ("run", "merge", "publish", "rollback")  # a run: its own merge into its target
 LOG_DEPTH = 500  # how far back the later-commit check looks for the action's commit
 
 

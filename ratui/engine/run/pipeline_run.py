@@ -43,6 +43,7 @@ from ratui.engine.run.control import Cancelled, RunControl
 from ratui.engine.isolation.levels import Isolation, decide as decide_isolation
 from ratui.engine.isolation.runner import IsolatedRun, sweep_over
 from ratui.engine.run import data_diff
+from ratui.engine.state import journal
 from ratui.engine.run.python_pipeline import PythonContext, run_python_pipeline
 from ratui.engine.run.quality import QualityOutcome, run_tests
 from ratui.engine.run.results import RunResult
@@ -53,7 +54,7 @@ from ratui.engine.spark import jobs as spark_jobs
 from ratui.engine.state import processes
 from ratui.engine.state.project_state import ProjectState
 from ratui.engine.storage.staging import run_staging
-from ratui.engine.vocabulary import ACTIVE, MAIN, now_iso, run_branch
+from ratui.engine.vocabulary import ACTIVE, MAIN, PUBLISH_PREFIX, now_iso, run_branch
 from ratui.engine.write.strategies import WriteOutcome, WriteRequest, write
 
 
@@ -318,8 +319,13 @@ class PipelineRun:
 
     def _in_merge_tx(self, conn, result) -> None:
         """Inside the merge's transaction: the landing files become loaded (on the target), the run is marked
-        merged."""
+        merged, and the journal records the merge (`ratui undo` / `z` reverses it: ops/undo.py)."""
         at = result.commit.created_at if result.commit is not None else None
+        if result.commit is not None and result.tables and not self.target.startswith(PUBLISH_PREFIX):
+            # (into an atomic publish's own branch: the publish's merge into main is what is journaled)
+            journal.add(conn, "run", self.target, result.commit.message, before=result.commit.parent,
+                        after=result.commit.hash, data={"tables": sorted(result.tables), "from": self.branch,
+                                                        "run_id": self.run_id, "pipeline": self.key})
         self.state.ledger.mark_loaded(conn, self.run_id, self.sources.consumed if self.sources else [],
                                       ref=self.target, at=at)
         self.state.ledger.mark_synced(conn, self.target, self.key, self._written)

@@ -4,7 +4,8 @@ transaction where the catalog allows it) and reads them back to undo.
 
     undo_journal(id, done_at, kind, ref, summary, before, after, data, undone_by, undoes)
 
-`kind`: merge | publish | rollback | delete | landing_reset | undo. For a change to a ref (merge, publish, rollback),
+`kind`: run | merge | publish | rollback | delete | landing_reset | undo (run: a pipeline run's own merge into its
+target, written in that merge's transaction). For a change to a ref (run, merge, publish, rollback),
 `before` and `after` are the ref's head before and after it: the catalog's commits hold the table pointers of both,
 so the journal keeps hashes, not pointers. A branch delete keeps the deleted branch's head (`after`) and its ledger
 loads (`data`); a landing reset keeps the ledger rows as they were before it (`data`). An undo is an entry of its
@@ -28,7 +29,7 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS undo_journal (
     id        INTEGER PRIMARY KEY AUTOINCREMENT,
     done_at   TEXT NOT NULL,
-    kind      TEXT NOT NULL,       -- merge | publish | rollback | delete | landing_reset | undo
+    kind      TEXT NOT NULL,       -- run | merge | publish | rollback | delete | landing_reset | undo
     ref       TEXT NOT NULL,       -- the ref changed or deleted; namespace.zone for a landing reset
     summary   TEXT NOT NULL,       -- one line: what was done
     before    TEXT,                -- the ref's head before (a change to a ref)

@@ -1,19 +1,21 @@
-"""Undo on real Spark and Iceberg, on both catalogs: a merge, an atomic publish, a rollback, a branch delete and a
-landing reset each undone put main (or the branch, or the ledger) back exactly as it was before the action: the same
-metadata files byte for byte, the same rows, the same ledger states. Later commits built on an action refuse its
-undo with RAT-UNDO-002 naming them, and nothing changes."""
+"""Undo on real Spark and Iceberg, on both catalogs: a run's merge, a merge, an atomic publish, a rollback, a branch
+delete and a landing reset each undone put main (or the branch, or the ledger) back exactly as it was before the
+action: the same metadata files byte for byte, the same rows, the same ledger states. Undo walks back newest first;
+commits the journal does not know (another writer's) made after an action refuse its undo with RAT-UNDO-002 naming
+them, and nothing changes."""
 
 from __future__ import annotations
 
 import json
 
+import pyarrow as pa
 import pytest
 
 from ratui.cli import main as cli_main
 from ratui.engine.errors import RatuiError
 from ratui.engine.run.engine import Engine
 from tests.engine.ops.test_branches import (  # noqa: F401 - the catalog fixture: both backends
-    E2, E3, EVENTS, catalog, events_project, metadata_bytes, rows, run, states,
+    E2, E3, EVENTS, KINDS, catalog, events_project, metadata_bytes, rows, run, states,
 )
 
 
@@ -37,8 +39,25 @@ def refused(engine):
 def test_undo_of_a_merge_and_of_an_atomic_publish_restores_main_and_later_commits_refuse(project, capsys):
     p = ["--project", str(project)]
     engine = Engine.open(project)
+    assert refused(engine).code == "RAT-UNDO-001"  # nothing done yet
     run(engine)
-    assert refused(engine).code == "RAT-UNDO-001"  # a run's own merge is not an undoable action
+
+    # a run's own merge is undone like any merge, newest first: silver.kinds' run, then bronze.events'
+    before_runs = snapshot(engine)
+    (project / "demo/landing/events/e2.jsonl").write_text(E2)
+    second = run(engine)
+    assert rows(engine, "SELECT id FROM bronze.events") == [(1,), (2,), (3,)]
+    plan = engine.plan_undo()
+    assert (plan.entry.kind, plan.entry.data["run_id"]) == ("run", second[KINDS].run_id)
+    assert [t.table for t in plan.tables] == [KINDS] and plan.lines[0].startswith("undo run on main: run ")
+    engine.undo(plan)
+    plan = engine.plan_undo()
+    assert (plan.entry.kind, plan.entry.data["run_id"]) == ("run", second[EVENTS].run_id) and plan.ledger == 1
+    engine.undo(plan)
+    tables, events, kinds, ledger = snapshot(engine)
+    assert (tables, events, kinds) == before_runs[:3]  # the same metadata files, the same rows
+    assert ledger == sorted(before_runs[3] + [("e2.jsonl", EVENTS, "unloaded")])  # loadable again
+    assert engine.plan_undo().entry.data["run_id"] != second[EVENTS].run_id  # the first run's merges are next
 
     engine.create_branch("dev")
     (project / "demo/landing/events/e2.jsonl").write_text(E2)
@@ -59,7 +78,7 @@ def test_undo_of_a_merge_and_of_an_atomic_publish_restores_main_and_later_commit
     assert done["entry"]["after"] == merged.commit.hash and sorted(done["done"]["tables"]) == sorted(merged.tables)
     assert snapshot(engine) == before_merge  # main's tables, rows and ledger as before the merge
     assert engine.log("main", limit=1)[0].kind == "undo"
-    assert refused(engine).code == "RAT-UNDO-001"  # undos are not undone: nothing older to undo
+    assert engine.plan_undo().entry.kind == "run"  # undos are not undone: the next is older, the runs' merges
 
     # an atomic publish, undone the same way
     (project / "demo/landing/events/e3.jsonl").write_text(E3)
@@ -79,8 +98,13 @@ def test_undo_of_a_merge_and_of_an_atomic_publish_restores_main_and_later_commit
     run(engine, ref="dev2")
     engine.merge("dev2")
     (project / "demo/landing/events/e4.jsonl").write_text('{"id": 5, "kind": "cart"}\n')
-    later = run(engine)  # main loads e4 on its own: a run's commit on top of the merge
+    later = run(engine)  # main loads e4 on its own: runs' commits on top of the merge, undone first
     assert later[EVENTS].status == "success"
+    assert engine.plan_undo().entry.data["run_id"] == later[KINDS].run_id
+    # another writer (an engine through `ratui serve`) appends to main: not in ratui's journal
+    table = engine.state.catalog.load_table("main", EVENTS)
+    table.append(pa.Table.from_pylist([{"id": 9, "kind": "other"}], schema=table.schema().as_arrow()))
+    engine.state.catalog.record_commit("main", f"another writer appended to {EVENTS}")
     state = snapshot(engine)
     err = refused(engine)
     head = engine.state.catalog.get_ref("main").head
@@ -125,9 +149,16 @@ def test_undo_of_a_rollback_a_branch_delete_and_a_landing_reset(project):
     engine.undo(engine.plan_undo())
     assert snapshot(engine) == before_rollback
 
-    # reset again, and a run loads the files again: undoing the reset is refused, naming the run
+    # reset again, and a run loads the files again: z walks back, the run's merge first (the table as before it,
+    # its files loadable again), then the reset (the files loaded, as before it)
     engine.landing_reset("events", pipeline=EVENTS)
     again = run(engine, "bronze.events")
-    err = refused(engine)
-    assert err.code == "RAT-UNDO-002" and err.details["runs"] == [again[EVENTS].run_id]
-    assert again[EVENTS].run_id in err.message
+    assert rows(engine, "SELECT id FROM bronze.events") != before_rollback[1]  # every file loaded once more
+    plan = engine.plan_undo()
+    assert (plan.entry.kind, plan.entry.data["run_id"]) == ("run", again[EVENTS].run_id)
+    engine.undo(plan)
+    assert {s for _, _, s in states(engine)} == {"unloaded"}
+    plan = engine.plan_undo()
+    assert plan.entry.kind == "landing_reset"
+    engine.undo(plan)
+    assert snapshot(engine) == before_rollback

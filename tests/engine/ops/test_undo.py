@@ -156,7 +156,7 @@ def test_undo_of_a_rollback_a_branch_delete_and_a_landing_reset(project):
     # its files loadable again), then the reset (the files loaded, as before it)
     engine.landing_reset("events", pipeline=EVENTS)
     again = run(engine, "bronze.events")
-    assert rows(engine, "SELECT id FROM bronze.events") != before_rollback[1]  # every file loaded once more
+    assert rows(engine, "SELECT id, kind FROM bronze.events") != before_rollback[1]  # every file loaded once more
     plan = engine.plan_undo()
     assert (plan.entry.kind, plan.entry.data["run_id"]) == ("run", again[EVENTS].run_id)
     engine.undo(plan)

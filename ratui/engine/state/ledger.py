@@ -693,8 +693,6 @@ def _unchanged(items: list[ZoneEntry], rows: list[tuple], forget_missing: bool) 
     unchanged files in a fraction of _SyncPlan's per-file loop): every listed file has a row with its size, time,
     ETag and version, a local one with a digest of its bytes kept (else _SyncPlan decides: it digests); and with
     `forget_missing`, no row of an active file that is no longer listed. `rows`: as _read_brief() gives them."""
-    if forget_missing and _same_in_order(items, rows):
-        return True
     listed = set(map(_LISTED, items))
     known = set(map(_KNOWN, rows))
     if len(listed) != len(items) or not listed <= known:
@@ -706,21 +704,6 @@ def _unchanged(items: list[ZoneEntry], rows: list[tuple], forget_missing: bool) 
         archived = sum(map(str.startswith, map(_FILE, rows), repeat(PROCESSED + "/")))
         return len(listed) == len(rows) - archived
     return True
-
-
-def _same_in_order(items: list[ZoneEntry], rows: list[tuple]) -> bool:
-    """_unchanged's common case, compared as two lists in C without building sets: the listing (sorted by name)
-    and the rows of its active files (sorted by file: SQLite's byte order is the code point order of UTF-8) are
-    the same files with the same size, time, ETag and version, each with a digest kept (a local file's). False
-    says nothing: the sets decide."""
-    active = [r for r in rows if not r[0].startswith(_ARCHIVED)] if any(map(str.startswith, map(_FILE, rows),
-                                                                              repeat(_ARCHIVED))) else rows
-    if len(active) != len(items) or list(map(_LISTED, items)) != list(map(_KNOWN, active)):
-        return False
-    return all(map(_DIGESTED, active))
-
-
-_ARCHIVED = PROCESSED + "/"
 
 
 class _SyncPlan:

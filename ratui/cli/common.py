@@ -63,7 +63,10 @@ def door_args(p: argparse.ArgumentParser, *, port: int, clients: str, token_env:
 
 def err(error: RatuiError, as_json: bool = False) -> None:
     if as_json:
-        print(json.dumps({"error": error.to_dict()}))
+        shown = error.to_dict()
+        if error.public_details():  # e.g. the commits that refuse an undo, the tables of a conflict
+            shown["details"] = error.public_details()
+        print(json.dumps({"error": shown}, default=str))
     else:
         print(error.render(), file=sys.stderr)
 

@@ -96,10 +96,18 @@ class Reads:
             return [DiffRow(key, "table", False, None, self._table_state(MAIN, key))
                     for key in sorted(engine.table_pointers(MAIN))]
         rows = []
-        for change in engine.diff_refs(ref, against):
-            rows.append(DiffRow(change.table, change.change, change.changed_on == "both",
+        changes = engine.diff_refs(ref, against)
+        appends: set[str] = set()
+        if any(c.changed_on == "both" for c in changes):
+            try:  # which of those both sides only appended to: the merge's own dry run judges them
+                appends = set(engine.merge(ref, into=against, dry_run=True).by_append or ())
+            except RatuiError:
+                appends = set()
+        for change in changes:
+            both = change.changed_on == "both"
+            rows.append(DiffRow(change.table, change.change, both and change.table not in appends,
                                 _state_of(change.left), _state_of(change.right), change.changed_on,
-                                tuple(change.schema_changes)))
+                                tuple(change.schema_changes), by_append=both and change.table in appends))
         return rows
 
     def catalog_server(self) -> str | None:

@@ -120,3 +120,4 @@ class DiffRow:
     main: TableState | None
     changed_on: str = ""  # who changed it since the fork: "left" (the branch), "right" (main), "both", "" (unknown)
     schema_changes: tuple[str, ...] = ()  # main's columns -> the branch's: "+ col type", "- col", "~ ..."
+    by_append: bool = False  # changed on both sides, each only by appends: it merges by append, no conflict

@@ -91,6 +91,13 @@ class RatuiError(Exception):
             "hint": self.hint,
         }
 
+    # what of `details` a --json refusal prints: names of refs, commits, tables, runs and files the message names
+    # (never a URI, a sample row or anything else a secret or a user's data could be in)
+    PUBLIC_DETAILS = ("commits", "entry", "files", "ref", "runs", "tables")
+
+    def public_details(self) -> dict[str, Any]:
+        return {k: v for k, v in (self.details or {}).items() if k in self.PUBLIC_DETAILS}
+
     def render(self) -> str:
         """Two lines for a terminal: what and where, then the hint."""
         return f"error[{self.code}] {self.location + ': ' if self.location else ''}{self.message}\n  hint: {self.hint}"

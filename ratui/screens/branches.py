@@ -91,7 +91,10 @@ def as_changed(row: DiffRow) -> tuple[str, tuple[str, ...]]:
 
 
 def changed_by(row: DiffRow, ref: str, against: str) -> Text:
-    """Who changed the table since the fork: the branch, the other side, or both (a conflict)."""
+    """Who changed the table since the fork: the branch, the other side, or both (a conflict, unless each side only
+    appended: then it merges by append)."""
+    if row.by_append:
+        return Text("⇉ both appended: merges", style="green")
     if row.conflict or row.changed_on == "both":
         return Text(f"✘ both: {against} changed too", style="red")
     if row.changed_on == "left":
@@ -385,10 +388,12 @@ class BranchesScreen(UndoKeys, TableScreen):
             title.update(f"Tables on main ({len(rows)})")
         else:
             conflicts = sum(1 for r in rows if r.conflict)
+            appended = sum(1 for r in rows if r.by_append)
             mine = sum(1 for r in rows if r.changed_on == "left")
             theirs = sum(1 for r in rows if r.changed_on == "right")
             parts = [f"{mine} changed on {ref}" if mine else "", f"{theirs} on main" if theirs else "",
-                     f"{conflicts} in conflict" if conflicts else ""]
+                     f"{conflicts} in conflict" if conflicts else "",
+                     f"{appended} appended on both (merge by append)" if appended else ""]
             said = ", ".join(p for p in parts if p)
             title.update(f"Diff of {ref} against main: {len(rows)} table(s) differ" + (f" ({said})" if said else "")
                          + ("" if rows else " · l: its history"))

@@ -229,6 +229,8 @@ def test_diff_and_merge_with_a_dry_run_per_table(project):
     engine.state.catalog.record_commit("dev", "add note to clean_orders")  # modified on dev: a new column
     write(engine, root, "main", CUSTOMERS, 2, start=4)  # main moved after dev forked
     engine.create_branch("hot")
+    engine.create_branch("twin")
+    write(engine, root, "twin", CUSTOMERS, 2, start=30)  # twin only appends to raw_customers, as main does below
     write(engine, root, "hot", CUSTOMERS, 3, start=10)
     hot = engine.state.catalog.load_table("hot", CUSTOMERS)
     with hot.update_schema() as update:  # not only an append on hot: no merge by append
@@ -296,6 +298,19 @@ def test_diff_and_merge_with_a_dry_run_per_table(project):
             await pilot.press("escape")
             await settle(pilot)
             assert engine_of(app).table_pointers("main") == main_after
+
+            # twin and main both only appended to raw_customers since twin forked: not a conflict, it merges by append
+            goto(app, "twin")
+            await wait_for(pilot, lambda: "Diff of twin against main" in screen_text(app), 10)
+            await settle(pilot)
+            diff = app.screen.query_one("#diff-table")
+            rows = {key.value: [str(c) for c in diff.get_row(key)] for key in diff.rows}
+            assert rows[CUSTOMERS][1:4] == ["modified", "⇉ both appended: merges", "8 / 7"]
+            assert "1 appended on both (merge by append)" in screen_text(app)
+            assert "in conflict" not in screen_text(app)
+            goto(app, "hot")  # hot changed the schema too: a conflict
+            await wait_for(pilot, lambda: "Diff of hot against main" in screen_text(app), 10)
+            assert "1 in conflict" in screen_text(app)
 
             # feat came from dev: its merge goes into dev, not main
             goto(app, "feat")

@@ -14,10 +14,14 @@ SAMPLES = "_samples"
 RESERVED_DIRS = (PROCESSED, SAMPLES)
 
 
+INACTIVE_STARTS = (".", "_", "~")  # hidden, reserved, an editor's
+INACTIVE_ENDS = ("~", ".swp", ".tmp")  # an editor's droppings
+
+
 def is_active_name(name: str) -> bool:
     """Whether a name at a zone's root is a landing file the engine reads."""
-    return bool(name) and "/" not in name and not name.startswith((".", "_", "~")) \
-        and not name.endswith(("~", ".swp", ".tmp"))
+    return bool(name) and "/" not in name and not name.startswith(INACTIVE_STARTS) \
+        and not name.endswith(INACTIVE_ENDS)
 
 
 def archived_name(run_id: str, name: str) -> str:

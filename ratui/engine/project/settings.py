@@ -48,7 +48,7 @@ class Settings:
     spark_connect_retry_seconds: int = 44
     quality_sample_rows: int = 5
     diff_max_rows: int = 1_000_000
-    diff_in_process_rows: int = 50_000
+    diff_in_process_rows: int = 200_000
     run_threads: int = 1
     merge_retries: int = 3
     merge_backoff_ms: int = 200

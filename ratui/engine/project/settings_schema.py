@@ -106,7 +106,7 @@ class DiffSection(Section):
     max_rows: Count = 1_000_000
     # at most this many rows on both sides together (and only plain columns): computed in ratui's process from
     # PyIceberg reads, no Spark job (0: never)
-    in_process_rows: Count = 50_000
+    in_process_rows: Count = 200_000
 
 
 class MergeSection(Section):

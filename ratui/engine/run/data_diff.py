@@ -162,8 +162,18 @@ def _in_process(table: str, before: Table | None, after: Table, key: list[str]) 
     a_types = {f.name: f.field_type for f in after.schema().fields}
     b_types = {f.name: f.field_type for f in before.schema().fields} if before is not None else a_types
     a_cols, b_cols = list(a_types), list(b_types)
-    a_data = _columns(after, a_cols)
-    b_data = _columns(before, b_cols) if before is not None else {c: [] for c in b_cols}
+    temporal: dict[str, Any] = {}  # column -> its Arrow type: compared as integers, shown as values
+    a_data = _columns(after, a_cols, temporal)
+    b_data = _columns(before, b_cols, temporal) if before is not None else {c: [] for c in b_cols}
+
+    def shown(column: str, value: Any) -> Any:
+        if column in temporal and value is not None:
+            import pyarrow as pa
+
+            kind = temporal[column]
+            value = pa.array([value], pa.int32() if pa.types.is_date32(kind) else pa.int64()).cast(kind)[0].as_py()
+        return _jsonable(_unnan(value))
+
     a_n = len(next(iter(a_data.values()), []))
     b_n = len(next(iter(b_data.values()), []))
     names = list(dict.fromkeys(b_cols + a_cols))
@@ -181,31 +191,40 @@ def _in_process(table: str, before: Table | None, after: Table, key: list[str]) 
         others = [c for c in a_cols if c in b_types and c not in key]
         b_key, a_key = rows(b_data, key, b_n), rows(a_data, key, a_n)
         b_rest, a_rest = rows(b_data, others, b_n), rows(a_data, others, a_n)
-        b_by: dict[tuple, list[tuple]] = {}
-        for k, r in zip(b_key, b_rest):
-            b_by.setdefault(k, []).append(r)
-        a_by: dict[tuple, list[tuple]] = {}
-        for k, r in zip(a_key, a_rest):
-            a_by.setdefault(k, []).append(r)
         kinds: dict[str, list[tuple]] = {"added": [], "removed": [], "changed": []}
-        counts = dict.fromkeys(kinds, 0)
-        for k, new in a_by.items():
-            old = b_by.get(k)
-            if old is None:
-                counts["added"] += len(new)
-                kinds["added"].append(k)
-                continue
-            differ = sum(1 for x in old for y in new if x != y)
-            if differ:
-                counts["changed"] += differ
-                kinds["changed"].append(k)
-        for k, old in b_by.items():
-            if k not in a_by:
-                counts["removed"] += len(old)
-                kinds["removed"].append(k)
+        b_map, a_map = dict(zip(b_key, b_rest)), dict(zip(a_key, a_rest))
+        if len(b_map) == b_n and len(a_map) == a_n:  # keys unique on both sides (as the keyed strategies keep
+            # them): set operations, in C
+            a_keys, b_keys = a_map.keys(), b_map.keys()
+            new_keys, gone_keys = a_keys - b_keys, b_keys - a_keys
+            other = {k for k, _ in set(a_map.items()) - set(b_map.items())} - new_keys
+            kinds = {"added": list(new_keys), "removed": list(gone_keys), "changed": list(other)}
+            counts = {kind: len(found) for kind, found in kinds.items()}
+        else:  # each matching pair counts, as the Spark job's join has it
+            b_by: dict[tuple, list[tuple]] = {}
+            for k, r in zip(b_key, b_rest):
+                b_by.setdefault(k, []).append(r)
+            a_by: dict[tuple, list[tuple]] = {}
+            for k, r in zip(a_key, a_rest):
+                a_by.setdefault(k, []).append(r)
+            counts = dict.fromkeys(kinds, 0)
+            for k, new in a_by.items():
+                old = b_by.get(k)
+                if old is None:
+                    counts["added"] += len(new)
+                    kinds["added"].append(k)
+                    continue
+                differ = sum(1 for x in old for y in new if x != y)
+                if differ:
+                    counts["changed"] += differ
+                    kinds["changed"].append(k)
+            for k, old in b_by.items():
+                if k not in a_by:
+                    counts["removed"] += len(old)
+                    kinds["removed"].append(k)
         added, removed, changed = counts["added"], counts["removed"], counts["changed"]
         for kind, found in kinds.items():
-            samples[kind] = [{c: _jsonable(_unnan(v)) for c, v in zip(key, k)} for k in _first_sorted(found)]
+            samples[kind] = [{c: shown(c, v) for c, v in zip(key, k)} for k in _first_sorted(found)]
     else:
         from collections import Counter
 
@@ -222,7 +241,7 @@ def _in_process(table: str, before: Table | None, after: Table, key: list[str]) 
         for kind, mine, theirs, cols in (("added", ca, cb, a_cols), ("removed", cb, ca, b_cols)):
             at = [names.index(c) for c in cols]
             found = [tuple(r[i] for i in at) for r, n in mine.items() if n > theirs.get(r, 0)]
-            samples[kind] = [{c: _jsonable(_unnan(v)) for c, v in zip(cols, r)} for r in _first_sorted(found)]
+            samples[kind] = [{c: shown(c, v) for c, v in zip(cols, r)} for r in _first_sorted(found)]
     columns = []
     for c in names:
         t = a_types.get(c) or b_types.get(c)
@@ -262,9 +281,21 @@ def _unnan(value: Any) -> Any:
     return float("nan") if isinstance(value, _NaN) else value
 
 
-def _columns(table: Table, cols: list[str]) -> dict[str, list]:
+def _columns(table: Table, cols: list[str], temporal: dict[str, Any]) -> dict[str, list]:
+    """Each column's values as Python objects, dates and timestamps as their integers (days, microseconds): they
+    compare, hash and sort alike, and PyArrow makes an integer in a fraction of a datetime's time (a 36,000-row
+    timestamp column: 1 ms against 0.17 s). `temporal` learns those columns' types, to show a sample's values."""
+    import pyarrow as pa
+
     arrow = table.scan().to_arrow()
-    return {c: arrow.column(c).to_pylist() for c in cols}
+    out = {}
+    for c in cols:
+        column = arrow.column(c)
+        if pa.types.is_timestamp(column.type) or pa.types.is_date32(column.type):
+            temporal[c] = column.type
+            column = column.cast(pa.int32() if pa.types.is_date32(column.type) else pa.int64())
+        out[c] = column.to_pylist()
+    return out
 
 
 def _first_sorted(found: list[tuple]) -> list[tuple]:
@@ -274,7 +305,10 @@ def _first_sorted(found: list[tuple]) -> list[tuple]:
     def order(row: tuple) -> tuple:
         return tuple((0, 0) if v is None else (2, 0) if isinstance(v, _NaN) else (1, v) for v in row)
 
-    return heapq.nsmallest(SAMPLES, found, key=order)
+    try:  # tuples compared in C; a NULL or NaN compared with a value raises, and the key function orders them
+        return heapq.nsmallest(SAMPLES, found)
+    except TypeError:
+        return heapq.nsmallest(SAMPLES, found, key=order)
 
 
 # ------------------------------------------------------------------------------------------------- Spark

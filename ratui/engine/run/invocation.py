@@ -257,7 +257,11 @@ class Invocation:
                                                  "the invocation stopped before it started")
             self._queued.clear()
             if self.publish_into is not None:
-                self.publish = finish_publish(self._engine.state, self)
+                from ratui.engine.run.merge_gate import quality_gate  # Spark's side: loaded when a publish ends
+
+                compiled = self._compiled
+                verify = quality_gate(self._engine.state, lambda: compiled, self.publish_into, self.ref)
+                self.publish = finish_publish(self._engine.state, self, verify=verify)
         finally:
             self._done.set()
             if self._on_done is not None:

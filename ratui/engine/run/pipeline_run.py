@@ -298,7 +298,12 @@ class PipelineRun:
                 self.log(note, "warning")
         self._inputs_unchanged(sources)  # what was written came from the files as they were listed
         with self.phase("quality"):
-            self._quality(pipeline, sources)
+            try:
+                self._quality(pipeline, sources)
+            except RatuiError as exc:
+                if exc.code == "RAT-RUN-003":  # tests failed: the diff still says what the run would have changed
+                    self._diff_of_a_failed_run(pipeline)
+                raise
             self._diff(pipeline)
         self.control.check()
         self._written = sources.written_snapshots()
@@ -534,14 +539,22 @@ class PipelineRun:
 
     # ------------------------------------------------------------------------------------------- data diff
 
-    def _diff(self, pipeline: Pipeline) -> None:
+    def _diff_of_a_failed_run(self, pipeline: Pipeline) -> None:
+        """The diff of a run whose quality tests failed, kept with it (no gate: the run fails all the same); whatever
+        happens here, the quality failure stays the run's error."""
+        try:
+            self._diff(pipeline, gate=False)
+        except Exception as exc:
+            self.log(f"data diff not computed: {type(exc).__name__}: {_first_line(exc)}", "warning")
+
+    def _diff(self, pipeline: Pipeline, *, gate: bool = True) -> None:
         """The run's data diff against the table as the branch forked (data_diff.py), stored with the run; its
         gates fail the run (RAT-RUN-009) before the merge. Without gates, a diff that cannot be computed is a
         warning, never the run's failure."""
         file, config = pipeline.loaded()
         if not self.catalog.table_exists(self.branch, self.key):
             return
-        gated = data_diff.gates(config)
+        gated = gate and data_diff.gates(config)
         self.control.check()
         try:
             after = self.catalog.load_table(self.branch, self.key)

@@ -6,7 +6,8 @@
     outcome = finish_publish(state, invocation)                  # after the last run
 
 If every run succeeded or was unchanged, the publish branch merges into `into` (Nessie's rule: a table `into`
-changed meanwhile is a conflict and nothing lands) with the landing files its runs loaded, and is deleted. If a run
+changed meanwhile is a conflict and nothing lands, unless both sides only appended to it: then it merges by append
+once its quality tests pass on the combined rows) with the landing files its runs loaded, and is deleted. If a run
 failed, was cancelled or never ran, `into` is untouched and the branch is kept so its tables can be looked at
 (`ratui query --ref publish-...`); the reaper's orphan-branch task deletes it after the usual age.
 """
@@ -14,7 +15,7 @@ failed, was cancelled or never ran, `into` is untouched and the branch is kept s
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from ratui.engine.errors import RatuiError
 from ratui.engine.ops import branches
@@ -62,8 +63,11 @@ def start_publish(state: ProjectState, invocation_id: str, into: str) -> str:
     return name
 
 
-def finish_publish(state: ProjectState, invocation: Published) -> PublishOutcome:
-    """Never raises: a failure to publish is the outcome's error, and `into` is unchanged."""
+def finish_publish(state: ProjectState, invocation: Published,
+                   verify: Callable[[str, list[str]], None] | None = None) -> PublishOutcome:
+    """Never raises: a failure to publish is the outcome's error, and `into` is unchanged. `verify`: the quality
+    gate of tables that merge by append (ops/branches.merge: a table `into` changed meanwhile that both sides only
+    appended to lands by append once its tests pass on the combined rows; without it, a conflict)."""
     branch, into = invocation.ref, invocation.publish_into or "main"
     results = invocation.results
     bad = [r for r in results if r.status != "success" and not (r.status == "skipped" and r.run_type == "skip"
@@ -83,7 +87,7 @@ def finish_publish(state: ProjectState, invocation: Published) -> PublishOutcome
         return PublishOutcome(branch, into, False, pending(), f"{into} unchanged: {why}; {branch} kept for inspection")
     try:
         result = branches.merge(state, branch, into=into, kind="publish",
-                                message=f"publish {len(invocation.keys)} pipeline(s) into {into}")
+                                message=f"publish {len(invocation.keys)} pipeline(s) into {into}", verify=verify)
     except RatuiError as exc:
         return PublishOutcome(branch, into, False, pending(), f"{into} unchanged: {exc.message}; {branch} kept",
                               error=exc.to_dict())

@@ -141,6 +141,40 @@ def test_a_failing_quality_test_on_the_combined_rows_leaves_main_unchanged(proje
     assert {r.name for r in engine.refs()} == {"main", "dev"}
 
 
+def test_an_atomic_publish_merges_by_append_when_main_appended_meanwhile(make_project, spark):
+    root = new_project(make_project)
+    engine = Engine.open(root)
+    try:
+        run(engine)
+
+        def publish(values, main_values):
+            """An atomic publish of bronze.events adding `values`, while a run on main adds `main_values` after
+            the publish branch forked."""
+            invocation = engine.invocation(engine.compile().select(["bronze.events"]), trigger="cli", atomic=True)
+            set_events(root, main_values)
+            run(engine)
+            set_events(root, values)
+            assert [r.status for r in invocation.run()] == ["success"]
+            return invocation.publish
+
+        published = publish([(10, "a")], [(3, "b")])
+        assert published.merged and published.tables == [EVENTS], published
+        assert rows(engine) == [(1, "a"), (2, "b"), (3, "b"), (10, "a")]
+        assert engine.log("main", limit=1)[0].kind == "publish"
+        assert engine.state.catalog.log("main", limit=1)[0].meta.get("by_append") == [EVENTS]
+
+        # the combined rows fail the table's test (each side alone passes): nothing lands, the branch is kept
+        (root / "demo/pipelines/bronze/events/tests/quality/no_bad.sql").write_text(
+            "SELECT kind FROM {{ this }} WHERE kind IN ('x', 'y') GROUP BY kind HAVING count(*) > 1\n")
+        published = publish([(11, "x")], [(4, "x")])
+        after_main_run = rows(engine)
+        assert not published.merged and published.error["code"] == "RAT-CAT-013", published
+        assert (4, "x") in after_main_run and (11, "x") not in after_main_run
+        assert published.branch in {r.name for r in engine.refs()}
+    finally:
+        engine.close()
+
+
 @pytest.mark.parametrize("change", ["overwrite", "schema", "full_refresh_branch"])
 def test_an_overwrite_or_schema_change_on_either_side_is_still_a_conflict(project, change):
     engine = Engine.open(project)

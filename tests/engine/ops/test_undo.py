@@ -111,6 +111,9 @@ def test_undo_of_a_merge_and_of_an_atomic_publish_restores_main_and_later_commit
     assert err.code == "RAT-UNDO-002" and err.details["commits"][0] == head and head[:12] in err.message
     assert cli_main(["undo", *p]) == 1
     assert "RAT-UNDO-002" in capsys.readouterr().err
+    assert cli_main(["undo", "--json", *p]) == 1  # the refusal as JSON names the commits in its details too
+    shown = json.loads(capsys.readouterr().out)["error"]
+    assert shown["code"] == "RAT-UNDO-002" and shown["details"]["commits"] == [head]
     assert snapshot(engine) == state
 
 
@@ -153,7 +156,7 @@ def test_undo_of_a_rollback_a_branch_delete_and_a_landing_reset(project):
     # its files loadable again), then the reset (the files loaded, as before it)
     engine.landing_reset("events", pipeline=EVENTS)
     again = run(engine, "bronze.events")
-    assert rows(engine, "SELECT id FROM bronze.events") != before_rollback[1]  # every file loaded once more
+    assert rows(engine, "SELECT id, kind FROM bronze.events") != before_rollback[1]  # every file loaded once more
     plan = engine.plan_undo()
     assert (plan.entry.kind, plan.entry.data["run_id"]) == ("run", again[EVENTS].run_id)
     engine.undo(plan)

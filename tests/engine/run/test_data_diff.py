@@ -226,6 +226,26 @@ def test_gates_fail_the_run_before_its_merge(project):
         engine.close()
 
 
+def test_a_run_failing_its_quality_tests_keeps_the_diff_of_what_it_would_have_changed(project):
+    engine = Engine.open(project)
+    try:
+        assert engine.run([KEY])[0].status == "success"
+        before, pointers = main_rows(engine), engine.state.catalog.table_pointers("main")
+        tests = project / PATH.replace("pipeline.sql", "tests/quality")
+        tests.mkdir(parents=True)
+        (tests / "no_null_email.sql").write_text("SELECT id FROM {{ this }} WHERE email IS NULL\n")
+        (project / PATH).write_text(sql(ROWS_2, "-- @unique_key: id\n-- @max_row_change: 1\n"))
+        [run] = engine.run([KEY])
+        assert run.status == "failed" and run.error["code"] == "RAT-RUN-003", run.error  # the tests, not the gate
+        assert engine.state.catalog.table_pointers("main") == pointers and main_rows(engine) == before
+        stored = engine.state.history.get_run(run.run_id)["diff"]
+        assert stored == run.diff and stored["gate"] == {}  # kept, not gated: the run failed all the same
+        assert (stored["added"], stored["removed"], stored["changed"]) == (2, 1, 3)  # 6, 7 | 4 | 2, 3, 5
+        assert stored["samples"]["added"] == [{"id": 6}, {"id": 7}]
+    finally:
+        engine.close()
+
+
 def test_above_the_threshold_the_diff_comes_from_file_statistics(project):
     settings = (project / "ratui.yaml").read_text()
     (project / "ratui.yaml").write_text(settings + "diff:\n  max_rows: 3\n")

@@ -150,6 +150,7 @@ def test_an_atomic_publish_merges_by_append_when_main_appended_meanwhile(make_pr
         def publish(values, main_values):
             """An atomic publish of bronze.events adding `values`, while a run on main adds `main_values` after
             the publish branch forked."""
+            set_events(root, values)  # (what the invocation compiles and decides on)
             invocation = engine.invocation(engine.compile().select(["bronze.events"]), trigger="cli", atomic=True)
             set_events(root, main_values)
             run(engine)

@@ -319,7 +319,7 @@ def test_branches_diff_merge_and_delete(tmp_path):
             assert "ecommerce.bronze.base" in text and "5 rows" in text
 
             goto("dev")
-            await wait_for(pilot, lambda: "bronze.fresh" in screen_text(app), 10)
+            await wait_for(pilot, lambda: "bronze.fresh" in screen_text(app), 30)  # (a worker: slow on a loaded CI)
             text = screen_text(app)
             # dev added fresh; main added clash after dev forked: both differ, each said by who changed it
             assert "Diff of dev against main: 2 table(s) differ (1 changed on dev, 1 on main)" in text

@@ -208,6 +208,10 @@ def apply(state: ProjectState, planned: UndoPlan) -> dict[str, Any]:
                 state.ledger.unload_after(conn, ref, tables, since)
             journal.add(conn, "undo", ref, text, before=commit.parent or head, after=commit.hash,
                         data={"tables": tables}, undoes=entry.id)
+            if entry.kind == "run" and entry.data.get("run_id"):  # the run's own log says its merge is undone
+                state.history.log_in_tx(conn, entry.data["run_id"], "warning",
+                                        f"its merge into {ref} was undone (commit {commit.hash[:12]}): {ref} holds "
+                                        f"{', '.join(tables)} as before the run")
 
         commit = state.catalog.restore(ref, again.restore, again.expected, text,
                                        {"kind": "undo", "undoes": entry.kind, "tables": tables}, in_tx=ledger)

@@ -179,6 +179,13 @@ class History:
         recovery."""
         conn.execute("UPDATE runs SET merged_at = ? WHERE id = ?", (at or now_iso(), run_id))
 
+    @staticmethod
+    def log_in_tx(conn: Any, run_id: str, level: str, message: str) -> None:
+        """A line of a run's log written in another action's transaction, on its connection (an undo of the run's
+        merge says so in the run's own log)."""
+        conn.execute("INSERT INTO run_logs (run_id, at, level, message) VALUES (?, ?, ?, ?)",
+                     (run_id, now_iso(), level, message))
+
     def add_log(self, run_id: str, level: str, message: str) -> None:
         with self._lock:
             self.db.table("run_logs").insert({"run_id": run_id, "at": now_iso(), "level": level, "message": message})

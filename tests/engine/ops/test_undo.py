@@ -56,6 +56,8 @@ def test_undo_of_a_merge_and_of_an_atomic_publish_restores_main_and_later_commit
     engine.undo(plan)
     tables, events, kinds, ledger = snapshot(engine)
     assert (tables, events, kinds) == before_runs[:3]  # the same metadata files, the same rows
+    logs = [m["message"] for m in engine.state.history.get_run(second[EVENTS].run_id)["logs"]]
+    assert any(m.startswith("its merge into main was undone") for m in logs)  # the run's own log says so
     assert ledger == sorted(before_runs[3] + [("e2.jsonl", EVENTS, "unloaded")])  # loadable again
     assert engine.plan_undo().entry.data["run_id"] != second[EVENTS].run_id  # the first run's merges are next
 

@@ -300,6 +300,8 @@ def test_branches_diff_merge_and_delete(tmp_path):
             table = screen.query_one("#branches-table")
             refs = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
             assert refs[0] == "main" and sorted(refs[1:]) == sorted(["dev", "hot", "stale", f"run-{live}"])
+            # the diff pane's rows paint after its title: wait for them (a loaded machine widens the gap)
+            await wait_for(pilot, lambda: "ecommerce.bronze.base" in screen_text(app), 30)
             text = screen_text(app)
             assert "5 ref(s)" in text and "Tables on main (2)" in text
 

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
+import queue
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pyarrow as pa
@@ -25,17 +26,21 @@ TOKEN = "moved-project-token-0123456789"
 
 def events_until(proc: subprocess.Popen, kind: str, seconds: float = 60.0) -> list[dict]:
     """The server's JSON events up to and including the first of `kind` (or the end of its output, or the deadline:
-    the warning follows the serving line once the catalog is open, which on a loaded machine takes a while)."""
-    watch = selectors.DefaultSelector()
-    watch.register(proc.stdout, selectors.EVENT_READ)
+    the warning follows the serving line once the catalog is open). Lines are read by a thread: a select() on the
+    pipe says nothing about lines readline() already pulled into its buffer (the serving line and the warning
+    often arrive in one read)."""
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in iter(proc.stdout.readline, "")] and None,
+                     daemon=True).start()
     events: list[dict] = []
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if not watch.select(0.5):
+        try:
+            line = lines.get(timeout=0.5)
+        except queue.Empty:
+            if proc.poll() is not None and lines.empty():
+                break
             continue
-        line = proc.stdout.readline()
-        if not line:
-            break
         events.append(json.loads(line))
         if events[-1]["event"] == kind:
             return events

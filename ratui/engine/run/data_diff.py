@@ -179,10 +179,12 @@ def _in_process(table: str, before: Table | None, after: Table, key: list[str]) 
     names = list(dict.fromkeys(b_cols + a_cols))
     keyed = bool(key) and all(k in a_cols and k in b_cols for k in key)
     floats = {c for c in names if isinstance(a_types.get(c) or b_types.get(c), (it.FloatType, it.DoubleType))}
+    for data in (a_data, b_data):  # NaN made equal to NaN, once (as Spark's <=>, GROUP BY and distinct have it)
+        for c in floats & data.keys():
+            data[c] = [_NAN if v != v else v for v in data[c]]
 
     def rows(data: dict[str, list], cols: list[str], n: int) -> list[tuple]:
-        # each row over `cols`, NaN made equal to NaN (as Spark's <=> and GROUP BY have it)
-        lists = [[_NAN if v != v else v for v in data[c]] if c in floats else data[c] for c in cols]
+        lists = [data[c] for c in cols]
         return list(zip(*lists)) if lists else [()] * n
 
     samples: dict[str, list[Any]] = {}
@@ -231,8 +233,7 @@ def _in_process(table: str, before: Table | None, after: Table, key: list[str]) 
         def whole(data: dict[str, list], n: int) -> list[tuple]:
             # each row over every column either side has (None where this side lacks the column)
             missing = [None] * n
-            lists = [([_NAN if v != v else v for v in data[c]] if c in floats else data[c]) if c in data else missing
-                     for c in names]
+            lists = [data[c] if c in data else missing for c in names]
             return list(zip(*lists)) if lists else [()] * n
 
         cb, ca = Counter(whole(b_data, b_n)), Counter(whole(a_data, a_n))
@@ -252,10 +253,10 @@ def _in_process(table: str, before: Table | None, after: Table, key: list[str]) 
             values = data[c]
             present = [v for v in values if v is not None]
             setattr(col, f"nulls_{where}", len(values) - len(present))
-            setattr(col, f"distinct_{where}", len({_NAN if v != v else v for v in present} if c in floats
-                                                  else set(present)))
+            setattr(col, f"distinct_{where}", len(set(present)))
             if isinstance(types.get(c), _NUMERIC):
-                setattr(col, f"sum_{where}", _jsonable(sum(present)) if present else None)
+                total = sum(map(_unnan, present) if c in floats else present) if present else None
+                setattr(col, f"sum_{where}", _jsonable(total))
         columns.append(col)
     return DataDiff(table, IN_PROCESS, key if keyed else [], b_n, a_n, added, removed, changed if keyed else None,
                     columns=columns, samples=samples)

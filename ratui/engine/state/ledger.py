@@ -32,7 +32,7 @@ import json
 import sqlite3
 from functools import partial
 from itertools import compress, repeat
-from operator import add, attrgetter, itemgetter, not_
+from operator import add, itemgetter, not_
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple
@@ -683,7 +683,7 @@ class Ledger:
 _SAVED_FIELDS = ("namespace", "zone", "pipeline", "file", "state", "run_id", "attempts", "last_error", "loaded_at",
                  "updated_at")
 _SAVED = ", ".join(_SAVED_FIELDS)
-_LISTED = attrgetter("name", "size", "mtime_ns", "etag", "version")
+_LISTED = itemgetter(slice(0, 5))  # a ZoneEntry's identity: name, size, mtime_ns, etag, version
 _KNOWN = itemgetter(0, 1, 2, -2, -1)  # a row of _read_brief(): file, size, mtime_ns, etag, version
 _FILE, _DIGESTED = itemgetter(0), itemgetter(-3)
 
@@ -693,6 +693,8 @@ def _unchanged(items: list[ZoneEntry], rows: list[tuple], forget_missing: bool) 
     unchanged files in a fraction of _SyncPlan's per-file loop): every listed file has a row with its size, time,
     ETag and version, a local one with a digest of its bytes kept (else _SyncPlan decides: it digests); and with
     `forget_missing`, no row of an active file that is no longer listed. `rows`: as _read_brief() gives them."""
+    if _same_in_order(items, rows):
+        return True
     listed = set(map(_LISTED, items))
     known = set(map(_KNOWN, rows))
     if len(listed) != len(items) or not listed <= known:
@@ -704,6 +706,19 @@ def _unchanged(items: list[ZoneEntry], rows: list[tuple], forget_missing: bool) 
         archived = sum(map(str.startswith, map(_FILE, rows), repeat(PROCESSED + "/")))
         return len(listed) == len(rows) - archived
     return True
+
+
+def _same_in_order(items: list[ZoneEntry], rows: list[tuple]) -> bool:
+    """The common case of _unchanged (a local zone nobody touched) decided without a set: the active rows and the
+    listing hold the same identities in the same order (a listing is sorted by name; Python's order of strings is
+    SQLite's BINARY order of their UTF-8, the rows' order), and every row keeps a digest. False whenever anything
+    differs, the order included: then the sets decide."""
+    files = list(map(_FILE, rows))
+    archived = list(map(str.startswith, files, repeat(PROCESSED + "/")))
+    if any(archived):
+        rows = list(compress(rows, map(not_, archived)))
+    return (len(rows) == len(items) and all(map(_DIGESTED, rows))
+            and list(map(_LISTED, items)) == list(map(_KNOWN, rows)))
 
 
 class _SyncPlan:

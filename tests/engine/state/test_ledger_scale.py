@@ -186,6 +186,28 @@ def test_the_listing_reports_a_broken_or_looping_symlink_and_leaves_out_what_is_
     with pytest.raises(RatuiError) as caught:
         zone.list()
     assert caught.value.code == "RAT-LND-008" and "broken symlink" in str(caught.value)
+    # the whole path of the link and where it leads (the folder is scanned through its descriptor)
+    assert caught.value.file == str(folder / "gone.csv") and str(folder / "nowhere.csv") in str(caught.value)
+
+
+def test_a_listed_entry_is_the_file_with_its_path_and_survives_a_pickle(tmp_path):
+    """A listing's entries are made in C with their paths made when asked for: each equals (and hashes as) the
+    entry made from the file's own stat, its path is the file's, and it crosses a process boundary (pickled for an
+    isolated pipeline) with its path."""
+    import pickle
+
+    from ratui.engine.landing.entry import entry_of
+
+    folder = fill_zone(tmp_path / "zone", 3)
+    listed = LocalZone("demo", "events", folder).list()
+    made = [entry_of(folder / e.name) for e in listed]
+    assert listed == made and {hash(e) for e in listed} == {hash(e) for e in made}
+    assert [e.path for e in listed] == [folder / f"part-00000{i}.csv" for i in range(3)]
+    assert listed[0].size == (folder / "part-000000.csv").stat().st_size and listed[0].etag is None
+    back = pickle.loads(pickle.dumps(listed))
+    assert back == listed and [e.path for e in back] == [e.path for e in listed]
+    moved = listed[0]._replace(size=listed[0].size + 1)
+    assert moved != listed[0] and moved.path == listed[0].path and "path=" in repr(moved)
 
 
 def test_files_that_come_and_go_while_the_zone_is_synced(tmp_path):

@@ -26,9 +26,10 @@ class ZoneEntry(_Fields):
     file also has its `path`.
 
     A tuple, not a dataclass: a listing of 100,000 files makes 100,000 entries, and the ledger reads five fields of
-    each on every sync. A tuple is made in C (ZoneEntry.listed) and is one block of memory whose fields are read
-    through C descriptors; an object with a __dict__ was four times the time to read those fields. Two entries are
-    equal when their names and identities are (the path is not compared); compare them only with ZoneEntries."""
+    each on every sync. A tuple is made in C (listed_entry) and is one block of memory whose fields are read
+    through C descriptors: the ledger's check of an unchanged 100,000-file zone took a third of the time it took
+    with frozen dataclass objects (each with a __dict__). Two entries are equal when their names and identities
+    are (the path is not compared); compare them only with ZoneEntries."""
     __slots__ = ()
 
     def __new__(cls, name: str, size: int, mtime_ns: int, etag: str | None = None, version: str | None = None,
@@ -51,12 +52,6 @@ class ZoneEntry(_Fields):
         """(name, size, mtime_ns, etag, version): what equality compares."""
         return self[:5]
 
-    @staticmethod
-    def listed(name: str, size: int, mtime_ns: int, child: Callable[[str], Path]) -> "ZoneEntry":
-        """A local file as a folder's listing makes it: equal to ZoneEntry(name, size, mtime_ns,
-        path=child(name)), its path made when asked for."""
-        return _make((name, size, mtime_ns, None, None, child))
-
     def __eq__(self, other: object) -> bool:
         if type(other) is not ZoneEntry:
             return NotImplemented
@@ -78,7 +73,9 @@ class ZoneEntry(_Fields):
         return (*self[:5], self.path)
 
 
-_make = partial(tuple.__new__, ZoneEntry)
+# A local file as a folder's listing makes it, in C: listed_entry((name, size, mtime_ns, None, None, child)) equals
+# ZoneEntry(name, size, mtime_ns, path=child(name)), its path made from `child` when asked for
+listed_entry = partial(tuple.__new__, ZoneEntry)
 
 
 Progress = Callable[[int, int, int], None]  # (files staged, of how many, bytes so far)

@@ -26,7 +26,7 @@ from ratui.engine.errors import RatuiError, did_you_mean
 from ratui.engine.landing.names import (
     INACTIVE_ENDS, INACTIVE_STARTS, PROCESSED, archived_name, check_file_name,
 )
-from ratui.engine.landing.entry import Progress, ZoneEntry, paused_gc
+from ratui.engine.landing.entry import Progress, ZoneEntry, listed_entry, paused_gc
 from ratui.engine.landing.files import ZoneFile
 from ratui.engine.locations import ProjectLocations
 
@@ -75,9 +75,11 @@ class LocalZone:
 
     def _list(self, fd: int) -> builtins.list[ZoneEntry]:
         scan = os.scandir(fd)  # entries' `path` is then their bare name: errors name self.folder / name
-        folder_inside = self.locations is None or self.locations.inside(self.folder / "_")
+        locations = self.locations
+        # every file is checked when the folder itself lies elsewhere; else only symlinks, which may lead out
+        check_all = locations is not None and not locations.inside(self.folder / "_")
         child = _child_maker(self.folder)
-        listed = ZoneEntry.listed
+        make, regular = listed_entry, stat.S_ISREG
         found = []
         starts, ends = INACTIVE_STARTS, INACTIVE_ENDS
         with scan, paused_gc():
@@ -102,13 +104,13 @@ class LocalZone:
                     raise RatuiError("RAT-LND-008", f"landing file '{name}' in zone '{self.name}' cannot be looked "
                                      f"at: {exc.strerror or exc}" + (f" (a symlink to {_readlink(where)})"
                                                                       if link else ""), file=where) from None
-                if not stat.S_ISREG(st.st_mode):
+                if not regular(st.st_mode):
                     continue
                 if not name.isprintable():  # check_file_name's own first test, inlined
                     check_file_name(name, self.name, str(self.folder))
-                if self.locations is not None and (link or not folder_inside):
-                    self.locations.check(child(name), "landing file")
-                found.append(listed(name, st.st_size, st.st_mtime_ns, child))
+                if locations is not None and (link or check_all):
+                    locations.check(child(name), "landing file")
+                found.append(make((name, st.st_size, st.st_mtime_ns, None, None, child)))
         found.sort(key=_BY_NAME)
         return found
 

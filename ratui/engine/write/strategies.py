@@ -69,8 +69,20 @@ from ratui.engine.sql_text import quote, renamed
 from ratui.engine.write.pruning import (IN_FILTER_CONF, arrow_candidates, arrow_ranges, batch_ranges, files_in_ranges,
                                         key_filters, key_values, local_keys, locate_rows, small_batch)
 
-# Keys broadcast to every task when a large rewrite keeps its files' layout (see _keeps_layout).
+# Keys broadcast to every task when a large rewrite keeps its files' layout (see _keeps_layout), and when a merge
+# matches them against the rows of the files they may touch: up to BROADCAST_MAX_KEYS always, up to
+# BROADCAST_LARGE_MAX_KEYS when those rows are BROADCAST_RATIO times as many (shuffling a 100M-row table's key
+# column to meet 1M keys took 72 s; sending the 1M keys to every task instead 39 s: benchmarks/README.md).
 BROADCAST_MAX_KEYS = 500_000
+BROADCAST_LARGE_MAX_KEYS = 2_000_000
+BROADCAST_RATIO = 20
+
+
+def _broadcast(keys: int, candidates: list[DataFile]) -> bool:
+    """Whether a merge's `keys` batch rows go to every task matching them against `candidates` (else both sides
+    are shuffled by key)."""
+    return keys <= BROADCAST_MAX_KEYS or (
+        keys <= BROADCAST_LARGE_MAX_KEYS and sum(f.record_count for f in candidates) >= BROADCAST_RATIO * keys)
 
 # A merge writes position deletes for a file (merge-on-read) while at most this share of the file's rows would
 # then be deleted; beyond it, the file is rewritten (copy-on-write). The reaper compacts files past its own share.
@@ -267,7 +279,7 @@ def _plan(req: WriteRequest, table: Table, candidates: list[DataFile], keys_df, 
     # batch of millions of rows never gets here, see above)
     with session_conf(req.session, IN_FILTER_CONF if values is not None else {}):
         found = locate_rows(req.session, table, candidates, keys_df, cols,
-                            broadcast=new_rows <= BROADCAST_MAX_KEYS, values=values, ranges=ranges).toArrow()
+                            broadcast=_broadcast(new_rows, candidates), values=values, ranges=ranges).toArrow()
     whole, rewrite, _, deletes = _classify(req, table, candidates, found)
     return whole, rewrite, deletes
 
@@ -564,7 +576,7 @@ def _open_versions(req: WriteRequest, table: Table, candidates: list[DataFile], 
                    keys: list[str], tracked: list[str], vt: str, values=None, ranges=()):
     """The open versions (`vt` NULL) in `candidates` of the batch's keys: every table column prefixed OLD, their
     FILE_NO and ROW_POS, and SAME: whether the batch row of the key holds the same tracked values (NULL-safe).
-    One pass over the candidates; a batch of at most BROADCAST_MAX_KEYS rows goes to every task. The table's
+    One pass over the candidates; a batch small beside them goes to every task (_broadcast). The table's
     key columns are filtered first on the batch's key values or ranges (key_filters, what the Parquet reader
     can skip pages by), then matched exactly."""
     from pyspark.sql import functions as F
@@ -575,7 +587,7 @@ def _open_versions(req: WriteRequest, table: Table, candidates: list[DataFile], 
     old = key_filters(old, keys, values, ranges)
     old = old.selectExpr(*[renamed(c, OLD + c) for c in fields], FILE_NO, ROW_POS)
     new = batch.selectExpr(*[renamed(c, NEW + c) for c in keys + tracked])
-    if batch_rows <= BROADCAST_MAX_KEYS:
+    if _broadcast(batch_rows, candidates):
         new = F.broadcast(new)
     both = old.join(new, match_keys(old, [OLD + k for k in keys], new, [NEW + k for k in keys]), "inner")
     same = " AND ".join(f"{quote(OLD + c)} <=> {quote(NEW + c)}" for c in tracked) or "true"

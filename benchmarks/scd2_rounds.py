@@ -2,10 +2,12 @@
 scale.py's one measurement each.
 
     python benchmarks/scd2_rounds.py 10000000 5      # rows, rounds; the tables are kept in --work between runs
+    python benchmarks/scd2_rounds.py 100000000 2 --naive   # and the naive rewrite in each round (its own process)
 
 Each round merges the change once by incremental (into the full-refresh table, as scale.py does), once by scd2 and
 once by incremental into the scd2 table itself (the same files, so the layout is not part of the ratio), each on a
-branch of main of its own. Timings are printed, never asserted.
+branch of main of its own; with --naive also the naive whole-table rewrite of the change (merge.py's reference, in
+a process of its own). Timings are printed, never asserted.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ def main() -> None:
     parser.add_argument("rows", type=int)
     parser.add_argument("rounds", type=int, nargs="?", default=5)
     parser.add_argument("--work", type=Path, default=None, help="where the tables live (default: /tmp/ratui-scd2-N)")
+    parser.add_argument("--naive", action="store_true", help="the naive rewrite too, in each round")
+    parser.add_argument("--warm", type=int, default=2, help="untimed rounds first (a fresh JVM merges 2-3x slower)")
     args = parser.parse_args()
     n, size = args.rows, max(100, args.rows // 100)
     work = args.work or Path(f"/tmp/ratui-scd2-{n}")
@@ -49,7 +53,7 @@ def main() -> None:
 
         bench.measure("incremental on dim", n, "spread", key, go)
 
-    for _ in range(2):  # warm: a fresh JVM runs its first merges 2-3x slower
+    for _ in range(args.warm):  # warm: a fresh JVM runs its first merges 2-3x slower
         bench.ratui("incremental", n, "spread", batch, size)
         bench.ratui("scd2", n, "spread", batch, size)
         incremental_on_dim()
@@ -58,13 +62,17 @@ def main() -> None:
         bench.ratui("incremental", n, "spread", batch, size)
         bench.ratui("scd2", n, "spread", batch, size)
         incremental_on_dim()
+        if args.naive:
+            bench.naive(n, "spread", batch)
 
     def median(approach: str) -> float:
         return statistics.median(r["seconds"] for r in bench.results if r["approach"] == approach)
 
     inc, scd2, dim = median("ratui incremental"), median("ratui scd2"), median("incremental on dim")
     print(f"\n{n:,} rows, {args.rounds} rounds: incremental {inc:.2f} s, scd2 {scd2:.2f} s ({scd2 / inc:.2f}x); "
-          f"incremental into the scd2 table {dim:.2f} s (scd2 {scd2 / dim:.2f}x that)")
+          f"incremental into the scd2 table {dim:.2f} s (scd2 {scd2 / dim:.2f}x that)"
+          + (f"; naive rewrite {median('naive rewrite'):.2f} s (incremental {inc / median('naive rewrite'):.2f}x "
+             "that)" if args.naive else ""))
 
 
 if __name__ == "__main__":

@@ -44,6 +44,11 @@ class ZoneEntry(_Fields):
         return at if at is None or isinstance(at, Path) else at(self[0])
 
     @property
+    def is_local(self) -> bool:
+        """A local file (it has a path), told without making the path."""
+        return self[5] is not None
+
+    @property
     def base_name(self) -> str:
         return self.name.rsplit("/", 1)[-1]
 

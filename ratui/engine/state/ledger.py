@@ -203,14 +203,16 @@ class Ledger:
         # file: its row keeps its state, with the new time
         digests: dict[str, str | None] = {}
         for item in items:
-            if item.path is None:  # an object: told apart by its ETag and version
+            if not item.is_local:  # an object: told apart by its ETag and version
                 continue
             name = item.name
             row = known.get(name)
             if row is not None and row[0] == item.size and row[1] == item.mtime_ns and row[2]:
                 digests[name] = row[2]
             else:
-                digests[name] = file_digest(item.path, item.size, item.mtime_ns)
+                path = item.path
+                assert path is not None  # a local file
+                digests[name] = file_digest(path, item.size, item.mtime_ns)
         plan = _SyncPlan(items, digests, known, forget_missing, first_only=True)
         if plan.empty:  # nothing to write: the rows as they were read
             return _landing_files(map(_HEAD, rows))
@@ -700,7 +702,7 @@ def _unchanged(items: list[ZoneEntry], rows: list[tuple], forget_missing: bool) 
     if len(listed) != len(items) or not listed <= known:
         return False
     undigested = set(compress(map(_FILE, rows), map(not_, map(_DIGESTED, rows))))
-    if undigested and any(item.path is not None and item.name in undigested for item in items):
+    if undigested and any(item.is_local and item.name in undigested for item in items):
         return False
     if forget_missing:  # the listed names are active ones: equal counts mean no active row is missing
         archived = sum(map(str.startswith, map(_FILE, rows), repeat(PROCESSED + "/")))
@@ -742,15 +744,14 @@ class _SyncPlan:
         for item in items:
             if first_only and self.upserts:
                 return
-            name, size, mtime_ns, etag, version, path = (item.name, item.size, item.mtime_ns, item.etag,
-                                                         item.version, item.path)
+            name, size, mtime_ns, etag, version, at = item  # a ZoneEntry's fields (`at`: None for an object)
             digest = digests.get(name)
             row = known.get(name)
             if row is None:
                 self.upserts.append([name, size, mtime_ns, digest, etag, version])
                 continue
             old_size, old_mtime, old_digest, old_etag, old_version = row
-            if (path is not None and old_size == size and old_mtime != mtime_ns and old_digest
+            if (at is not None and old_size == size and old_mtime != mtime_ns and old_digest
                     and digest == old_digest):
                 self.retimed.append([name, mtime_ns, size, old_mtime])
                 self.upserts.append([name, size, mtime_ns, digest, etag, version])  # _CHANGED keeps its state

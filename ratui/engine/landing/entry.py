@@ -41,7 +41,7 @@ class ZoneEntry(_Fields):
         """The local file's path (a listed one's is made when asked for: a sync that finds a zone unchanged asks
         none of them)."""
         at = self[5]
-        return at if at is None or isinstance(at, Path) else at(self[0])
+        return at(self[0]) if callable(at) else at
 
     @property
     def is_local(self) -> bool:
@@ -51,11 +51,6 @@ class ZoneEntry(_Fields):
     @property
     def base_name(self) -> str:
         return self.name.rsplit("/", 1)[-1]
-
-    @property
-    def identity(self) -> tuple:
-        """(name, size, mtime_ns, etag, version): what equality compares."""
-        return self[:5]
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not ZoneEntry:

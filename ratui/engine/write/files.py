@@ -193,7 +193,8 @@ def rows_per_file(table: Table, spark_schema, target_bytes: int | None = None,
 
 def write_files(df, table: Table, run_id: str, cluster_by: Iterable[str] = (),
                 rows_hint: int | None = None, keep=None, keep_files: Iterable[DataFile] = (),
-                target_bytes: int | None = None, constant: Iterable[str] = ()) -> WrittenFiles:
+                target_bytes: int | None = None, constant: Iterable[str] = (),
+                dedupe_by: tuple[list[str], str | None] | None = None) -> WrittenFiles:
     """Spark writes `df` as Parquet into the table's data folder; returns Iceberg DataFile entries for them.
 
     Files are written near the table's target size (target_file_bytes; `target_bytes`: the pipeline's): every
@@ -215,13 +216,24 @@ def write_files(df, table: Table, run_id: str, cluster_by: Iterable[str] = (),
     of a new table's estimate of its bytes per row (a first write of 10M scd2 rows was laid out as 3 files of 3.3M
     rows for its two timestamps, which its Parquet files hold in a few bytes, where the same rows without them
     made 2).
+
+    `dedupe_by` (keys, watermark): `df` may hold several rows of a key; one is written (keys.dedupe's), removed
+    after the range partitioning when `cluster_by` is those keys, so the rows are shuffled once, by key, rather
+    than once to remove duplicates and again to cluster (a keyed first write of 100M rows).
     """
+    from ratui.engine.write.keys import latest_per_key, with_arrival
     from ratui.engine.write.partitioning import hidden_columns
 
     base = local_file(table, table.location()).rstrip("/")
     folder = f"{base}/data/run-{run_id}-{uuid.uuid4().hex[:8]}"
     order = [f"`{c}`" for c in cluster_by]
     per_file = rows_per_file(table, df.schema, target_bytes, constant=constant)
+    if dedupe_by is not None:
+        df = with_arrival(df)  # each row's place in the batch, before any shuffle
+
+    def deduped(frame):
+        return latest_per_key(frame, *dedupe_by) if dedupe_by is not None else frame
+
     hidden: list[str] = []
     if table.spec().fields:
         df, hidden = hidden_columns(df, table)
@@ -232,18 +244,20 @@ def write_files(df, table: Table, run_id: str, cluster_by: Iterable[str] = (),
     if order:
         if rows_hint is not None and rows_hint <= per_file:
             # one file's worth: one sorted task, no sampling job and no shuffle
-            df = df.coalesce(1).sortWithinPartitions(*order)
+            df = deduped(df.coalesce(1)).sortWithinPartitions(*order)
         elif rows_hint is not None:
             # ranges of at most a file's worth each; Spark's ranges come from a sample and vary a little, so the
             # cap per file is above a file's worth (a range never leaves a sliver of a file behind it)
             ranges = max(1, -(-rows_hint // per_file))
-            df = df.repartitionByRange(ranges, *order).sortWithinPartitions(*order)
+            df = deduped(df.repartitionByRange(ranges, *order)).sortWithinPartitions(*order)
             conf["spark.sql.files.maxRecordsPerFile"] = str(per_file + per_file // 2)
         else:
             # rows not counted (the query runs once, here): Spark's adaptive execution merges neighbouring key
             # ranges until each holds about a file's worth of shuffled rows
-            df = df.repartitionByRange(*order).sortWithinPartitions(*order)
+            df = deduped(df.repartitionByRange(*order)).sortWithinPartitions(*order)
             conf.update(uncounted_ranges(per_file, df.schema))
+    else:
+        df = deduped(df)
     if keep is not None:
         df = keep.unionByName(df)
     # "error" (errorifexists): the only spelling Spark Connect knows as well

@@ -15,10 +15,20 @@ RN = "__ratui_rn"
 
 def dedupe(batch, keys: list[str], watermark: str | None):
     """One row per key: the latest by watermark (NULL watermarks lose), ties and no watermark -> last in batch."""
+    return latest_per_key(with_arrival(batch), keys, watermark)
+
+
+def with_arrival(batch):
+    """`batch` with each row's place in it (column ORD), taken before any shuffle: latest_per_key's tie-break."""
+    return batch.selectExpr("*", f"monotonically_increasing_id() AS {ORD}")
+
+
+def latest_per_key(ordered, keys: list[str], watermark: str | None):
+    """One row per key of a batch numbered by with_arrival(), ORD dropped. A frame already partitioned by the keys
+    (range-partitioned by them before it is written, write_files) is not shuffled again."""
     # SQL text: a few JVM round trips instead of several per key column (sql_text.py)
     order = ([f"{quote(watermark)} DESC NULLS LAST"] if watermark else []) + [f"{ORD} DESC"]
     window = f"PARTITION BY {', '.join(quote(k) for k in keys)} ORDER BY {', '.join(order)}"
-    ordered = batch.selectExpr("*", f"monotonically_increasing_id() AS {ORD}")
     return ordered.selectExpr("*", f"row_number() OVER ({window}) AS {RN}").where(f"{RN} = 1").drop(RN, ORD)
 
 

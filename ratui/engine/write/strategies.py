@@ -131,10 +131,11 @@ def _ts_literal(ts: datetime, target):
 
 def _write_and_commit(req: WriteRequest, table: Table, df, *, delete, message: str,
                       cluster_by=(), rows_hint: int | None = None, keep=None, keep_files=(),
-                      add_deletes: Sequence[DataFile] = (), constant: Sequence[str] = ()) -> WrittenFiles:
+                      add_deletes: Sequence[DataFile] = (), constant: Sequence[str] = (),
+                      dedupe_by: tuple[list[str], str | None] | None = None) -> WrittenFiles:
     target = req.config.target_file_size
     written = write_files(df, table, req.run_id, cluster_by, rows_hint, keep=keep, keep_files=keep_files,
-                          target_bytes=target, constant=constant)
+                          target_bytes=target, constant=constant, dedupe_by=dedupe_by)
     # the pipeline's size, recorded as Iceberg's own table property: other engines that write the table aim at it
     # too, and ratui's compaction does
     table_properties = ({TARGET_FILE_PROPERTY: str(target)}
@@ -325,6 +326,11 @@ def _keys(req: WriteRequest) -> list[str]:
     return resolve_columns(req.batch, req.config.unique_key, "RAT-WRT-001", "unique_key", req.key)
 
 
+def _dedupe_by(table: Table, keys: list[str], watermark: str | None) -> tuple[list[str], str | None]:
+    """write_files' dedupe_by: the keys and watermark by their names in the table (the aligned result's)."""
+    return table_names(table, keys), table_names(table, [watermark])[0] if watermark else None
+
+
 def _watermark(req: WriteRequest) -> str | None:
     if not req.config.watermark_column:
         return None
@@ -340,9 +346,9 @@ def full_refresh(req: WriteRequest) -> WriteOutcome:
     keys = _keys(req)
     result = req.batch
     pipeline_strategy = req.config.merge_strategy
-    if pipeline_strategy in ("incremental", "scd2") and keys:
-        # --full-refresh of a keyed pipeline rebuilds it in its own shape: one row per key
-        result = dedupe(result, keys, _watermark(req))
+    # --full-refresh of a keyed pipeline rebuilds it in its own shape: one row per key (removed as it is written)
+    one_per_key = pipeline_strategy in ("incremental", "scd2") and bool(keys)
+    watermark = _watermark(req) if one_per_key else None
     ts = None
     if pipeline_strategy == "scd2":
         ts = run_timestamp(req.run_started_at)
@@ -354,7 +360,8 @@ def full_refresh(req: WriteRequest) -> WriteOutcome:
     # replaced whole: its result is written as the query produced it, like any Spark write
     cluster = table_names(table, keys) if pipeline_strategy in KEYED and keys else []
     written = _write_and_commit(req, table, aligned(result, table), delete=old,
-                                message=f"full_refresh of {req.key}", cluster_by=cluster, rows_hint=req.batch_rows)
+                                message=f"full_refresh of {req.key}", cluster_by=cluster, rows_hint=req.batch_rows,
+                                dedupe_by=_dedupe_by(table, keys, watermark) if one_per_key else None)
     outcome.files_added, outcome.files_removed = len(written.files), len(old)
     outcome.rows_written = written.rows
     if written.rows == 0:
@@ -450,22 +457,22 @@ def scd2(req: WriteRequest) -> WriteOutcome:
     tracked = [f.name for f in schema.fields if f.name not in set(keys) | {vf, vt}]
     stamp_from, stamp_to = _ts_literal(ts, vf_type), _ts_literal(ts, vt_type)
 
-    batch = aligned(dedupe(req.batch, resolve_columns(req.batch, tuple(keys), "RAT-WRT-001", "unique_key",
-                                                         req.key), watermark), table)
+    batch_keys = resolve_columns(req.batch, tuple(keys), "RAT-WRT-001", "unique_key", req.key)
     existing = data_files(table)
     if not existing:
         # a first write (or one into a table without files): every batch row opens a version and nothing is looked
-        # up or closed, so the batch is written as a full refresh writes it (clustered by key), without caching it
-        # or a job for its key ranges: 100M rows in 1/5 of the time, the cache no longer spilling to disk
-        written = _write_and_commit(req, table, batch.withColumn(vf, stamp_from).withColumn(
+        # up or closed, so the batch is written as a full refresh writes it (clustered by key, a row per key kept
+        # as it is range-partitioned: one shuffle), without caching it or a job for its key ranges
+        written = _write_and_commit(req, table, aligned(req.batch, table).withColumn(vf, stamp_from).withColumn(
             vt, F.lit(None).cast(vt_type)), delete=[], message=f"scd2 versions of {req.key} at {ts.isoformat()}",
-            cluster_by=keys, rows_hint=req.batch_rows, constant=(vf, vt))  # both validity columns constant
+            cluster_by=keys, rows_hint=req.batch_rows, constant=(vf, vt),  # both validity columns constant
+            dedupe_by=_dedupe_by(table, keys, watermark))
         outcome.rows_written = written.rows
         outcome.files_added = len(written.files)
         if written.rows == 0:
             outcome.notes.append("the batch was empty: no version opened or closed")
         return _finish(req, outcome)
-    batch = batch.persist()
+    batch = aligned(dedupe(req.batch, batch_keys, watermark), table).persist()
     matched = None
     to_open = batch
     deletes: list[DataFile] = []

@@ -100,3 +100,24 @@ def test_a_bad_target_file_size_is_a_coded_error(tmp_path, text):
     with pytest.raises(RatuiError) as err:
         resolve_config(pipeline, "SELECT 1 AS id\n", config)
     assert err.value.code == "RAT-CFG-005" and "target_file_size" in err.value.message
+
+
+def test_a_keyed_first_write_keeps_the_latest_row_of_each_key_across_its_key_ranges(spark, project):
+    """A keyed table's first write (scd2, or a --full-refresh of a keyed pipeline) removes duplicate keys as it
+    range-partitions the rows by key, one shuffle for both: written as several files, each key keeps one row, the
+    greatest watermark's, a NULL watermark losing and a tie going to the row later in the batch, as the
+    incremental strategy's first write (duplicates removed before it clusters) keeps."""
+    batch = [(k, f"first-{k}", 1) for k in range(6000)]
+    batch += [(k, f"later-{k}", 2) for k in range(0, 6000, 3)]  # a greater watermark: wins
+    batch += [(k, f"null-{k}", None) for k in range(1, 6000, 3)]  # a NULL watermark: loses
+    batch += [(k, f"tie-{k}", 1) for k in range(2, 6000, 3)]  # the same watermark, later in the batch: wins
+    expected = sorted((k, f"later-{k}" if k % 3 == 0 else f"first-{k}" if k % 3 == 1 else f"tie-{k}")
+                      for k in range(6000))
+    schema = "k long, v string, w long"
+    keyed = {"unique_key": "k", "watermark_column": "w", "target_file_size": 20_000}
+    direct(spark, project, "hist", "scd2", batch, schema, **keyed)
+    direct(spark, project, "rebuilt", "full_refresh", batch, schema, merge_strategy="incremental", **keyed)
+    direct(spark, project, "inc", "incremental", batch, schema, **keyed)
+    for name in ("hist", "rebuilt", "inc"):
+        assert len(data_files(project.table(name))) >= 3, name  # several key ranges, each a file
+        assert sorted((r["k"], r["v"]) for r in project.rows(name)) == expected, name

@@ -343,7 +343,9 @@ def test_branches_diff_merge_and_delete(tmp_path):
             goto("hot")  # in conflict
             await settle(pilot)
             assert screen.cursor_key() == "hot"
-            assert "1 in conflict" in screen_text(app) and "main changed too" in screen_text(app)
+            # the diff pane is a worker's: on a loaded machine it paints after the cursor moves
+            await wait_for(pilot, lambda: "1 in conflict" in screen_text(app), 30)
+            assert "main changed too" in screen_text(app)
             await pilot.press("m")
             await wait_for(pilot, lambda: isinstance(app.screen, MergeScreen), 10)
             text = flat(screen_text(app))

@@ -219,7 +219,8 @@ def write_files(df, table: Table, run_id: str, cluster_by: Iterable[str] = (),
 
     `dedupe_by` (keys, watermark): `df` may hold several rows of a key; one is written (keys.dedupe's), removed
     after the range partitioning when `cluster_by` is those keys, so the rows are shuffled once, by key, rather
-    than once to remove duplicates and again to cluster (a keyed first write of 100M rows).
+    than once to remove duplicates and again to cluster (a keyed first write of 100M rows). A partitioned table's
+    duplicates are removed before its ranges are made (they lead with the partition columns).
     """
     from ratui.engine.write.keys import latest_per_key, with_arrival
     from ratui.engine.write.partitioning import hidden_columns
@@ -240,6 +241,11 @@ def write_files(df, table: Table, run_id: str, cluster_by: Iterable[str] = (),
         if keep is not None:
             keep, _ = hidden_columns(keep, table)
         order = hidden + order
+        if dedupe_by is not None:
+            # ranges that lead with the partition columns do not hold each key in one range: the duplicates are
+            # removed first, by a shuffle of their own, and the rows then range-partitioned as any others
+            df = latest_per_key(df, *dedupe_by)
+            dedupe_by = None
     conf: dict[str, str] = {"spark.sql.files.maxRecordsPerFile": str(per_file)}
     if order:
         if rows_hint is not None and rows_hint <= per_file:

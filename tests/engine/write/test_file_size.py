@@ -121,3 +121,26 @@ def test_a_keyed_first_write_keeps_the_latest_row_of_each_key_across_its_key_ran
     for name in ("hist", "rebuilt", "inc"):
         assert len(data_files(project.table(name))) >= 3, name  # several key ranges, each a file
         assert sorted((r["k"], r["v"]) for r in project.rows(name)) == expected, name
+
+
+def test_a_partitioned_keyed_first_write_keeps_disjoint_key_ranges_in_each_partition(spark, project):
+    """A partitioned keyed table's first write, duplicates in its batch: each partition's files cover disjoint key
+    ranges, and each key keeps one row (the later one in the batch)."""
+    from pyiceberg.conversions import from_bytes
+    from pyiceberg.types import LongType
+
+    batch = [(k, f"v{k}", k % 2) for k in range(6000)] + [(k, f"w{k}", k % 2) for k in range(0, 6000, 2)]
+    direct(spark, project, "hist", "scd2", batch, "k long, v string, p long", unique_key="k",
+           target_file_size=20_000, partition_by=("p",))
+    table = project.table("hist")
+    fid = table.schema().find_field("k").field_id
+    by_partition: dict = {}
+    for f in data_files(table):
+        by_partition.setdefault(tuple(f.partition), []).append(
+            (from_bytes(LongType(), f.lower_bounds[fid]), from_bytes(LongType(), f.upper_bounds[fid])))
+    assert len(by_partition) == 2 and sum(len(b) for b in by_partition.values()) >= 4, by_partition
+    for bounds in by_partition.values():
+        bounds.sort()
+        assert all(a[1] < b[0] for a, b in zip(bounds, bounds[1:])), bounds  # each file its own key range
+    assert sorted((r["k"], r["v"]) for r in project.rows("hist")) == sorted(
+        (k, f"w{k}" if k % 2 == 0 else f"v{k}") for k in range(6000))

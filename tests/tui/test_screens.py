@@ -321,7 +321,8 @@ def test_branches_diff_merge_and_delete(tmp_path):
             assert "ecommerce.bronze.base" in text and "5 rows" in text
 
             goto("dev")
-            await wait_for(pilot, lambda: "bronze.fresh" in screen_text(app), 30)  # (a worker: slow on a loaded CI)
+            await wait_for(pilot, lambda: all(s in screen_text(app) for s in (  # (a worker: slow on a loaded CI)
+                "bronze.fresh", "bronze.clash", "Diff of dev against main")), 30)
             text = screen_text(app)
             # dev added fresh; main added clash after dev forked: both differ, each said by who changed it
             assert "Diff of dev against main: 2 table(s) differ (1 changed on dev, 1 on main)" in text
@@ -344,8 +345,8 @@ def test_branches_diff_merge_and_delete(tmp_path):
             await settle(pilot)
             assert screen.cursor_key() == "hot"
             # the diff pane is a worker's: on a loaded machine it paints after the cursor moves
-            await wait_for(pilot, lambda: "1 in conflict" in screen_text(app), 30)
-            assert "main changed too" in screen_text(app)
+            # (its title and its rows paint apart: wait for both)
+            await wait_for(pilot, lambda: all(s in screen_text(app) for s in ("1 in conflict", "main changed too")), 30)
             await pilot.press("m")
             await wait_for(pilot, lambda: isinstance(app.screen, MergeScreen), 10)
             text = flat(screen_text(app))

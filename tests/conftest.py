@@ -67,6 +67,19 @@ def user_config_home(tmp_path_factory):
         os.environ["XDG_CONFIG_HOME"] = old
 
 
+@pytest.fixture(scope="session", autouse=True)
+def quick_jit():
+    """Every JVM the test process starts in local mode (the shared session, data servers) compiles with Java's
+    quick compiler only, as ratui's own one-shot runs over small inputs do (spark/jit.py): the suite's data is tiny,
+    and on 2 cores the optimising compiler was about half of each JVM's CPU. (tests/engine/spark/test_jit.py sets
+    the choice back to none for its own tests; tests/servers.py does the same for the servers it starts.)"""
+    from ratui.engine.spark import jit
+
+    jit.expect_small_work("the test suite's small data")
+    yield
+    jit.expect_small_work(None)
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     """The process's SparkSession, started once with small-data settings (every Engine shares it)."""

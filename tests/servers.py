@@ -110,6 +110,17 @@ def _signal_group(process: subprocess.Popen, sig: int) -> None:
         pass
 
 
+# The JVMs of the servers started here compile with Java's quick compiler only (as the test process's own do:
+# tests/conftest.py quick_jit): the tests' data is tiny, and on 2 cores the optimising compiler was about half of
+# each JVM's CPU. What the tests prove does not depend on which compiler ran the code.
+QUICK_JIT = "-XX:TieredStopAtLevel=1"
+
+
+def executor_jit(master: str | None) -> dict[str, str]:
+    """The setting that gives a cluster's executors (started by a worker, for ratui's run) the quick compiler."""
+    return {"spark.executor.extraJavaOptions": QUICK_JIT} if master and master.startswith("spark://") else {}
+
+
 def spark_env(tmp: Path) -> dict[str, str]:
     """The environment of a server: pyspark's distribution, this interpreter for Python workers, loopback only, an
     empty configuration folder (no user's spark-defaults.conf), logs and scratch space in `tmp`."""
@@ -125,6 +136,7 @@ def spark_env(tmp: Path) -> dict[str, str]:
         "SPARK_NO_DAEMONIZE": "1",
         "PYSPARK_PYTHON": sys.executable,
         "PYTHONHASHSEED": "0",
+        "SPARK_DAEMON_JAVA_OPTS": QUICK_JIT,  # a standalone master's and worker's own JVM
     })
     return env
 
@@ -219,6 +231,7 @@ def start_connect(tmp: Path, *, master: str = "local[2]", token: str | None = No
         "spark.driver.bindAddress": LOOPBACK,
         "spark.ui.enabled": "false",
         "spark.scheduler.allocation.file": str(pools),
+        "spark.driver.extraJavaOptions": QUICK_JIT,
         **CONNECT_SERVER_CONF,
     }
     args = [str(SPARK_HOME / "bin" / "spark-submit"), "--master", master, "--driver-memory", "2g",
@@ -290,7 +303,7 @@ def with_spark(project: Path, *, master: str | None = None, remote: str | None =
         spark["master"] = master
     if remote:
         spark["remote"] = remote
-    spark.setdefault("config", {}).update(config or {})
+    spark.setdefault("config", {}).update(executor_jit(master) | (config or {}))
     if catalog is not None:
         data["catalog"] = catalog
     if landing is not None:
@@ -373,7 +386,7 @@ def make_slow_project(root: Path, *, rows: int, parts: int, master: str | None =
     `spark_settings`: more keys of its spark section."""
     control = control or root.parent / f"{root.name}-control"
     (control / "markers").mkdir(parents=True)
-    spark: dict = {"config": {"spark.sql.shuffle.partitions": 2}}
+    spark: dict = {"config": {"spark.sql.shuffle.partitions": 2, **executor_jit(master)}}
     if master:
         spark["master"] = master
     if remote:

@@ -85,7 +85,7 @@ class DataServer:
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
-    def start(self, spark_config: dict[str, str]) -> None:
+    def start(self, spark_config: dict[str, str], java_option: str = "") -> None:
         folder = self.folder
         shutil.rmtree(folder, ignore_errors=True)
         for sub in ("tmp", "local", "conf", "warehouse"):
@@ -98,7 +98,7 @@ class DataServer:
         self.sockets = Path(tempfile.mkdtemp(prefix="ratui-py-", dir="/tmp" if os.path.isdir("/tmp") else None))
         ports = free_ports(3)
         self.port = ports[0]
-        argv, env = self._command(ports, spark_config)
+        argv, env = self._command(ports, spark_config, java_option)
         plan = {
             "argv": argv, "env": env, "parent": os.getpid(), "confine": self.confined,
             "read": [str(p) for p in self._reads()], "write": [str(folder), str(runs_root(self.state_dir)),
@@ -193,7 +193,8 @@ class DataServer:
 
     # ------------------------------------------------------------------------------------------ its command
 
-    def _command(self, ports: list[int], spark_config: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    def _command(self, ports: list[int], spark_config: dict[str, str],
+                 java_option: str = "") -> tuple[list[str], dict[str, str]]:
         from ratui.engine.spark.session import REQUIRED_CONF
 
         spark_home = Path(_pyspark_home())
@@ -227,7 +228,7 @@ class DataServer:
             "spark.driver.extraJavaOptions": (
                 f"-Dlog4j2.configurationFile=file:{folder / 'log4j2.properties'} -XX:-UsePerfData "
                 f"-Djava.io.tmpdir={folder / 'tmp'} -XX:ErrorFile={folder / 'hs_err_pid%p.log'} "
-                f"-Dderby.system.home={folder / 'tmp'}"),
+                f"-Dderby.system.home={folder / 'tmp'} {java_option}").rstrip(),
         })
         args = ["--master", "local[2]", "--class", "org.apache.spark.sql.connect.service.SparkConnectServer"]
         for key, value in conf.items():
@@ -328,9 +329,10 @@ _lock = threading.Lock()
 
 
 def data_server(root: Path, state_dir: Path, reads: tuple[Path, ...], spark_config: dict[str, str], *,
-                confined: bool) -> DataServer:
+                confined: bool, java_option: str = "") -> DataServer:
     """This process's data server for the project (confined or not), started on first use; started again when it
-    ended, serves another project or level, or must read folders it was not started with (a new namespace)."""
+    ended, serves another project or level, or must read folders it was not started with (a new namespace).
+    `java_option`: the JIT option of ratui's own JVM (spark/jit.py), which a server started now takes too."""
     with _lock:
         server = _servers[0] if _servers else None
         if server is not None and server.alive() and server.root == root and server.confined == confined \
@@ -343,7 +345,7 @@ def data_server(root: Path, state_dir: Path, reads: tuple[Path, ...], spark_conf
             _servers.clear()
         server = DataServer(root, state_dir, tuple(sorted(reads)), confined)
         try:
-            server.start(spark_config)
+            server.start(spark_config, java_option)
         except BaseException:
             server.stop()
             raise

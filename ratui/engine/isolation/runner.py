@@ -27,6 +27,7 @@ from typing import Any, Callable
 from ratui.engine.errors import RatuiError
 from ratui.engine.isolation import data_server
 from ratui.engine.isolation.levels import Isolation, bwrap
+from ratui.engine.spark import jit
 
 # what the child prints, at most, into the run's log
 PRINT_LINES = 2000
@@ -135,7 +136,8 @@ class IsolatedRun:
         namespaces = {p.name for p in root.iterdir() if (p / "pipelines").is_dir()} | {self.settings.namespace}
         reads = tuple(self.tables_root / ns / "warehouse" for ns in sorted(namespaces))
         return data_server.data_server(root, self.settings.state_dir, reads, self.settings.spark_config,
-                                       confined=self.isolation.level in ("confined", "jail"))
+                                       confined=self.isolation.level in ("confined", "jail"),
+                                       java_option=jit.java_option(self.settings))
 
     # ---------------------------------------------------------------------------------------- the child
 

@@ -332,6 +332,14 @@ def test_a_confined_pipeline_reads_refs_and_uses_threads_pyarrow_pandas_and_udfs
                    {"g": "y", "v": 2, "threads": 8, "arrow": 6, "pandas_x": 4, "udf": "blocked PermissionError"}]
     logs = [line["message"] for line in engine.state.history.get_run(results[1].run_id)["logs"]]
     assert "print: threads 8 arrow 6 pandas {'x': 4, 'y': 2}" in logs
+    # the data server's JVM compiles as ratui's own JVM would here (spark/jit.py): quick, since the suite said its
+    # work is small (tests/conftest.py quick_jit)
+    from ratui.engine.isolation import data_server
+    from ratui.engine.spark import jit
+
+    assert jit.mode(engine.settings) == "quick"
+    (server,) = data_server._servers
+    assert "-XX:TieredStopAtLevel=1" in psutil.Process(server.process.pid).cmdline()
     engine.close()
 
 

@@ -231,21 +231,22 @@ def write_files(df, table: Table, run_id: str, cluster_by: Iterable[str] = (),
     per_file = rows_per_file(table, df.schema, target_bytes, constant=constant)
     if dedupe_by is not None:
         df = with_arrival(df)  # each row's place in the batch, before any shuffle
+    partitioned = bool(table.spec().fields)
+    # ranges that lead with the partition columns do not hold each key in one range: a partitioned table's
+    # duplicates are removed first, by a shuffle of their own (early); any other's after its ranges are made (late)
+    early, late = (dedupe_by, None) if partitioned else (None, dedupe_by)
 
     def deduped(frame):
-        return latest_per_key(frame, *dedupe_by) if dedupe_by is not None else frame
+        return latest_per_key(frame, *late) if late is not None else frame
 
     hidden: list[str] = []
-    if table.spec().fields:
+    if partitioned:
         df, hidden = hidden_columns(df, table)
         if keep is not None:
             keep, _ = hidden_columns(keep, table)
         order = hidden + order
-        if dedupe_by is not None:
-            # ranges that lead with the partition columns do not hold each key in one range: the duplicates are
-            # removed first, by a shuffle of their own, and the rows then range-partitioned as any others
-            df = latest_per_key(df, *dedupe_by)
-            dedupe_by = None
+        if early is not None:
+            df = latest_per_key(df, *early)
     conf: dict[str, str] = {"spark.sql.files.maxRecordsPerFile": str(per_file)}
     if order:
         if rows_hint is not None and rows_hint <= per_file:

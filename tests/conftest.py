@@ -71,8 +71,9 @@ def user_config_home(tmp_path_factory):
 def quick_jit():
     """Every JVM the test process starts in local mode (the shared session, data servers) compiles with Java's
     quick compiler only, as ratui's own one-shot runs over small inputs do (spark/jit.py): the suite's data is tiny,
-    and on 2 cores the optimising compiler was about half of each JVM's CPU. (tests/engine/spark/test_jit.py sets
-    the choice back to none for its own tests; tests/servers.py does the same for the servers it starts.)"""
+    and on 2 cores the optimising compiler was about half of each JVM's CPU. tests/engine/spark/test_jit.py sets
+    the choice back to none for its own tests. The servers the tests start get the quick compiler from
+    tests/servers.py (QUICK_JIT)."""
     from ratui.engine.spark import jit
 
     jit.expect_small_work("the test suite's small data")

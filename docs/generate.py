@@ -86,8 +86,9 @@ def cli_page() -> str:
              "options only (`ratui --project DIR`), opens the console: it is `ratui tui`.", "",
              "Exit codes: **0** every run succeeded or was unchanged (quality warnings allowed); **1** a run failed "
              "or was cancelled; **2** a usage, configuration or compile error, reported before any branch is "
-             "created (a misspelt option too: `error[RAT-CLI-001]`); **130**, **143**, **129** stopped by Ctrl-C, "
-             "SIGTERM or SIGHUP; **141** the reader of the output went away (`ratui runs --json | head`).", ""]
+             "created (a misspelt option too: `error[RAT-CLI-001]`); **130**, **143**, **129** `ratui run` or `ratui "
+             "watch` stopped by Ctrl-C, SIGTERM or SIGHUP; **141** the reader of the output went away "
+             "(`ratui runs --json | head`).", ""]
     commands = _subcommands(parser)
     lines += ["| command | what it does |", "|---|---|"]
     for name, help_text, _ in commands:
@@ -174,7 +175,7 @@ def settings_page(schema: Any = None, words: dict | None = None) -> str:
             sections.append((name, field, model))
             continue
         lines += _key_entry(schema, name, field, words, used, level=2)
-    for name, field, model in sections:
+    for name, _field, model in sections:
         lines += [f"## {name} {{ #{_slug(name)} }}", "", _text(words, name, used), ""]
         lines += _model_entries(schema, model, name, words, used, homes)
     _unused(words, used, "ratui.yaml")
@@ -417,7 +418,7 @@ def outputs() -> dict[Path, bytes]:
     for name, source in PICTURES:
         path = SNAPSHOTS / source
         if not path.is_file():
-            raise Stop(f"the picture {name} comes from {path.relative_to(REPO)}, which does not exist: a snapshot "
+            raise Stop(f"the picture {name} comes from {_shown(path)}, which does not exist: a snapshot "
                        "test was renamed or removed; update PICTURES in docs/generate.py")
         out[DOCS / IMAGES / name] = path.read_bytes()
     return out
@@ -487,6 +488,10 @@ def _unused(words: dict, used: set[str], where: str) -> None:
     stale = sorted(set(words) - used)
     if stale:
         raise Stop(f"{KEYS_FILE.name}: {where} has words for keys the schema does not have: {', '.join(stale)}")
+
+
+def _shown(path: Path) -> str:
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
 
 
 def _clean(text: str) -> str:

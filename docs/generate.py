@@ -264,7 +264,8 @@ def _key_entry(schema: Any, key: str, field: Any, words: dict, used: set[str], l
         schema.model_validate(document)
     except Exception as exc:  # the schema refuses the example: the words are wrong, not the page
         raise Stop(f"{KEYS_FILE.name}: the example of '{key}' is refused by ratui.yaml's schema: {exc}") from None
-    lines += ["```yaml", yaml.safe_dump(document, sort_keys=False, allow_unicode=True).rstrip(), "```", ""]
+    shown = yaml.safe_dump(document, sort_keys=False, allow_unicode=True, default_flow_style=None, width=110)
+    lines += ["```yaml", shown.rstrip(), "```", ""]
     return lines
 
 
@@ -328,7 +329,8 @@ def config_page(schema: Any = None, words: dict | None = None) -> str:
             except Exception as exc:
                 raise Stop(f"{KEYS_FILE.name}: the {form} example of '{key}' is refused by the pipeline schema: "
                            f"{exc}") from None
-        yaml_text = yaml.safe_dump({key: in_yaml}, sort_keys=False, allow_unicode=True).rstrip()
+        yaml_text = yaml.safe_dump({key: in_yaml}, sort_keys=False, allow_unicode=True,
+                                   default_flow_style=None).rstrip()
         lines += ["```sql", f"-- @{key}: {as_text}", "```", "", "```yaml", f"# config.yaml\n{yaml_text}", "```", ""]
     _unused(words, used, "pipeline")
     return "\n".join(lines).rstrip() + "\n"

@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 from pydantic import Field
 
+from tests.docs.pages import shell_lines
+
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
 README = REPO / "README.md"
@@ -174,3 +176,13 @@ def test_the_readme_links_and_picture_resolve():
 def test_ruff_is_clean_on_the_generator_and_these_tests():
     proc = run(sys.executable, "-m", "ruff", "check", "docs", "tests/docs")
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+
+
+def test_the_readme_tour_is_part_of_the_page():
+    """The README's tour runs commands of the getting-started page only, so its test (test_getting_started.py)
+    runs them too."""
+    page = set(shell_lines((DOCS / "getting-started.md").read_text(encoding="utf-8")))
+    readme_blocks = shell_lines(README.read_text(encoding="utf-8"))
+    tour = [line for line in readme_blocks if line.startswith(("ratui ", "python "))]
+    assert len(tour) >= 8, tour
+    assert [line for line in tour if line not in page] == []

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.docs.pages import shell_lines
 from tests.processes import stop_group
 
 REPO = Path(__file__).resolve().parents[2]
@@ -34,17 +35,6 @@ README = REPO / "README.md"
 INSTALL = ("python3 -m venv .venv", ".venv/bin/pip install -e .")
 TIMEOUT = 600  # a cold Spark and a run of the whole sample, on a shared 2-core machine
 ANSI = re.compile(r"\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>NOPZ\\]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)")
-
-
-def shell_lines(text: str) -> list[str]:
-    """The lines of the ```sh blocks, in order, with trailing `# comments` dropped."""
-    lines = []
-    for block in re.findall(r"^```sh\n(.*?)^```", text, flags=re.MULTILINE | re.DOTALL):
-        for line in block.splitlines():
-            line = re.sub(r"\s+#\s.*$", "", line).strip()
-            if line and not line.startswith("#"):
-                lines.append(line)
-    return lines
 
 
 def ratui_command() -> list[str]:
@@ -157,12 +147,3 @@ def read(fd: int, wait: float) -> str:
         return os.read(fd, 65536).decode("utf-8", errors="replace")
     except OSError:  # the terminal's other end closed: the console is gone
         return ""
-
-
-def test_the_readme_tour_is_part_of_the_page():
-    """The README's tour runs commands of the page only, so this test runs them too."""
-    page = set(shell_lines(PAGE.read_text(encoding="utf-8")))
-    readme_blocks = shell_lines(README.read_text(encoding="utf-8"))
-    tour = [line for line in readme_blocks if line.startswith(("ratui ", "python "))]
-    assert len(tour) >= 8, tour
-    assert [line for line in tour if line not in page] == []

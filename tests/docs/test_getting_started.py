@@ -2,10 +2,13 @@
 spark; the `ratui` processes it starts run pipelines and queries on a local Spark).
 
 The page's shell blocks are read as they are: each line is a command (or a chain joined by `&&`), and each command is
-run the way a reader runs it, through the installed `ratui` (the script beside this interpreter), from a folder that
-holds `sample_project/` as a clone does. A command must exit 0 and print no coded error; the console (`ratui tui`)
-is opened in a terminal of its own, must draw the project's pipelines, and must quit on ctrl+q. A command of a kind
-this test cannot run fails it: the page cannot gain a command no test runs.
+run the way a reader runs it, through the installed `ratui` (the script beside this interpreter, in this process's
+environment), from a folder that holds `sample_project/` as a clone does. (The installed ratui, not a checkout put
+first on PYTHONPATH: a confined Python pipeline's child runs `python -I`, which ignores PYTHONPATH and imports the
+installed ratui, so a checkout other than the installed one fails the sample's Python pipeline with RAT-ISO-004.)
+A command must exit 0 and print no coded error; the console (`ratui tui`) is opened in a terminal of its own, must
+draw the project's pipelines, and must quit on ctrl+q. A command of a kind this test cannot run fails it: the page
+cannot gain a command no test runs.
 
 The install (`python3 -m venv .venv && .venv/bin/pip install -e .`) is not repeated here, since it downloads
 ratui's dependencies from PyPI: it must be the install the README's test command starts with, which CI runs from a
@@ -44,10 +47,9 @@ def ratui_command() -> list[str]:
 
 
 def environment() -> dict[str, str]:
-    """This process's, with the checkout first on the path (the ratui under test, also where a script would find
-    another installed copy) and without COLUMNS and LINES (a console takes them over its terminal's size)."""
+    """This process's environment, as a reader's shell has it, less COLUMNS and LINES (a console takes them over its
+    terminal's size)."""
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
     env["TERM"] = "xterm-256color"
     return env
 

@@ -5,7 +5,7 @@ lineage (screens/column_lineage.py: each column's sources, and a column's path t
 At scale the graph is focused: one pipeline with its upstream and downstream to a depth (`+` / `-`), at most a
 screenful of neighbours per pipeline (the rest grouped as "… and N more"); the whole graph is drawn only when it fits
 the view. `/` finds a pipeline by name and focuses on it, `f` focuses on the selection, `a` shows the whole graph.
-The layout and drawing are made in a worker (console/lineage.py `view`), never on the event loop."""
+The layout and drawing are made in a worker (console/lineage/view.py `view`), never on the event loop."""
 
 from __future__ import annotations
 
@@ -19,7 +19,10 @@ from textual.timer import Timer
 from textual.widgets import Footer, Static
 
 from ratui.console.format import fmt_age, fmt_time, glyph, short_key
-from ratui.console.lineage import BUDGET, Layout, View, is_more, more_label, move, view
+from ratui.console.lineage.focus import BUDGET, is_more, more_label
+from ratui.console.lineage.layout import Layout
+from ratui.console.lineage.navigation import move
+from ratui.console.lineage.view import View, view
 from ratui.engine.errors import RatuiError
 from ratui.messages import LineageLaidOut, LineageRunsLoaded
 from ratui.screens.base import ConsoleScreen

@@ -248,6 +248,7 @@ def _rows(state: TableState | None) -> Text:
 
 class BranchesScreen(UndoKeys, TableScreen):
     MODE = "branches"
+    HELP_KEYS = (("enter", "Switch to it (a run's branch: open its run)"),)
     COLUMNS = (("ref", "REF"), ("head", "HEAD"), ("created", "CREATED (UTC)"), ("age", "AGE"), ("run", "RUN"),
                ("tables", "TABLES"))
     AUTO_FOCUS = "#branches-table"

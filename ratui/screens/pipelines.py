@@ -158,6 +158,8 @@ class PipelineTree(Tree):
 
 class PipelinesScreen(ConsoleScreen):
     MODE = "pipelines"
+    HELP_KEYS = (("↑ ↓", "Move in the tree"), ("← →", "Collapse / expand the namespace or layer"),
+                 ("enter", "Open the pipeline's latest run"))
     AUTO_FOCUS = "#pipeline-tree"
     BINDINGS = [
         Binding("r", "run", "Run", id="pipelines.run"),

@@ -411,3 +411,22 @@ def describe(name: str) -> tuple[str, str]:
     if name.startswith("hs_err_pid"):
         return ("a crash report of a Spark JVM", "This crash report is empty.")
     return ("a file in the project's log folder", f"{name} is empty.")
+
+
+# ------------------------------------------------------------------------- what the Logs screen's workers call
+
+
+def read_log(log_dir: Path, name: str) -> tuple[list[LogFileInfo], LogFile, LogChunk, LogModel]:
+    """(In a worker) the files there are, and the newest part of `name` parsed into entries."""
+    files = list_logs(log_dir)
+    logfile = LogFile(Path(log_dir) / name)
+    chunk = logfile.read()
+    model = LogModel()
+    model.extend(chunk.lines)
+    model.trim()
+    return files, logfile, chunk, model
+
+
+def poll_log(logfile: LogFile, log_dir: Path) -> tuple[LogFile, LogChunk | None, list[LogFileInfo]]:
+    """(In a worker) what the followed file gained since the last read."""
+    return logfile, logfile.poll(), list_logs(log_dir)

@@ -4,7 +4,7 @@
 
 Figures per project size (pipelines, the generated shapes of tests/scale_project.py), goal 0.3 s each:
 
-    lineage focused view d1 80x24     console/lineage.py `view` (neighbourhood, layout, drawing) of a focused
+    lineage focused view d1 80x24     console/lineage/view.py `view` (neighbourhood, layout, drawing) of a focused
     lineage focused view d2 160x48    view, the worst of a bronze (fan-out), a silver and a gold (fan-in) of the
                                       project, median of --repeat
     lineage fan-in 300 d2 160x48      a gold reading 300 silvers (each with its bronze): grouped to a screenful
@@ -76,7 +76,7 @@ def fan_in_graph(size: int = 300):
 
 
 def layout_figures(args) -> list[Figure]:
-    from ratui.console.lineage import view, whole_fits
+    from ratui.console.lineage.view import view, whole_fits
 
     out: list[Figure] = []
     for size in args.sizes:

@@ -30,7 +30,7 @@ from textual.reactive import reactive
 from textual.signal import Signal
 
 from ratui.app_actions import Actions
-from ratui.app_keys import APP_BINDINGS, SCREEN_ALIASES, SCREEN_CLASSES, ConsoleCommands, Navigation, key_text
+from ratui.app_keys import APP_BINDINGS, ConsoleCommands, Navigation
 from ratui.app_notices import Notices
 from ratui.console.controller import BatchItem, Controller, EngineItem, SparkItem, WatchItem, utc_now
 from ratui.console.follow import StateItem
@@ -43,8 +43,7 @@ from ratui.messages import (
     WatchToggled,
 )
 from ratui.screens.dialogs import CancelRunScreen
-
-__all__ = ["ConsoleCommands", "RatuiApp", "RunsChange", "SCREEN_ALIASES", "SCREEN_CLASSES", "key_text", "run_app"]
+from ratui.screens.modes import SCREEN_CLASSES
 
 log = logging.getLogger("ratui.console")
 

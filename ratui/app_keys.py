@@ -1,5 +1,6 @@
-"""The App's keys, all built from console/screen_specs.py: its bindings, the command palette, the help screen's
-sections, and the moves they make (open a screen, `:` to a screen, a pipeline or a run, the theme).
+"""The App's keys, all built from console/screen_specs.py (and each mode's class, screens/modes.py): its bindings,
+the command palette, the help screen's sections, and the moves they make (open a screen, `:` to a screen, a
+pipeline or a run, the theme).
 
 `Navigation` is a mixin of RatuiApp: its methods use the App's compiled project, controller and screens. Textual's
 `@on` registers handlers on message-pump classes only, so its handlers go by their names (`on_run_looked_up`).
@@ -17,18 +18,11 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from ratui.console import screen_specs, user_settings
 from ratui.console.format import short_key
 from ratui.messages import RunLookedUp, ThemeSaved
-from ratui.screens.branches import BranchesScreen
 from ratui.screens.dialogs import ConfirmScreen, ErrorScreen, HelpScreen, JumpScreen
 from ratui.screens.history import HistoryScreen
-from ratui.screens.landing import LandingScreen
-from ratui.screens.lineage import LineageScreen
-from ratui.screens.logs import SparkLogScreen
-from ratui.screens.pipelines import PipelinesScreen
+from ratui.screens.modes import SCREEN_CLASSES
 from ratui.screens.quality import QualityScreen
-from ratui.screens.query import QueryScreen
-from ratui.screens.reaper import ReaperScreen
 from ratui.screens.run import RunScreen
-from ratui.screens.runs import RunsScreen
 
 # what `:` takes for a run id: its time-ordered digits and hex (run ids are 18 characters; a prefix of 6 will do)
 RUN_ID_LIKE = re.compile(r"^[0-9]{6}[0-9a-f]{0,12}$")
@@ -45,13 +39,6 @@ KEY_NAMES = {
 def key_text(binding: Binding) -> str:
     keys = [k.strip() for k in binding.key.split(",")]
     return " / ".join(KEY_NAMES.get(k, k) for k in keys)
-
-
-# the screen classes of the modes screen_specs.py declares (each class says its MODE)
-SCREEN_CLASSES = {cls.MODE: cls for cls in (PipelinesScreen, RunsScreen, QualityScreen, BranchesScreen, LandingScreen,
-                                            ReaperScreen, QueryScreen, LineageScreen, SparkLogScreen)}
-if set(SCREEN_CLASSES) != set(screen_specs.BY_MODE):
-    raise RuntimeError(f"screen classes {sorted(SCREEN_CLASSES)} != screen specs {sorted(screen_specs.BY_MODE)}")
 
 
 # the App's own keys (each screen adds its own): 1-9 open the screens screen_specs.py declares
@@ -218,11 +205,7 @@ class Navigation:
         screens = [(f"{spec.title} ({spec.key})", SCREEN_CLASSES[spec.mode]) for spec in screen_specs.SCREENS]
         for title, screen in (*screens, ("Run detail", RunScreen),
                               ("History (l on Branches, h on Pipelines)", HistoryScreen)):
-            sections.append((title, [(key_text(b), b.description) for b in screen.BINDINGS]))
-        sections[1][1].extend([("↑ ↓", "Move in the tree"), ("← →", "Collapse / expand the namespace or layer"),
-                               ("enter", "Open the pipeline's latest run")])
-        sections[2][1].append(("enter", "Open the run"))
-        sections[4][1].append(("enter", "Switch to it (a run's branch: open its run)"))
+            sections.append((title, [(key_text(b), b.description) for b in screen.BINDINGS] + list(screen.HELP_KEYS)))
         return sections
 
     def action_help(self) -> None:

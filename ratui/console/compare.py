@@ -113,11 +113,11 @@ def compare(first: dict[str, Any], second: dict[str, Any]) -> Comparison:
     if first.get("pipeline") != second.get("pipeline"):
         raise CompareError(f"runs of different pipelines: {first.get('pipeline')} and {second.get('pipeline')}; "
                            "compare two runs of one pipeline")
-    a, b = sorted((first, second), key=_when)
+    a, b = sorted((first, second), key=_start_order)
     missing: list[str] = []
-    sections = [_run(a, b), _phases(a, b, missing), _write(a, b, missing), _schema(a, b, missing),
-                _quality(a, b), _inputs(a, b, missing)]
-    diff = _diff(a, b, missing)
+    sections = [_run_section(a, b), _phases_section(a, b, missing), _write_section(a, b, missing),
+                _schema_section(a, b, missing), _quality_section(a, b), _inputs_section(a, b, missing)]
+    diff = _diff_section(a, b, missing)
     if diff is not None:  # runs from before ratui kept diffs have none: no section for them
         sections.insert(4, diff)
     missing.append("the table's schema itself (its columns and types) is not stored per run: only the changes a "
@@ -125,7 +125,7 @@ def compare(first: dict[str, Any], second: dict[str, Any]) -> Comparison:
     return Comparison(a["pipeline"], a, b, sections, missing)
 
 
-def _when(record: dict[str, Any]) -> tuple[str, str]:
+def _start_order(record: dict[str, Any]) -> tuple[str, str]:
     return (record.get("started_at") or record.get("queued_at") or "", record.get("id") or "")
 
 
@@ -165,11 +165,11 @@ def _status(record: dict[str, Any]) -> str:
                    record.get("error_code"))
 
 
-def _run(a: dict[str, Any], b: dict[str, Any]) -> Section:
+def _run_section(a: dict[str, Any], b: dict[str, Any]) -> Section:
     section = Section("Run")
     section.rows.append(Row("run", a["id"], b["id"]))
     section.rows.append(Row("started (UTC)", fmt_time(a.get("started_at") or a.get("queued_at")),
-                            fmt_time(b.get("started_at") or b.get("queued_at")), _gap(a, b)))
+                            fmt_time(b.get("started_at") or b.get("queued_at")), _time_apart(a, b)))
     sa, sb = _status(a), _status(b)
     tone = SAME if sa == sb else (BETTER if _status_rank(sb) < _status_rank(sa) else WORSE)
     section.rows.append(Row("outcome", sa, sb, "" if sa == sb else "changed", tone))
@@ -195,7 +195,7 @@ def _status_rank(word: str) -> int:
     return {"success": 0, "unchanged": 0, "warned": 1, "upstream": 2, "cancelled": 2, "failed": 3}.get(word, 2)
 
 
-def _gap(a: dict[str, Any], b: dict[str, Any]) -> str:
+def _time_apart(a: dict[str, Any], b: dict[str, Any]) -> str:
     ta = parse_time(a.get("started_at") or a.get("queued_at"))
     tb = parse_time(b.get("started_at") or b.get("queued_at"))
     if ta is None or tb is None:
@@ -210,7 +210,7 @@ def _gap(a: dict[str, Any], b: dict[str, Any]) -> str:
     return f"{seconds // 86400}d later"
 
 
-def _phases(a: dict[str, Any], b: dict[str, Any], missing: list[str]) -> Section:
+def _phases_section(a: dict[str, Any], b: dict[str, Any], missing: list[str]) -> Section:
     section = Section("Phases")
     pa, pb = _decoded(a, "phases") or {}, _decoded(b, "phases") or {}
     sa, sb = _decoded(a, "phase_status") or {}, _decoded(b, "phase_status") or {}
@@ -225,7 +225,7 @@ def _phases(a: dict[str, Any], b: dict[str, Any], missing: list[str]) -> Section
                                 change, tone))
     if (pa and not sa) or (pb and not sb):
         missing.append("phase states (done / failed / cancelled) are not recorded for "
-                       + _which(a if pa and not sa else None, b if pb and not sb else None)
+                       + _runs_named(a if pa and not sa else None, b if pb and not sb else None)
                        + " (runs recorded before ratui kept phase_status): a phase is shown with its time only")
     return section
 
@@ -238,21 +238,22 @@ def _phase_cell(phases: dict[str, int], states: dict[str, str], name: str) -> st
     return text if state in (None, "done") else f"{text} {state}"
 
 
-def _which(a: dict[str, Any] | None, b: dict[str, Any] | None) -> str:
+def _runs_named(a: dict[str, Any] | None, b: dict[str, Any] | None) -> str:
     names = [f"run {r['id']}" for r in (a, b) if r is not None]
     return " and ".join(names)
 
 
-def _write(a: dict[str, Any], b: dict[str, Any], missing: list[str]) -> Section:
+def _write_section(a: dict[str, Any], b: dict[str, Any], missing: list[str]) -> Section:
     section = Section("Write")
     wa, wb = _decoded(a, "write"), _decoded(b, "write")
     if not wa and not wb:
         section.note = "neither run recorded a write (no write phase finished, or runs from before ratui kept it)"
         missing.append("what each write did (files added / removed, rows): not recorded for "
-                       + _which(a, b))
+                       + _runs_named(a, b))
         return section
     if not wa or not wb:
-        missing.append("what the write did: not recorded for " + _which(a if not wa else None, b if not wb else None)
+        missing.append("what the write did: not recorded for "
+                       + _runs_named(a if not wa else None, b if not wb else None)
                        + " (it ended before its write phase)")
     wa, wb = wa or {}, wb or {}
     va, vb = wa.get("strategy") or "-", wb.get("strategy") or "-"
@@ -269,7 +270,7 @@ def _write(a: dict[str, Any], b: dict[str, Any], missing: list[str]) -> Section:
     return section
 
 
-def _schema(a: dict[str, Any], b: dict[str, Any], missing: list[str]) -> Section:
+def _schema_section(a: dict[str, Any], b: dict[str, Any], missing: list[str]) -> Section:
     section = Section("Schema changes")
     wa, wb = _decoded(a, "write") or {}, _decoded(b, "write") or {}
     ca, cb = list(wa.get("schema_changes") or []), list(wb.get("schema_changes") or [])
@@ -286,7 +287,7 @@ def _schema(a: dict[str, Any], b: dict[str, Any], missing: list[str]) -> Section
     return section
 
 
-def _diff(a: dict[str, Any], b: dict[str, Any], missing: list[str]) -> Section | None:
+def _diff_section(a: dict[str, Any], b: dict[str, Any], missing: list[str]) -> Section | None:
     """Each run's data diff against its target (engine/run/data_diff.py): its counts, gate verdict and each column's
     NULLs, distinct values and sums after the run."""
     da, db = _decoded(a, "diff"), _decoded(b, "diff")
@@ -294,7 +295,7 @@ def _diff(a: dict[str, Any], b: dict[str, Any], missing: list[str]) -> Section |
         return None
     section = Section("Data diff")
     if not da or not db:
-        missing.append("a data diff: not recorded for " + _which(a if not da else None, b if not db else None)
+        missing.append("a data diff: not recorded for " + _runs_named(a if not da else None, b if not db else None)
                        + " (it ended before its diff, or ran before ratui kept diffs)")
     da, db = da or {}, db or {}
 
@@ -303,13 +304,13 @@ def _diff(a: dict[str, Any], b: dict[str, Any], missing: list[str]) -> Section |
         section.rows.append(Row(label, fmt_count(xa) if xa is not None else "-",
                                 fmt_count(xb) if xb is not None else "-", change, tone))
 
-    ma, mb = _method(da), _method(db)
+    ma, mb = _diff_method(da), _diff_method(db)
     section.rows.append(Row("computed", ma, mb, "" if ma == mb else "changed", SAME if ma == mb else CHANGED))
     for key, label in (("rows_before", "rows before"), ("rows_after", "rows after"), ("added", "rows added"),
                        ("removed", "rows removed"), ("changed", "rows changed")):
         if da.get(key) is not None or db.get(key) is not None:
             number(label, da.get(key), db.get(key))
-    ga, gb = _gate(da), _gate(db)
+    ga, gb = _gate_outcome(da), _gate_outcome(db)
     if ga != "-" or gb != "-":
         tone = SAME if ga == gb else (WORSE if gb.startswith("failed") else BETTER if ga.startswith("failed")
                                       else CHANGED)
@@ -331,20 +332,20 @@ def _diff(a: dict[str, Any], b: dict[str, Any], missing: list[str]) -> Section |
     return section
 
 
-def _method(diff: dict[str, Any]) -> str:
+def _diff_method(diff: dict[str, Any]) -> str:
     if not diff:
         return "-"
     return SHORT.get(diff.get("method"), "file stats")
 
 
-def _gate(diff: dict[str, Any]) -> str:
+def _gate_outcome(diff: dict[str, Any]) -> str:
     gate = diff.get("gate") or {}
     if gate.get("failed"):
         return f"failed ({len(gate['failed'])})"
     return f"passed ({len(gate['passed'])})" if gate.get("passed") else "-"
 
 
-def _quality(a: dict[str, Any], b: dict[str, Any]) -> Section:
+def _quality_section(a: dict[str, Any], b: dict[str, Any]) -> Section:
     section = Section("Quality")
     qa = {q["test"]: q for q in a.get("quality") or []}
     qb = {q["test"]: q for q in b.get("quality") or []}
@@ -385,7 +386,7 @@ def _quality_cell(result: dict[str, Any] | None) -> str:
     return f"{status} ({violations:,})" if violations else status
 
 
-def _inputs(a: dict[str, Any], b: dict[str, Any], missing: list[str]) -> Section:
+def _inputs_section(a: dict[str, Any], b: dict[str, Any], missing: list[str]) -> Section:
     section = Section("Inputs")
     ia, ib = _decoded(a, "inputs"), _decoded(b, "inputs")
     if not ia and not ib:
@@ -422,5 +423,5 @@ def _inputs(a: dict[str, Any], b: dict[str, Any], missing: list[str]) -> Section
                                 str(len(fb)) if zone in zb else "-", change, tone))
     if not ia or not ib:
         missing.append("the inputs read are recorded for successful runs only: not for "
-                       + _which(a if not ia else None, b if not ib else None))
+                       + _runs_named(a if not ia else None, b if not ib else None))
     return section

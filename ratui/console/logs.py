@@ -270,7 +270,7 @@ class LogFile:
             cut = data.find(b"\n")
             data = data[cut + 1:] if cut >= 0 else b""
         data_start = size - len(data)
-        lines, consumed, partial = _split(data)
+        lines, consumed, partial = _split_lines(data)
         parsed = parse_lines(lines)
         skipped = data_start
         if skipped:  # lines before the first entry start belong to an entry left out: leave them out too
@@ -311,7 +311,7 @@ class LogFile:
         if len(data) > self.max_bytes:  # more arrived than the viewer keeps: read the tail afresh
             return self.read()
         replaces = self.partial
-        lines, consumed, partial = _split(data)
+        lines, consumed, partial = _split_lines(data)
         self._remember(self.offset + len(data), self.offset + consumed, partial)
         return LogChunk(self.path, parse_lines(lines), reset=False, replaces_partial=replaces, partial_tail=partial,
                         size=self.size)
@@ -339,7 +339,7 @@ class LogFile:
         return not self.fingerprint or self._bytes_before(self.offset) == self.fingerprint
 
 
-def _split(data: bytes) -> tuple[list[str], int, bool]:
+def _split_lines(data: bytes) -> tuple[list[str], int, bool]:
     """(lines, bytes of complete lines, whether the last line has no line end yet)."""
     if not data:
         return [], 0, False
@@ -411,3 +411,22 @@ def describe(name: str) -> tuple[str, str]:
     if name.startswith("hs_err_pid"):
         return ("a crash report of a Spark JVM", "This crash report is empty.")
     return ("a file in the project's log folder", f"{name} is empty.")
+
+
+# ------------------------------------------------------------------------- what the Logs screen's workers call
+
+
+def read_log(log_dir: Path, name: str) -> tuple[list[LogFileInfo], LogFile, LogChunk, LogModel]:
+    """(In a worker) the files there are, and the newest part of `name` parsed into entries."""
+    files = list_logs(log_dir)
+    logfile = LogFile(Path(log_dir) / name)
+    chunk = logfile.read()
+    model = LogModel()
+    model.extend(chunk.lines)
+    model.trim()
+    return files, logfile, chunk, model
+
+
+def poll_log(logfile: LogFile, log_dir: Path) -> tuple[LogFile, LogChunk | None, list[LogFileInfo]]:
+    """(In a worker) what the followed file gained since the last read."""
+    return logfile, logfile.poll(), list_logs(log_dir)

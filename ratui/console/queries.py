@@ -41,20 +41,20 @@ class QuerySessions:
         with self._lock:
             self._queries[query_id] = result
         try:
-            return self._page(result, 0, started)
+            return self._fetch_page(result, 0, started)
         except BaseException:
             self.close_query(query_id)
             raise
 
     def query_page(self, query_id: str, offset: int) -> "QueryPage":
-        return self._page(self._query(query_id), max(0, offset), time.perf_counter())
+        return self._fetch_page(self._held_result(query_id), max(0, offset), time.perf_counter())
 
     def query_count(self, query_id: str) -> int:
-        return self._query(query_id).count()
+        return self._held_result(query_id).count()
 
     def export_query(self, query_id: str, target: str) -> Path:
         self._writable("exporting a result to a file")
-        return self._query(query_id).export(target)
+        return self._held_result(query_id).export(target)
 
     def query_progress(self, query_id: str) -> tuple[str, Any]:
         """(query id, its running Spark jobs' progress as a SparkProgress, or None)."""
@@ -72,7 +72,7 @@ class QuerySessions:
         if result is not None:
             result.close()
 
-    def _query(self, query_id: str):
+    def _held_result(self, query_id: str):
         with self._lock:
             result = self._queries.get(query_id)
         if result is None:
@@ -80,7 +80,7 @@ class QuerySessions:
         return result
 
     @staticmethod
-    def _page(result, offset: int, started: float) -> "QueryPage":
+    def _fetch_page(result, offset: int, started: float) -> "QueryPage":
         from ratui.console.data import PAGE_SIZE, QueryPage
 
         rows, more = result.page(offset, PAGE_SIZE)

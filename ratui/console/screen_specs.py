@@ -1,8 +1,10 @@
 """The console's screens, declared once: mode, number key, title, what it is for, the words `:` takes for it.
 The App builds its modes, the 1-9 bindings, the palette's "Open ..." commands, the help's sections and the jump's
-aliases from these; the tab bar its titles. No Textual here (the screen classes are matched to these by their MODE).
+aliases from these; the `:` jump box suggests their modes; the tab bar shows their keys and titles. No Textual here
+(the screen classes are matched to these by their MODE).
 
-Adding a screen: a ScreenSpec line here and its class (with MODE set) in the App's SCREEN_CLASSES (app_keys.py)."""
+Adding a screen: a ScreenSpec line here and its class (with MODE set) in screens/modes.py;
+tests/tui/test_screen_specs.py fails until every place offers it."""
 
 from __future__ import annotations
 

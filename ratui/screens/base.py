@@ -122,6 +122,8 @@ class ConsoleScreen(Guarded, Loader, Screen):
     """A top-level screen (one per mode)."""
 
     MODE = ""
+    # (key, what it does) of the keys the screen's widgets handle themselves (not in BINDINGS): for the help
+    HELP_KEYS: tuple[tuple[str, str], ...] = ()
 
     def on_resize(self, event) -> None:
         self.fit(is_narrow(event.size.width))

@@ -3,48 +3,37 @@ run; the selected ref's diff against main; create, switch to, merge, delete, and
 
 The working ref (`⎇`) is where the console's runs go: `s` (or enter) on main or a branch of yours switches to it, and
 the Pipelines screen says so. `n` creates a branch from the selected ref; `m` merges the selected branch into the ref
-it came from after a dry run per table; `l` opens the ref's commit history (rollback from there)."""
+it came from after a dry run per table; `l` opens the ref's commit history (rollback from there).
+
+The diff's cells are in branches_diff.py, the new-branch and merge dialogs in branches_dialogs.py."""
 
 from __future__ import annotations
 
-from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
-from textual.widgets import Button, DataTable, Footer, Input, Label, Static
+from textual.containers import Vertical
+from textual.widgets import DataTable, Footer, Label
 
-from ratui.console.controller import BranchRow, DiffRow, TableState, ref_kind
-from ratui.console.format import fmt_age, fmt_time, short_key
+from ratui.console.controller import BranchRow, DiffRow, ref_kind
+from ratui.console.format import fmt_age, fmt_time
 from ratui.engine.errors import RatuiError
 from ratui.engine.vocabulary import MAIN
 from ratui.messages import (
-    BranchCreated, BranchDeleted, BranchMerged, BranchesLoaded, DeleteChecked, DiffLoaded, MergeDryRun, RefSwitched,
+    BranchDeleted, BranchMerged, BranchesLoaded, DeleteChecked, DiffLoaded, MergeDryRun, RefSwitched,
 )
-from ratui.screens.base import Guarded, Loader, is_narrow, changes
-from ratui.screens.dialogs import ConfirmScreen, MergeScreen
+from ratui.screens.base import changes, is_narrow
+from ratui.screens.branches_diff import diff_cells, diff_columns, diff_title
+from ratui.screens.branches_dialogs import MergeDryRunScreen, NewBranchScreen
+from ratui.screens.dialogs import ConfirmScreen
 from ratui.screens.table_screen import TableScreen
-from ratui.widgets.chrome import NavBar, StatusLine
 from ratui.screens.undo import UndoKeys, undo_binding
+from ratui.widgets.chrome import NavBar, StatusLine
 
-CHANGE_STYLE = {"added": "green", "modified": "yellow", "dropped": "red", "table": ""}
 WORKING = "⎇"  # marks the working ref
 
 AGE_TICK = 15.0  # seconds
-MERGE_ROWS = 8  # tables the merge dialog lists (the diff pane has them all)
-
-
-def error_lines(error: RatuiError) -> Text:
-    """A coded error as the console says it: `CODE message` and its hint."""
-    text = Text()
-    text.append(f"{error.code} ", style="bold red")
-    text.append(error.message, style="red")
-    if error.hint:
-        text.append(f"\nhint: {error.hint}", style="italic")
-    return text
 
 
 def notify_error(app, error: RatuiError, title: str) -> None:
@@ -52,202 +41,10 @@ def notify_error(app, error: RatuiError, title: str) -> None:
                title=title, severity="error", timeout=10, markup=False)
 
 
-def pair(branch: TableState | None, main: TableState | None, what: str) -> Text:
-    """One measure of a table on both sides of a diff: `12,010 / 12,000` (`-` where the table is absent)."""
-
-    def one(state: TableState | None) -> str:
-        if state is None:
-            return "-"
-        value = getattr(state, what)
-        if value is None:
-            return "?" if state.snapshot_id is not None else "0"
-        return str(value)[:10] if what == "snapshot_id" else f"{value:,}"
-
-    return Text(f"{one(branch)} / {one(main)}", justify="right" if what != "snapshot_id" else "left")
-
-
-def as_changed(row: DiffRow) -> tuple[str, tuple[str, ...]]:
-    """The change and schema changes as whoever changed the table made them: a table main added since the fork is
-    "added" (by main), not "dropped" (from the branch's side, as the engine puts it)."""
-    if row.changed_on != "right":
-        return row.change, row.schema_changes
-    change = {"added": "dropped", "dropped": "added"}.get(row.change, row.change)
-    schema = []
-    for item in row.schema_changes:
-        if item.startswith("+ "):
-            schema.append("- " + item[2:].split(" ", 1)[0])
-        elif item.startswith("- "):
-            schema.append("+ " + item[2:])
-        elif " renamed to " in item:
-            old, new = item[2:].split(" renamed to ", 1)
-            schema.append(f"~ {new} renamed to {old}")
-        elif " -> " in item:
-            head, after = item.rsplit(" -> ", 1)
-            column, before = head[2:].rsplit(" ", 1)
-            schema.append(f"~ {column} {after} -> {before}")
-        else:
-            schema.append(item)
-    return change, tuple(schema)
-
-
-def changed_by(row: DiffRow, ref: str, against: str) -> Text:
-    """Who changed the table since the fork: the branch, the other side, or both (a conflict, unless each side only
-    appended: then it merges by append)."""
-    if row.by_append:
-        return Text("⇉ both appended: merges", style="green")
-    if row.conflict or row.changed_on == "both":
-        return Text(f"✘ both: {against} changed too", style="red")
-    if row.changed_on == "left":
-        return Text(ref if len(ref) <= 10 else "branch", style="cyan")
-    if row.changed_on == "right":
-        return Text(against, style="magenta")
-    return Text("-", style="dim")
-
-
-class NewBranchScreen(Guarded, Loader, ModalScreen[str | None]):
-    """`n`: a new branch: its name, and the ref (or past state "ref@HASH") it starts from. The engine's answer (the
-    branch, or an error with its code and hint) shows here; the dialog closes once the branch exists."""
-
-    BINDINGS = [Binding("escape", "cancel", "Back", id="new_branch.cancel")]
-    DEFAULT_CSS = """
-    NewBranchScreen { align: center middle; }
-    #new-branch { width: 76; max-width: 100%; height: auto; border: round $accent; padding: 0 1;
-                  background: $surface; }
-    #new-branch Input { margin: 0 0 1 0; }
-    #new-branch-error { height: auto; }
-    #new-branch-buttons { height: auto; align-horizontal: right; }
-    #new-branch-buttons Button { margin-left: 1; }
-    """
-
-    def __init__(self, from_ref: str) -> None:
-        super().__init__()
-        self.from_ref = from_ref
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="new-branch"):
-            yield Label(Text("New branch", style="bold"))
-            yield Label(Text("name", style="dim"))
-            yield Input(placeholder="e.g. dev, fix-revenue", id="new-branch-name")
-            yield Label(Text("from (a ref, or a past state ref@HASH)", style="dim"))
-            yield Input(value=self.from_ref, id="new-branch-from")
-            yield Static("", id="new-branch-error")
-            with Horizontal(id="new-branch-buttons"):
-                yield Button("Create (enter)", id="create", variant="primary")
-                yield Button("Back (esc)", id="back")
-
-    def on_mount(self) -> None:
-        for field in self.query(Input):
-            field.cursor_blink = getattr(self.app, "cursor_blink", True)
-        self.query_one("#new-branch-name", Input).focus()
-
-    @on(Input.Submitted)
-    def _submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        if event.input.id == "new-branch-name" and not self.query_one("#new-branch-from", Input).value.strip():
-            self.query_one("#new-branch-from", Input).focus()
-            return
-        self.create()
-
-    @on(Button.Pressed)
-    def _pressed(self, event: Button.Pressed) -> None:
-        event.stop()
-        if event.button.id == "create":
-            self.create()
-        else:
-            self.dismiss(None)
-
-    def create(self) -> None:
-        name = self.query_one("#new-branch-name", Input).value.strip()
-        source = self.query_one("#new-branch-from", Input).value.strip() or MAIN
-        error = self.query_one("#new-branch-error", Static)
-        if not name:
-            error.update(Text("Type the new branch's name.", style="red"))
-            self.query_one("#new-branch-name", Input).focus()
-            return
-        error.update(Text(f"creating {name} from {source}…", style="yellow"))
-        self.load(BranchCreated, self.app.controller.create_branch, name, source)
-
-    @on(BranchCreated)
-    def _created(self, message: BranchCreated) -> None:
-        self.dismiss(message.value.name)
-
-    def load_failed(self, kind, error: BaseException) -> bool:
-        if isinstance(error, RatuiError):
-            self.query_one("#new-branch-error", Static).update(error_lines(error))
-            return True
-        return False
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
-
-
-class MergeDryRunScreen(MergeScreen):
-    """Merge a branch into the ref it came from: the dry run per table first (the change, rows on both sides, who
-    changed it); a conflict says nothing will change and the merge cannot be confirmed."""
-
-    def __init__(self, ref: str, preview, rows: list[DiffRow]) -> None:
-        self.rows = rows
-        super().__init__(ref, preview)
-        self.title_text = f"Merge {ref} into {preview.into}?"
-
-    def _body(self) -> RenderableType:
-        preview = self.preview
-        into = preview.into
-        parts: list[RenderableType] = [Text(f"Dry run of {self.ref} into {into}:", style="bold")]
-        rows = {r.table: r for r in self.rows}
-        tables = sorted(set(preview.tables) | set(preview.conflicts))
-        by_append = list(getattr(preview, "by_append", []) or [])
-        reasons = dict(getattr(preview, "reasons", {}) or {})
-        if tables:
-            grid = Table(box=None, padding=(0, 1), show_header=True, header_style="bold dim", expand=False)
-            grid.add_column("table", no_wrap=True, overflow="ellipsis", max_width=30)
-            grid.add_column("change", no_wrap=True)
-            grid.add_column("branch rows", justify="right", no_wrap=True)
-            grid.add_column(f"{into[:8]} rows", justify="right", no_wrap=True)
-            grid.add_column("merges", no_wrap=True)
-            for table in tables[:MERGE_ROWS]:
-                row = rows.get(table)
-                conflict = table in preview.conflicts
-                change = row.change if row is not None else "modified"
-                how = (Text("conflict ✘", style="red") if conflict else
-                       Text("by append", style="cyan") if table in by_append else Text("as is", style="dim"))
-                grid.add_row(Text(short_key(table, table.split(".")[0]), style="red" if conflict else ""),
-                             Text(change, style="red" if conflict else CHANGE_STYLE.get(change, "")),
-                             _rows(row.branch if row else None), _rows(row.main if row else None), how)
-            parts.append(grid)
-            if len(tables) > MERGE_ROWS:
-                parts.append(Text(f"… and {len(tables) - MERGE_ROWS} more (the diff on Branches lists them all)",
-                                  style="dim"))
-        if preview.conflicts:
-            parts.append(Text(f"✘ {len(preview.conflicts)} conflict(s): {into} changed "
-                              f"{', '.join(short_key(t, t.split('.')[0]) for t in preview.conflicts[:3])}"
-                              f"{' …' if len(preview.conflicts) > 3 else ''} since {self.ref} forked. The merge "
-                              "would fail (RAT-CAT-003): nothing will change.", style="red"))
-            for table in preview.conflicts[:2]:
-                if reasons.get(table):
-                    parts.append(Text(f"  {short_key(table, table.split('.')[0])}: {reasons[table]}", style="red"))
-        elif preview.tables:
-            parts.append(Text(f"{len(preview.tables)} table(s) would be applied to {into} in one commit.",
-                              style="green"))
-        else:
-            parts.append(Text("No table changes: the merge records nothing.", style="dim"))
-        if by_append and not preview.conflicts:
-            parts.append(Text(f"By append: both sides only appended to {len(by_append)} table(s); {self.ref}'s new "
-                              f"files go on top of {into}'s once their quality tests pass on the combined rows.",
-                              style="cyan"))
-        parts.append(Text("Tables merged as is skip the quality gate: the target gets the branch's tables as they "
-                          "are, tested or not.", style="yellow"))
-        return Group(*parts)
-
-
-def _rows(state: TableState | None) -> Text:
-    if state is None or state.snapshot_id is None:
-        return Text("-", style="dim")
-    return Text(f"{state.rows:,}" if state.rows is not None else "?")
-
 
 class BranchesScreen(UndoKeys, TableScreen):
     MODE = "branches"
+    HELP_KEYS = (("enter", "Switch to it (a run's branch: open its run)"),)
     COLUMNS = (("ref", "REF"), ("head", "HEAD"), ("created", "CREATED (UTC)"), ("age", "AGE"), ("run", "RUN"),
                ("tables", "TABLES"))
     AUTO_FOCUS = "#branches-table"
@@ -365,38 +162,10 @@ class BranchesScreen(UndoKeys, TableScreen):
         narrow = is_narrow(self.app.size.width)
         diff = self.query_one("#diff-table", DataTable)
         diff.clear(columns=True)
-        if ref == MAIN:
-            diff.add_columns("TABLE", "SNAPSHOT (#sequence id · rows)")
-            for row in rows:
-                diff.add_row(row.table, row.main.describe() if row.main else Text("-", style="dim"), key=row.table)
-        else:
-            sides = f"{ref if len(ref) <= 10 else 'branch'}/main"
-            columns = ["TABLE", "CHANGE", "CHANGED BY", f"ROWS {sides}", "FILES"]
-            diff.add_columns(*columns, *([] if narrow else [f"SNAPSHOT {sides}"]), "SCHEMA")
-            for row in rows:
-                change, changes = as_changed(row)
-                schema = "; ".join(changes) if changes else "-"
-                cells = [short_key(row.table, self.namespace),
-                         Text(change, style=CHANGE_STYLE.get(change, "")), changed_by(row, ref, MAIN),
-                         pair(row.branch, row.main, "rows"), pair(row.branch, row.main, "files")]
-                if not narrow:
-                    cells.append(pair(row.branch, row.main, "snapshot_id"))
-                cells.append(Text(schema, style="dim" if schema == "-" else "yellow"))
-                diff.add_row(*cells, key=row.table)
-        title = self.query_one("#diff-title", Label)
-        if ref == MAIN:
-            title.update(f"Tables on main ({len(rows)})")
-        else:
-            conflicts = sum(1 for r in rows if r.conflict)
-            appended = sum(1 for r in rows if r.by_append)
-            mine = sum(1 for r in rows if r.changed_on == "left")
-            theirs = sum(1 for r in rows if r.changed_on == "right")
-            parts = [f"{mine} changed on {ref}" if mine else "", f"{theirs} on main" if theirs else "",
-                     f"{conflicts} in conflict" if conflicts else "",
-                     f"{appended} appended on both (merge by append)" if appended else ""]
-            said = ", ".join(p for p in parts if p)
-            title.update(f"Diff of {ref} against main: {len(rows)} table(s) differ" + (f" ({said})" if said else "")
-                         + ("" if rows else " · l: its history"))
+        diff.add_columns(*diff_columns(ref, narrow))
+        for row in rows:
+            diff.add_row(*diff_cells(row, ref, self.namespace, narrow), key=row.table)
+        self.query_one("#diff-title", Label).update(diff_title(ref, rows))
         self.app.mark("branches_ready")
 
     def load_failed(self, kind, error: BaseException) -> bool:

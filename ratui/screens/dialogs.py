@@ -16,6 +16,7 @@ from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.widgets import Button, Input, Label, Static
 
+from ratui.console import screen_specs
 from ratui.engine.errors import RatuiError
 from ratui.screens.base import Guarded
 
@@ -113,7 +114,8 @@ class MergeScreen(ConfirmScreen):
             self.dismiss(True)
 
 
-SCREEN_NAMES = ["pipelines", "runs", "quality", "branches", "help", "quit"]
+# what `:` suggests before the project's pipelines: every screen console/screen_specs.py declares, help and quit
+JUMP_WORDS = [*(spec.mode for spec in screen_specs.SCREENS), "help", "quit"]
 
 
 class JumpScreen(Guarded, ModalScreen[str | None]):
@@ -123,7 +125,7 @@ class JumpScreen(Guarded, ModalScreen[str | None]):
 
     def __init__(self, names: list[str] | None = None) -> None:
         super().__init__()
-        self.names = list(SCREEN_NAMES) + list(names or [])  # screens, then the project's pipelines
+        self.names = JUMP_WORDS + list(names or [])  # screens, help and quit, then the project's pipelines
 
     def compose(self) -> ComposeResult:
         with Vertical(id="jump"):

@@ -14,7 +14,7 @@ from textual.widgets import Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from ratui.console.format import short_key
-from ratui.console.lineage import Found, close_names, find
+from ratui.console.find_pipeline import Found, close_names, find
 from ratui.messages import CloseNames
 from ratui.screens.base import Guarded, Loader
 

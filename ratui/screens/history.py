@@ -97,12 +97,12 @@ class HistoryScreen(UndoKeys, ConsoleScreen):
         self.reload()
 
     def reload(self) -> None:
-        self.load(HistoryLoaded, self._log)
+        self.load(HistoryLoaded, self._read_commits)
 
     def action_refresh(self) -> None:
         self.reload()
 
-    def _log(self) -> tuple[str, str | None, list]:
+    def _read_commits(self) -> tuple[str, str | None, list]:
         return self.ref, self.table, self.app.controller.log(self.ref, self.table, self.limit)
 
     def cursor_hash(self) -> str | None:

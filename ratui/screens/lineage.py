@@ -5,7 +5,8 @@ lineage (screens/column_lineage.py: each column's sources, and a column's path t
 At scale the graph is focused: one pipeline with its upstream and downstream to a depth (`+` / `-`), at most a
 screenful of neighbours per pipeline (the rest grouped as "… and N more"); the whole graph is drawn only when it fits
 the view. `/` finds a pipeline by name and focuses on it, `f` focuses on the selection, `a` shows the whole graph.
-The layout and drawing are made in a worker (console/lineage.py `view`), never on the event loop."""
+The layout and drawing are made in a worker (console/lineage/view.py `view`), never on the event loop; the lines
+that say what is shown and selected are lineage_detail.py's."""
 
 from __future__ import annotations
 
@@ -18,12 +19,16 @@ from textual.binding import Binding
 from textual.timer import Timer
 from textual.widgets import Footer, Static
 
-from ratui.console.format import fmt_age, fmt_time, glyph, short_key
-from ratui.console.lineage import BUDGET, Layout, View, is_more, more_label, move, view
+from ratui.console.format import glyph, short_key
+from ratui.console.lineage.focus import BUDGET, is_more, more_label
+from ratui.console.lineage.layout import Layout
+from ratui.console.lineage.navigation import move
+from ratui.console.lineage.view import View, view
 from ratui.engine.errors import RatuiError
 from ratui.messages import LineageLaidOut, LineageRunsLoaded
 from ratui.screens.base import ConsoleScreen
 from ratui.screens.find_pipeline import FindPipelineScreen
+from ratui.screens.lineage_detail import group_detail, pipeline_detail, view_line
 from ratui.widgets.chrome import NavBar, StatusLine
 from ratui.widgets.lineage_graph import LineageGraph
 
@@ -278,28 +283,8 @@ class LineageScreen(ConsoleScreen):
 
     def show_view_line(self) -> None:
         """The line above the graph: what it shows (the whole graph, or the focus, its depth and how much)."""
-        shown = self.view
-        if shown is None:
-            return
-        text = Text(no_wrap=True, overflow="ellipsis")
-        total = f"{shown.total:,} pipeline{'s' if shown.total != 1 else ''}"
-        if shown.whole or shown.focus is None:
-            text.append("Whole graph", style="bold")
-            text.append(f" · {total} · f focuses on the selection · / finds a pipeline · c columns", style="dim")
-        else:
-            near = shown.focus
-            text.append("Focus ", style="dim")
-            text.append(near.key, style="bold")
-            if len(near.nodes) == 1:
-                text.append(" · no upstream, no downstream", style="dim")
-            else:
-                text.append(f" · depth {near.depth} (+/-)", style="dim")
-            text.append(f" · {len(near.pipelines):,} of {total}", style="dim")
-            if near.beyond:
-                text.append(f" · {near.beyond:,} more within this depth left out (a view draws {BUDGET})",
-                            style="yellow")
-            text.append(" · / find · c columns" + (" · a whole graph" if shown.fits else ""), style="dim")
-        self.query_one("#lineage-view", Static).update(text)
+        if self.view is not None:
+            self.query_one("#lineage-view", Static).update(view_line(self.view))
 
     def show_detail(self) -> None:
         detail = self.query_one("#lineage-detail", Static)
@@ -310,54 +295,12 @@ class LineageScreen(ConsoleScreen):
             namespace = self.compiled.settings.namespace
             detail.update(Text(f"A pipeline is a folder {namespace}/pipelines/<layer>/<name>/ holding a pipeline.sql "
                                "or pipeline.py.", style="dim"))
-            return
-        if is_more(key):
-            detail.update(self._group_detail(key))
-            return
-        pipeline = self.compiled.pipelines.get(key)
-        text = Text()
-        text.append(key, style="bold")
-        strategy = pipeline.config.merge_strategy if pipeline is not None and pipeline.config else None
-        if strategy:
-            text.append(f"  {strategy}", style="dim")
-        graph = self.compiled.graph  # the counts are the project's, whatever the view shows
-        ancestors, descendants = graph.ancestors(key) - {key}, graph.descendants(key) - {key}
-        text.append(f"  ↑ {len(ancestors)} upstream · ↓ {len(descendants)} downstream", style="dim")
-        text.append("\n")
-        status = self.status(key)
-        icon, style = glyph(status)
-        active = self.app.store.active_for(key)
-        runs = self.recent.get(key)
-        if status == "error" and pipeline is not None:
-            error = pipeline.errors[0]
-            text.append(f"{icon} {error.code} {error.message}", style=style)
-        elif active:
-            run = active[-1]
-            text.append(f"{icon} {run.status}", style=style)
-            text.append(f" · {run.current_phase or 'queued'} · run {run.run_id}", style="dim")
-        elif runs:
-            run = runs[0]
-            text.append("last run ", style="dim")
-            text.append(f"{icon} {run['status']}", style=style)
-            when = run.get("started_at") or run.get("queued_at")
-            text.append(f" {fmt_time(when)} ({fmt_age(when, self.app.now())} ago) · run {run['id']}")
+        elif is_more(key):
+            near = self.view.focus if self.view is not None else None
+            detail.update(group_detail(near, key, self.short, self.view.fan) if near is not None else Text())
         else:
-            text.append(f"{icon} never run", style=style)
-            text.append(" · r runs it", style="dim")
-        detail.update(text)
-
-    def _group_detail(self, key: str) -> Text:
-        near = self.view.focus if self.view is not None else None
-        if near is None or key not in near.hidden:
-            return Text()
-        direction, owner = near.group_of(key)
-        members = near.hidden[key]
-        kin = "parents" if direction == "up" else "children"
-        text = Text()
-        text.append(f"{len(members):,} more {kin} of {self.short(owner)}", style="bold")
-        text.append(f", not drawn: a pipeline shows at most {self.view.fan} here", style="dim")
-        text.append("\nenter lists them (and focuses on the one you pick) · / finds any pipeline", style="dim")
-        return text
+            detail.update(pipeline_detail(key, self.compiled, self.status(key), self.app.store.active_for(key),
+                                          self.recent.get(key), self.app.now()))
 
     # --------------------------------------------------------------------------------------- actions
 

@@ -4,206 +4,31 @@ Read from the end (the newest entries, at most a few MB: the info line says what
 thread worker; a level filter (l: everything, ERROR, WARN and above, INFO and above), `/` search with `n` / `N`,
 and `f` to follow the file as it grows (its size polled each second in a worker; a truncated or replaced file is
 read again). Lines wrap to the width; an entry's stack trace stays with it and is filtered with it.
+
+The log itself is drawn by widgets/log_view.py; reading and following the files is console/logs.py's (in workers).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from rich.cells import chop_cells
-from rich.style import Style
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.geometry import Size
-from textual.scroll_view import ScrollView
-from textual.strip import Strip
 from textual.widgets import Footer, Input, Static
 
 from ratui.console.logs import (
-    FILTERS, LEVELS, LogChunk, LogFile, LogFileInfo, LogModel, Match, describe, find_matches, header_parts,
-    list_logs, match_spans,
+    FILTERS, LEVELS, LogChunk, LogFile, LogFileInfo, LogModel, Match, describe, find_matches, poll_log, read_log,
 )
 from ratui.engine.vocabulary import format_bytes
 from ratui.messages import LogPolled, LogRead
 from ratui.screens.base import ConsoleScreen, close_field, open_field
 from ratui.widgets.chrome import NavBar, StatusLine
+from ratui.widgets.log_view import LEVEL_STYLE, LogView
 
 POLL_SECONDS = 1.0
-INDENT = 2  # the rows that continue a line too long for one
-LEVEL_STYLE = {"ERROR": "bold red", "WARN": "yellow", "INFO": "green", "DEBUG": "dim", "TRACE": "dim", "": ""}
-MATCH_STYLE = Style(reverse=True)
-CURRENT_STYLE = Style(color="black", bgcolor="yellow", bold=True)
-
-
-class LogView(ScrollView, can_focus=True):
-    """The entries of a LogModel that the level filter shows, wrapped to the width, drawn a line at a time (the
-    Line API: a big log costs only the lines on screen); search matches lit, the current one brightest."""
-
-    DEFAULT_CSS = """
-    LogView {
-        height: 1fr;
-        background: $surface;
-        overflow-x: hidden;
-        overflow-y: scroll;
-        scrollbar-size-vertical: 1;
-    }
-    """
-
-    def __init__(self, **kwargs) -> None:
-        super().__init__(**kwargs)
-        self.model: LogModel = LogModel()
-        self.entries_shown: list[int] = []  # entry indices shown, in order
-        self.rows: list[tuple[int, int, int, int]] = []  # (entry, line, start, end) per screen row
-        self.first_row: dict[tuple[int, int], int] = {}  # (entry, line) -> its first row
-        self.query_text = ""
-        self.current: Match | None = None
-        self.pinned = True  # at the end, following it
-        self._wrap_width = 0
-
-    # --------------------------------------------------------------------------------------- content
-
-    def show(self, model: LogModel, visible: list[int]) -> None:
-        self.model = model
-        self.entries_shown = visible
-        self._rebuild()
-
-    def append(self, visible: list[int], first_changed: int) -> None:
-        """Entries from `first_changed` on are new or grew: lay out only them again."""
-        self.entries_shown = visible
-        cut = next((i for i, e in enumerate(visible) if e >= first_changed), len(visible))
-        if cut < len(visible) and (visible[cut], 0) in self.first_row:
-            start_row = self.first_row[(visible[cut], 0)]
-            for entry, line, _s, _e in self.rows[start_row:]:
-                self.first_row.pop((entry, line), None)
-            del self.rows[start_row:]
-        self._layout(visible[cut:])
-        self._update_size()
-
-    def _rebuild(self) -> None:
-        self.rows = []
-        self.first_row = {}
-        self._layout(self.entries_shown)
-        self._update_size()
-
-    def _layout(self, entries: list[int]) -> None:
-        """Rows for these entries: a line longer than the width goes on over rows indented by INDENT."""
-        width = max(10 + INDENT, self._width())
-        self._wrap_width = width
-        rows, first_row, model = self.rows, self.first_row, self.model.entries
-        rest = width - INDENT
-        for index in entries:
-            for number, line in enumerate(model[index].lines):
-                first_row[(index, number)] = len(rows)
-                size = len(line)
-                if size <= width and (size * 2 <= width or line.isascii()):
-                    rows.append((index, number, 0, size))
-                elif line.isascii():
-                    start, room = 0, width
-                    while size - start > room:  # break after a space in the second half of the row, if any
-                        space = line.rfind(" ", start + room // 2, start + room)
-                        end = space + 1 if space > start else start + room
-                        rows.append((index, number, start, end))
-                        start, room = end, rest
-                    rows.append((index, number, start, size))
-                else:
-                    head = chop_cells(line, width)[0]
-                    rows.append((index, number, 0, len(head)))
-                    start = len(head)
-                    for piece in chop_cells(line[start:], rest):
-                        rows.append((index, number, start, start + len(piece)))
-                        start += len(piece)
-
-    def _width(self) -> int:
-        return self.scrollable_content_region.width or self.size.width or 80
-
-    def _update_size(self) -> None:
-        self.virtual_size = Size(self._wrap_width, len(self.rows))
-        self.refresh()
-
-    def on_resize(self, _event) -> None:
-        if self._width() == self._wrap_width or not self.rows:
-            if self.pinned:  # taller or shorter (the search field came or went): still at the end
-                self.pin_end()
-            return
-        if self.rows:
-            anchor = self.rows[min(len(self.rows) - 1, int(self.scroll_y))]
-            pinned = self.pinned
-            self._rebuild()
-            if pinned:
-                self.pin_end()
-            else:
-                self.scroll_to(y=self.row_of(anchor[0], anchor[1], anchor[2]), animate=False, immediate=True)
-
-    def pin_end(self) -> None:
-        """Show the end and stay there as lines arrive or the layout changes, until scrolled up."""
-        self.pinned = True
-        self.scroll_end(animate=False, immediate=True)
-        self.call_after_refresh(self._to_end)
-
-    def _to_end(self) -> None:
-        if self.pinned:
-            self.scroll_end(animate=False, immediate=True)
-
-    def watch_scroll_y(self, old: float, new: float) -> None:
-        super().watch_scroll_y(old, new)
-        if new < old and new < self.max_scroll_y:
-            self.pinned = False
-        elif new >= self.max_scroll_y:
-            self.pinned = True
-
-    def is_at_end(self) -> bool:
-        return self.pinned or self.scroll_y >= self.max_scroll_y
-
-    def row_of(self, entry: int, line: int, column: int = 0) -> int:
-        """The screen row showing character `column` of that line."""
-        row = self.first_row.get((entry, line), 0)
-        while row + 1 < len(self.rows) and self.rows[row + 1][:2] == (entry, line) and self.rows[row + 1][2] <= column:
-            row += 1
-        return row
-
-    def scroll_to_match(self, match: Match) -> None:
-        row = self.row_of(match.entry, match.line, match.start)
-        top, height = int(self.scroll_y), self.scrollable_content_region.height
-        if not top <= row < top + height:
-            self.scroll_to(y=max(0, row - height // 3), animate=False, immediate=True)
-        self.refresh()
-
-    # ---------------------------------------------------------------------------------------- drawing
-
-    def render_line(self, y: int) -> Strip:
-        row_index = int(self.scroll_y) + y
-        width = self.scrollable_content_region.width
-        base = self.rich_style
-        if row_index >= len(self.rows):
-            return Strip.blank(width, base)
-        entry_index, number, start, end = self.rows[row_index]
-        entry = self.model.entries[entry_index]
-        line = entry.lines[number]
-        indent = INDENT if start > 0 else 0  # the rest of a line too long for one row
-        text = Text(" " * indent + line[start:end], no_wrap=True, end="", style=base)
-        if number == 0:
-            parts = header_parts(line)
-            for span, style in ((parts.at, "dim"), (parts.level, LEVEL_STYLE.get(entry.level, "")),
-                                (parts.source, "bold")):
-                if span is not None and style:
-                    text.stylize(style, indent + max(0, span[0] - start), indent + max(0, span[1] - start))
-            if parts.at is None and parts.level is None:
-                text.stylize(LEVEL_STYLE.get(entry.level, ""))
-        else:  # the rest of a message, a stack trace (its frames quieter)
-            frame = line.lstrip().startswith(("at ", "... "))
-            text.stylize(("red dim" if frame else "red") if entry.level == "ERROR" else "dim")
-        if self.query_text:
-            current = self.current
-            for s, e in match_spans(line, self.query_text):
-                if e <= start or s >= end:
-                    continue
-                lit = CURRENT_STYLE if (current is not None and current.entry == entry_index
-                                        and current.line == number and current.start == s) else MATCH_STYLE
-                text.stylize(lit, indent + max(0, s - start), indent + min(end, e) - start)
-        return Strip(list(text.render(self.app.console)), text.cell_len).crop_extend(0, width, base)
 
 
 class SparkLogScreen(ConsoleScreen):
@@ -464,7 +289,7 @@ class SparkLogScreen(ConsoleScreen):
         view.current = self.matches[self.current] if self.current is not None else None
         view.refresh()
 
-    def _go(self) -> None:
+    def _show_current_match(self) -> None:
         view = self.view
         if self.current is not None:
             view.current = self.matches[self.current]
@@ -480,7 +305,7 @@ class SparkLogScreen(ConsoleScreen):
         close_field(self.query_one("#logs-search", Input), self.view)
         self.query_text = event.value.strip()
         self._find()
-        self._go()
+        self._show_current_match()
 
     def action_next_match(self, step: int) -> None:
         if self.query_one("#logs-search", Input).has_focus:
@@ -493,7 +318,7 @@ class SparkLogScreen(ConsoleScreen):
                 self.notify("Search first: / and the text to find.", title="Search", timeout=2, markup=False)
             return
         self.current = ((self.current or 0) + step) % len(self.matches)
-        self._go()
+        self._show_current_match()
 
     def action_clear_search(self) -> None:
         field = self.query_one("#logs-search", Input)
@@ -553,22 +378,3 @@ class SparkLogScreen(ConsoleScreen):
         view = self.view
         view.pinned = False
         view.scroll_home(animate=False, immediate=True)
-
-
-# ----------------------------------------------------------------------------------- worker functions
-
-
-def read_log(log_dir: Path, name: str) -> tuple[list[LogFileInfo], LogFile, LogChunk, LogModel]:
-    """(In a worker) the files there are, and the newest part of `name` parsed into entries."""
-    files = list_logs(log_dir)
-    logfile = LogFile(Path(log_dir) / name)
-    chunk = logfile.read()
-    model = LogModel()
-    model.extend(chunk.lines)
-    model.trim()
-    return files, logfile, chunk, model
-
-
-def poll_log(logfile: LogFile, log_dir: Path) -> tuple[LogFile, LogChunk | None, list[LogFileInfo]]:
-    """(In a worker) what the followed file gained since the last read."""
-    return logfile, logfile.poll(), list_logs(log_dir)

@@ -7,6 +7,8 @@ and the row count comes from a job of its own. Escape stops a running query. An 
 puts the cursor there. ctrl+up / ctrl+down recall earlier queries; tab completes table names; ctrl+o opens the
 table under the cursor (or chosen in the list) in the table view; ctrl+s exports the whole result to CSV or
 Parquet inside the project.
+
+The prompts it opens (export, a past state) are in query_prompts.py.
 """
 
 from __future__ import annotations
@@ -19,8 +21,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
-from textual.widgets import DataTable, Footer, Input, Label, OptionList, Select, Static
+from textual.widgets import DataTable, Footer, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
 from ratui.console.data import PAGE_SIZE, QueryPage, parse_ref_spec
@@ -31,80 +32,17 @@ from ratui.messages import (
     QueryCancelled, QueryCounted, QueryExported, QueryHistoryLoaded, QueryPageLoaded, QueryProgressed,
     QueryRefResolved, QueryRefsLoaded, QueryTablesLoaded,
 )
-from ratui.screens.base import ConsoleScreen, Guarded, changes
+from ratui.screens.base import ConsoleScreen, changes
+from ratui.screens.query_prompts import ExportScreen, RefPromptScreen
 from ratui.widgets.cells import cell
 from ratui.widgets.chrome import NavBar, StatusLine
 from ratui.widgets.sql_editor import SqlEditor
 
 PROGRESS_SECONDS = 0.5  # how often a running query's Spark progress is asked for
 
-_NAME = re.compile(r"[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*){1,2}")
-
-
-def prompt_css(screen: str, box: str) -> str:
-    """A prompt's look: a box of 76 columns in the middle of the screen, its hint dimmed (ids: box, box-hint)."""
-    return f"""
-    {screen} {{ align: center middle; }}
-    #{box} {{ width: 76; max-width: 100%; height: auto; border: round $accent; padding: 0 1; background: $surface; }}
-    #{box}-hint {{ color: $text-muted; }}
-    """
-
-
-class LinePrompt(Guarded, ModalScreen[str | None]):
-    """One line to type in a box, under a heading and over a hint: enter answers with what was typed (None when
-    nothing was), escape goes back (None)."""
-
-    def __init__(self, box: str, heading: str, field: Input, hint: str) -> None:
-        super().__init__()
-        self.box, self.heading, self.field, self.hint = box, heading, field, hint
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id=self.box):
-            yield Label(Text(self.heading, style="bold"))
-            yield self.field
-            yield Static(self.hint, id=f"{self.box}-hint")
-
-    @on(Input.Submitted)
-    def _submitted(self, event: Input.Submitted) -> None:
-        self.dismiss(event.value.strip() or None)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
-
-
-class ExportScreen(LinePrompt):
-    """Where to export the result: a path inside the project, .csv or .parquet."""
-
-    BINDINGS = [Binding("escape", "cancel", "Back", id="export.cancel")]
-    DEFAULT_CSS = prompt_css("ExportScreen", "export")
-
-    def __init__(self, default: str) -> None:
-        super().__init__("export", "Export the whole result", Input(value=default, id="export-input"),
-                         "A path inside the project ending in .csv (with a header) or .parquet; enter exports, "
-                         "escape goes back. An existing file is never overwritten.")
-        self.default = default
-
+_DOTTED_NAME = re.compile(r"[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*){1,2}")
 
 PAST = "@past"  # the picker's "a past state…" entry: asks for ref@HASH or ref at TIME
-
-
-class RefPromptScreen(LinePrompt):
-    """A ref to read: a branch, a past state "main@HASH", or "main at 2026-03-01 10:00" (UTC unless it names a zone)."""
-
-    BINDINGS = [Binding("escape", "cancel", "Back", id="ref_prompt.cancel")]
-    DEFAULT_CSS = prompt_css("RefPromptScreen", "ref-prompt")
-
-    def __init__(self, current: str) -> None:
-        super().__init__("ref-prompt", "Read a past state",
-                         Input(placeholder=f"{current.partition('@')[0]} at 2026-03-01 10:00", id="ref-prompt-input"),
-                         "ref@HASH (a commit of History or `ratui log`), ref at TIME (its state then; UTC unless "
-                         "a zone is given), or at TIME for the current ref. enter reads it, escape goes back.")
-        self.current = current
-
-    def on_mount(self) -> None:
-        field = self.query_one(Input)
-        field.cursor_blink = getattr(self.app, "cursor_blink", True)
-        field.focus()
 
 
 class QueryScreen(ConsoleScreen):
@@ -478,7 +416,7 @@ class QueryScreen(ConsoleScreen):
         editor = self.query_one("#query-editor", SqlEditor)
         row, column = editor.cursor_location
         line = editor.document.get_line(row)
-        for match in _NAME.finditer(line):
+        for match in _DOTTED_NAME.finditer(line):
             if match.start() <= column <= match.end():
                 name = match.group(0)
                 for key in self.tables:

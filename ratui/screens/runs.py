@@ -35,6 +35,7 @@ def status_cell(row: dict) -> Text:
 
 class RunsScreen(UndoKeys, TableScreen):
     MODE = "runs"
+    HELP_KEYS = (("enter", "Open the run"),)
     COLUMNS = COLUMNS
     AUTO_FOCUS = "#runs-table"
     BINDINGS = [

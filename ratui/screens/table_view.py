@@ -25,11 +25,13 @@ from ratui.widgets.chrome import NavBar, StatusLine
 TABS = ("schema", "history", "stats", "preview")
 
 
-def _n(value: int | None) -> Text:
+def count_cell(value: int | None) -> Text:
+    """A count right-aligned with thousands separators (`-` when unknown)."""
     return Text("-" if value is None else f"{value:,}", justify="right")
 
 
-def _value(value: Any) -> Text:
+def stat_cell(value: Any) -> Text:
+    """A column statistic (a bound) as a cell, `?` when the metadata does not have it."""
     return Text("?", style="dim") if value is None else cell(value)
 
 
@@ -149,8 +151,9 @@ class TableViewScreen(ConsoleScreen):
             table.add_column(label)
         for s in d.history:
             table.add_row(s.committed_at.replace("T", " ")[:19], s.operation, s.run_id or "-", s.strategy or "-",
-                          _n(s.added_rows), _n(s.deleted_rows), _n(s.added_files), _n(s.deleted_files),
-                          _n(s.total_rows), str(s.snapshot_id), key=str(s.snapshot_id))
+                          count_cell(s.added_rows), count_cell(s.deleted_rows), count_cell(s.added_files),
+                          count_cell(s.deleted_files), count_cell(s.total_rows), str(s.snapshot_id),
+                          key=str(s.snapshot_id))
 
     def _fill_stats(self, d) -> None:
         note = Text("from the data files' metadata, no scan", style="dim")
@@ -163,13 +166,14 @@ class TableViewScreen(ConsoleScreen):
         for label in ("COLUMN", "TYPE", "MIN", "MAX", "NULLS", "VALUES", "SIZE"):
             table.add_column(label)
         for s in d.stats:
-            table.add_row(s.name, s.type, _value(s.minimum), _value(s.maximum), _n(s.nulls), _n(s.values),
+            table.add_row(s.name, s.type, stat_cell(s.minimum), stat_cell(s.maximum), count_cell(s.nulls),
+                          count_cell(s.values),
                           Text(format_bytes(s.size_bytes) if s.size_bytes is not None else "-", justify="right"))
 
     # ------------------------------------------------------------------------------------------ preview
 
     @on(TabbedContent.TabActivated)
-    def _tab(self, event: TabbedContent.TabActivated) -> None:
+    def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
         if event.pane.id == "preview" and not self.query_one("#table-preview", DataTable).columns:
             starting = "" if self.app.controller.spark_started() else " (starting Spark first)"
             self.query_one("#table-preview-note", Static).update(Text(f"reading the first rows…{starting}",

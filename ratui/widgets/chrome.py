@@ -7,8 +7,6 @@ from textual.widgets import Static
 
 from ratui.console import screen_specs
 
-SCREENS = tuple((spec.mode, spec.title) for spec in screen_specs.SCREENS)
-
 SPARK_TEXT = {
     "idle": ("○", "Spark not started (starts on the first run)", "dim"),
     "starting": ("◌", "Spark starting…", "yellow"),
@@ -53,12 +51,12 @@ class NavBar(Static):
     def _tabs(self, short: bool) -> Text:
         text = Text(" ratui ", style="bold reverse")
         text.append(" " if short else "  ")
-        for index, (mode, title) in enumerate(SCREENS, start=1):
-            if mode == self.current:
-                text.append(f" {index} {title} ", style="bold reverse")
+        for spec in screen_specs.SCREENS:
+            if spec.mode == self.current:
+                text.append(f" {spec.key} {spec.title} ", style="bold reverse")
             else:
-                text.append(f" {index} ", style="dim")
-                text.append(f"{title[:3] if short else title} ")
+                text.append(f" {spec.key} ", style="dim")
+                text.append(f"{spec.title[:3] if short else spec.title} ")
             if not short:
                 text.append(" ")
         return text

@@ -1,8 +1,8 @@
 """The DAG as a graph: layers left to right, one line per pipeline (its status icon and name), box-drawn edges.
 
-The layout (columns, order, rows, routing) is ratui.console.lineage's; this widget styles and scrolls it. The
-selected pipeline is lit, its ancestors, descendants and the edges between them stand out, the rest is dimmed.
-It scrolls both ways (Line API), and keeps the selection in view when it moves.
+The layout (columns, order, rows, routing) and the drawing are ratui.console.lineage's; this widget styles and
+scrolls them. The selected pipeline is lit, its ancestors, descendants and the edges between them stand out, the
+rest is dimmed. It scrolls both ways (Line API), and keeps the selection in view when it moves.
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ratui.console.lineage import Drawing, Edge, Layout, draw, lineage
+from ratui.console.lineage.drawing import Drawing, draw
+from ratui.console.lineage.layout import Edge, Layout
+from ratui.console.lineage.navigation import lineage
 
 
 ARROW_ROOM = 5  # cells left of a label kept in view with it (the edge coming in)

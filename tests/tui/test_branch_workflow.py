@@ -19,7 +19,7 @@ import pytest
 from ratui.console.controller import BranchRow, Controller, DiffRow, TableState, utc_now
 from ratui.engine.errors import RatuiError
 from ratui.engine.ops.branches import LogEntry
-from ratui.screens.branches import MergeDryRunScreen, NewBranchScreen
+from ratui.screens.branches_dialogs import MergeDryRunScreen, NewBranchScreen
 from ratui.screens.dialogs import ConfirmScreen
 from ratui.screens.history import HistoryScreen
 from ratui.screens.run import RunScreen

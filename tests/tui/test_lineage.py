@@ -9,7 +9,9 @@ from collections import deque
 import pytest
 
 from ratui.console.controller import Controller
-from ratui.console.lineage import ARROW, CROSSING, Drawing, Layout, draw, layout, lineage, move, place
+from ratui.console.lineage.drawing import ARROW, CROSSING, Drawing, draw
+from ratui.console.lineage.layout import Layout, layout, place
+from ratui.console.lineage.navigation import lineage, move
 from ratui.engine.errors import RatuiError
 from ratui.engine.events import RunFinished, RunQueued, RunStarted
 from ratui.engine.project.compiler import compile_project

@@ -11,8 +11,10 @@ import pytest
 from textual.widgets import Input, OptionList
 
 from ratui.console.controller import Controller
-from ratui.console.lineage import (BUDGET, fan_for, find, is_more, layout, more_label, short_name, view,
-                                   whole_fits)
+from ratui.console.find_pipeline import find
+from ratui.console.lineage.focus import BUDGET, fan_for, is_more, more_label
+from ratui.console.lineage.layout import layout
+from ratui.console.lineage.view import short_name, view, whole_fits
 from ratui.engine.project.compiler import compile_project
 from ratui.engine.project.dag import Graph
 from ratui.screens.find_pipeline import FindPipelineScreen

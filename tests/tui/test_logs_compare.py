@@ -9,9 +9,10 @@ import pytest
 from ratui.console.format import fmt_ms
 from ratui.engine.events import LogLine, RunQueued, RunStarted
 from ratui.screens.compare import CompareScreen
-from ratui.screens.logs import LogView, SparkLogScreen
+from ratui.screens.logs import SparkLogScreen
 from ratui.screens.run import RunScreen
 from ratui.screens.runs import RunsScreen
+from ratui.widgets.log_view import LogView
 
 from .conftest import copy_sample, flat, make_app, run, screen_text, settle, wait_for
 from .seed import PLAN, SUCCESS_RUN, _phases, seed_history

@@ -17,7 +17,7 @@ from __future__ import annotations
 import pytest
 import requests
 
-from ratui.screens.branches import MergeDryRunScreen, NewBranchScreen
+from ratui.screens.branches_dialogs import MergeDryRunScreen, NewBranchScreen
 from ratui.screens.dialogs import ConfirmScreen
 from ratui.screens.history import HistoryScreen
 

@@ -629,7 +629,7 @@ def test_branch_ages_keep_counting(tmp_path, monkeypatch):
 
 
 def test_sql_wraps_long_lines_marks_the_error_line_and_follows_the_theme(tmp_path, monkeypatch):
-    import ratui.screens.pipelines as pipelines_screen
+    import ratui.screens.pipelines_detail as pipelines_detail
 
     root = copy_sample(tmp_path)
     sql = root / "ecommerce/pipelines/bronze/raw_products/pipeline.sql"
@@ -637,8 +637,8 @@ def test_sql_wraps_long_lines_marks_the_error_line_and_follows_the_theme(tmp_pat
     bad_line = len(good.splitlines()) + 2
     sql.write_text(good + "\n-- " + "x" * 150 + " END_OF_A_LONG_LINE\nJOIN {{ ref('bronze.nosuch') }} ON 1 = 1\n")
     themes: list[bool] = []
-    real = pipelines_screen.code_view
-    monkeypatch.setattr(pipelines_screen, "code_view",
+    real = pipelines_detail.code_view
+    monkeypatch.setattr(pipelines_detail, "code_view",
                         lambda *a, **kw: themes.append(kw["dark"]) or real(*a, **kw))
     app = make_app(root)
 

@@ -281,7 +281,7 @@ def test_jump_and_palette_list_the_new_screens(tmp_path):
             await settle(pilot)
             assert isinstance(app.screen, ReaperScreen)
             assert "5 Landing" in screen_text(app) and "6 Reaper" in screen_text(app)
-            from ratui.app import ConsoleCommands
+            from ratui.app_keys import ConsoleCommands
 
             names = [name for name, _, _ in ConsoleCommands(app.screen)._commands()]
             assert {"Open Landing", "Open Reaper", "Toggle watch"} <= set(names)

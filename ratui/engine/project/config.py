@@ -313,11 +313,11 @@ def resolve_config(pipeline_file: Path, text: str, config_file: Path) -> Pipelin
         raise RatuiError("RAT-CFG-003", f"merge strategy '{config.merge_strategy}' needs a unique_key", file=file,
                          line=line)
     if spec is not None and spec.needs_partition_column and not config.partition_column:
-        raise RatuiError("RAT-CFG-004", f"merge strategy '{config.merge_strategy}' needs a partition_column",
-                         file=file, line=line)
+        raise strategy_specs.strategy_error("RAT-CFG-004", f"merge strategy '{config.merge_strategy}' needs a "
+                                            "partition_column", file=file, line=line)
     if config.merge_strategy not in SUPPORTED_STRATEGIES:
-        raise RatuiError("RAT-CFG-008", f"merge strategy '{config.merge_strategy}' is not supported yet",
-                         file=file, line=line)
+        raise strategy_specs.strategy_error("RAT-CFG-008", f"merge strategy '{config.merge_strategy}' is not "
+                                            "supported yet", file=file, line=line)
     return config
 
 

@@ -11,6 +11,7 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import BeforeValidator, Field, PlainValidator, model_validator
 
+from ratui.engine.project import isolation_levels
 from ratui.engine.project.schema import Section, at_least, invalid, mapping, one_of
 
 # spark.jit: how ratui's own JVM compiles Spark's code. full: both of Java's compilers (fastest once warm); quick:
@@ -25,9 +26,6 @@ COLUMN_MODES = ("strict", "union")
 # staged: downloaded to the run's staging folder first (works with pyspark alone, but only with a local Spark);
 # auto: in place when Spark is not local (a cluster or a Connect server cannot read this machine's disk), else staged.
 S3_READS = ("auto", "in_place", "staged")
-# python.isolation: how a Python pipeline's run(ctx) is kept from the machine (isolation/levels.py says what each
-# level is and how it degrades); a pipeline's own `isolation` annotation or config.yaml key overrides it.
-ISOLATION_LEVELS = ("none", "process", "confined", "jail")
 
 Count = Annotated[int, PlainValidator(at_least(0))]
 Positive = Annotated[int, PlainValidator(at_least(1))]
@@ -177,7 +175,9 @@ class PythonSection(Section):
     kernel (confined: Landlock and seccomp), or that inside bubblewrap's namespaces (jail). The child's limits:
     wall-clock seconds, CPU seconds, memory, the size of a file it writes, open files."""
 
-    isolation: Annotated[str, PlainValidator(one_of(ISOLATION_LEVELS))] = "confined"
+    # how a Python pipeline's run(ctx) is kept from the machine (project/isolation_levels.py); a pipeline's own
+    # `isolation` annotation or config.yaml key overrides it
+    isolation: Annotated[str, PlainValidator(one_of(isolation_levels.NAMES))] = isolation_levels.DEFAULT
     isolation_required: bool = False  # a level the machine cannot give is an error before the run, not a degrade
     timeout: Positive = 3600
     cpu_seconds: Positive = 3600

@@ -48,8 +48,7 @@ def error_lines(error: RatuiError) -> Text:
 
 
 def notify_error(app, error: RatuiError, title: str) -> None:
-    app.notify(f"{error.code} {error.message}" + (f"\nhint: {error.hint}" if error.hint else ""),
-               title=title, severity="error", timeout=10, markup=False)
+    app.notify(error.text(), title=title, severity="error", timeout=10, markup=False)
 
 
 def pair(branch: TableState | None, main: TableState | None, what: str) -> Text:

@@ -138,7 +138,7 @@ PARQUET_SHARE = 0.4
 _WIDTH = {"boolean": 1, "tinyint": 1, "smallint": 2, "int": 4, "date": 4, "float": 4, "bigint": 8, "double": 8,
           "timestamp": 8, "timestamp_ntz": 8, "string": 20, "binary": 100}
 
-# A merge that rewrites more rows than this keeps the surviving rows in their files' layout (one task per
+# A keyed write that rewrites more rows than this keeps the surviving rows in their files' layout (one task per
 # file, no shuffle) and clusters only the new rows, instead of range-partitioning everything again.
 KEEP_LAYOUT_MIN_ROWS = 2_000_000
 

@@ -72,10 +72,11 @@ def project(root: Path, endpoint: str, bucket: str, mode: str) -> Path:
 
 
 def forget() -> None:
-    """Empty ratui's memos of inferred schemas and clean bad-row checks (landing/reader.py), as in a new process."""
-    from ratui.engine.landing import reader
+    """Empty ratui's memos of inferred schemas and clean bad-row checks (landing/read_checks.py), as in a new
+    process."""
+    from ratui.engine.landing import read_checks
 
-    for memo in (reader.INFERRED, reader.CLEAN):
+    for memo in (read_checks.INFERRED, read_checks.CLEAN):
         with memo._lock:
             memo._items.clear()
 

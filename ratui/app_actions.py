@@ -17,6 +17,7 @@ from rich.text import Text
 
 from ratui.console.controller import read_only_refusal
 from ratui.console.format import short_key
+from ratui.engine.errors import error_text
 from ratui.messages import (
     BatchLaunched, CancelOutcomes, QuitReady, ReaperPassDone, RunLaunched, ServeToggled, WatchToggled,
 )
@@ -68,7 +69,7 @@ class Actions:
         pipeline = self.compiled.pipelines.get(key) if self.compiled else None
         if pipeline is not None and pipeline.errors:
             error = pipeline.errors[0]
-            self.notify(f"{error.code} {error.message}\nhint: {error.hint}", title=f"Cannot run {pipeline.name}",
+            self.notify(error.text(), title=f"Cannot run {pipeline.name}",
                         severity="error", timeout=10, markup=False)
             return
 
@@ -102,7 +103,7 @@ class Actions:
             first = problems[0]
             where = f"{Path(first.file).name}{':' + str(first.line) if first.line else ''} " if first.file else ""
             self.notify(f"{len(problems)} problem(s) in {'the project' if whole_project else 'the selection'}: "
-                        f"nothing was run.\n{first.code} {where}{first.message}\nhint: {first.hint}",
+                        f"nothing was run.\n{error_text(first.code, where + first.message, first.hint)}",
                         title=f"Cannot run {label}", severity="error", timeout=12, markup=False)
             return
         def launch() -> tuple[Any, str]:  # the first run is queued in SQLite: off the event loop
@@ -226,9 +227,8 @@ class Actions:
                         timeout=3, markup=False)
         elif isinstance(event, w.WatchErrors):
             for error in event.errors:
-                where = f"{error.location}: " if getattr(error, "location", None) else ""
-                self.notify(f"{error.code} {where}{error.message}\nhint: {error.hint}", title="Watch: broken file",
-                            severity="error", timeout=10, markup=False)
+                self.notify(error.text(where=True), title="Watch: broken file", severity="error", timeout=10,
+                            markup=False)
         elif isinstance(event, w.WatchPlanStarted):
             names = ", ".join(short_key(k, k.split(".")[0]) for k in event.keys)
             self.notify(f"Running {names}.", title="Watch", timeout=3, markup=False)

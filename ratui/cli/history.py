@@ -10,7 +10,7 @@ from ratui.cli.common import (
     positive_int as _positive_int, project_arg as _project_arg,
     table as _table,
 )
-from ratui.engine.errors import RatuiError
+from ratui.engine.errors import RatuiError, error_text
 from ratui.engine.vocabulary import ACTIVE, RUN_STATUSES, format_duration
 
 
@@ -83,7 +83,8 @@ def cmd_show(args) -> int:
     if run.get("error_code"):
         where = f" ({run['error_file']}{':' + str(run['error_line']) if run.get('error_line') else ''})" \
             if run.get("error_file") else ""
-        print(f"  error {run['error_code']}: {run['error_message']}{where}\n  hint: {run.get('error_hint')}")
+        print("  " + error_text(f"error {run['error_code']}:", f"{run['error_message']}{where}", run.get("error_hint"),
+                                hint_indent="  "))
     for note in run.get("notes") or []:
         print(f"  note: {note}")
     phases = run.get("phases") or {}

@@ -24,11 +24,16 @@ JSON output and run records depend on them. Add new codes, never renumber. The f
     RAT-ACC-*   what a console may do (a read-only console)
     RAT-API-*   the Python API (`import ratui`, notebooks)
     RAT-LIN-*   column lineage (`ratui lineage`, the Lineage screen's column path)
+
+A hint that names the entries of a list declared elsewhere (the write strategies) does not repeat them: it says
+`${strategies}`, and the module that declares the list fills it in (`default_hint`; project/strategy_specs.py).
+Every error reads the same wherever it is shown as plain text: `error_text`.
 """
 
 from __future__ import annotations
 
 import difflib
+import string
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -65,7 +70,7 @@ class RatuiError(Exception):
         if self.code not in CODES:
             raise ValueError(f"unregistered error code {self.code}")
         if self.hint is None:
-            self.hint = CODES[self.code][1]
+            self.hint = default_hint(self.code)
         super().__init__(self.message)
 
     @property
@@ -98,9 +103,39 @@ class RatuiError(Exception):
     def public_details(self) -> dict[str, Any]:
         return {k: v for k, v in (self.details or {}).items() if k in self.PUBLIC_DETAILS}
 
+    def text(self, *, where: bool = False) -> str:
+        """The error as plain text (error_text): its code and message, its place when `where`, its hint."""
+        return error_text(self.code, self.message, self.hint, where=self.location if where else None)
+
     def render(self) -> str:
         """Two lines for a terminal: what and where, then the hint."""
-        return f"error[{self.code}] {self.location + ': ' if self.location else ''}{self.message}\n  hint: {self.hint}"
+        return error_text(f"error[{self.code}]", self.message, self.hint, where=self.location, hint_indent="  ")
+
+
+def placeholders(code: str) -> tuple[str, ...]:
+    """The ${words} of a code's hint in errors.yaml, which the module declaring their list fills in (a `$`, not
+    braces: hints hold braces of their own, `{namespace}/landing/`)."""
+    return tuple(string.Template(CODES[code][1]).get_identifiers())
+
+
+def default_hint(code: str, **words: str) -> str:
+    """A code's hint from errors.yaml, its ${words} filled in from `words` (see the module's docstring). A hint
+    whose words are not all given is a mistake of the caller: ValueError, as for an unregistered code."""
+    template = CODES[code][1]
+    missing = [name for name in placeholders(code) if name not in words]
+    if missing:
+        raise ValueError(f"the hint of {code} names {', '.join(missing)}: raise it with the hint filled in by the "
+                         "module that declares them")
+    return string.Template(template).substitute(words) if words else template
+
+
+def error_text(code: str, message: str, hint: str | None = None, *, where: str | None = None,
+               hint_indent: str = "") -> str:
+    """An error as plain text, wherever it is shown without styles (the command line, a notification, a log):
+    `CODE where: message`, then `hint: ...` on a line of its own when there is a hint. `code` is the code as the
+    place labels it (`error[RAT-CFG-001]` on the command line)."""
+    head = f"{code} {where + ': ' if where else ''}{message}"
+    return f"{head}\n{hint_indent}hint: {hint}" if hint else head
 
 
 class ProjectErrors(Exception):

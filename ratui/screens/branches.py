@@ -37,8 +37,7 @@ AGE_TICK = 15.0  # seconds
 
 
 def notify_error(app, error: RatuiError, title: str) -> None:
-    app.notify(f"{error.code} {error.message}" + (f"\nhint: {error.hint}" if error.hint else ""),
-               title=title, severity="error", timeout=10, markup=False)
+    app.notify(error.text(), title=title, severity="error", timeout=10, markup=False)
 
 
 

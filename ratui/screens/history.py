@@ -43,7 +43,7 @@ def _snap(value: Any) -> str:
 
 
 def _error_text(error: RatuiError) -> str:
-    return f"{error.code} {error.message}" + (f"\nhint: {error.hint}" if error.hint else "")
+    return error.text()
 
 
 class HistoryScreen(UndoKeys, ConsoleScreen):

@@ -40,7 +40,7 @@ def _snap(value: Any) -> str:
 
 
 def _refusal(error: RatuiError) -> str:
-    return f"{error.code} {error.message}" + (f"\nhint: {error.hint}" if error.hint else "")
+    return error.text()
 
 
 def undo_body(plan: Any, namespace: str | None = None) -> Group:

@@ -20,7 +20,7 @@ import pytest
 from ratui.engine.errors import RatuiError
 from ratui.engine.landing.formats.csv_types import csv_types
 from ratui.engine.landing.formats.parquet import parquet_schema
-from ratui.engine.landing.reader import check_text
+from ratui.engine.landing.read_checks import check_text
 from ratui.engine.landing.s3 import S3Zone
 from ratui.engine.project.settings import load_settings
 from ratui.engine.run.engine import Engine

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from ratui.engine.run.data_diff import ColumnDiff, DataDiff
+from ratui.engine.run.data_diff_model import ColumnDiff, DataDiff
 from ratui.engine.state.history import History
 from ratui.screens.compare import CompareScreen
 

@@ -27,6 +27,9 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from ratui.engine.project.isolation_levels import BY_NAME, CONFINED
+from ratui.engine.project.pipeline_context import PipelineContext
+
 REPORT_FD = [-1]  # the pipe runner.py reads (its number is in the plan)
 
 
@@ -37,9 +40,9 @@ def report(message: dict[str, Any]) -> None:
         pass
 
 
-class Context:
-    """What `run(ctx)` gets in a child: the same names as in ratui's process (python_pipeline.PythonContext), over
-    a Spark Connect session."""
+class Context(PipelineContext):
+    """`ctx` in a confined child (project/pipeline_context.py declares what each name does), over a Spark Connect
+    session: its tables are scans of the files the data server reads, its zones the Parquet copies of the run."""
 
     def __init__(self, spark, plan: dict[str, Any]):
         from ratui.engine.iceberg.file_scan import FileEntry, scan_files
@@ -106,98 +109,28 @@ def _error(kind: str, message: str, line: int | None = None) -> None:
 
 
 def main() -> int:
+    """The steps of the module's docstring; the exit code is 3 when the process could not be confined (the user's
+    code never ran), else 0 (what happened is on the report pipe)."""
     plan = json.loads(sys.stdin.read())
     REPORT_FD[0] = int(plan["report_fd"])
-    from ratui.engine.isolation import limits
-
-    if plan["parent"] is not None:
-        limits.die_with_parent(int(plan["parent"]))
-    limits.Limits(**plan["limits"]).apply()
-    scratch = Path(plan["scratch"])
-    os.chdir(scratch)
+    scratch = _limited(plan)
     level = plan["level"]
-    applied = "process"
-    confined = level in ("confined", "jail")
-    if confined:
-        # Landlock first, while this process has one thread (it binds the calling thread and what it starts
-        # after); the imports below read only what it allows
-        from ratui.engine.isolation import landlock
-
-        own = Path(f"/proc/{os.getpid()}")
-        try:
-            result = landlock.restrict(read=[Path(p) for p in plan["read"]] + [own],
-                                       write=[scratch, Path("/dev/null")], execute=[],
-                                       connect_ports=[int(plan["port"])])
-        except Exception as exc:  # never run the user's code less confined than decided
-            _error("confine", f"could not confine the pipeline's process: {exc}")
-            return 3
-    # what a pipeline is expected to use (they may start threads: numpy's, pyarrow's)
-    try:
-        import pyspark.sql.connect.session  # noqa: F401
-        from pyspark.sql import SparkSession, functions, types, window  # noqa: F401
-        from pyspark.sql.connect.dataframe import DataFrame
-        import pyarrow  # noqa: F401
-        import pyarrow.parquet  # noqa: F401
-        import pandas  # noqa: F401
-    except ImportError as exc:  # an installation without PySpark's Connect client (pyspark[connect])
-        _error("server", f"the Spark Connect client cannot be imported ({exc}): install ratui with its "
-                         "dependencies (pip install ratui pulls pyspark[connect])")
+    confined = level in CONFINED
+    landlocked = _landlock(plan, scratch) if confined else None
+    if confined and landlocked is None:
+        return 3
+    if not _client_imported():
         return 0
-    from ratui.engine.iceberg import file_scan  # noqa: F401
-    import logging
-
-    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):  # PySpark's, which print JSON to stdout
-        logging.getLogger(name).disabled = True
-
-    if confined:
-        from ratui.engine.isolation import seccomp
-
-        try:
-            applied = f"{level}: {result.describe()} + {seccomp.install()}"  # every thread (TSYNC)
-            if level == "jail":
-                applied += " + bwrap"
-        except Exception as exc:
-            _error("confine", f"could not confine the pipeline's process: {exc}")
-            return 3
+    applied = _seccomp(level, landlocked) if confined else "process"
+    if applied is None:
+        return 3
     report({"level": applied})
-    file = plan["file"]
-    try:
-        code = compile(plan["text"], file, "exec")
-    except SyntaxError as exc:
-        _error("syntax", f"Python syntax error: {exc.msg}", exc.lineno)
+    ran = _run_pipeline(plan)
+    if ran is None:
         return 0
-    try:
-        spark = SparkSession.builder.remote(plan["url"]).create()
-        ctx = Context(spark, plan)
-    except Exception as exc:
-        _error("server", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
-        return 0
-    namespace: dict[str, Any] = {"__name__": "ratui_pipeline", "__file__": file}
-    try:
-        exec(code, namespace)  # noqa: S102 - the user's pipeline, in this confined process
-        run = namespace.get("run")
-        if not callable(run):
-            _error("invalid", "pipeline.py defines no run(ctx) function")
-            return 0
-        result_df = run(ctx)
-    except MemoryError:
-        _error("memory", "run(ctx) ran out of memory (python.memory_mb)")
-        return 0
-    except BaseException as exc:  # noqa: BLE001 - user code may raise anything, SystemExit included
-        line = _user_line(exc.__traceback__, file)
-        if isinstance(exc, RuntimeError) and "can't start new thread" in str(exc):
-            _error("memory", "run(ctx) could not start another thread: its memory (python.memory_mb) is spent",
-                   line)
-            return 0
-        if isinstance(exc, SystemExit):
-            message = f"run(ctx) called sys.exit({exc.code!r})"
-        else:
-            first = str(exc).splitlines()[0] if str(exc) else ""
-            message = f"{type(exc).__name__}: {first}".rstrip(": ")
-        _error("user", message, line)  # a Spark error raised inside run(ctx) is the pipeline's, as in-process
-        if not type(exc).__module__.startswith("pyspark"):
-            traceback.print_exc(file=sys.stdout)
-        return 0
+    spark, result_df = ran
+    from pyspark.sql.connect.dataframe import DataFrame
+
     if not isinstance(result_df, DataFrame):
         _error("invalid", f"run(ctx) returned {type(result_df).__name__}, not a Spark DataFrame")
         return 0
@@ -213,6 +146,119 @@ def main() -> int:
     except Exception:  # noqa: BLE001 - the server's session ends with it anyway
         pass
     return 0
+
+
+def _limited(plan: dict[str, Any]) -> Path:
+    """Step 1: die with ratui, lower the limits, work in the scratch folder (returned)."""
+    from ratui.engine.isolation import limits
+
+    if plan["parent"] is not None:
+        limits.die_with_parent(int(plan["parent"]))
+    limits.Limits(**plan["limits"]).apply()
+    scratch = Path(plan["scratch"])
+    os.chdir(scratch)
+    return scratch
+
+
+def _landlock(plan: dict[str, Any], scratch: Path) -> Any:
+    """Step 2: Landlock, while this process has one thread (it binds the calling thread and what it starts after);
+    the imports after it read only what it allows. Its result, or None (reported) when it could not be applied."""
+    from ratui.engine.isolation import landlock
+
+    own = Path(f"/proc/{os.getpid()}")
+    try:
+        return landlock.restrict(read=[Path(p) for p in plan["read"]] + [own], write=[scratch, Path("/dev/null")],
+                                 execute=[], connect_ports=[int(plan["port"])])
+    except Exception as exc:  # never run the user's code less confined than decided
+        _error("confine", f"could not confine the pipeline's process: {exc}")
+        return None
+
+
+def _client_imported() -> bool:
+    """Step 3: import what a pipeline is expected to use (they may start threads: numpy's, pyarrow's); False
+    (reported) in an installation without PySpark's Connect client."""
+    try:
+        import pyspark.sql.connect.session  # noqa: F401
+        from pyspark.sql import SparkSession, functions, types, window  # noqa: F401
+        from pyspark.sql.connect.dataframe import DataFrame  # noqa: F401
+        import pyarrow  # noqa: F401
+        import pyarrow.parquet  # noqa: F401
+        import pandas  # noqa: F401
+    except ImportError as exc:  # an installation without PySpark's Connect client (pyspark[connect])
+        _error("server", f"the Spark Connect client cannot be imported ({exc}): install ratui with its "
+                         "dependencies (pip install ratui pulls pyspark[connect])")
+        return False
+    from ratui.engine.iceberg import file_scan  # noqa: F401
+    import logging
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):  # PySpark's, which print JSON to stdout
+        logging.getLogger(name).disabled = True
+    return True
+
+
+def _seccomp(level: str, landlocked: Any) -> str | None:
+    """Step 3's end: the seccomp filter on every thread (TSYNC). What confines the process, as reported, or None
+    (reported) when it could not be applied."""
+    from ratui.engine.isolation import seccomp
+
+    try:
+        applied = f"{level}: {landlocked.describe()} + {seccomp.install()}"  # every thread (TSYNC)
+        if BY_NAME[level].jailed:
+            applied += " + bwrap"
+        return applied
+    except Exception as exc:
+        _error("confine", f"could not confine the pipeline's process: {exc}")
+        return None
+
+
+def _run_pipeline(plan: dict[str, Any]) -> tuple[Any, Any] | None:
+    """Step 4: connect to the data server, build ctx, load the user's module and call run(ctx): (the session, what
+    run returned), or None when something failed (reported)."""
+    from pyspark.sql import SparkSession
+
+    file = plan["file"]
+    try:
+        code = compile(plan["text"], file, "exec")
+    except SyntaxError as exc:
+        _error("syntax", f"Python syntax error: {exc.msg}", exc.lineno)
+        return None
+    try:
+        spark = SparkSession.builder.remote(plan["url"]).create()
+        ctx = Context(spark, plan)
+    except Exception as exc:
+        _error("server", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+        return None
+    namespace: dict[str, Any] = {"__name__": "ratui_pipeline", "__file__": file}
+    try:
+        exec(code, namespace)  # noqa: S102 - the user's pipeline, in this confined process
+        run = namespace.get("run")
+        if not callable(run):
+            _error("invalid", "pipeline.py defines no run(ctx) function")
+            return None
+        return spark, run(ctx)
+    except MemoryError:
+        _error("memory", "run(ctx) ran out of memory (python.memory_mb)")
+        return None
+    except BaseException as exc:  # noqa: BLE001 - user code may raise anything, SystemExit included
+        _user_error(exc, file)
+        return None
+
+
+def _user_error(exc: BaseException, file: str) -> None:
+    """What run(ctx) raised, reported at the line of the user's own frame (a Spark error raised inside run(ctx) is
+    the pipeline's, as in-process)."""
+    line = _user_line(exc.__traceback__, file)
+    if isinstance(exc, RuntimeError) and "can't start new thread" in str(exc):
+        _error("memory", "run(ctx) could not start another thread: its memory (python.memory_mb) is spent", line)
+        return
+    if isinstance(exc, SystemExit):
+        message = f"run(ctx) called sys.exit({exc.code!r})"
+    else:
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        message = f"{type(exc).__name__}: {first}".rstrip(": ")
+    _error("user", message, line)
+    if not type(exc).__module__.startswith("pyspark"):
+        traceback.print_exc(file=sys.stdout)
 
 
 if __name__ == "__main__":

@@ -91,7 +91,7 @@ class DataServer:
         for sub in ("tmp", "local", "conf", "warehouse"):
             (folder / sub).mkdir(parents=True, exist_ok=True)
         runs_root(self.state_dir).mkdir(parents=True, exist_ok=True)
-        from ratui.engine.spark.session import LOG4J2  # the same quiet log as ratui's own JVM, in its own file
+        from ratui.engine.spark.launch_conf import LOG4J2  # the same quiet log as ratui's own JVM, in its own file
 
         (folder / "log4j2.properties").write_text(LOG4J2.format(log_file=self.log_file))
         self.token = secrets.token_urlsafe(32)
@@ -195,7 +195,7 @@ class DataServer:
 
     def _command(self, ports: list[int], spark_config: dict[str, str],
                  java_option: str = "") -> tuple[list[str], dict[str, str]]:
-        from ratui.engine.spark.session import REQUIRED_CONF
+        from ratui.engine.spark.launch_conf import REQUIRED_CONF
 
         spark_home = Path(_pyspark_home())
         folder = self.folder

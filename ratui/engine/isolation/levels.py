@@ -1,16 +1,6 @@
 """Which isolation a Python pipeline gets: the level asked for (ratui.yaml's python.isolation, or the pipeline's
-own `isolation`), and the level this machine and this setup can give, with the reason when they differ.
-
-    none      run(ctx) in ratui's own process, with the user's privileges (dbt's Python models work this way)
-    process   a child Python (-I) in its own session: an allow-listed environment (no keys or tokens), a scratch
-              folder as its working directory, limits on CPU, memory, file size and open files, a wall-clock
-              timeout, its whole process group killed at the end; its only handle on data is a Spark Connect
-              session to ratui's data server (data_server.py), no py4j and no SparkContext
-    confined  process, and before the pipeline's module loads: Landlock (read the Python installation and the
-              pipeline's folder, write the scratch folder, execute nothing, TCP only to the data server) and a
-              seccomp filter (no fork, exec, ptrace, mount, namespaces, bpf, keyrings, UDP or IPv6)
-    jail      confined, inside bubblewrap (own user, PID, IPC and UTS namespaces, a read-only view of the system,
-              no home folder, an empty /tmp)
+own `isolation`), and the level this machine and this setup can give, with the reason when they differ. The levels
+(none, process, confined, jail) and what each gives are declared in project/isolation_levels.py.
 
 A level the machine cannot give degrades to the next one down (jail without bwrap -> confined; confined without
 Landlock -> process), and a setup where ratui's Spark or tables are not on this machine gives `none` (the data
@@ -25,8 +15,7 @@ import shutil
 from dataclasses import dataclass
 
 from ratui.engine.errors import RatuiError
-
-LEVELS = ("none", "process", "confined", "jail")
+from ratui.engine.project.isolation_levels import BY_NAME
 
 
 @dataclass(frozen=True)
@@ -37,7 +26,7 @@ class Isolation:
 
     @property
     def isolated(self) -> bool:
-        return self.level != "none"
+        return BY_NAME[self.level].in_child
 
     def describe(self) -> str:
         return self.level + (f" (asked {self.requested}: {self.reason})" if self.reason else "")
@@ -52,17 +41,17 @@ def decide(requested: str, *, spark_is_local: bool, tables_on_disk: bool, requir
            file: str | None = None) -> Isolation:
     """The level a run gets for `requested`; RAT-ISO-001 when `required` and that is less."""
     level, reason = requested, None
-    if requested != "none" and not (spark_is_local and tables_on_disk):
+    if BY_NAME[requested].in_child and not (spark_is_local and tables_on_disk):
         level = "none"
         reason = ("ratui's Spark is not on this machine" if not spark_is_local else
                   "the tables are in object storage") + ": the data server reads the tables from this disk"
-    if level == "jail" and bwrap() is None:
+    if BY_NAME[level].jailed and bwrap() is None:
         level, reason = "confined", "bwrap is not installed (Debian's bubblewrap package)"
-    if level in ("confined", "jail"):
+    if BY_NAME[level].confined:
         missing = kernel_gaps()
         if missing:
             level, reason = "process", missing
-    if level == "process" and platform.system() != "Linux":
+    if BY_NAME[level].in_child and platform.system() != "Linux":
         level, reason = "none", f"child processes are confined on Linux only, not {platform.system()}"
     if required and level != requested:
         raise RatuiError("RAT-ISO-001", f"python.isolation '{requested}' is required and this run would get "

@@ -27,6 +27,7 @@ from typing import Any, Callable
 from ratui.engine.errors import RatuiError
 from ratui.engine.isolation import data_server
 from ratui.engine.isolation.levels import Isolation, bwrap
+from ratui.engine.project import isolation_levels
 from ratui.engine.spark import jit
 
 # what the child prints, at most, into the run's log
@@ -118,7 +119,7 @@ class IsolatedRun:
         self.plan = {
             "file": str(self.file), "text": self.text, "namespace": namespace,
             # in a jail the child's parent is bubblewrap's (its own PID namespace): --die-with-parent covers it
-            "parent": None if self.isolation.level == "jail" else os.getpid(),
+            "parent": None if isolation_levels.BY_NAME[self.isolation.level].jailed else os.getpid(),
             "url": server.url, "port": server.port, "level": self.isolation.level,
             "tables": planned, "zones": copied, "this": this,
             "run_started_at": run_started_at, "watermark_value": watermark_value,
@@ -136,14 +137,14 @@ class IsolatedRun:
         namespaces = {p.name for p in root.iterdir() if (p / "pipelines").is_dir()} | {self.settings.namespace}
         reads = tuple(self.tables_root / ns / "warehouse" for ns in sorted(namespaces))
         return data_server.data_server(root, self.settings.state_dir, reads, self.settings.spark_config,
-                                       confined=self.isolation.level in ("confined", "jail"),
+                                       confined=self.isolation.level in isolation_levels.CONFINED,
                                        java_option=jit.java_option(self.settings))
 
     # ---------------------------------------------------------------------------------------- the child
 
     def argv(self, env: dict[str, str]) -> list[str]:
         command = [sys.executable, "-I", "-X", "utf8", "-m", "ratui.engine.isolation.child"]
-        if self.isolation.level != "jail":
+        if not isolation_levels.BY_NAME[self.isolation.level].jailed:
             return command
         binary = bwrap()
         assert binary is not None

@@ -28,6 +28,9 @@ A file is a local path, an object read in place, or a local file with a copy Spa
 checks read its bytes through ZoneFile (an object's first MB, its Parquet footer, its lines for a bad row's line
 number: ranged GETs pinned to the listed ETag), Spark reads `spark_path()`.
 
+Each format's own reading is its module's in formats/ (found through FORMATS: no format imports this module); what
+they share with the reader is read_contract.py and read_checks.py.
+
 Schema inference and the bad-row check each cost a pass over the files. For small plain CSV files (no quotes, every
 row as wide as the header, each column of one clear kind: csv_types.py) ratui finds Spark's types in Python, which
 also shows that no row is malformed, so neither Spark pass runs: in a JVM that has just started they cost about a
@@ -41,130 +44,20 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import threading
-from collections import OrderedDict
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable
 from urllib.parse import unquote, urlparse
 
 from ratui.engine.errors import RatuiError
 from ratui.engine.landing.files import ZoneFile
-from ratui.engine.landing.formats import format_module
+from ratui.engine.landing.formats import FORMATS
+from ratui.engine.landing.read_checks import CLEAN, file_set
+from ratui.engine.landing.read_contract import CORRUPT, FILE, BadRow, ReadReport
 from ratui.engine.sql_text import quote
 
-CORRUPT = "__ratui_bad_row"
-FILE = "__ratui_file"  # each row's file, kept until the bad-row check (a union has no _metadata)
 SAMPLE_BAD_ROWS = 5
-PREFIX_BYTES = 1 << 20  # how much of a text file is checked for binary data and UTF-8
 _SAFE_PATH = re.compile(r"^[A-Za-z0-9._/ +=@-]+$")
 _GLOB = re.compile(r"([\\\[\]{}*?])")  # what Hadoop's path globbing reads as a pattern, escaped with a backslash
-
-
-class _Memo:
-    """A small thread-safe LRU map: file-set identity -> what a pass over those files found."""
-
-    def __init__(self, size: int = 512):
-        self._items: OrderedDict[Any, Any] = OrderedDict()
-        self._size = size
-        self._lock = threading.Lock()
-
-    def get(self, key: Any) -> Any:
-        with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key]
-            return None
-
-    def put(self, key: Any, value: Any) -> None:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
-
-
-INFERRED = _Memo()  # (format, files[, header]) -> the schema inferred, as JSON (CSV: with "no row malformed")
-CLEAN = _Memo()  # (format, files, schema JSON) -> True: a bad-row check over exactly these found none
-
-
-def file_set(files: list[ZoneFile]) -> tuple:
-    """What makes a pass over these files give the same answer: each file's identity (a local file's path, size,
-    mtime and inode; an object's URI, size, ETag and version as listed)."""
-    return tuple(zf.identity for zf in files)
-
-
-@dataclass
-class BadRow:
-    file: str  # ledger name
-    line: int | None
-    text: str
-
-
-@dataclass
-class ReadReport:
-    notes: list[str] = field(default_factory=list)  # warnings, each starting with its code
-    bad_rows: int = 0
-    samples: list[BadRow] = field(default_factory=list)
-    files_read: int = 0
-    delimiters: dict[str, str] = field(default_factory=dict)  # CSV files read with another delimiter than a comma
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"notes": self.notes, "bad_rows": self.bad_rows, "files_read": self.files_read,
-                "samples": [s.__dict__ for s in self.samples]}
-
-
-# ------------------------------------------------------------------------------------------ looking at bytes
-
-
-def _first_bad_byte_line(data: bytes) -> tuple[str, int] | None:
-    """('binary data' | 'not UTF-8', line) for the first problem in `data`, or None."""
-    nul = data.find(b"\x00")
-    try:
-        text_end = len(data)
-        data.decode("utf-8")
-        bad = None
-    except UnicodeDecodeError as exc:
-        # a character cut by the prefix's end is not an error
-        bad = None if exc.start >= len(data) - 3 and exc.reason == "unexpected end of data" else exc.start
-        text_end = exc.start
-    if nul != -1 and (bad is None or nul <= bad):
-        return "binary data (NUL bytes)", data.count(b"\n", 0, nul) + 1
-    if bad is not None:
-        return "not UTF-8 text", data.count(b"\n", 0, text_end) + 1
-    return None
-
-
-def check_text(zf: ZoneFile, kind: str) -> bytes:
-    """A text file's first bytes, refused when they hold NUL bytes or are not UTF-8 (RAT-LND-008 at the line)."""
-    data = zf.head(PREFIX_BYTES)
-    problem = _first_bad_byte_line(data)
-    if problem:
-        what, line = problem
-        raise RatuiError("RAT-LND-008", f"landing file '{zf.name}' is not a {kind} file: {what} at line {line}",
-                         file=zf.where, line=line)
-    return data
-
-
-def compare_columns(zone: str, reference: ZoneFile, ref_cols: list[str], zf: ZoneFile, cols: list[str],
-                    mode: str) -> None:
-    """A file whose columns differ from the zone's (its first file's) is an error, unless `columns: union`."""
-    if mode == "union":
-        return
-    want, have = {c.lower() for c in ref_cols}, {c.lower() for c in cols}
-    if want == have:
-        return
-    missing = [c for c in ref_cols if c.lower() not in have]
-    extra = [c for c in cols if c.lower() not in want]
-    parts = ([f"missing {', '.join(missing)}"] if missing else []) + ([f"extra {', '.join(extra)}"] if extra else [])
-    raise RatuiError("RAT-LND-006", f"landing file '{zf.name}' in zone '{zone}' has other columns than "
-                     f"'{reference.name}': {'; '.join(parts)}", file=zf.where, line=1)
-
-
-def with_file(df):
-    from pyspark.sql import functions as F
-
-    return df.withColumn(FILE, F.col("_metadata.file_path"))
 
 
 def _uri_path(uri: str) -> str:
@@ -180,7 +73,8 @@ def _uri_path(uri: str) -> str:
 
 
 class ZoneReader:
-    """Reads one zone's files for one run. `staging`: a folder of the run (safe-named links go there)."""
+    """Reads one zone's files for one run (what the formats get: read_contract.ZoneReading). `staging`: a folder of
+    the run (safe-named links go there)."""
 
     def __init__(self, session, zone: str, fmt: str, *, bad_rows: str = "fail", columns: str = "strict",
                  staging: Path, check_rows: bool = True):
@@ -238,8 +132,7 @@ class ZoneReader:
         self.report.files_read = len(present)
         if not present:
             return None
-        return format_module(self.fmt).read(self, present)
-
+        return FORMATS[self.fmt].read(self, present)
 
     # ----------------------------------------------------------------------------------------- bad rows
 

@@ -9,7 +9,7 @@ after its Spark work and before its merge: a file read that is no longer as list
 
 Which implementation a zone gets depends only on its URL: a zone named in ratui.yaml's `landing.zones` has the
 URL written there (`s3://bucket/prefix`), any other is the project folder `{namespace}/landing/{zone}/`. A new
-scheme is one module with a class like local.LocalZone or s3.S3Zone and one line in SCHEMES. Whether Spark reads
+scheme is one module with a class like local.LocalZone or s3.S3Zone and its factory in SCHEMES. Whether Spark reads
 an object-store zone in place or from a downloaded copy is the project's (Settings.zones_read_in_place: spark/
 s3a.py's rule), given to the zone when it is opened.
 """
@@ -17,7 +17,6 @@ s3a.py's rule), given to the zone when it is opened.
 from __future__ import annotations
 
 import builtins
-import importlib
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
@@ -28,11 +27,6 @@ from ratui.engine.landing.files import ZoneFile
 __all__ = ["SCHEMES", "Progress", "Zone", "ZoneEntry", "ZoneFile", "configured_zones", "entry_of", "every_zone",
            "open_zone", "zone_digest"]
 
-# the implementation of each URL scheme of ratui.yaml's landing.zones: "module:factory",
-# factory(remote zone, in_place) (in_place: Spark reads the zone's objects where they are)
-SCHEMES = {
-    "s3": "ratui.engine.landing.s3:s3_zone",
-}
 
 
 class Zone(Protocol):
@@ -89,6 +83,19 @@ class Zone(Protocol):
         objects) has none; objects Spark read in place are checked, gone ones always reported."""
 
 
+def _s3(remote: Any, in_place: bool) -> Zone:
+    from ratui.engine.landing.s3 import s3_zone  # boto3's client: loaded when a project has an s3:// zone
+
+    return s3_zone(remote, in_place)
+
+
+# the implementation of each URL scheme of ratui.yaml's landing.zones: scheme -> factory(remote zone, in_place)
+# (in_place: Spark reads the zone's objects where they are); a factory imports its module when first called
+SCHEMES: dict[str, Callable[[Any, bool], Zone]] = {
+    "s3": _s3,
+}
+
+
 def open_zone(settings: Any, namespace: str, name: str, file: str | None = None) -> Zone:
     """The zone `namespace.name` of a project: the URL ratui.yaml gives it, else the project's folder (which must
     exist: RAT-LND-001 naming `file`, with the zones there are)."""
@@ -120,5 +127,4 @@ def _scheme(url: str) -> Callable[[Any, bool], Zone]:
     if target is None:
         raise RatuiError("RAT-CFG-007", f"landing zones at {scheme or url}:// URLs are not supported",
                          hint="Known: " + ", ".join(f"{s}://" for s in SCHEMES))
-    module, _, factory = target.partition(":")
-    return getattr(importlib.import_module(module), factory)
+    return target

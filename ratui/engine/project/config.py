@@ -17,10 +17,10 @@ from pydantic import PlainValidator, TypeAdapter, ValidationError
 from pydantic_core import PydanticUseDefault
 
 from ratui.engine.errors import RatuiError, did_you_mean
-from ratui.engine.project import strategy_specs
+from ratui.engine.project import isolation_levels, strategy_specs
 from ratui.engine.project.partition_terms import parse_partition_by
 from ratui.engine.project.schema import YamlDoc, coded_error, invalid, one_of, read_yaml
-from ratui.engine.project.settings_schema import BAD_ROWS, COLUMN_MODES, ISOLATION_LEVELS
+from ratui.engine.project.settings_schema import BAD_ROWS, COLUMN_MODES
 
 STRATEGIES = strategy_specs.NAMES
 # Strategies the write phase implements today; the others are rejected up front, never approximated.
@@ -164,8 +164,8 @@ Tags = Annotated[tuple[str, ...], PlainValidator(_tags)]
 PartitionBy = Annotated[tuple[str, ...], PlainValidator(_partition_by)]
 Limit = Annotated[str | None, PlainValidator(_limit)]
 NullLimits = Annotated[tuple[str, ...], PlainValidator(_null_limits)]
-Isolation = Annotated[str | None, _choice(ISOLATION_LEVELS, "unknown isolation '{text}'", hint=(
-    "Write isolation as none, process, confined or jail (README: Python pipelines)."))]
+Isolation = Annotated[str | None, _choice(isolation_levels.NAMES, "unknown isolation '{text}'", hint=(
+    f"Write isolation as {isolation_levels.listed()} (README: Python pipelines)."))]
 
 # `-- @key: value` in SQL, `# @key: value` in Python.
 _ANNOTATION = {
@@ -313,11 +313,11 @@ def resolve_config(pipeline_file: Path, text: str, config_file: Path) -> Pipelin
         raise RatuiError("RAT-CFG-003", f"merge strategy '{config.merge_strategy}' needs a unique_key", file=file,
                          line=line)
     if spec is not None and spec.needs_partition_column and not config.partition_column:
-        raise RatuiError("RAT-CFG-004", f"merge strategy '{config.merge_strategy}' needs a partition_column",
-                         file=file, line=line)
+        raise strategy_specs.strategy_error("RAT-CFG-004", f"merge strategy '{config.merge_strategy}' needs a "
+                                            "partition_column", file=file, line=line)
     if config.merge_strategy not in SUPPORTED_STRATEGIES:
-        raise RatuiError("RAT-CFG-008", f"merge strategy '{config.merge_strategy}' is not supported yet",
-                         file=file, line=line)
+        raise strategy_specs.strategy_error("RAT-CFG-008", f"merge strategy '{config.merge_strategy}' is not "
+                                            "supported yet", file=file, line=line)
     return config
 
 

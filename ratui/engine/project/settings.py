@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ratui.engine.errors import RatuiError
+from ratui.engine.project import isolation_levels
 from ratui.engine.project.names import check_name
 from ratui.engine.project.schema import coded_error, read_yaml
 from ratui.engine.project.settings_schema import LandingSection, ReaperSection, S3Options, SettingsFile
@@ -59,7 +60,7 @@ class Settings:
     # real folders outside the root that ratui may read (landing zones, pipelines linked in from elsewhere)
     allow_outside: tuple[Path, ...] = ()
     watch_debounce_ms: int = 300
-    python_isolation: str = "confined"
+    python_isolation: str = isolation_levels.DEFAULT
     python_isolation_required: bool = False
     python_timeout: int = 3600
     python_cpu_seconds: int = 3600

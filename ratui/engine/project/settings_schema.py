@@ -11,6 +11,7 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import BeforeValidator, Field, PlainValidator, model_validator
 
+from ratui.engine.project import catalog_specs, isolation_levels
 from ratui.engine.project.schema import Section, at_least, invalid, mapping, one_of
 
 # spark.jit: how ratui's own JVM compiles Spark's code. full: both of Java's compilers (fastest once warm); quick:
@@ -25,9 +26,6 @@ COLUMN_MODES = ("strict", "union")
 # staged: downloaded to the run's staging folder first (works with pyspark alone, but only with a local Spark);
 # auto: in place when Spark is not local (a cluster or a Connect server cannot read this machine's disk), else staged.
 S3_READS = ("auto", "in_place", "staged")
-# python.isolation: how a Python pipeline's run(ctx) is kept from the machine (isolation/levels.py says what each
-# level is and how it degrades); a pipeline's own `isolation` annotation or config.yaml key overrides it.
-ISOLATION_LEVELS = ("none", "process", "confined", "jail")
 
 Count = Annotated[int, PlainValidator(at_least(0))]
 Positive = Annotated[int, PlainValidator(at_least(1))]
@@ -177,7 +175,9 @@ class PythonSection(Section):
     kernel (confined: Landlock and seccomp), or that inside bubblewrap's namespaces (jail). The child's limits:
     wall-clock seconds, CPU seconds, memory, the size of a file it writes, open files."""
 
-    isolation: Annotated[str, PlainValidator(one_of(ISOLATION_LEVELS))] = "confined"
+    # how a Python pipeline's run(ctx) is kept from the machine (project/isolation_levels.py); a pipeline's own
+    # `isolation` annotation or config.yaml key overrides it
+    isolation: Annotated[str, PlainValidator(one_of(isolation_levels.NAMES))] = isolation_levels.DEFAULT
     isolation_required: bool = False  # a level the machine cannot give is an error before the run, not a degrade
     timeout: Positive = 3600
     cpu_seconds: Positive = 3600
@@ -211,12 +211,12 @@ class PathsSection(Section):
 
 
 class CatalogSection(Section):
-    """Which branch catalog the project uses: the embedded one in .ratui/ (sqlite, the default) or a Nessie server
-    (`uri`: its REST API v2, `token`: a bearer token, never printed). `warehouse`: where the tables are, an
-    s3://bucket/prefix (either catalog; `s3` says how to reach it) or, for Nessie, a folder every installation
-    reaches. state/catalog/config.py opens it."""
+    """Which branch catalog the project uses (project/catalog_specs.py's types): the embedded one in .ratui/ (sqlite,
+    the default) or a Nessie server (`uri`: its REST API v2, `token`: a bearer token, never printed). `warehouse`:
+    where the tables are, an s3://bucket/prefix (either catalog; `s3` says how to reach it) or, for Nessie, a folder
+    every installation reaches. state/catalog/config.py opens it."""
 
-    type: Annotated[str, PlainValidator(one_of(("sqlite", "nessie")))] = "sqlite"
+    type: Annotated[str, PlainValidator(one_of(catalog_specs.NAMES))] = catalog_specs.DEFAULT
     uri: Any = None  # checked with the type below (text, http or https, only for nessie)
     token: Annotated[str | None, PlainValidator(_text), Field(repr=False)] = None
     warehouse: Text = None
@@ -228,25 +228,33 @@ class CatalogSection(Section):
         if self.uri is not None and not isinstance(self.uri, str):
             raise invalid(f"{{where}} must be text (a URL), got {type(self.uri).__name__}", at="uri", hint=hint)
         on_store = self.warehouse is not None and "://" in self.warehouse
-        if self.type == "sqlite" and (self.uri is not None or self.token is not None
-                                      or (self.warehouse is not None and not on_store)):
-            at = "uri" if self.uri is not None else "token" if self.token is not None else "warehouse"
-            raise invalid("{where} belongs to 'catalog.type: nessie'" + (" (the embedded catalog keeps a folder "
-                          "warehouse in the project; an s3:// one works with both)" if at == "warehouse" else ""),
-                          at=at, hint="Add `type: nessie` to use a Nessie server, or remove it for the embedded "
-                                      "catalog.")
+        spec = catalog_specs.BY_NAME[self.type]
+        misplaced = [key for key, wrong in (
+            ("uri", not spec.server and self.uri is not None), ("token", not spec.server and self.token is not None),
+            ("warehouse", not spec.folder_warehouse and self.warehouse is not None and not on_store)) if wrong]
+        if misplaced:
+            at = misplaced[0]
+            if at == "warehouse":
+                raise invalid("{where} belongs to " + catalog_specs.types_named(catalog_specs.FOLDER_WAREHOUSES)
+                              + " (the embedded catalog keeps a folder warehouse in the project; an s3:// one works "
+                              "with both)", at=at, hint=_CATALOG_TYPE_HINT)
+            raise invalid("{where} belongs to " + catalog_specs.types_named(catalog_specs.SERVERS), at=at,
+                          hint=_CATALOG_TYPE_HINT)
         if on_store:
             _object_store_url(self.warehouse or "")
         elif "s3" in self.model_fields_set:
             raise invalid("{where} says how to reach an s3:// warehouse, and catalog.warehouse is not one", at="s3",
                           hint="Set catalog.warehouse: s3://BUCKET/PREFIX, or remove catalog.s3.")
-        if self.type == "nessie" and not (self.uri or "").startswith(("http://", "https://")):
+        if spec.server and not (self.uri or "").startswith(("http://", "https://")):
             # the scheme only, never the rest: a URL may hold a password
             scheme = (self.uri or "").partition("://")[0][:12] if "://" in (self.uri or "") else ""
             raise invalid("'catalog.uri' is missing" if self.uri is None else "{where} must be an http:// or https:// "
                           f"URL{', not ' + scheme + '://...' if scheme else ''}",
                           at="uri" if self.uri is not None else None, hint=hint)
         return self
+
+
+_CATALOG_TYPE_HINT = "Add `type: nessie` to use a Nessie server, or remove it for the embedded catalog."
 
 
 def _object_store_url(url: str) -> None:

@@ -1,4 +1,4 @@
-"""Python pipelines: `pipeline.py` defines `run(ctx)` returning a Spark DataFrame.
+"""Python pipelines run in ratui's own process: `pipeline.py` defines `run(ctx)` returning a Spark DataFrame.
 
     # @merge_strategy: incremental
     # @unique_key: id
@@ -6,11 +6,13 @@
         orders = ctx.ref("silver.clean_orders")       # a DataFrame read on the run's branch
         return orders.groupBy("customer_id").count()
 
-`ctx` offers ref(), landing_zone(), sql(), spark, this, run_started_at, watermark_value, is_incremental()
-and is_scd2(). The code runs in-process with the user's own privileges (it is the user's own project, as
-with dbt Python models); it is not sandboxed. A cancel interrupts it between bytecodes (RunControl.python_code).
-Dependencies are read statically from ref()/landing_zone() calls with literal arguments, exactly as for SQL
-(project/python_source.py).
+`ctx` is project/pipeline_context.py's PipelineContext (ref(), landing_zone(), sql(), spark, this, run_started_at,
+watermark_value, is_incremental(), is_scd2()); PythonContext gives it here. This is the `none` isolation level: the
+code runs with the user's own privileges, as dbt's Python models do. The default level, `confined`, runs it in a
+child process instead (isolation/: its own environment and limits, Landlock and seccomp, its data reached only
+through a Spark Connect session), as do `process` and `jail`; isolation/levels.py decides which a run gets. Here a
+cancel interrupts the code between bytecodes (RunControl.python_code). Dependencies are read statically from
+ref()/landing_zone() calls with literal arguments, exactly as for SQL (project/python_source.py).
 """
 
 from __future__ import annotations
@@ -24,11 +26,14 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ratui.engine.errors import RatuiError
+from ratui.engine.project.pipeline_context import PipelineContext
 from ratui.engine.run.control import PythonInterrupted
 
 
 @dataclass
-class PythonContext:
+class PythonContext(PipelineContext):
+    """`ctx` in ratui's own process: the run's session, its sources as views named by `_ref` and `_zone`."""
+
     spark: Any
     _ref: Callable[[str], str]
     _zone: Callable[[str], str]

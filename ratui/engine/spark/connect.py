@@ -19,7 +19,7 @@ from ratui.engine.spark.errors import UNREACHABLE_CODE, error_message
 
 log = logging.getLogger("ratui.spark")
 
-# A Spark Connect server runs with its own static settings (the ones session.py's REQUIRED_CONF has that are not
+# A Spark Connect server runs with its own static settings (the ones launch_conf.py's REQUIRED_CONF has that are not
 # spark.sql.*: see connect_server_conf()); a client can only set SQL settings, on each of its sessions.
 CONNECT_SESSION_PREFIX = "spark.sql."
 

@@ -28,22 +28,22 @@ the files loaded after the restored commit loadable again (`loaded_at` is the lo
 
 from __future__ import annotations
 
-import json
 import sqlite3
-from functools import partial
-from itertools import compress, repeat
-from operator import add, itemgetter, not_
-from dataclasses import dataclass
+from itertools import repeat
+from operator import add
 from pathlib import Path
-from typing import Any, Callable, Iterable, NamedTuple
+from typing import Any, Callable, Iterable
 
-from ratui.engine.landing.local import file_digest
-from ratui.engine.landing.names import PROCESSED, archived_name, is_archived_name
 from ratui.engine.landing.entry import paused_gc
+from ratui.engine.landing.local import file_digest
+from ratui.engine.landing.names import archived_name, is_archived_name
 from ratui.engine.landing.zone import ZoneEntry, entry_of
 from ratui.engine.state import migrations
-from ratui.engine.state.db import open_db, write_tx
-from ratui.engine.errors import RatuiError
+from ratui.engine.state.db import write_tx
+from ratui.engine.state.ledger_reads import LedgerReads
+from ratui.engine.state.ledger_rows import (BRIEF_HEAD, ROW_HEAD, SAVED, SAVED_FIELDS, LandingFile, json_param,
+                                            landing_files, like_archived)
+from ratui.engine.state.ledger_sync_plan import SyncPlan, unchanged
 from ratui.engine.vocabulary import MAIN, now_iso
 
 MAX_ATTEMPTS = 3
@@ -91,83 +91,22 @@ CREATE TABLE IF NOT EXISTS landing_synced (
 """
 
 
-class LandingFile(NamedTuple):
-    """A row of landing_files. A named tuple, not a dataclass: a zone of 100,000 files is read back as 100,000 of
-    them on every sync, and a tuple is made from a database row in C (a fifth of the time of filling dataclass
-    objects); it is immutable, hashable and compared by value all the same. Compare it only with LandingFiles."""
-    namespace: str
-    zone: str
-    pipeline: str
-    file: str
-    size: int
-    mtime_ns: int
-    state: str
-    run_id: str | None
-    attempts: int
-    last_error: str | None
-    archived_to: str | None
-    updated_at: str
-    purged_at: str | None = None
-    loaded_at: str | None = None
-
-    @property
-    def archived(self) -> bool:
-        return is_archived_name(self.file)
-
-    @property
-    def name(self) -> str:
-        """The file's own name, wherever it is now."""
-        return self.file.rsplit("/", 1)[-1]
-
-    def to_dict(self) -> dict[str, Any]:
-        return self._asdict()
+# a row's file is a new version when any part of its identity differs (NULL-safe: IS NOT)
+# (a local file whose time alone changed, with the digest of the same bytes, is the same file: retimed)
+_CHANGED = ("size <> excluded.size OR etag IS NOT excluded.etag OR version IS NOT excluded.version "
+            "OR (mtime_ns <> excluded.mtime_ns AND NOT (excluded.digest IS NOT NULL AND digest IS excluded.digest))")
 
 
-@dataclass(frozen=True)
-class LedgerSummary:
-    """The ledger's row counts: (namespace, zone, state) -> rows."""
-    counts: dict[tuple[str, str, str], int]
+class Ledger(LedgerReads):
+    """The landing ledger, and the one writer of its tables (landing_files, landing_loads, landing_synced): every
+    statement that changes them is here. Its reads are LedgerReads'."""
 
-    @property
-    def files(self) -> int:
-        return sum(self.counts.values())
-
-    @property
-    def zones(self) -> int:
-        return len({(ns, zone) for ns, zone, _ in self.counts})
-
-    def state(self, state: str) -> int:
-        return sum(n for (_, _, s), n in self.counts.items() if s == state)
-
-    def zone(self, namespace: str, zone: str) -> int:
-        return sum(n for (ns, z, _), n in self.counts.items() if (ns, z) == (namespace, zone))
-
-
-def _like(text: str) -> str:
-    """`text` as itself in a LIKE pattern (ESCAPE '\\')."""
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
-ARCHIVED_LIKE = _like(PROCESSED) + "/%"  # every archived name (ESCAPE '\\')
-
-
-def _like_archived(name: str) -> str:
-    """A LIKE pattern (ESCAPE '\\') for every archived version of a file name."""
-    return f"{ARCHIVED_LIKE}/{_like(name)}"
-
-
-class Ledger:
     def __init__(self, db_path: Path, max_attempts: int = MAX_ATTEMPTS):
-        self.db_path = db_path
+        super().__init__(db_path)
         self.max_attempts = max_attempts
         migrations.migrate(db_path)  # an older ratui's ledger: its missing columns first
         with self._conn() as conn:
             conn.executescript(SCHEMA)
-
-    def _conn(self) -> "_Closing":
-        conn = open_db(self.db_path)
-        conn.row_factory = sqlite3.Row
-        return _Closing(conn)
 
     def sync(self, namespace: str, zone: str, pipeline: str, files: Iterable[Any], *,
              forget_missing: bool = False) -> list[LandingFile]:
@@ -192,8 +131,8 @@ class Ledger:
         items = [e if isinstance(e, ZoneEntry) else entry_of(e) for e in files]
         with self._conn() as conn:
             brief = self._read_brief(conn, namespace, zone, pipeline)
-        if _unchanged(items, brief, forget_missing):  # what every later run of an unchanged zone finds
-            return _landing_files(map(add, repeat((namespace, zone, pipeline)), map(_BRIEF_HEAD, brief)))
+        if unchanged(items, brief, forget_missing):  # what every later run of an unchanged zone finds
+            return landing_files(map(add, repeat((namespace, zone, pipeline)), map(BRIEF_HEAD, brief)))
         del brief
         with self._conn() as conn:
             rows = self._read(conn, namespace, zone, pipeline)
@@ -213,13 +152,13 @@ class Ledger:
                 path = item.path
                 assert path is not None  # a local file
                 digests[name] = file_digest(path, item.size, item.mtime_ns)
-        plan = _SyncPlan(items, digests, known, forget_missing, first_only=True)
+        plan = SyncPlan(items, digests, known, forget_missing, first_only=True)
         if plan.empty:  # nothing to write: the rows as they were read
-            return _landing_files(map(_HEAD, rows))
+            return landing_files(map(ROW_HEAD, rows))
         with self._conn() as conn, write_tx(conn):
             # decided again on the rows as they are now, inside the transaction (another process may have synced)
             known = {r[3]: (r[4], r[5], *r[-3:]) for r in self._read(conn, namespace, zone, pipeline)}
-            plan = _SyncPlan(items, digests, known, forget_missing)
+            plan = SyncPlan(items, digests, known, forget_missing)
             key = (namespace, zone, pipeline)
             if plan.retimed:  # the loads of other refs keep up with the new times (a `cp -r` of the zone)
                 retimed = {name: (mtime, size, old) for name, mtime, size, old in plan.retimed}
@@ -234,7 +173,7 @@ class Ledger:
                         "INSERT OR REPLACE INTO landing_loads (ref, namespace, zone, pipeline, name, size, mtime_ns, "
                         "run_id, loaded_at) SELECT json_extract(value, '$[0]'), ?, ?, ?, json_extract(value, '$[1]'), "
                         "json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]'), "
-                        "json_extract(value, '$[5]') FROM json_each(?)", (*key, _json(moved)))
+                        "json_extract(value, '$[5]') FROM json_each(?)", (*key, json_param(moved)))
             if plan.upserts:
                 conn.execute(
                     """INSERT INTO landing_files (namespace, zone, pipeline, file, size, mtime_ns, digest, etag,
@@ -248,105 +187,11 @@ class Ledger:
                          updated_at = CASE WHEN {changed} THEN excluded.updated_at ELSE updated_at END,
                          size = excluded.size, mtime_ns = excluded.mtime_ns, digest = excluded.digest,
                          etag = excluded.etag, version = excluded.version""".format(changed=_CHANGED),
-                    (*key, now, _json(plan.upserts)))
+                    (*key, now, json_param(plan.upserts)))
             if plan.gone:
                 conn.execute("DELETE FROM landing_files WHERE namespace = ? AND zone = ? AND pipeline = ? AND file IN "
-                             "(SELECT value FROM json_each(?))", (*key, _json(plan.gone)))
+                             "(SELECT value FROM json_each(?))", (*key, json_param(plan.gone)))
         return self.files(namespace, zone, pipeline)
-
-    @staticmethod
-    def _read(conn: sqlite3.Connection, namespace: str, zone: str, pipeline: str) -> list[tuple]:
-        """A pipeline's rows for a zone as plain tuples, in files()'s order: LandingFile's fields (file, size and
-        mtime_ns at 3, 4 and 5), then digest, etag and version (`row[-3:]`)."""
-        cur = conn.execute(f"SELECT {_COLUMNS}, digest, etag, version FROM landing_files WHERE "
-                           "namespace = ? AND zone = ? AND pipeline = ? ORDER BY namespace, zone, file, pipeline",
-                           (namespace, zone, pipeline))
-        cur.row_factory = None
-        return cur.fetchall()
-
-    @staticmethod
-    def _read_brief(conn: sqlite3.Connection, namespace: str, zone: str, pipeline: str) -> list[tuple]:
-        """_read()'s rows without the namespace, zone and pipeline (the query's own), and with whether a digest is
-        kept rather than the digest: what a sync that finds nothing changed reads (file, size and mtime_ns first;
-        digest kept, etag and version last). A zone of 100,000 files is 500,000 fewer strings made."""
-        cur = conn.execute(f"SELECT {_BRIEF_COLUMNS}, digest IS NOT NULL, etag, version FROM landing_files WHERE "
-                           "namespace = ? AND zone = ? AND pipeline = ? ORDER BY namespace, zone, file, pipeline",
-                           (namespace, zone, pipeline))
-        cur.row_factory = None
-        return cur.fetchall()
-
-    def unloaded(self, namespace: str, zones: Iterable[str], pipeline: str, ref: str = MAIN) -> list[LandingFile]:
-        """The files a pipeline still has to load on `ref` (new, failed before, or reset), in every zone it
-        reads."""
-        zones = list(zones)
-        if not zones:
-            return []
-        marks = ",".join("?" * len(zones))
-        with self._conn() as conn:
-            if ref == MAIN:
-                return _rows(conn.execute(
-                    f"SELECT {_COLUMNS} FROM landing_files WHERE namespace = ? AND pipeline = ? AND zone IN ({marks}) "
-                    "AND state = 'unloaded' ORDER BY zone, file", (namespace, pipeline, *zones)))
-            entries = self._on(conn, ref, _rows(conn.execute(
-                f"SELECT {_COLUMNS} FROM landing_files WHERE namespace = ? AND pipeline = ? AND zone IN ({marks}) "
-                "ORDER BY zone, file", (namespace, pipeline, *zones))))
-        return [e for e in entries if e.state == "unloaded"]
-
-    def on_ref(self, ref: str, entries: list[LandingFile]) -> list[LandingFile]:
-        """`entries` (rows of landing_files) with their state on `ref`: main's as they are; on another ref a row
-        is loaded if the ref loaded that file, skipped if skipped, else unloaded."""
-        if ref == MAIN or not entries:
-            return entries
-        with self._conn() as conn:
-            return self._on(conn, ref, entries)
-
-    @staticmethod
-    def _on(conn: sqlite3.Connection, ref: str, entries: list[LandingFile]) -> list[LandingFile]:
-        loads: dict[tuple, sqlite3.Row] = {}
-        for namespace, zone, pipeline in {(e.namespace, e.zone, e.pipeline) for e in entries}:
-            for row in conn.execute("SELECT * FROM landing_loads WHERE ref = ? AND namespace = ? AND zone = ? AND "
-                                    "pipeline = ?", (ref, namespace, zone, pipeline)):
-                loads[(namespace, zone, pipeline, row["name"])] = row
-        out = []
-        for e in entries:
-            row = loads.get((e.namespace, e.zone, e.pipeline, e.name))
-            same = row is not None and row["size"] == e.size and (e.archived or row["mtime_ns"] == e.mtime_ns)
-            if e.state == "skipped":
-                out.append(e)
-            elif same and row is not None:
-                out.append(_with(e, state="loaded", run_id=row["run_id"], loaded_at=row["loaded_at"]))
-            else:
-                out.append(_with(e, state="unloaded", run_id=None, loaded_at=None))
-        return out
-
-    def files(self, namespace: str | None = None, zone: str | None = None, pipeline: str | None = None,
-              state: str | None = None) -> list[LandingFile]:
-        clauses, params = [], []
-        for column, value in (("namespace", namespace), ("zone", zone), ("pipeline", pipeline), ("state", state)):
-            if value is not None:
-                clauses.append(f"{column} = ?")
-                params.append(value)
-        where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
-        with self._conn() as conn:
-            return _rows(conn.execute(f"SELECT {_COLUMNS} FROM landing_files{where} ORDER BY namespace, zone, file, "
-                                      "pipeline", params))
-
-    def summary(self) -> "LedgerSummary":
-        """How many rows the ledger has per zone and state: one grouped query, however many files."""
-        with self._conn() as conn:
-            cur = conn.execute("SELECT namespace, zone, state, count(*) FROM landing_files "
-                               "GROUP BY namespace, zone, state")
-            cur.row_factory = None
-            return LedgerSummary({(ns, zone, state): n for ns, zone, state, n in cur})
-
-    def page(self, limit: int, offset: int = 0) -> list[LandingFile]:
-        """At most `limit` rows of the ledger, the ones that need a look first: skipped, then unloaded, then
-        loaded, each by namespace, zone, file and pipeline (what a screen shows of a ledger of 100,000 files)."""
-        with self._conn() as conn:
-            return _rows(conn.execute(
-                f"SELECT {_COLUMNS} FROM landing_files ORDER BY CASE state WHEN 'skipped' THEN 0 WHEN 'unloaded' "
-                "THEN 1 ELSE 2 END, namespace, zone, file, pipeline LIMIT ? OFFSET ?", (limit, offset)))
-
     def mark_loaded(self, conn: sqlite3.Connection, run_id: str, entries: Iterable[tuple[str, str, str, str]], *,
                     ref: str = MAIN, at: str | None = None) -> None:
         """Inside the merge's transaction: these (namespace, zone, pipeline, file) are now loaded on `ref`, at
@@ -380,16 +225,16 @@ class Ledger:
                         "INSERT OR REPLACE INTO landing_loads (ref, namespace, zone, pipeline, name, size, mtime_ns, "
                         "run_id, loaded_at) SELECT ?, ?, ?, ?, json_extract(value, '$[0]'), json_extract(value, "
                         "'$[1]'), json_extract(value, '$[2]'), ?, ? FROM json_each(?)",
-                        (ref, *key, run_id, at, _json(loads)))
+                        (ref, *key, run_id, at, json_param(loads)))
                 continue
             cur = conn.execute("SELECT file FROM landing_files WHERE namespace = ? AND zone = ? AND pipeline = ? AND "
-                               "file IN (SELECT value FROM json_each(?))", (*key, _json(files)))
+                               "file IN (SELECT value FROM json_each(?))", (*key, json_param(files)))
             cur.row_factory = None
             present = [r[0] for r in cur]
             conn.execute(
                 """UPDATE landing_files SET state = 'loaded', run_id = ?, attempts = attempts + 1, last_error = NULL,
                    updated_at = ?, loaded_at = ? WHERE namespace = ? AND zone = ? AND pipeline = ?
-                   AND file IN (SELECT value FROM json_each(?))""", (run_id, now, at, *key, _json(present)))
+                   AND file IN (SELECT value FROM json_each(?))""", (run_id, now, at, *key, json_param(present)))
             found = set(present)
             for file in files:  # archived by another pipeline's run meanwhile: matched under its archived name
                 if file not in found and not is_archived_name(file):
@@ -397,7 +242,7 @@ class Ledger:
                         """UPDATE landing_files SET state = 'loaded', run_id = ?, attempts = attempts + 1,
                            last_error = NULL, updated_at = ?, loaded_at = ? WHERE namespace = ? AND zone = ?
                            AND pipeline = ? AND state = 'unloaded' AND file LIKE ? ESCAPE '\\'""",
-                        (run_id, now, at, *key, _like_archived(file)))
+                        (run_id, now, at, *key, like_archived(file)))
 
     # ------------------------------------------------------------------ branches (inside catalog transactions)
 
@@ -434,7 +279,7 @@ class Ledger:
                        last_error = NULL, updated_at = ?, loaded_at = ? WHERE namespace = ? AND zone = ?
                        AND pipeline = ? AND state = 'unloaded' AND size = ? AND (file = ? OR file LIKE ? ESCAPE
                        '\\')""",
-                    (run_id, now_iso(), at, namespace, zone, pipeline, size, name, _like_archived(name))).rowcount
+                    (run_id, now_iso(), at, namespace, zone, pipeline, size, name, like_archived(name))).rowcount
         return changed
 
     @staticmethod
@@ -456,34 +301,12 @@ class Ledger:
     # ------------------------------------------------------------------ undo (ops/undo.py): what a change took away
 
     @staticmethod
-    def loads_after(conn: sqlite3.Connection, ref: str, pipelines: Iterable[str], after: str) -> dict[str, list]:
-        """What `unload_after(conn, ref, pipelines, after)` is about to change, as `put_back` takes it."""
-        files: list[list] = []
-        loads: list[list] = []
-        for pipeline in pipelines:
-            if ref == MAIN:
-                files += [list(r) for r in conn.execute(
-                    f"SELECT {_SAVED} FROM landing_files WHERE pipeline = ? AND state = 'loaded' AND loaded_at > ?",
-                    (pipeline, after))]
-            else:
-                loads += [list(r) for r in conn.execute(
-                    "SELECT * FROM landing_loads WHERE ref = ? AND pipeline = ? AND loaded_at > ?",
-                    (ref, pipeline, after))]
-        return {"files": files, "loads": loads}
-
-    @staticmethod
-    def loads_of(conn: sqlite3.Connection, ref: str) -> dict[str, list]:
-        """A ref's loads (what `drop_ref` is about to delete), as `put_back` takes them."""
-        return {"files": [], "loads": [list(r) for r in conn.execute("SELECT * FROM landing_loads WHERE ref = ?",
-                                                                      (ref,))]}
-
-    @staticmethod
     def put_back(conn: sqlite3.Connection, saved: dict[str, list]) -> int:
         """Main's rows and a ref's loads as `loads_after`, `loads_of` or a reset's capture saved them, where a later
         change has not moved them on (a main row is put back only while it is unloaded). Returns how many."""
         changed = 0
         for row in saved.get("files") or []:
-            values = dict(zip(_SAVED_FIELDS, row))
+            values = dict(zip(SAVED_FIELDS, row))
             changed += conn.execute(
                 "UPDATE landing_files SET state = ?, run_id = ?, attempts = ?, last_error = ?, loaded_at = ?, "
                 "updated_at = ? WHERE namespace = ? AND zone = ? AND pipeline = ? AND file = ? AND state = 'unloaded'",
@@ -496,48 +319,11 @@ class Ledger:
         return changed
 
     @staticmethod
-    def moved_on(conn: sqlite3.Connection, saved: dict[str, list]) -> list[tuple[str, str | None]]:
-        """Main's saved rows that are no longer unloaded (a run loaded or skipped them since): (file, run id)."""
-        out = []
-        for row in saved.get("files") or []:
-            values = dict(zip(_SAVED_FIELDS, row))
-            now = conn.execute("SELECT state, run_id FROM landing_files WHERE namespace = ? AND zone = ? AND "
-                               "pipeline = ? AND file = ?", (values["namespace"], values["zone"], values["pipeline"],
-                                                             values["file"])).fetchone()
-            if now is not None and now[0] != "unloaded":
-                out.append((values["file"], now[1]))
-        return out
-
-    @staticmethod
     def drop_ref(conn: sqlite3.Connection, ref: str) -> None:
         conn.execute("DELETE FROM landing_loads WHERE ref = ?", (ref,))
         conn.execute("DELETE FROM landing_synced WHERE ref = ?", (ref,))
 
     # ------------------------------------------------------------------ facts carried by the tables (landing_facts.py)
-
-    def identities(self, entries: Iterable[tuple[str, str, str, str]]) -> list[dict[str, Any]]:
-        """The identity of each (namespace, zone, pipeline, file) a run read, as landing_facts.summary takes it."""
-        entries = list(entries)
-        out = []
-        with self._conn() as conn:
-            rows: dict[tuple[str, str, str], dict[str, tuple]] = {}
-            for key in dict.fromkeys(e[:3] for e in entries):  # one query per zone and pipeline, not per file
-                cur = conn.execute("SELECT file, size, mtime_ns, digest, etag, version FROM landing_files WHERE "
-                                   "namespace = ? AND zone = ? AND pipeline = ?", key)
-                cur.row_factory = None
-                rows[key] = {r[0]: r[1:] for r in cur}
-        for namespace, zone, pipeline, file in entries:
-            row = rows[(namespace, zone, pipeline)].get(file)
-            if row is not None:
-                out.append({"zone": zone, "name": file.rsplit("/", 1)[-1], "size": row[0], "mtime_ns": row[1],
-                            "digest": row[2], "etag": row[3], "version": row[4]})
-        return out
-
-    def synced(self, ref: str, table_key: str) -> set[int]:
-        """The snapshots of `table_key` on `ref` whose landing facts the ledger has taken in."""
-        with self._conn() as conn:
-            return {r[0] for r in conn.execute("SELECT snapshot_id FROM landing_synced WHERE ref = ? AND "
-                                               "table_key = ?", (ref, table_key))}
 
     @staticmethod
     def mark_synced(conn: sqlite3.Connection, ref: str, table_key: str, snapshot_ids: Iterable[int]) -> None:
@@ -591,7 +377,7 @@ class Ledger:
             groups.setdefault((namespace, zone, pipeline), []).append(file)
         with self._conn() as conn, write_tx(conn):
             for key, files in groups.items():  # a few statements per zone and pipeline, however many files
-                names = _json(list(dict.fromkeys(files)))
+                names = json_param(list(dict.fromkeys(files)))
                 conn.execute(
                     """UPDATE landing_files SET attempts = attempts + 1, last_error = ?, updated_at = ?,
                          state = CASE WHEN attempts + 1 >= ? THEN 'skipped' ELSE state END
@@ -632,26 +418,10 @@ class Ledger:
         with self._conn() as conn, write_tx(conn):
             conn.execute("UPDATE landing_files SET purged_at = ? WHERE namespace = ? AND zone = ? AND file = ?",
                          (now_iso(), namespace, zone, file))
-
-    def loaded_since(self, ref: str, pipelines: list[str], after: str) -> int:
-        """How many landing files these pipelines loaded on `ref` after `after` (an ISO time): what a rollback to
-        that time makes loadable again."""
-        if not pipelines:
-            return 0
-        marks = ",".join("?" * len(pipelines))
-        with self._conn() as conn:
-            if ref == MAIN:
-                row = conn.execute(f"SELECT count(*) FROM landing_files WHERE state = 'loaded' AND loaded_at > ? "
-                                   f"AND pipeline IN ({marks})", (after, *pipelines)).fetchone()
-            else:
-                row = conn.execute(f"SELECT count(*) FROM landing_loads WHERE ref = ? AND loaded_at > ? AND "
-                                   f"pipeline IN ({marks})", (ref, after, *pipelines)).fetchone()
-        return row[0]
-
     def forget(self, namespace: str, zone: str, file: str, pipeline: str | None = None) -> int:
         """Drop a file's rows on purpose (e.g. one that is gone for good, so a rebuild goes on without it)."""
         clauses, params = ["namespace = ?", "zone = ?", "(file = ? OR file LIKE ? ESCAPE '\\')"], \
-            [namespace, zone, file, _like_archived(file)]
+            [namespace, zone, file, like_archived(file)]
         if pipeline:
             clauses.append("pipeline = ?")
             params.append(pipeline)
@@ -665,13 +435,13 @@ class Ledger:
         clauses, params = ["namespace = ?", "zone = ?"], [namespace, zone]
         if file:  # the file in the zone, or any archived version of it
             clauses.append("(file = ? OR file LIKE ? ESCAPE '\\')")
-            params.extend([file, _like_archived(file)])
+            params.extend([file, like_archived(file)])
         if pipeline:
             clauses.append("pipeline = ?")
             params.append(pipeline)
         with self._conn() as conn, write_tx(conn):
             saved = [list(r) for r in conn.execute(
-                f"SELECT {_SAVED} FROM landing_files WHERE {' AND '.join(clauses)} AND (state <> 'unloaded' OR "
+                f"SELECT {SAVED} FROM landing_files WHERE {' AND '.join(clauses)} AND (state <> 'unloaded' OR "
                 "attempts <> 0 OR last_error IS NOT NULL OR run_id IS NOT NULL)", params)]
             cur = conn.execute(
                 f"""UPDATE landing_files SET state = 'unloaded', attempts = 0, last_error = NULL, run_id = NULL,
@@ -679,153 +449,3 @@ class Ledger:
             if in_tx is not None:
                 in_tx(conn, {"files": saved, "loads": []})
             return cur.rowcount
-
-
-# a main row as undo saves it (Ledger.loads_after, reset) and puts it back (Ledger.put_back)
-_SAVED_FIELDS = ("namespace", "zone", "pipeline", "file", "state", "run_id", "attempts", "last_error", "loaded_at",
-                 "updated_at")
-_SAVED = ", ".join(_SAVED_FIELDS)
-_LISTED = itemgetter(slice(0, 5))  # a ZoneEntry's identity: name, size, mtime_ns, etag, version
-_KNOWN = itemgetter(0, 1, 2, -2, -1)  # a row of _read_brief(): file, size, mtime_ns, etag, version
-_FILE, _DIGESTED = itemgetter(0), itemgetter(-3)
-
-
-def _unchanged(items: list[ZoneEntry], rows: list[tuple], forget_missing: bool) -> bool:
-    """Whether a sync of `items` would write nothing, decided with sets built and compared in C (a zone of 100,000
-    unchanged files in a fraction of _SyncPlan's per-file loop): every listed file has a row with its size, time,
-    ETag and version, a local one with a digest of its bytes kept (else _SyncPlan decides: it digests); and with
-    `forget_missing`, no row of an active file that is no longer listed. `rows`: as _read_brief() gives them."""
-    if _same_in_order(items, rows):
-        return True
-    listed = set(map(_LISTED, items))
-    known = set(map(_KNOWN, rows))
-    if len(listed) != len(items) or not listed <= known:
-        return False
-    undigested = set(compress(map(_FILE, rows), map(not_, map(_DIGESTED, rows))))
-    if undigested and any(item.is_local and item.name in undigested for item in items):
-        return False
-    if forget_missing:  # the listed names are active ones: equal counts mean no active row is missing
-        archived = sum(map(str.startswith, map(_FILE, rows), repeat(PROCESSED + "/")))
-        return len(listed) == len(rows) - archived
-    return True
-
-
-def _same_in_order(items: list[ZoneEntry], rows: list[tuple]) -> bool:
-    """The common case of _unchanged (a local zone nobody touched) decided without a set: the active rows and the
-    listing hold the same identities in the same order (a listing is sorted by name; Python's order of strings is
-    SQLite's BINARY order of their UTF-8, the rows' order), and every row keeps a digest. False whenever anything
-    differs, the order included: then the sets decide."""
-    files = list(map(_FILE, rows))
-    archived = list(map(str.startswith, files, repeat(PROCESSED + "/")))
-    if any(archived):
-        rows = list(compress(rows, map(not_, archived)))
-    return (len(rows) == len(items) and all(map(_DIGESTED, rows))
-            and list(map(_LISTED, items)) == list(map(_KNOWN, rows)))
-
-
-class _SyncPlan:
-    """What a sync writes, from the listed items and the rows the ledger has (file -> (size, mtime_ns, digest,
-    etag, version)): sets and dictionaries, one pass over each.
-
-        retimed   [name, new mtime_ns, size, old mtime_ns]: a local file whose time alone changed (same digest):
-                  its row keeps its state and takes the new time (an upsert too), so do its landing_loads rows
-        upserts   [name, size, mtime_ns, digest, etag, version]: new files, changed ones, retimed ones, and rows
-                  whose digest is to be updated; the upsert itself says which become unloaded (_CHANGED)
-        gone      names no longer listed (forget_missing), archived ones kept
-    """
-
-    def __init__(self, items: list[ZoneEntry], digests: dict[str, str | None], known: dict[str, tuple],
-                 forget_missing: bool, first_only: bool = False):
-        """`first_only`: stop at the first thing to write (whether there is anything: the write transaction decides
-        again on the rows as they are then)."""
-        self.retimed: list[list[Any]] = []
-        self.upserts: list[list[Any]] = []
-        self.gone: list[str] = []
-        for item in items:
-            if first_only and self.upserts:
-                return
-            name, size, mtime_ns, etag, version, at = item  # a ZoneEntry's fields (`at`: None for an object)
-            digest = digests.get(name)
-            row = known.get(name)
-            if row is None:
-                self.upserts.append([name, size, mtime_ns, digest, etag, version])
-                continue
-            old_size, old_mtime, old_digest, old_etag, old_version = row
-            if (at is not None and old_size == size and old_mtime != mtime_ns and old_digest
-                    and digest == old_digest):
-                self.retimed.append([name, mtime_ns, size, old_mtime])
-                self.upserts.append([name, size, mtime_ns, digest, etag, version])  # _CHANGED keeps its state
-                continue
-            if (old_size, old_mtime, old_digest, old_etag, old_version) != (size, mtime_ns, digest, etag, version):
-                self.upserts.append([name, size, mtime_ns, digest, etag, version])
-        if forget_missing:
-            listed = {item.name for item in items}
-            self.gone = [name for name in known if name not in listed and not is_archived_name(name)]
-
-    @property
-    def empty(self) -> bool:
-        return not (self.retimed or self.upserts or self.gone)
-
-
-def _with(entry: LandingFile, **changes: Any) -> LandingFile:
-    return entry._replace(**changes)
-
-
-def _json(rows: list) -> str:
-    return json.dumps(rows, separators=(",", ":"))
-
-
-_FIELDS = LandingFile._fields
-_COLUMNS = ", ".join(_FIELDS)  # a query's columns in the order of LandingFile's fields
-
-
-def _row(r: sqlite3.Row) -> LandingFile:
-    return LandingFile(**{k: r[k] for k in _FIELDS if k in r.keys()})
-
-
-def _rows(cur: sqlite3.Cursor) -> list[LandingFile]:
-    """The LandingFiles of a query's rows (`SELECT *` or `SELECT {_COLUMNS}, ...`): the columns matched to the
-    fields once, not per row."""
-    cur.row_factory = None
-    names = [d[0] for d in cur.description]
-    index = {n: i for i, n in enumerate(names)}
-    return _landing_files(cur, tuple(index.get(f, -1) for f in _FIELDS))
-
-
-def _landing_files(rows: Iterable[tuple], picks: tuple[int, ...] | None = None) -> list[LandingFile]:
-    """LandingFiles of rows whose first columns are its fields in order (`picks` None), or of rows whose columns
-    `picks` names per field (-1: not there, None)."""
-    if picks is None or picks == tuple(range(len(_FIELDS))):
-        return list(map(_MAKE, rows))
-    return [_MAKE(r[i] if i >= 0 else None for i in picks) for r in rows]
-
-
-_MAKE = partial(tuple.__new__, LandingFile)  # LandingFile._make without its per-row length check in Python: every
-# row given here has exactly its fields (a query's columns in _FIELDS's order, or _HEAD of _read()'s rows)
-_HEAD = itemgetter(slice(0, len(_FIELDS)))
-_BRIEF_COLUMNS = ", ".join(_FIELDS[3:])  # _read_brief(): the fields after namespace, zone and pipeline
-_BRIEF_HEAD = itemgetter(slice(0, len(_FIELDS) - 3))
-
-
-class _Closing:
-    """A connection that closes when its `with` block ends (sqlite3's own context manager only commits)."""
-
-    def __init__(self, conn: sqlite3.Connection):
-        self.conn = conn
-
-    def __enter__(self) -> sqlite3.Connection:
-        return self.conn
-
-    def __exit__(self, *exc: Any) -> None:
-        self.conn.close()
-
-
-# a row's file is a new version when any part of its identity differs (NULL-safe: IS NOT)
-# (a local file whose time alone changed, with the digest of the same bytes, is the same file: retimed)
-_CHANGED = ("size <> excluded.size OR etag IS NOT excluded.etag OR version IS NOT excluded.version "
-            "OR (mtime_ns <> excluded.mtime_ns AND NOT (excluded.digest IS NOT NULL AND digest IS excluded.digest))")
-
-
-def check_zone_name(zone: str) -> None:
-    if "/" in zone or zone.startswith((".", "_")):
-        raise RatuiError("RAT-LND-001", f"'{zone}' is not a landing zone name")

@@ -1,6 +1,6 @@
 """Compaction: data files whose position deletes take out a large share of their rows, rewritten without those rows.
 
-Merges write position deletes for files they change a little (merge-on-read, strategies.py); each later read then
+Keyed writes put position deletes on files they change a little (merge-on-read, row_replacement.py); each later read
 leaves those rows out, which costs a join. The reaper's `compaction` task rewrites every file of a table on main
 whose deleted share has reached `reaper.compact_deleted_percent`: each such file is read with its deletes applied
 and written again as one file (one task per file, no shuffle: its key range and partition stay as they were), and

@@ -17,7 +17,7 @@ import zoneinfo
 from dataclasses import dataclass
 from pathlib import Path
 from contextlib import contextmanager
-from typing import Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from pyarrow import fs as pafs
 from pyiceberg.io.pyarrow import PyArrowFileIO, parquet_file_to_data_file
@@ -138,7 +138,7 @@ PARQUET_SHARE = 0.4
 _WIDTH = {"boolean": 1, "tinyint": 1, "smallint": 2, "int": 4, "date": 4, "float": 4, "bigint": 8, "double": 8,
           "timestamp": 8, "timestamp_ntz": 8, "string": 20, "binary": 100}
 
-# A merge that rewrites more rows than this keeps the surviving rows in their files' layout (one task per
+# A keyed write that rewrites more rows than this keeps the surviving rows in their files' layout (one task per
 # file, no shuffle) and clusters only the new rows, instead of range-partitioning everything again.
 KEEP_LAYOUT_MIN_ROWS = 2_000_000
 
@@ -203,7 +203,7 @@ def write_files(df, table: Table, run_id: str, cluster_by: Iterable[str] = (),
     many files of about that size, not one file per task.
 
     `cluster_by`: range-partition and sort by these columns first, so each file covers a narrow range of
-    them and merges can skip files by their bounds; `rows_hint` (about how many rows `df` holds) sets the
+    them and later keyed writes can skip files by their bounds; `rows_hint` (about how many rows `df` holds) sets the
     number of ranges to one per file's worth of rows. A partitioned table gets one file per partition value
     per task (see partitioning.py); its DataFile partition tuples come from the files' statistics.
 
@@ -248,23 +248,7 @@ def write_files(df, table: Table, run_id: str, cluster_by: Iterable[str] = (),
         if early is not None:
             df = latest_per_key(df, *early)
     conf: dict[str, str] = {"spark.sql.files.maxRecordsPerFile": str(per_file)}
-    if order:
-        if rows_hint is not None and rows_hint <= per_file:
-            # one file's worth: one sorted task, no sampling job and no shuffle
-            df = deduped(df.coalesce(1)).sortWithinPartitions(*order)
-        elif rows_hint is not None:
-            # ranges of at most a file's worth each; Spark's ranges come from a sample and vary a little, so the
-            # cap per file is above a file's worth (a range never leaves a sliver of a file behind it)
-            ranges = max(1, -(-rows_hint // per_file))
-            df = deduped(df.repartitionByRange(ranges, *order)).sortWithinPartitions(*order)
-            conf["spark.sql.files.maxRecordsPerFile"] = str(per_file + per_file // 2)
-        else:
-            # rows not counted (the query runs once, here): Spark's adaptive execution merges neighbouring key
-            # ranges until each holds about a file's worth of shuffled rows
-            df = deduped(df.repartitionByRange(*order)).sortWithinPartitions(*order)
-            conf.update(uncounted_ranges(per_file, df.schema))
-    else:
-        df = deduped(df)
+    df = _in_ranges(df, order, rows_hint, per_file, deduped, conf)
     if keep is not None:
         df = keep.unionByName(df)
     # "error" (errorifexists): the only spelling Spark Connect knows as well
@@ -282,6 +266,28 @@ def write_files(df, table: Table, run_id: str, cluster_by: Iterable[str] = (),
         discard(WrittenFiles([], folder, table))
         raise
     return _register(table, folder)
+
+
+def _in_ranges(df, order: list[str], rows_hint: int | None, per_file: int, deduped: Callable[[Any], Any],
+               conf: dict[str, str]):
+    """`df` (its duplicates removed by `deduped`) range-partitioned and sorted by `order` into about a file's worth
+    of rows per range, with the settings that takes added to `conf`; as it is without an order."""
+    if not order:
+        return deduped(df)
+    if rows_hint is not None and rows_hint <= per_file:
+        # one file's worth: one sorted task, no sampling job and no shuffle
+        return deduped(df.coalesce(1)).sortWithinPartitions(*order)
+    if rows_hint is not None:
+        # ranges of at most a file's worth each; Spark's ranges come from a sample and vary a little, so the
+        # cap per file is above a file's worth (a range never leaves a sliver of a file behind it)
+        ranges = max(1, -(-rows_hint // per_file))
+        conf["spark.sql.files.maxRecordsPerFile"] = str(per_file + per_file // 2)
+        return deduped(df.repartitionByRange(ranges, *order)).sortWithinPartitions(*order)
+    # rows not counted (the query runs once, here): Spark's adaptive execution merges neighbouring key
+    # ranges until each holds about a file's worth of shuffled rows
+    df = deduped(df.repartitionByRange(*order)).sortWithinPartitions(*order)
+    conf.update(uncounted_ranges(per_file, df.schema))
+    return df
 
 
 def _register(table: Table, folder: str) -> WrittenFiles:

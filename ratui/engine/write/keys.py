@@ -51,12 +51,14 @@ def col(name: str):
     return F.col(f"`{name}`")
 
 
-def resolve_columns(batch, names: tuple[str, ...], code: str, what: str, key: str) -> list[str]:
+def resolve_columns(batch, names: tuple[str, ...], code: str, what: str, key: str,
+                    hint: str | None = None) -> list[str]:
+    """`names` as the batch spells them (case-insensitive); `code` (with `hint`, else its own) for one it lacks."""
     actual = {c.lower(): c for c in batch.columns}
     out = []
     for name in names:
         if name.lower() not in actual:
             raise RatuiError(code, f"{what} '{name}' is not a column of the result of {key} "
-                             f"(columns: {', '.join(batch.columns)})")
+                             f"(columns: {', '.join(batch.columns)})", hint=hint)
         out.append(actual[name.lower()])
     return out

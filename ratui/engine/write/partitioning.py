@@ -17,7 +17,7 @@ computations can never commit a wrong partition. A partition value Parquet keeps
 over Parquet's 4 KiB statistics limit) is read back from the file itself.
 
 A table whose spec differs from the config is not silently repartitioned: full_refresh rebuilds it with
-the new spec; the merge strategies stop with RAT-WRT-007 and ask for `--full-refresh`.
+the new spec; the other strategies stop with RAT-WRT-007 and ask for `--full-refresh`.
 """
 
 from __future__ import annotations

@@ -70,7 +70,7 @@ def prepare_table(req: WriteRequest, outcome: WriteOutcome, spark_schema, *, reb
             reasons.append(f"partition column {c.column} dropped")
     if reasons:
         # a new table at the same location: the branch's pointer moves; main keeps its table until the
-        # merge; no file is deleted (other refs may still use them)
+        # branch merges; no file is deleted (other refs may still use them)
         namespace, layer, name = req.key.split(".")
         req.catalog.iceberg(req.ref).drop_table((namespace, layer, name))
         outcome.created = True

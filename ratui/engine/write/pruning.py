@@ -1,4 +1,4 @@
-"""Which data files and rows a merge must touch, from Iceberg's per-file column bounds and one pass over key columns.
+"""Which data files and rows a keyed write touches, from Iceberg's per-file column bounds and one pass over key columns.
 
 The files that may hold an affected key are chosen from the bounds of every key column (NULL counts included);
 then one pass over those candidates' key columns alone (with their row positions) finds the rows the batch

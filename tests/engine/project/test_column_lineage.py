@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from ratui.engine.errors import RatuiError
-from ratui.engine.project.column_lineage import FILE, ROWS, ProjectLineage
+from ratui.engine.project.column_lineage import ProjectLineage
+from ratui.engine.project.lineage_model import FILE, ROWS
 from ratui.engine.project.compiler import compile_project
 from ratui.engine.vocabulary import MAIN
 

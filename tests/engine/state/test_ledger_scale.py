@@ -253,7 +253,7 @@ def test_the_unchanged_shortcut_decides_as_the_full_comparison_does():
     import random
 
     from ratui.engine.landing.zone import ZoneEntry
-    from ratui.engine.state.ledger import _SyncPlan, _unchanged
+    from ratui.engine.state.ledger_sync_plan import SyncPlan, unchanged
 
     rng = random.Random(34)
     agreed = {True: 0, False: 0}
@@ -291,9 +291,9 @@ def test_the_unchanged_shortcut_decides_as_the_full_comparison_does():
             else:
                 digests[item.name] = row[2] if row is not None and rng.random() < 0.5 else "new"
         for forget in (False, True):
-            full = _SyncPlan(items, digests, known, forget).empty
+            full = SyncPlan(items, digests, known, forget).empty
             # as _read_brief gives them: no namespace, zone and pipeline; whether a digest is kept
-            quick = _unchanged(items, [r[3:14] + (r[-3] is not None, r[-2], r[-1]) for r in rows], forget)
+            quick = unchanged(items, [r[3:14] + (r[-3] is not None, r[-2], r[-1]) for r in rows], forget)
             assert not quick or full, (rows, items, forget)  # said unchanged: truly nothing to write
             if full and all(r[-3] or not local for r in rows):
                 assert quick, (rows, items, forget)  # nothing to write and nothing to digest: the shortcut sees it

@@ -127,10 +127,10 @@ def test_open_versions_are_compared_alike_whichever_way_the_batch_keys_are_found
     closes the old version and opens a new one, a row sent again unchanged (NULLs equal to NULLs) opens nothing,
     new keys open, and the NULL key is a key like any other. A batch of changed and new keys alone opens one
     version a row; the same batch again opens none."""
-    import ratui.engine.write.strategies as strategies
+    import ratui.engine.write.row_replacement as row_replacement
 
     if not local:
-        monkeypatch.setattr(strategies, "LOCAL_KEYS_MAX", 0)
+        monkeypatch.setattr(row_replacement, "LOCAL_KEYS_MAX", 0)
     first = [(k, f"v{k}", None if k % 13 == 0 else k % 7) for k in range(4_000)] + [(None, "nul", None)]
     direct(spark, project, "d", "scd2", first, SCHEMA, unique_key="k", run_started_at=T0, target_file_size=SMALL)
     assert len(data_files(project.table("d"))) >= 4
@@ -165,10 +165,10 @@ def test_open_versions_are_compared_alike_whichever_way_the_batch_keys_are_found
 def test_a_file_of_closed_versions_alone_is_never_read(spark, project, monkeypatch):
     """A copy-on-write change that closes every version of a file, keeping its layout, leaves a file whose
     statistics show no open version: later changes to its keys skip it, and their versions are still exact."""
-    import ratui.engine.write.strategies as strategies
-    from ratui.engine.write.strategies import _may_hold_open
+    import ratui.engine.write.row_replacement as row_replacement
+    from ratui.engine.write.scd2 import _may_hold_open
 
-    monkeypatch.setattr(strategies, "KEEP_LAYOUT_MIN_ROWS", 0)
+    monkeypatch.setattr(row_replacement, "KEEP_LAYOUT_MIN_ROWS", 0)
     for i in range(3):
         rows = [(k, f"v{k}", 0) for k in range(i * 100, i * 100 + 100)]
         direct(spark, project, "d", "scd2", rows, SCHEMA, unique_key="k", run_started_at=T0)

@@ -583,9 +583,9 @@ def test_schema_change_lives_on_the_branch_until_the_quality_gate_passes(project
 @pytest.mark.parametrize("partitioned", [False, True])
 def test_large_rewrites_keep_their_files_layout_without_a_shuffle(spark, project, monkeypatch, partitioned):
     """Past KEEP_LAYOUT_MIN_ROWS rewritten rows, survivors stay one file per old file; new rows come apart."""
-    import ratui.engine.write.strategies as strategies
+    import ratui.engine.write.row_replacement as row_replacement
 
-    monkeypatch.setattr(strategies, "KEEP_LAYOUT_MIN_ROWS", 0)
+    monkeypatch.setattr(row_replacement, "KEEP_LAYOUT_MIN_ROWS", 0)
     schema = "k long, v string, g string"
     extra = {"partition_by": ("g",)} if partitioned else {}
     for i in range(4):

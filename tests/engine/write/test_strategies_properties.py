@@ -110,8 +110,8 @@ def _check_sequence(project: Project, name: str, runs, step, *, partitioned: boo
     if mor is not None:  # compact any file with a deleted row (the setting's minimum, 1%)
         with (project.root / "ratui.yaml").open("a") as f:
             f.write("reaper:\n  compact_deleted_percent: 1\n")
-    patch = mock.patch("ratui.engine.write.strategies.KEEP_LAYOUT_MIN_ROWS", -1) if keep_layout else nullcontext()
-    share = mock.patch("ratui.engine.write.strategies.MOR_MAX_SHARE", 1.0) if mor else nullcontext()
+    patch = mock.patch("ratui.engine.write.row_replacement.KEEP_LAYOUT_MIN_ROWS", -1) if keep_layout else nullcontext()
+    share = mock.patch("ratui.engine.write.row_replacement.MOR_MAX_SHARE", 1.0) if mor else nullcontext()
     try:
         patch.__enter__()
         share.__enter__()

@@ -1,38 +1,24 @@
-"""The landing file formats, declared once: a format's name, the file suffixes that are it, and its module.
+"""The landing file formats, declared once: FORMATS lists each format module's FORMAT (read_contract.Format: its
+name, its file suffixes, how its files are read, which columns a file names).
 
-A format module has `read(reader, files)`, which returns a DataFrame over the files (landing/reader.py's
-ZoneReader does what every format shares: empty files, safe paths, the bad-row check). A new format is one module
-beside these and one line in FORMATS.
+A format module has everything ratui does with its files: `read(reading, files)` returns a DataFrame over them
+(landing/reader.py's ZoneReader does what every format shares: empty files, safe paths, the bad-row check) and
+`columns(file)` the columns one file names (a zone's column lineage, landing/zone_columns.py). It imports
+read_contract.py and read_checks.py, never the reader. A new format is one module beside these, declaring FORMAT,
+and its line in FORMATS (tests/engine/test_declared_lists.py fails until it is there).
 """
 
 from __future__ import annotations
 
-import importlib
-from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Callable, Iterable
 
 from ratui.engine.errors import RatuiError
+from ratui.engine.landing.formats import csv, json, parquet
+from ratui.engine.landing.read_contract import Format
 
-
-@dataclass(frozen=True)
-class Format:
-    name: str
-    suffixes: tuple[str, ...]
-    module: str
-
-
-FORMATS = {
-    "csv": Format("csv", (".csv",), "ratui.engine.landing.formats.csv"),
-    "json": Format("json", (".json", ".jsonl", ".ndjson"), "ratui.engine.landing.formats.json"),
-    "parquet": Format("parquet", (".parquet",), "ratui.engine.landing.formats.parquet"),
-}
+FORMATS: dict[str, Format] = {f.name: f for f in (csv.FORMAT, json.FORMAT, parquet.FORMAT)}
 BY_SUFFIX = {suffix: f.name for f in FORMATS.values() for suffix in f.suffixes}
-
-
-def format_module(name: str) -> ModuleType:
-    return importlib.import_module(FORMATS[name].module)
 
 
 def zone_format(zone: str, names: Iterable[str], where: str, place: Callable[[str], str] | None = None) -> str:

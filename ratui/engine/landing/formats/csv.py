@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ratui.engine.errors import RatuiError
-from ratui.engine.landing.files import prefetch_heads
+from ratui.engine.landing.files import ZoneFile, prefetch_heads
 from ratui.engine.landing.formats.csv_types import csv_types
-from ratui.engine.landing.reader import (CORRUPT, FILE, INFERRED, PREFIX_BYTES, ZoneFile, check_text,
-                                         compare_columns, file_set, with_file)
+from ratui.engine.landing.read_checks import INFERRED, PREFIX_BYTES, check_text, compare_columns, file_set
+from ratui.engine.landing.read_contract import CORRUPT, FILE, Format, ZoneReading, with_file
 from ratui.engine.sql_text import quote
-
-if TYPE_CHECKING:
-    from ratui.engine.landing.reader import ZoneReader
 
 DELIMITERS = (";", "\t", "|")  # besides the comma: what spreadsheets and databases export with
 DELIMITER_NAMES = {",": "comma", ";": "semicolon", "\t": "tab", "|": "vertical bar"}
@@ -112,7 +109,7 @@ def _reads_as(group_type, read_type) -> bool:
     return isinstance(group_type, ints) and isinstance(read_type, (st.LongType, st.DoubleType))
 
 
-def read(zr: "ZoneReader", files: list[ZoneFile]):
+def read(zr: ZoneReading, files: list[ZoneFile]):
     from pyspark.sql import types as st
 
     # files with the same header and delimiter read together: a group
@@ -178,7 +175,7 @@ def read(zr: "ZoneReader", files: list[ZoneFile]):
     return zr.bad_rows_of(df, read_from=files)
 
 
-def _types_without_spark(zr: "ZoneReader", files: list[ZoneFile], header: tuple[str, ...]):
+def _types_without_spark(zr: ZoneReading, files: list[ZoneFile], header: tuple[str, ...]):
     """The group's schema as Spark would infer it, found in Python (csv_types.py), or None when unsure."""
     from pyspark.sql import types as st
 
@@ -197,3 +194,11 @@ def _types_without_spark(zr: "ZoneReader", files: list[ZoneFile], header: tuple[
                   "date": st.DateType(), "boolean": st.BooleanType(), "string": st.StringType(),
                   "timestamp": st.TimestampNTZType() if ntz else st.TimestampType()}
     return st.StructType([st.StructField(name, spark_type[kind]) for name, kind in zip(header, found)])
+
+
+def columns(zf: ZoneFile) -> list[str]:
+    """The columns a CSV file names: its header."""
+    return csv_layout(zf)[1]
+
+
+FORMAT = Format("csv", (".csv",), read=read, columns=columns)

@@ -8,16 +8,15 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, Any
 
 from ratui.engine.errors import RatuiError
-from ratui.engine.landing.files import prefetch_heads
-from ratui.engine.landing.reader import (CLEAN, CORRUPT, FILE, INFERRED, PREFIX_BYTES, BadRow, ZoneFile, check_text,
-                                         file_set, with_file)
+from ratui.engine.landing.files import ZoneFile, prefetch_heads
+from ratui.engine.landing.read_checks import CLEAN, INFERRED, PREFIX_BYTES, check_text, file_set
+from ratui.engine.landing.read_contract import CORRUPT, FILE, BadRow, Format, ZoneReading, with_file
 from ratui.engine.sql_text import quote
 
-if TYPE_CHECKING:
-    from ratui.engine.landing.reader import ZoneReader
+JSON_PREFIX = 1 << 20  # bytes of a JSON lines file whose lines name the zone's columns (column lineage)
 
 
 def _landing_file(file: Path | ZoneFile) -> ZoneFile:
@@ -73,7 +72,7 @@ def json_error_line(file: Path | ZoneFile, limit: int = 32 << 20) -> tuple[int |
     return None, lines[0].strip() if lines else ""
 
 
-def read(zr: "ZoneReader", files: list[ZoneFile]):
+def read(zr: ZoneReading, files: list[ZoneFile]):
     prefetch_heads(files, PREFIX_BYTES)  # objects read in place: their first bytes, several at a time
     for zf in files:
         check_text(zf, "JSON")
@@ -88,7 +87,7 @@ def read(zr: "ZoneReader", files: list[ZoneFile]):
     return parts[0].unionByName(parts[1], allowMissingColumns=True)  # a field one kind lacks reads as NULL
 
 
-def _documents(zr: "ZoneReader", files: list[ZoneFile]):
+def _documents(zr: ZoneReading, files: list[ZoneFile]):
     """Files that each hold one JSON document (an object: one row; an array of objects: a row each). Spark
     reads each file whole; one it cannot parse is malformed as a whole, and Python's parser says where."""
     from pyspark.sql import functions as F
@@ -147,7 +146,7 @@ def _documents(zr: "ZoneReader", files: list[ZoneFile]):
     return df.where(F.col(CORRUPT).isNull()).drop(CORRUPT)
 
 
-def _lines(zr: "ZoneReader", files: list[ZoneFile]):
+def _lines(zr: ZoneReading, files: list[ZoneFile]):
     from pyspark.sql import types as st
 
     paths = [zr.spark_path(zf) for zf in files]
@@ -170,3 +169,41 @@ def _lines(zr: "ZoneReader", files: list[ZoneFile]):
                           F.col("_metadata.file_path").alias(FILE))
         return zr.bad_rows_of(df, only_bad=True)
     return zr.bad_rows_of(with_file(df), read_from=files)
+
+
+def columns(zf: ZoneFile) -> list[str]:
+    """The columns a JSON file names: the keys of its first lines' objects (JSON_PREFIX bytes), or of its document's
+    objects (a document of at most 8 JSON_PREFIX); none when they do not parse."""
+    import json
+
+    data = zf.head(JSON_PREFIX)
+    text = data.decode("utf-8", errors="replace").lstrip("\ufeff")
+    rows: list[Any]
+    if is_json_document(zf):
+        if zf.size > 8 * JSON_PREFIX:
+            return []
+        text = zf.read_bytes().decode("utf-8", errors="replace").lstrip("\ufeff")
+        try:
+            document = json.loads(text)
+        except ValueError:
+            return []
+        rows = document if isinstance(document, list) else [document]
+    else:
+        lines = text.splitlines()
+        if len(data) >= JSON_PREFIX and lines:
+            lines = lines[:-1]  # the last line read may be cut short
+        rows = []
+        for line in io.StringIO("\n".join(lines)):
+            try:
+                rows.append(json.loads(line))
+            except ValueError:
+                continue
+    names: list[str] = []
+    for row in rows:
+        if isinstance(row, dict):
+            names.extend(k for k in row if k not in names)
+    return names
+
+
+# Spark orders the columns it infers from JSON by name: so does a zone's column lineage
+FORMAT = Format("json", (".json", ".jsonl", ".ndjson"), read=read, columns=columns, columns_by_name=True)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ratui.engine.errors import RatuiError
-from ratui.engine.landing.reader import INFERRED, ZoneFile, compare_columns, file_set
-
-if TYPE_CHECKING:
-    from ratui.engine.landing.reader import ZoneReader
+from ratui.engine.landing.files import ZoneFile
+from ratui.engine.landing.read_checks import INFERRED, compare_columns, file_set
+from ratui.engine.landing.read_contract import Format, ZoneReading
 
 
 def parquet_schema(zf: ZoneFile):
@@ -34,7 +33,7 @@ def parquet_schema(zf: ZoneFile):
                              f"{str(exc).splitlines()[0][:200]}", file=zf.where) from None
 
 
-def read(zr: "ZoneReader", files: list[ZoneFile]):
+def read(zr: ZoneReading, files: list[ZoneFile]):
     reference, ref_schema = files[0], parquet_schema(files[0])
     types: dict[str, tuple[Any, ZoneFile]] = {}
     for zf in files:
@@ -63,3 +62,11 @@ def read(zr: "ZoneReader", files: list[ZoneFile]):
     if known is None:
         INFERRED.put(key, df.schema.jsonValue())
     return df
+
+
+def columns(zf: ZoneFile) -> list[str]:
+    """The columns a Parquet file holds: its footer's schema."""
+    return list(parquet_schema(zf).names)
+
+
+FORMAT = Format("parquet", (".parquet",), read=read, columns=columns)

@@ -164,6 +164,14 @@ class BranchCatalog(ABC):
         settings and credentials (never stored in a table: catalog properties only)."""
         return {**self.locations.file_io_properties(), **self.storage.file_io_properties()}
 
+    @classmethod
+    @abstractmethod
+    def opened(cls, *, db_path: Path, root: Path, warehouse: Warehouse, allow_outside: tuple[Path, ...],
+               uri: str | None, token: str | None) -> BranchCatalog:
+        """The project's catalog of this backend, from ratui.yaml's `catalog:` section (state/catalog/config.py
+        checked it): its state database, the project folder, where its tables are, the folders outside the project
+        it may read, and a server's URL and token (None for a backend without a server)."""
+
     @abstractmethod
     def allow_outside(self, folders: tuple[Path, ...]) -> None:
         """New allowed folders (ratui.yaml reloaded): tables loaded from now on use them."""

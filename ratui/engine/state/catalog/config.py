@@ -1,7 +1,7 @@
 """The `catalog:` section of ratui.yaml: which branch catalog a project uses, and opening it.
 
     catalog:                     # absent: the embedded catalog in .ratui/ratui.db (the zero-setup default)
-      type: nessie               # sqlite (the default) | nessie
+      type: nessie               # project/catalog_specs.py's types: sqlite (the default) | nessie
       uri: http://HOST:19120/api/v2
       token: ...                 # optional bearer token; RATUI_NESSIE_TOKEN in the environment wins (ratui.yaml is
                                  # often shared, the environment is not)
@@ -12,7 +12,8 @@
       s3: {endpoint_url: ..., region: ..., path_style: true, profile: ...}
 
 The settings schema (project/settings_schema.py CatalogSection) checks the section's shape at its line in ratui.yaml
-and keeps it on `Settings.catalog`; `catalog_config` adds the rules across keys and the environment's token.
+and keeps it on `Settings.catalog`; `catalog_config` adds the rules across keys and the environment's token; the
+catalog is its type's class (backends.py).
 """
 
 from __future__ import annotations
@@ -23,19 +24,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ratui.engine.errors import RatuiError
+from ratui.engine.project import catalog_specs
 
 if TYPE_CHECKING:
     from ratui.engine.state.catalog.base import BranchCatalog
     from ratui.engine.storage.warehouse import Warehouse
 
 CATALOG_KEYS = {"type", "uri", "token", "warehouse", "s3"}
-TYPES = ("sqlite", "nessie")
 TOKEN_ENV = "RATUI_NESSIE_TOKEN"
 
 
 @dataclass(frozen=True)
 class CatalogConfig:
-    type: str = "sqlite"
+    type: str = catalog_specs.DEFAULT
     uri: str | None = None
     token: str | None = field(default=None, repr=False)  # never printed
     warehouse: str | None = None  # as written in ratui.yaml (None: the project folder)
@@ -57,21 +58,22 @@ def catalog_config(raw: Any, *, file: str | None = None, env: Mapping[str, str] 
     if unknown:
         raise RatuiError("RAT-CFG-002", f"unknown key catalog.{unknown[0]} (known: {', '.join(sorted(CATALOG_KEYS))})",
                          file=file)
-    kind = str(raw.get("type") or "sqlite")
-    if kind not in TYPES:
-        raise RatuiError("RAT-CFG-007", f"catalog.type must be one of {', '.join(TYPES)}, not '{kind[:40]}'",
-                         file=file)
+    kind = str(raw.get("type") or catalog_specs.DEFAULT)
+    if kind not in catalog_specs.NAMES:
+        raise RatuiError("RAT-CFG-007", f"catalog.type must be one of {', '.join(catalog_specs.NAMES)}, not "
+                         f"'{kind[:40]}'", file=file)
+    spec = catalog_specs.BY_NAME[kind]
     uri = raw.get("uri")
     token = env.get(TOKEN_ENV) or raw.get("token")
     warehouse = raw.get("warehouse")
     s3 = dict(raw.get("s3") or {})
     on_store = isinstance(warehouse, str) and "://" in warehouse
-    if kind == "sqlite":
+    if not spec.server:
         if uri is not None or raw.get("token") is not None or (warehouse is not None and not on_store):
             raise RatuiError("RAT-CFG-007", "catalog.uri, catalog.token and a folder catalog.warehouse belong to type: "
-                             "nessie (the embedded catalog keeps its tables in the project folder, or at an s3:// "
-                             "warehouse)", file=file)
-        return CatalogConfig(warehouse=warehouse if on_store else None, s3=s3)
+                             f"{' or '.join(catalog_specs.SERVERS)} (the embedded catalog keeps its tables in the "
+                             "project folder, or at an s3:// warehouse)", file=file)
+        return CatalogConfig(kind, warehouse=warehouse if on_store else None, s3=s3)
     if not isinstance(uri, str) or not uri.startswith(("http://", "https://")):
         raise RatuiError("RAT-CFG-007", "catalog.uri must be Nessie's API v2 URL, e.g. http://HOST:19120/api/v2",
                          file=file)
@@ -80,7 +82,7 @@ def catalog_config(raw: Any, *, file: str | None = None, env: Mapping[str, str] 
     if warehouse is not None and (not isinstance(warehouse, str) or not warehouse.strip()):
         raise RatuiError("RAT-CFG-007", "catalog.warehouse must be a folder path (absolute, or relative to the "
                          "project) or an s3://bucket/prefix URL", file=file)
-    return CatalogConfig("nessie", uri.rstrip("/"), token or None, warehouse, s3)
+    return CatalogConfig(kind, uri.rstrip("/"), token or None, warehouse, s3)
 
 
 def warehouse_of(config: CatalogConfig, root: Path, *, file: str | None = None) -> Warehouse:
@@ -112,14 +114,9 @@ def open_catalog(config: CatalogConfig, db_path: Path, root: Path,
 def catalog_opener(config: CatalogConfig) -> Callable[[Path, Path, tuple[Path, ...]], BranchCatalog]:
     """`open_catalog` in two steps: the backend's module imported now, the catalog opened by the returned call (so a
     caller can import before it takes a lock and open under it)."""
-    if config.type == "nessie":
-        from ratui.engine.state.catalog.nessie import NessieBranchCatalog
+    from ratui.engine.state.catalog.backends import backend
 
-        uri = config.uri or ""
-        return lambda db_path, root, allow: NessieBranchCatalog(
-            uri, db_path, warehouse_of(config, root, file=str(root / "ratui.yaml")), token=config.token,
-            allow_outside=allow)
-    from ratui.engine.state.catalog.sqlite import SqliteBranchCatalog
-
-    return lambda db_path, root, allow: SqliteBranchCatalog(
-        db_path, root, allow, storage=warehouse_of(config, root, file=str(root / "ratui.yaml")))
+    chosen = backend(config.type)
+    return lambda db_path, root, allow: chosen.opened(
+        db_path=db_path, root=root, warehouse=warehouse_of(config, root, file=str(root / "ratui.yaml")),
+        allow_outside=allow, uri=config.uri, token=config.token)

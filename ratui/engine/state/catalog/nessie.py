@@ -84,6 +84,11 @@ class NessieBranchCatalog(BranchCatalog):
         self._check_server()
         self._init_main()
 
+    @classmethod
+    def opened(cls, *, db_path: Path, root: Path, warehouse: Warehouse, allow_outside: tuple[Path, ...],
+               uri: str | None, token: str | None) -> NessieBranchCatalog:
+        return cls(uri or "", db_path, warehouse, token=token, allow_outside=allow_outside)
+
     def __repr__(self) -> str:
         return f"NessieBranchCatalog({self.uri!r})"
 

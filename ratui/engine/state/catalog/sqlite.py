@@ -60,6 +60,11 @@ class SqliteBranchCatalog(BranchCatalog):
         self._earlier_roots = self._init_schema()
         self.locations = ProjectLocations(self.warehouse, self._earlier_roots, allow_outside)
 
+    @classmethod
+    def opened(cls, *, db_path: Path, root: Path, warehouse: Warehouse, allow_outside: tuple[Path, ...],
+               uri: str | None, token: str | None) -> SqliteBranchCatalog:
+        return cls(db_path, root, allow_outside, storage=warehouse)
+
     def every_pointer(self) -> list[Pointer]:
         """Every pointer of every catalog name, read in one transaction over PyIceberg's `iceberg_tables` rows (a
         row left under a deleted branch's name by a writer that outlived it is kept too: erring on the side of

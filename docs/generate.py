@@ -21,6 +21,7 @@ import argparse
 import dataclasses
 import inspect
 import re
+import string
 import sys
 import typing
 from pathlib import Path
@@ -384,6 +385,8 @@ def _default_words(value: Any, unset_means: str | None = None) -> str:
 
 
 def errors_page(source: Path | None = None) -> str:
+    from ratui.engine.project.strategy_specs import HINT_WORDS  # the strategies the hints name (${strategies})
+
     source = source or ERRORS_YAML
     text = source.read_text(encoding="utf-8")
     families = yaml.safe_load(text)
@@ -402,7 +405,8 @@ def errors_page(source: Path | None = None) -> str:
         lines += [f"## {family} {{ #{_slug(family)} }}", "", _sentence(about.get(family, "")), ""]
         for number, entry in entries.items():
             code = f"{family}-{number}"
-            lines += [f"### {code} · {entry['title']} {{ #{_slug(code)} }}", "", _clean(entry["hint"]), ""]
+            hint = string.Template(entry["hint"]).safe_substitute(HINT_WORDS)  # the strategies a hint names
+            lines += [f"### {code} · {entry['title']} {{ #{_slug(code)} }}", "", _clean(hint), ""]
     return "\n".join(lines).rstrip() + "\n"
 
 

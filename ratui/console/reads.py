@@ -11,6 +11,7 @@ from typing import Any
 
 from ratui.console.records import BranchRow, DiffRow, RunFilter, RunsPage, TableState
 from ratui.engine.errors import RatuiError
+from ratui.engine.project import catalog_specs
 from ratui.engine.vocabulary import MAIN
 
 
@@ -111,9 +112,10 @@ class Reads:
         return rows
 
     def catalog_server(self) -> str | None:
-        """Nessie's URI when the project's catalog is a Nessie server; None for the embedded catalog. No I/O."""
+        """The catalog server's URI (Nessie's) when the project's catalog is a server; None for the embedded
+        catalog. No I/O."""
         section = getattr(self.settings, "catalog", None) or {}
-        return section.get("uri") if section.get("type") == "nessie" else None
+        return section.get("uri") if section.get("type") in catalog_specs.SERVERS else None
 
     def merge_target(self, ref: str) -> str:
         """The ref `ref` was created from (where its merge goes), when that ref is still there; else main."""

@@ -159,7 +159,7 @@ class PipelinesScreen(PipelineActions, PipelineFilter, ConsoleScreen):
 
     def load_failed(self, kind, error: BaseException) -> bool:
         if kind is PublishLaunched and isinstance(error, RatuiError):  # nothing was queued, nothing changed
-            self.notify(f"NOT published: {error.code} {error.message}\nhint: {error.hint}", title="Publish",
+            self.notify(f"NOT published: {error.text()}", title="Publish",
                         severity="error", timeout=12, markup=False)
             return True
         # the engine did not open: the boot's own error (the error screen) says why, once

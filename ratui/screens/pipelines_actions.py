@@ -15,6 +15,7 @@ from typing import Any
 from textual.app import SuspendNotSupported
 
 from ratui.console.format import short_key
+from ratui.engine.errors import error_text
 from ratui.messages import PublishLaunched
 from ratui.screens.base import changes
 
@@ -147,8 +148,9 @@ class PipelineActions:
         problems = [e for k in keys for e in self.compiled.pipelines[k].errors]
         if problems:
             first = problems[0]
-            self.notify(f"{len(problems)} problem(s) in the selection: nothing was published.\n{first.code} "
-                        f"{first.message}\nhint: {first.hint}", title=f"Cannot publish {label}", severity="error",
+            self.notify(f"{len(problems)} problem(s) in the selection: nothing was published.\n"
+                        + error_text(first.code, first.message, first.hint), title=f"Cannot publish {label}",
+                        severity="error",
                         timeout=12, markup=False)
             return
         ref = self.app.controller.ref

@@ -212,7 +212,7 @@ class DataServer:
             "spark.driver.memory": SERVER_MEMORY,
             "spark.local.dir": str(folder / "local"),
             "spark.sql.warehouse.dir": str(folder / "warehouse"),
-            # the data side's rules (README: Python pipelines)
+            # the data side's rules (docs/concepts/isolation.md)
             "spark.sql.restrictedMode.enabled": "true",
             "spark.sql.runSQLOnFiles": "false",
             # Python workers (a pipeline's UDFs) talk to the JVM over Unix sockets in a folder of its own (a short

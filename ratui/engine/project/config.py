@@ -103,7 +103,7 @@ def _file_size(value: Any) -> int | None:
 
 _LIMIT = re.compile(r"^(\d+(?:\.\d+)?)\s*(%?)$")
 _LIMIT_HINT = ("Write a limit as a percentage of the table's rows before the run (`20%`) or as a number of rows "
-               "(`500`); README: Data diffs.")
+               "(`500`); docs/concepts/pipelines.md: Data diffs.")
 
 
 def _limit(value: Any) -> str | None:
@@ -165,7 +165,7 @@ PartitionBy = Annotated[tuple[str, ...], PlainValidator(_partition_by)]
 Limit = Annotated[str | None, PlainValidator(_limit)]
 NullLimits = Annotated[tuple[str, ...], PlainValidator(_null_limits)]
 Isolation = Annotated[str | None, _choice(isolation_levels.NAMES, "unknown isolation '{text}'", hint=(
-    f"Write isolation as {isolation_levels.listed()} (README: Python pipelines)."))]
+    f"Write isolation as {isolation_levels.listed()} (docs/concepts/isolation.md)."))]
 
 # `-- @key: value` in SQL, `# @key: value` in Python.
 _ANNOTATION = {

@@ -15,8 +15,8 @@ namespace: {ns}
 spark:
   # Where Spark runs. local[*]: inside ratui's own process, on every core of this machine.
   # spark://HOST:7077: on a Spark standalone cluster, ratui being the driver.
-  # For a Spark Connect server, replace `master` with `remote: sc://HOST:15002` (no JVM in ratui then; needs
-  # pip install 'ratui[connect]'). With neither `master` nor `remote` here, SPARK_REMOTE names the server.
+  # For a Spark Connect server, replace `master` with `remote: sc://HOST:15002` (no JVM in ratui then; the
+  # Connect client is part of ratui's install). With neither `master` nor `remote` here, SPARK_REMOTE names the server.
   # A cluster's executors and a Connect server read and write this folder: they must see it at the same path.
   master: local[*]
   config:                   # on Spark Connect only the spark.sql.* settings apply: the server owns the rest

@@ -1,4 +1,4 @@
-"""What a SQL pipeline may not reach for: the data side's rules (README: Python pipelines, "the data side").
+"""What a SQL pipeline may not reach for: the data side's rules (docs/concepts/isolation.md, "The data side").
 
 A pipeline reads tables through ref() and files through landing zones. Spark's SQL also has functions that call
 any static Java method (`reflect`, `java_method`, `try_reflect`: enough to read the JVM's environment, its

@@ -202,7 +202,7 @@ def _close_quietly(session) -> None:
 
 
 def connect_server_conf() -> dict[str, str]:
-    """The static settings a Spark Connect server should run with for ratui (README: Beyond one machine)."""
+    """The static settings a Spark Connect server should run with for ratui (docs/team/spark.md)."""
     return dict(CONNECT_SERVER_CONF)
 
 

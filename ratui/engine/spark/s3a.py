@@ -11,7 +11,7 @@ starts gets, unless ratui.yaml's spark.jars / spark.jars.packages already name h
         start (needs the internet; the jars are then cached under ~/.ivy2).
 
 `s3://` URIs (what Iceberg metadata stores, and what other engines read) are served by S3A (fs.s3.impl). A Spark
-Connect server or a cluster's executors have jars of their own: the README's Team setup says what they need, and a
+Connect server or a cluster's executors have jars of their own: docs/team/s3.md says what they need, and a
 missing connector is RAT-S3-005 with how to get it. Each bucket's endpoint, addressing and key go on the session
 (fs.s3a.bucket.{bucket}.*), so one JVM can reach a landing bucket and a warehouse with different settings.
 """

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from tests import kinds
 from tests.module_order import Recorder, longest_first, recorded
+from tests.unit_guard import GUARD
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "sample_project"
@@ -31,13 +33,95 @@ def pytest_addoption(parser):
 _recorders: list[Recorder] = []  # one, on the controller, with --record-module-times
 
 
+KIND = pytest.StashKey[str]()
+KIND_MEANINGS = {
+    kinds.UNIT: "no JVM, no server (enforced: tests/unit_guard.py); `pytest -m unit` is the short loop",
+    kinds.SPARK: "a local Spark: this process's JVM, or a ratui subprocess's",
+    kinds.SERVER: "a server beside it: Nessie, moto's S3, a standalone Spark cluster, Spark Connect",
+}
+
+
 def pytest_configure(config):
+    for kind, meaning in KIND_MEANINGS.items():
+        config.addinivalue_line("markers", f"{kind}: {meaning} (every test has one, from tests/kinds.py)")
     if config.getoption("--record-module-times") and not hasattr(config, "workerinput"):
         _recorders.append(Recorder())
+    import tempfile
+
+    GUARD.install(Path(tempfile.mkdtemp(prefix="ratui-tests-")))
 
 
+def pytest_unconfigure(config):
+    if GUARD.tripwire is not None:
+        shutil.rmtree(GUARD.tripwire.parent, ignore_errors=True)
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects by the kinds
 def pytest_collection_modifyitems(config, items):
+    missing = []
+    for item in items:
+        try:
+            kind = kinds.kind_of(item.nodeid)
+        except kinds.UnknownModule as unknown:
+            missing.append(str(unknown))
+            continue
+        item.stash[KIND] = kind
+        item.add_marker(kind)
+    if missing:
+        raise pytest.UsageError(kinds.missing_message(missing))
+    nodeids = [item.nodeid for item in items]
+    if set(kinds.MODULES) <= {n.partition("::")[0] for n in nodeids}:  # the whole suite: no pattern may be stale
+        stale = kinds.unused_exceptions(nodeids)
+        if stale:
+            raise pytest.UsageError("EXCEPTIONS in tests/kinds.py name tests that are not there (renamed or gone?):\n"
+                                    + "\n".join(f"    {s}" for s in stale))
     longest_first(items, recorded())
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef, request):
+    with GUARD.setting_up(fixturedef.argname):  # a fixture that starts a JVM or a server is remembered
+        return (yield)
+
+
+def _refused(item, phase: str) -> None:
+    refused = GUARD.take_refusals()
+    if refused:
+        pytest.fail(f"{item.nodeid} is a unit test (tests/kinds.py) but in its {phase}:\n  "
+                    + "\n  ".join(refused) + "\nmark its module (or the test, in EXCEPTIONS) spark or server",
+                    pytrace=False)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_setup(item):
+    unit = item.stash.get(KIND, None) == kinds.UNIT
+    if unit:
+        GUARD.take_refusals()
+        GUARD.arm()
+    try:
+        return (yield)
+    finally:
+        if unit:
+            _refused(item, "setup")
+            held = sorted(GUARD.starting_fixtures & set(item.fixturenames))
+            if held:  # set up by an earlier test of another kind: this one would use its JVM or server
+                pytest.fail(f"{item.nodeid} is a unit test (tests/kinds.py) but uses {', '.join(held)}, whose "
+                            "setup started a JVM or a server", pytrace=False)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_call(item):
+    unit = item.stash.get(KIND, None) == kinds.UNIT
+    try:
+        return (yield)
+    finally:
+        if unit:
+            _refused(item, "call")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item):
+    GUARD.disarm()  # a fixture's teardown may stop what it started
 
 
 def pytest_runtest_logreport(report):

@@ -15,7 +15,6 @@ import pytest
 
 from tests.servers import json_lines, main_head, make_slow_project, ratui, ratui_background, running_run
 
-pytestmark = pytest.mark.slow
 
 STOP_WITHIN = 45.0  # the command's own bound is 30 s after the signal (cli.STOP_SECONDS)
 

@@ -52,8 +52,8 @@ def _project(root: Path, extra: str = "") -> Path:
     return root
 
 
-@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.slow),
-                        pytest.param("s3-in-place", marks=pytest.mark.slow)])
+@pytest.fixture(params=["local", "s3",
+                        "s3-in-place"])
 def made(request, tmp_path) -> Made:
     if request.param == "local":
         root = _project(tmp_path / "p")

@@ -22,7 +22,6 @@ from ratui.engine.state.catalog.base import MAIN
 
 from s3_server import isolate_aws, moto_server, new_bucket, s3_client
 
-pytestmark = pytest.mark.slow
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("v", pa.string())])
 KEY = "demo.bronze.items"

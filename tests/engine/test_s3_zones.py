@@ -18,7 +18,6 @@ from ratui.engine.landing.zone import ZoneEntry
 from mainstate import main_fingerprint, run_one
 from s3_server import free_port, isolate_aws, moto_server, new_bucket, s3_client
 
-pytestmark = pytest.mark.slow
 
 PEOPLE = "-- @merge_strategy: full_refresh\nSELECT * FROM {{ landing_zone('people') }}\n"
 EVENTS = """\

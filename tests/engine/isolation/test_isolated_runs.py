@@ -20,7 +20,6 @@ import pytest
 from ratui.engine.events import RunIsolated
 from ratui.engine.run.engine import Engine
 
-pytestmark = pytest.mark.slow  # the data server is a JVM of its own
 
 PROBES = r'''# @merge_strategy: full_refresh
 import ctypes

@@ -46,7 +46,7 @@ def metadata_bytes(engine, ref="main"):
 
 
 
-@pytest.fixture(params=["sqlite", pytest.param("nessie", marks=pytest.mark.slow)])
+@pytest.fixture(params=["sqlite", "nessie"])
 def catalog(request, tmp_path):
     """The project's catalog: the embedded one, or a real Nessie server (emptied for each test), named in the
     ratui.yaml make_project writes."""

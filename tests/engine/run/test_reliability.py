@@ -36,6 +36,27 @@ def refs(engine):
     return [r.name for r in engine.state.catalog.list_refs()]
 
 
+def main_bytes(engine) -> dict[str, str]:
+    """Every file main's tables are read from (each table's metadata, its current snapshot's manifest list and
+    manifests, their live data and delete files), by path, with a SHA-256 of its bytes."""
+    import hashlib
+
+    found: dict[str, str] = {}
+    for key in engine.state.catalog.table_pointers("main"):
+        table = engine.state.catalog.load_table("main", key)
+        paths = [table.metadata_location]
+        snapshot = table.current_snapshot()
+        if snapshot is not None:
+            paths.append(snapshot.manifest_list)
+            for manifest in snapshot.manifests(table.io):
+                paths.append(manifest.manifest_path)
+                paths += [e.data_file.file_path for e in manifest.fetch_manifest_entry(table.io)]
+        for path in paths:
+            with table.io.new_input(path).open() as f:
+                found[path] = hashlib.sha256(f.read()).hexdigest()
+    return found
+
+
 @pytest.fixture(scope="module")
 def killed_project(tmp_path_factory, spark):
     from tests.conftest import TEST_SETTINGS, write_files
@@ -54,6 +75,8 @@ def killed_project(tmp_path_factory, spark):
 def test_sigkill_at_each_phase_leaves_main_byte_for_byte(killed_project, pipeline, phase):
     engine = Engine.open(killed_project)
     before = engine.state.catalog.table_pointers("main")
+    files_before = main_bytes(engine)
+    assert len(files_before) >= 3 * 4  # three tables: metadata, manifest list, a manifest and a data file at least
     env = dict(os.environ, RATUI_FAILPOINT=f"kill:{phase}")
     proc = subprocess.run([sys.executable, "-m", "ratui", "run", f"bronze.{pipeline}", "--force", "--project",
                            str(killed_project)], env=env, capture_output=True, text=True, timeout=300)
@@ -68,6 +91,7 @@ def test_sigkill_at_each_phase_leaves_main_byte_for_byte(killed_project, pipelin
     assert record["status"] == "failed" and record["error_code"] == "RAT-RUN-006"
     assert refs(again) == ["main"]
     assert again.state.catalog.table_pointers("main") == before
+    assert main_bytes(again) == files_before  # the same files, each with the same bytes
 
 
 def test_reaper_sweeps_what_the_killed_runs_left_and_nothing_else(killed_project):

@@ -19,7 +19,6 @@ from tests.engine.spark.conftest import bucket_keys, s3_catalog
 from tests.servers import (json_lines, main_head, make_slow_project, master_state, query, ratui, ratui_background,
                            running_run, start_master, start_worker, wait_for, with_spark)
 
-pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

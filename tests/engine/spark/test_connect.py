@@ -27,7 +27,6 @@ from tests.engine.spark.conftest import bucket_keys, s3_catalog, upload_landing
 from tests.servers import (json_lines, main_head, make_slow_project, query, ratui, ratui_background, running_run,
                            start_connect, wait_for, with_spark)
 
-pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

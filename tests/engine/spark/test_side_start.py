@@ -57,7 +57,6 @@ def test_the_run_gets_the_session_the_side_started(no_spark_yet, monkeypatch, ma
     assert started == [1]
 
 
-@pytest.mark.slow
 def test_a_jvm_started_on_the_side_that_no_run_used_writes_no_class_archive(make_project, tmp_path):
     """A run that fails or is interrupted before it needs Spark (its first pipeline's start-up, Ctrl+C): the JVM
     booted on the side is killed at exit. Left to end by itself it would, as the machine's first JVM, write the
@@ -105,7 +104,6 @@ def _jvm_gone(cache, limit: float = 30.0) -> None:
     raise AssertionError(f"a JVM of {cache} is still running after {limit} s")
 
 
-@pytest.mark.slow
 def test_a_jvm_that_ran_nothing_writes_no_class_archive(make_project, tmp_path):
     """The first JVM of an installation writes the class archive as it exits. A console opened and closed
     without a run would write one of Spark's start alone (about half the classes a run needs), and every later

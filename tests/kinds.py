@@ -80,6 +80,7 @@ MODULES: dict[str, str] = {
     "tests/engine/state/test_nessie_faults.py": SERVER,
     "tests/engine/state/test_nessie_other_engines.py": SERVER,
     "tests/engine/test_edges.py": SPARK,
+    "tests/engine/test_failpoints.py": UNIT,
     "tests/engine/test_landing_zones.py": SPARK,
     "tests/engine/test_s3_in_place.py": SERVER,
     "tests/engine/test_s3_tables.py": SERVER,
@@ -109,6 +110,7 @@ MODULES: dict[str, str] = {
     "tests/tui/test_merge_by_append.py": UNIT,
     "tests/tui/test_nessie_screens.py": SERVER,
     "tests/tui/test_outline_console.py": UNIT,
+    "tests/tui/test_pilot_helpers.py": UNIT,
     "tests/tui/test_query.py": SPARK,
     "tests/tui/test_read_only.py": UNIT,
     "tests/tui/test_reaper_gc.py": UNIT,
@@ -141,6 +143,7 @@ EXCEPTIONS: dict[str, dict[str, str]] = {
     },
     "tests/engine/isolation/test_isolated_runs.py": {
         "test_a_level_the_machine_cannot_give_is_refused_when_required": UNIT,
+        "test_without_landlock_confined_and_jail_fall_back_to_process*": UNIT,
     },
     "tests/engine/ops/test_branches.py": {"*[nessie]": SERVER},
     "tests/engine/ops/test_reaper.py": {"test_real_runs_then_expiry_and_sweep_keep_main_whole": SPARK},

@@ -90,8 +90,11 @@ class Guard:
         if self.fixture:
             self.starting_fixtures.update(self.fixture)
         if self.armed:
+            import threading
+
             command = " ".join(_words(argv))[:200]
-            self.refused.append(f"started {started} in the test's process: {command}")
+            self.refused.append(f"started {started} in the test's process (thread {threading.current_thread().name}): "
+                                f"{command}")
             raise PermissionError(f"a unit test may not start {started} (tests/kinds.py): {command}")
 
     # ---------------------------------------------------------------------------------------------- arming

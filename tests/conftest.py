@@ -7,6 +7,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
+from hypothesis.database import DirectoryBasedExampleDatabase
 
 from tests import kinds
 from tests.module_order import Recorder, longest_first, recorded
@@ -14,6 +16,15 @@ from tests.unit_guard import GUARD
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "sample_project"
+
+# Property tests (hypothesis): each run draws new examples (not derandomized: CI explores more cases over time), a
+# failing example is kept in a database in a known folder (the checkout's .hypothesis/examples, whatever the current
+# folder), so the next local run tries it first, and printed as a @reproduce_failure blob, so a failure that only
+# CI met can be replayed from its log. Each test sets its number of examples by what one costs.
+hypothesis_settings.register_profile(
+    "ratui", database=DirectoryBasedExampleDatabase(str(REPO / ".hypothesis" / "examples")), print_blob=True,
+    deadline=None)
+hypothesis_settings.load_profile("ratui")
 
 TEST_SETTINGS = """\
 namespace: {ns}

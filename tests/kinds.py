@@ -97,6 +97,7 @@ MODULES: dict[str, str] = {
     "tests/rest/test_moved_project.py": UNIT,
     "tests/rest/test_nessie.py": SERVER,
     "tests/rest/test_openapi.py": UNIT,
+    "tests/rest/test_read_only_refs.py": UNIT,
     "tests/test_code.py": UNIT,
     "tests/test_kinds.py": UNIT,
     "tests/tui/test_branch_workflow.py": UNIT,
@@ -157,6 +158,9 @@ EXCEPTIONS: dict[str, dict[str, str]] = {
         "test_a_garbage_archive_never_stops_spark": SPARK,
         "test_a_java_option_the_jvm_refuses_is_reported_and_the_archive_stays": SPARK,
         "test_the_next_spark_maps_the_archive_the_first_one_wrote": SPARK,
+    },
+    "tests/engine/ops/test_undo.py": {
+        "test_an_undo_whose_branch_is_gone_or_whose_journal_moved_on_is_refused_with_rat_undo_003": UNIT,
     },
     "tests/engine/spark/test_connect.py": {"test_an_unreachable_server_fails_the_run_at_once_with_a_coded_error": UNIT},
     "tests/engine/spark/test_side_start.py": {

@@ -46,6 +46,8 @@ def test_a_failed_start_on_the_side_fails_the_runs_get_spark_once_then_it_tries_
     with pytest.raises(RatuiError):
         session.get_spark(settings)  # a later call (the next pipeline) tries again
     assert attempts == ["ratui-spark-start", threading.current_thread().name]
+    session.RUNTIME.soon.join(30)  # ended: nothing of this test is left to start a JVM after it
+    assert not session.RUNTIME.soon.is_alive()
 
 
 def test_the_run_gets_the_session_the_side_started(no_spark_yet, monkeypatch, make_project):
@@ -54,6 +56,10 @@ def test_the_run_gets_the_session_the_side_started(no_spark_yet, monkeypatch, ma
     monkeypatch.setattr(session.RUNTIME, "_start", lambda s: started.append(1) or "a session")
     session.start_soon(settings)
     assert session.get_spark(settings) == "a session"
+    # the side thread ends once it finds the session (were it left running, it could start a real JVM after this
+    # test, once the session is put back to what it was)
+    session.RUNTIME.soon.join(30)
+    assert not session.RUNTIME.soon.is_alive()
     assert started == [1]
 
 

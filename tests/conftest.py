@@ -69,17 +69,22 @@ def pytest_unconfigure(config):
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` selects by the kinds
 def pytest_collection_modifyitems(config, items):
-    missing = []
+    missing, marked = [], []
     for item in items:
         try:
             kind = kinds.kind_of(item.nodeid)
         except kinds.UnknownModule as unknown:
             missing.append(str(unknown))
             continue
+        if any(item.iter_markers(name) for name in kinds.KINDS):
+            marked.append(item.nodeid)  # marked by hand: one kind per test, from the table only
         item.stash[KIND] = kind
         item.add_marker(kind)
     if missing:
         raise pytest.UsageError(kinds.missing_message(missing))
+    if marked:
+        raise pytest.UsageError("a test's kind comes from tests/kinds.py alone; marked by hand: "
+                                + ", ".join(marked[:5]))
     nodeids = [item.nodeid for item in items]
     if set(kinds.MODULES) <= {n.partition("::")[0] for n in nodeids}:  # the whole suite: no pattern may be stale
         stale = kinds.unused_exceptions(nodeids)

@@ -57,13 +57,16 @@ def test_a_tests_kind_is_its_modules_unless_an_exception_names_it(monkeypatch):
 
 
 class _Item:
-    def __init__(self, nodeid: str) -> None:
+    def __init__(self, nodeid: str, *markers: str) -> None:
         self.nodeid = nodeid
         self.stash = pytest.Stash()
-        self.markers: list[str] = []
+        self.markers: list[str] = list(markers)
 
     def add_marker(self, marker: str) -> None:
         self.markers.append(marker)
+
+    def iter_markers(self, name: str):
+        return iter([m for m in self.markers if m == name])
 
 
 def test_collection_marks_each_test_with_its_kind_and_refuses_a_module_without_one(pytestconfig):
@@ -77,6 +80,10 @@ def test_collection_marks_each_test_with_its_kind_and_refuses_a_module_without_o
         pytest_collection_modifyitems(pytestconfig, [_Item("tests/engine/test_brand_new.py::test_it"), known])
     assert "tests/engine/test_brand_new.py" in str(refused.value)
     assert "MODULES in tests/kinds.py" in str(refused.value)
+
+    by_hand = _Item("tests/engine/state/test_catalog.py::test_deleting_main_is_refused[sqlite]", "unit")
+    with pytest.raises(pytest.UsageError, match="marked by hand"):
+        pytest_collection_modifyitems(pytestconfig, [by_hand])
 
 
 def test_the_guard_knows_what_starts_a_jvm_or_a_server():

@@ -76,7 +76,7 @@ def pytest_collection_modifyitems(config, items):
         except kinds.UnknownModule as unknown:
             missing.append(str(unknown))
             continue
-        if any(item.iter_markers(name) for name in kinds.KINDS):
+        if any(item.get_closest_marker(name) is not None for name in kinds.KINDS):
             marked.append(item.nodeid)  # marked by hand: one kind per test, from the table only
         item.stash[KIND] = kind
         item.add_marker(kind)

@@ -65,8 +65,8 @@ class _Item:
     def add_marker(self, marker: str) -> None:
         self.markers.append(marker)
 
-    def iter_markers(self, name: str):
-        return iter([m for m in self.markers if m == name])
+    def get_closest_marker(self, name: str):
+        return name if name in self.markers else None
 
 
 def test_collection_marks_each_test_with_its_kind_and_refuses_a_module_without_one(pytestconfig):

@@ -83,10 +83,7 @@ async def settle(pilot, rounds: int = 4, timeout: float = 120.0) -> None:
     failed = _FAILED_WORKERS.setdefault(app, [])
     for _ in range(rounds):
         await pilot.pause()
-        workers = list(app.workers)
-        if not workers:  # every message handled and no background work: settled (a result starts no new load)
-            break
-        for worker in workers:
+        for worker in list(app.workers):
             if worker.state == WorkerState.PENDING:
                 continue  # not started yet: the next round waits for it
             try:

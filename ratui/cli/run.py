@@ -146,8 +146,10 @@ def _stop_on_signals(invocation, as_json: bool) -> dict:
             os._exit(128 + signum)
 
     def stop(signum, frame) -> None:
-        if state["signal"]:
-            raise KeyboardInterrupt  # a second signal: stop now
+        if state["signal"]:  # a second signal: stop now (a KeyboardInterrupt raised here would reach, and could be
+            # swallowed by, the Python pipeline this thread may be running); recovery records what was left
+            say(f"{signal.Signals(signum).name} again: stopping at once; the next ratui records the runs left")
+            os._exit(128 + signum)
         state["signal"] = signum
         name = signal.Signals(signum).name
         if not as_json or signum != signal.SIGHUP:

@@ -119,7 +119,7 @@ def pytest_runtest_setup(item):
     finally:
         if unit:
             _refused(item, "setup")
-            held = sorted(GUARD.starting_fixtures & set(item.fixturenames))
+            held = GUARD.held_fixtures(item.fixturenames)
             if held:  # set up by an earlier test of another kind: this one would use its JVM or server
                 pytest.fail(f"{item.nodeid} is a unit test (tests/kinds.py) but uses {', '.join(held)}, whose "
                             "setup started a JVM or a server", pytrace=False)

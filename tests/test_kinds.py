@@ -151,3 +151,21 @@ def test_a_unit_tests_child_process_cannot_start_a_jvm(make_project):
     assert refusals and all(r.startswith("a child process started java") for r in refusals), refusals
     assert "org.apache.spark" in refusals[0]
     assert java_children() == []
+
+
+def test_a_fixture_that_started_a_jvm_is_remembered_and_held_against_a_unit_test(tmp_path):
+    """A fixture whose setup starts a JVM or a server (whatever the kind of the test that first asked for it) is
+    remembered; a unit test that asks for it later fails, though it would start nothing itself."""
+    from tests.engine.s3_server import moto_server
+
+    with pytest.raises(PermissionError):  # refused here (a unit test), but remembered all the same
+        with GUARD.setting_up("a_server_fixture"):
+            with moto_server(tmp_path):
+                pass
+    assert len(GUARD.take_refusals()) == 1
+    assert "a_server_fixture" in GUARD.starting_fixtures
+    try:
+        assert GUARD.held_fixtures(["tmp_path", "a_server_fixture"]) == ["a_server_fixture"]
+        assert GUARD.held_fixtures(["tmp_path", "make_project"]) == []
+    finally:
+        GUARD.starting_fixtures.discard("a_server_fixture")

@@ -131,6 +131,11 @@ class Guard:
                 found += [f"a child process started java: {line}" for line in calls.splitlines() if line]
         return found
 
+    def held_fixtures(self, fixturenames) -> list[str]:
+        """Of a test's fixtures, those whose setup started a JVM or a server earlier in this run: a unit test using
+        one would use that JVM or server without starting it."""
+        return sorted(self.starting_fixtures & set(fixturenames))
+
     @contextmanager
     def setting_up(self, fixture: str) -> Iterator[None]:
         self.fixture.append(fixture)

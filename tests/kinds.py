@@ -144,7 +144,6 @@ EXCEPTIONS: dict[str, dict[str, str]] = {
     },
     "tests/engine/isolation/test_isolated_runs.py": {
         "test_a_level_the_machine_cannot_give_is_refused_when_required": UNIT,
-        "test_without_landlock_confined_and_jail_fall_back_to_process*": UNIT,
     },
     "tests/engine/ops/test_branches.py": {"*[nessie]": SERVER},
     "tests/engine/ops/test_reaper.py": {"test_real_runs_then_expiry_and_sweep_keep_main_whole": SPARK},

@@ -145,6 +145,7 @@ EXCEPTIONS: dict[str, dict[str, str]] = {
     "tests/engine/isolation/test_isolated_runs.py": {
         "test_a_level_the_machine_cannot_give_is_refused_when_required": UNIT,
     },
+    "tests/engine/ops/test_append_merge.py": {"*[nessie]": SERVER, "*[nessie-*]": SERVER},
     "tests/engine/ops/test_branches.py": {"*[nessie]": SERVER},
     "tests/engine/ops/test_reaper.py": {"test_real_runs_then_expiry_and_sweep_keep_main_whole": SPARK},
     "tests/engine/ops/test_watch.py": {
@@ -159,6 +160,7 @@ EXCEPTIONS: dict[str, dict[str, str]] = {
         "test_the_next_spark_maps_the_archive_the_first_one_wrote": SPARK,
     },
     "tests/engine/ops/test_undo.py": {
+        "*[nessie]": SERVER,
         "test_an_undo_whose_branch_is_gone_or_whose_journal_moved_on_is_refused_with_rat_undo_003": UNIT,
     },
     "tests/engine/spark/test_connect.py": {"test_an_unreachable_server_fails_the_run_at_once_with_a_coded_error": UNIT},

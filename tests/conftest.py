@@ -67,31 +67,41 @@ def pytest_unconfigure(config):
         shutil.rmtree(GUARD.tripwire.parent, ignore_errors=True)
 
 
+PROBLEM = pytest.StashKey[str]()
+
+
 @pytest.hookimpl(tryfirst=True)  # before `-m` selects by the kinds
 def pytest_collection_modifyitems(config, items):
-    missing, marked = [], []
+    """Each test marked with its kind from tests/kinds.py. What is wrong with the table stops the run: here, or,
+    in an xdist worker (whose errors the controller does not print), at the controller from the collected ids
+    (pytest_xdist_node_collection_finished); a test of a module without a kind gets every kind's marker, so that
+    no `-m` leaves it out before the controller sees it, and a test marked by hand fails at its setup."""
+    marked = []
     for item in items:
         try:
             kind = kinds.kind_of(item.nodeid)
         except kinds.UnknownModule as unknown:
-            missing.append(str(unknown))
+            item.stash[PROBLEM] = kinds.missing_message([str(unknown)])
+            for name in kinds.KINDS:
+                item.add_marker(name)
             continue
         if any(item.get_closest_marker(name) is not None for name in kinds.KINDS):
-            marked.append(item.nodeid)  # marked by hand: one kind per test, from the table only
+            marked.append(item.nodeid)
+            item.stash[PROBLEM] = f"{item.nodeid}: a test's kind comes from tests/kinds.py alone, not a marker"
         item.stash[KIND] = kind
         item.add_marker(kind)
-    if missing:
-        raise pytest.UsageError(kinds.missing_message(missing))
-    if marked:
-        raise pytest.UsageError("a test's kind comes from tests/kinds.py alone; marked by hand: "
-                                + ", ".join(marked[:5]))
-    nodeids = [item.nodeid for item in items]
-    if set(kinds.MODULES) <= {n.partition("::")[0] for n in nodeids}:  # the whole suite: no pattern may be stale
-        stale = kinds.unused_exceptions(nodeids)
-        if stale:
-            raise pytest.UsageError("EXCEPTIONS in tests/kinds.py name tests that are not there (renamed or gone?):\n"
-                                    + "\n".join(f"    {s}" for s in stale))
+    if not hasattr(config, "workerinput"):
+        problem = kinds.collection_problem([item.nodeid for item in items], marked)
+        if problem:
+            raise pytest.UsageError(problem)
     longest_first(items, recorded())
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids):
+    problem = kinds.collection_problem(list(ids))
+    if problem:
+        pytest.exit(problem, returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -110,6 +120,8 @@ def _refused(item, phase: str) -> None:
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_setup(item):
+    if PROBLEM in item.stash:
+        pytest.fail(item.stash[PROBLEM], pytrace=False)
     unit = item.stash.get(KIND, None) == kinds.UNIT
     if unit:
         GUARD.take_refusals()

@@ -223,6 +223,22 @@ def _matches(name: str, pattern: str) -> bool:
     return re.fullmatch(".*".join(map(re.escape, pattern.split("*"))), name) is not None
 
 
+def collection_problem(nodeids: list[str], marked_by_hand: list[str] = ()) -> str | None:
+    """What is wrong with the table for these collected tests, or None: modules without a kind, tests marked with a
+    kind by hand, and (when every module of the table was collected) exceptions that name no test."""
+    missing = sorted({n.partition("::")[0] for n in nodeids} - set(MODULES))
+    if missing:
+        return missing_message(missing)
+    if marked_by_hand:
+        return "a test's kind comes from tests/kinds.py alone; marked by hand: " + ", ".join(marked_by_hand[:5])
+    if set(MODULES) <= {n.partition("::")[0] for n in nodeids}:  # the whole suite: no pattern may be stale
+        stale = unused_exceptions(nodeids)
+        if stale:
+            return ("EXCEPTIONS in tests/kinds.py name tests that are not there (renamed or gone?):\n"
+                    + "\n".join(f"    {s}" for s in stale))
+    return None
+
+
 def missing_message(modules: list[str]) -> str:
     listed = "\n".join(f"    {m!r}: UNIT | SPARK | SERVER," for m in sorted(set(modules)))
     return (f"{len(set(modules))} test module(s) have no kind: add them to MODULES in tests/kinds.py\n{listed}\n"

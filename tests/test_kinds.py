@@ -69,21 +69,30 @@ class _Item:
         return name if name in self.markers else None
 
 
-def test_collection_marks_each_test_with_its_kind_and_refuses_a_module_without_one(pytestconfig):
+def test_collection_marks_each_test_with_its_kind_and_refuses_a_module_without_one(pytestconfig, monkeypatch):
+    from tests.conftest import PROBLEM
+
+    monkeypatch.delattr(pytestconfig, "workerinput", raising=False)  # as in one process: the problem raised here
     known = _Item("tests/engine/state/test_catalog.py::test_merge_makes_main_see_the_branch_snapshot[nessie]")
     unit = _Item("tests/engine/state/test_catalog.py::test_open_creates_main_and_is_idempotent[sqlite]")
     pytest_collection_modifyitems(pytestconfig, [known, unit])
     assert (known.markers, known.stash[KIND]) == (["server"], "server")
     assert (unit.markers, unit.stash[KIND]) == (["unit"], "unit")
 
+    new = _Item("tests/engine/test_brand_new.py::test_it")
     with pytest.raises(pytest.UsageError) as refused:
-        pytest_collection_modifyitems(pytestconfig, [_Item("tests/engine/test_brand_new.py::test_it"), known])
+        pytest_collection_modifyitems(pytestconfig, [new, known])
     assert "tests/engine/test_brand_new.py" in str(refused.value)
     assert "MODULES in tests/kinds.py" in str(refused.value)
+    # in an xdist worker it is the controller that stops the run (from the ids): the test keeps every kind, so no
+    # `-m` drops it first, and its setup fails with the same words
+    assert new.markers == list(kinds.KINDS) and "MODULES in tests/kinds.py" in new.stash[PROBLEM]
+    assert "MODULES in tests/kinds.py" in kinds.collection_problem([new.nodeid, known.nodeid])
 
     by_hand = _Item("tests/engine/state/test_catalog.py::test_deleting_main_is_refused[sqlite]", "unit")
     with pytest.raises(pytest.UsageError, match="marked by hand"):
         pytest_collection_modifyitems(pytestconfig, [by_hand])
+    assert "not a marker" in by_hand.stash[PROBLEM]
 
 
 def test_the_guard_knows_what_starts_a_jvm_or_a_server():

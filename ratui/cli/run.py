@@ -146,11 +146,14 @@ def _stop_on_signals(invocation, as_json: bool) -> dict:
             os._exit(128 + signum)
 
     def stop(signum, frame) -> None:
-        if state["signal"]:  # a second signal: stop now (a KeyboardInterrupt raised here would reach, and could be
-            # swallowed by, the Python pipeline this thread may be running); recovery records what was left
-            say(f"{signal.Signals(signum).name} again: stopping at once; the next ratui records the runs left")
-            os._exit(128 + signum)
+        if state["signal"]:
+            raise KeyboardInterrupt  # a second signal that came before the first was handled: stop now
         state["signal"] = signum
+        # a second signal stops the process at once: the system's own action, which no Python code can catch (this
+        # handler runs in the main thread, which may be running a pipeline that catches every exception, and a
+        # cancel keeps raising into it); recovery records what was left
+        for number in state["previous"]:
+            signal.signal(number, signal.SIG_DFL)
         name = signal.Signals(signum).name
         if not as_json or signum != signal.SIGHUP:
             say(f"{name}: cancelling the runs in flight (main stays as it is); again to stop at once")

@@ -7,11 +7,24 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
+from hypothesis.database import DirectoryBasedExampleDatabase
 
+from tests import kinds
 from tests.module_order import Recorder, longest_first, recorded
+from tests.unit_guard import GUARD
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "sample_project"
+
+# Property tests (hypothesis): each run draws new examples (not derandomized: CI explores more cases over time), a
+# failing example is kept in a database in a known folder (the checkout's .hypothesis/examples, whatever the current
+# folder), so the next local run tries it first, and printed as a @reproduce_failure blob, so a failure that only
+# CI met can be replayed from its log. Each test sets its number of examples by what one costs.
+hypothesis_settings.register_profile(
+    "ratui", database=DirectoryBasedExampleDatabase(str(REPO / ".hypothesis" / "examples")), print_blob=True,
+    deadline=None)
+hypothesis_settings.load_profile("ratui")
 
 TEST_SETTINGS = """\
 namespace: {ns}
@@ -31,13 +44,112 @@ def pytest_addoption(parser):
 _recorders: list[Recorder] = []  # one, on the controller, with --record-module-times
 
 
+KIND = pytest.StashKey[str]()
+KIND_MEANINGS = {
+    kinds.UNIT: "no JVM, no server (enforced: tests/unit_guard.py); `pytest -m unit` is the short loop",
+    kinds.SPARK: "a local Spark: this process's JVM, or a ratui subprocess's",
+    kinds.SERVER: "a server beside it: Nessie, moto's S3, a standalone Spark cluster, Spark Connect",
+}
+
+
 def pytest_configure(config):
+    for kind, meaning in KIND_MEANINGS.items():
+        config.addinivalue_line("markers", f"{kind}: {meaning} (every test has one, from tests/kinds.py)")
     if config.getoption("--record-module-times") and not hasattr(config, "workerinput"):
         _recorders.append(Recorder())
+    import tempfile
+
+    GUARD.install(Path(tempfile.mkdtemp(prefix="ratui-tests-")))
 
 
+def pytest_unconfigure(config):
+    if GUARD.tripwire is not None:
+        shutil.rmtree(GUARD.tripwire.parent, ignore_errors=True)
+
+
+PROBLEM = pytest.StashKey[str]()
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects by the kinds
 def pytest_collection_modifyitems(config, items):
+    """Each test marked with its kind from tests/kinds.py. What is wrong with the table stops the run: here, or,
+    in an xdist worker (whose errors the controller does not print), at the controller from the collected ids
+    (pytest_xdist_node_collection_finished); a test of a module without a kind gets every kind's marker, so that
+    no `-m` leaves it out before the controller sees it, and a test marked by hand fails at its setup."""
+    marked = []
+    for item in items:
+        try:
+            kind = kinds.kind_of(item.nodeid)
+        except kinds.UnknownModule as unknown:
+            item.stash[PROBLEM] = kinds.missing_message([str(unknown)])
+            for name in kinds.KINDS:
+                item.add_marker(name)
+            continue
+        if any(item.get_closest_marker(name) is not None for name in kinds.KINDS):
+            marked.append(item.nodeid)
+            item.stash[PROBLEM] = f"{item.nodeid}: a test's kind comes from tests/kinds.py alone, not a marker"
+        item.stash[KIND] = kind
+        item.add_marker(kind)
+    if not hasattr(config, "workerinput"):
+        problem = kinds.collection_problem([item.nodeid for item in items], marked)
+        if problem:
+            raise pytest.UsageError(problem)
     longest_first(items, recorded())
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids):
+    problem = kinds.collection_problem(list(ids))
+    if problem:
+        pytest.exit(problem, returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef, request):
+    with GUARD.setting_up(fixturedef.argname):  # a fixture that starts a JVM or a server is remembered
+        return (yield)
+
+
+def _refused(item, phase: str) -> None:
+    refused = GUARD.take_refusals()
+    if refused:
+        pytest.fail(f"{item.nodeid} is a unit test (tests/kinds.py) but in its {phase}:\n  "
+                    + "\n  ".join(refused) + "\nmark its module (or the test, in EXCEPTIONS) spark or server",
+                    pytrace=False)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_setup(item):
+    if PROBLEM in item.stash:
+        pytest.fail(item.stash[PROBLEM], pytrace=False)
+    unit = item.stash.get(KIND, None) == kinds.UNIT
+    if unit:
+        GUARD.take_refusals()
+        GUARD.arm()
+    try:
+        return (yield)
+    finally:
+        if unit:
+            _refused(item, "setup")
+            held = GUARD.held_fixtures(item.fixturenames)
+            if held:  # set up by an earlier test of another kind: this one would use its JVM or server
+                pytest.fail(f"{item.nodeid} is a unit test (tests/kinds.py) but uses {', '.join(held)}, whose "
+                            "setup started a JVM or a server", pytrace=False)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_call(item):
+    unit = item.stash.get(KIND, None) == kinds.UNIT
+    try:
+        return (yield)
+    finally:
+        if unit:
+            _refused(item, "call")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item):
+    GUARD.disarm()  # a fixture's teardown may stop what it started
 
 
 def pytest_runtest_logreport(report):

@@ -318,9 +318,10 @@ SLOW_PIPELINE = '''\
 # @merge_strategy: full_refresh
 # @isolation: none
 # A Python UDF that sleeps on the executors: each task appends the executor's working folder to a marker file
-# named after its partition and attempt, so a test sees where (and when) tasks ran. It reads and writes the test's
-# control folder, outside the project: in ratui's own process (a confined pipeline could not; with a cluster or a
-# Connect server the level is none anyway).
+# named after its partition and attempt, so a test sees where (and when) tasks ran; the last `gated` partitions'
+# tasks then wait for the control folder's release file (a gate: the job cannot end before the test lets it). It
+# reads and writes the test's control folder, outside the project: in ratui's own process (a confined pipeline
+# could not; with a cluster or a Connect server the level is none anyway).
 from pathlib import Path
 
 CONTROL = Path(r"{control}")
@@ -332,7 +333,9 @@ def run(ctx):
     version = int((CONTROL / "version").read_text())
     delay = float((CONTROL / "delay").read_text())
     parts = int((CONTROL / "parts").read_text())
+    gated = int((CONTROL / "gated").read_text())
     markers = str(CONTROL / "markers")
+    release = str(CONTROL / "release")
 
     @F.udf("long")
     def slow(x):
@@ -343,6 +346,10 @@ def run(ctx):
         task = TaskContext.get()
         with open(os.path.join(markers, f"{{task.partitionId()}}-{{task.attemptNumber()}}"), "a") as fh:
             fh.write(os.getcwd() + "\\n")
+        if task.partitionId() >= parts - gated:
+            deadline = time.monotonic() + 600
+            while not os.path.exists(release) and time.monotonic() < deadline:
+                time.sleep(0.05)
         time.sleep(delay)
         return x
 
@@ -364,13 +371,21 @@ class SlowProject:
     def markers(self) -> Path:
         return self.control / "markers"
 
-    def set(self, *, version: int, delay: float, parts: int | None = None) -> None:
+    def set(self, *, version: int, delay: float, parts: int | None = None, gated: int = 0) -> None:
         """The next run's rows carry `version`, each takes `delay` seconds, in `parts` tasks (unchanged if None: a
-        quick first run in few tasks writes few files, which an object store makes worth it)."""
+        quick first run in few tasks writes few files, which an object store makes worth it); the tasks of its last
+        `gated` partitions wait until release() (so the run's job cannot end by itself: a cancel, a signal or a
+        dead server is what ends it)."""
         (self.control / "version").write_text(str(version))
         (self.control / "delay").write_text(str(delay))
+        (self.control / "gated").write_text(str(gated))
+        (self.control / "release").unlink(missing_ok=True)
         if parts is not None:
             (self.control / "parts").write_text(str(parts))
+
+    def release(self) -> None:
+        """Let the gated tasks go on."""
+        (self.control / "release").touch()
 
     def marker_lines(self) -> dict[str, list[str]]:
         """partition-attempt -> the working folder of the executor of each row it processed."""

@@ -147,8 +147,13 @@ def _stop_on_signals(invocation, as_json: bool) -> dict:
 
     def stop(signum, frame) -> None:
         if state["signal"]:
-            raise KeyboardInterrupt  # a second signal: stop now
+            raise KeyboardInterrupt  # a second signal that came before the first was handled: stop now
         state["signal"] = signum
+        # a second signal stops the process at once: the system's own action, which no Python code can catch (this
+        # handler runs in the main thread, which may be running a pipeline that catches every exception, and a
+        # cancel keeps raising into it); recovery records what was left
+        for number in state["previous"]:
+            signal.signal(number, signal.SIG_DFL)
         name = signal.Signals(signum).name
         if not as_json or signum != signal.SIGHUP:
             say(f"{name}: cancelling the runs in flight (main stays as it is); again to stop at once")

@@ -16,7 +16,6 @@ def main_head(p) -> str:
     return next(r.head for r in p.refs() if r.name == "main")
 
 
-@pytest.mark.slow
 def test_the_api_on_a_nessie_catalog(nessie_sample):
     results = {r.pipeline: r for r in nessie_sample["results"]}
     assert all(r.status == "success" for r in results.values()), [(k, r.status, r.error) for k, r in results.items()

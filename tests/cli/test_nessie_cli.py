@@ -24,7 +24,6 @@ from tests.conftest import TEST_SETTINGS
 from tests.engine.run.test_nessie_sample import fresh_sample
 from tests.nessie_server import TokenIssuer, free_port, nessie_server, reset
 
-pytestmark = pytest.mark.slow
 
 SETTINGS = TEST_SETTINGS + "catalog:\n  type: nessie\n  uri: {uri}\n"
 FILE_TOKEN = "tok-in-ratui-yaml-5f1c0e"

@@ -56,9 +56,13 @@ def thread_dump(session: str, project: Path) -> str:
     try:
         shell = psutil.Process(int(pane.stdout.strip()))
         consoles = [p for p in [shell, *shell.children(recursive=True)] if "tui" in p.cmdline()]
+        log = project / ".ratui" / "logs" / "console.log"
+        before = log.stat().st_size if log.exists() else 0
         os.kill(consoles[-1].pid, signal.SIGUSR1)
-        time.sleep(1.0)
-        return (project / ".ratui" / "logs" / "console.log").read_text()[-20000:]
+        deadline = time.monotonic() + 10  # faulthandler writes the dump at once: wait until the log has grown
+        while (not log.exists() or log.stat().st_size == before) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return log.read_text()[-20000:]
     except (ValueError, IndexError, OSError, psutil.Error) as exc:
         return f"(no thread dump: {exc})"
 
@@ -119,6 +123,13 @@ def test_run_a_pipeline_in_a_real_terminal(sample_copy: Path):
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
 
 
+def wait_for_file(path: Path, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{what}: not within {timeout:.0f} s"
+        time.sleep(0.2)
+
+
 def wait_screen(session: str, predicate, timeout: float, frames: list[str], what: str) -> str:
     deadline = time.monotonic() + timeout
     while True:
@@ -131,9 +142,25 @@ def wait_screen(session: str, predicate, timeout: float, frames: list[str], what
 
 
 def keys(session: str, *names: str) -> None:
-    for name in names:  # one at a time: an Escape followed at once by a key would read as Alt+key
+    """Press keys one at a time. An Escape followed at once by a key would read as Alt+key: after each Escape, the
+    next key waits until the screen has changed (the console handled the Escape; every Escape here closes a view)."""
+    for name in names:
+        before = capture(session) if name == "Escape" else None
         subprocess.run(["tmux", "send-keys", "-t", session, name], check=True)
-        time.sleep(0.4 if name == "Escape" else 0.1)
+        if before is not None:
+            deadline = time.monotonic() + 30
+            while capture(session) == before:
+                assert time.monotonic() < deadline, f"Escape changed nothing within 30 s:\n{before}"
+                time.sleep(0.1)
+
+
+def jump_to(session: str, pipeline: str, frames: list[str]) -> None:
+    """`:` and a pipeline's name: the jump field closes once the cursor is on it."""
+    keys(session, ":")
+    wait_screen(session, lambda s: "a screen · a pipeline" in s, 60, frames, "the jump field")
+    subprocess.run(["tmux", "send-keys", "-t", session, "-l", pipeline], check=True)
+    keys(session, "Enter")
+    wait_screen(session, lambda s: "a screen · a pipeline" not in s, 60, frames, f"the jump to {pipeline}")
 
 
 # what each screen's footer must carry whole at 80 columns (the keys to act, and w, : and ? everywhere)
@@ -158,8 +185,12 @@ def test_at_80x24_run_cancel_edit_and_read_every_screen(sample_copy: Path, tmp_p
     editor.chmod(0o755)
     session = f"ratui-e2e-{uuid.uuid4().hex[:8]}"
     env = terminal_env(EDITOR=str(editor), VISUAL="")
+    # raw_orders's run is held before its quality phase until the test opens the gate (ratui/engine/failpoints.py):
+    # it is still running when c is pressed, however fast a warm run is
+    gate = tmp_path / "gate"
+    hold = f"RATUI_FAILPOINT=hold:quality:ecommerce.bronze.raw_orders RATUI_FAILPOINT_GATE={gate}"
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "24",
-                    in_terminal(f"{binary} tui --project {sample_copy}")], check=True, env=env)
+                    in_terminal(f"{hold} {binary} tui --project {sample_copy}")], check=True, env=env)
     frames: list[str] = []
     try:
         wait_screen(session, lambda s: "raw_customers" in s, 120, frames, "the console")
@@ -172,18 +203,17 @@ def test_at_80x24_run_cancel_edit_and_read_every_screen(sample_copy: Path, tmp_p
         # run raw_orders and stop it: the question says what each answer does
         keys(session, "Escape")
         wait_screen(session, lambda s: "✔ raw_customers" in s, 60, frames, "the tree")
-        keys(session, ":")  # jump to it by name: arrow keys sent while the screen changes can be lost
-        wait_screen(session, lambda s: "a screen · a pipeline" in s, 60, frames, "the jump field")
-        subprocess.run(["tmux", "send-keys", "-t", session, "-l", "raw_orders"], check=True)
-        keys(session, "Enter")
-        time.sleep(1.0)
+        jump_to(session, "raw_orders", frames)  # by name: arrow keys sent while the screen changes can be lost
         keys(session, "F")
         wait_screen(session, lambda s: "ecommerce.bronze.raw_orders   ● running" in s, 60, frames,
                     "raw_orders running")
+        wait_for_file(Path(f"{gate}.reached"), TIMEOUT, "raw_orders held before its quality phase")
         keys(session, "c")
         wait_screen(session, lambda s: "Stop the run (y)" in s and "Keep it running (n)" in s, 60, frames,
                     "the stop question")
         keys(session, "y")
+        wait_screen(session, lambda s: "Cancelling run" in s, 60, frames, "the cancel requested")
+        gate.touch()  # on it goes, to the checkpoint where the cancel waits for it
         wait_screen(session, lambda s: "■ cancelled" in s, 60, frames, "the cancelled run")
 
         # every screen, and the help: whole labels, the keys everyone needs on the footer
@@ -200,11 +230,7 @@ def test_at_80x24_run_cancel_edit_and_read_every_screen(sample_copy: Path, tmp_p
 
         # e opens the selected pipeline's file in $EDITOR and the console comes back, reloaded
         wait_screen(session, lambda s: "✔ raw_customers" in s, 60, frames, "the tree")
-        keys(session, ":")
-        wait_screen(session, lambda s: "a screen · a pipeline" in s, 60, frames, "the jump field")
-        subprocess.run(["tmux", "send-keys", "-t", session, "-l", "raw_customers"], check=True)
-        keys(session, "Enter")
-        time.sleep(1.0)
+        jump_to(session, "raw_customers", frames)
         keys(session, "e")
         pipeline_sql = sample_copy / "ecommerce/pipelines/bronze/raw_customers/pipeline.sql"
         deadline = time.monotonic() + 60

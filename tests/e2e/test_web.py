@@ -4,7 +4,7 @@ The server is started on a copy of the sample project and a free port; the test 
 websocket the page names, sends what textual.js sends (the size in the URL, a resize, a ping, keys), reads the
 console's screen out of the terminal stream, and checks that closing a tab and stopping the server leave no
 console (and no Spark JVM) behind. Plus the bad inputs, black-box: a port in use, a port out of range, a folder
-that is not a project (quick: no server starts, so they are not marked slow).
+that is not a project (quick: no console, so no Spark starts: unit in tests/kinds.py, the console's test spark).
 """
 
 from __future__ import annotations
@@ -189,7 +189,6 @@ async def open_console(session, ws_url: str) -> Tab:
     return tab
 
 
-@pytest.mark.slow
 def test_web_serves_the_console_to_a_browser_and_leaves_nothing_behind(sample_copy: Path, tmp_path: Path):
     from aiohttp import ClientSession
 

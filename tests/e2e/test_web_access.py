@@ -5,7 +5,7 @@ Without the token nothing is served and no console process starts; the token is 
 SameSite=Strict cookie and leaves the address bar; a websocket from another Origin, or a request naming another
 Host (DNS rebinding), is refused even with the cookie; every response carries the anti-framing, no-referrer and
 no-store headers; the token reaches neither the log nor a console's environment. The tests that need no console
-(everything refused) are quick; the ones that open a console are marked slow.
+(everything refused) are quick, unit; the ones that open a console, which warms Spark up, are spark (tests/kinds.py).
 """
 
 from __future__ import annotations
@@ -337,7 +337,6 @@ async def _cookie(server: Served) -> dict[str, str]:
     return {cookie.key: cookie.value}
 
 
-@pytest.mark.slow
 def test_a_read_only_server_with_one_session_refuses_changes_and_a_second_tab(served):
     from aiohttp import ClientSession, WSServerHandshakeError
 
@@ -388,7 +387,6 @@ def test_a_read_only_server_with_one_session_refuses_changes_and_a_second_tab(se
     assert opened and opened[0]["origin"] == server.origin and opened[0]["remote"] == "127.0.0.1"
 
 
-@pytest.mark.slow
 def test_an_idle_session_is_closed_and_its_console_ends(served):
     from aiohttp import ClientSession, WSMsgType
 

@@ -90,3 +90,13 @@ def isolate_aws(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
+
+
+def past_the_second(t: float | None = None) -> float:
+    """Wait until the clock is in a later whole second than `t` (default: now), and return the time then: an object
+    store keeps an object's LastModified in whole seconds, so what is written from now on is dated after `t`'s
+    second. A wait for the clock itself, not a guess at a pace."""
+    mark = int(time.time() if t is None else t)
+    while time.time() < mark + 1:
+        time.sleep(0.02)
+    return time.time()

@@ -31,7 +31,6 @@ from ratui.engine.storage.warehouse import object_warehouse
 from mainstate import main_fingerprint
 from s3_server import isolate_aws, moto_server, new_bucket, s3_client
 
-pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

@@ -20,9 +20,8 @@ import pytest
 from ratui.engine.run.engine import Engine
 from ratui.engine.state.catalog.base import MAIN
 
-from s3_server import isolate_aws, moto_server, new_bucket, s3_client
+from s3_server import isolate_aws, moto_server, new_bucket, past_the_second, s3_client
 
-pytestmark = pytest.mark.slow
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("v", pa.string())])
 KEY = "demo.bronze.items"
@@ -174,10 +173,9 @@ def test_an_object_rewritten_after_the_plan_or_outside_the_warehouse_is_kept(end
     outside = put(endpoint, bucket, "elsewhere/demo/warehouse/t/data/x.parquet")
     plan = area.plan(set(), older_than=time.time() + 5, live_runs=())
     assert sorted(object_key(o.path, bucket) for o in plan.orphans) == sorted([old, rewritten])
-    time.sleep(1.1)  # LastModified counts whole seconds
-    cutoff = time.time()
-    time.sleep(1.1)
-    put(endpoint, bucket, rewritten)  # written again after the plan: young now
+    cutoff = past_the_second()  # LastModified counts whole seconds: both objects are dated before the cutoff
+    past_the_second(cutoff)
+    put(endpoint, bucket, rewritten)  # written again after the plan: young now (dated in a second after the cutoff)
     planned = {object_key(o.path, bucket): o for o in plan.orphans}
     assert area.remove(planned[rewritten], older_than=cutoff) is None
     assert area.remove(planned[old], older_than=cutoff) == 10

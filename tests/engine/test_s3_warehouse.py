@@ -17,7 +17,6 @@ from mainstate import main_fingerprint, run_one
 from s3_server import isolate_aws, moto_server, new_bucket, s3_client
 from tests.servers import ratui
 
-pytestmark = pytest.mark.slow
 
 ORDERS = """\
 -- @merge_strategy: incremental

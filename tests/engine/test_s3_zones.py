@@ -18,7 +18,6 @@ from ratui.engine.landing.zone import ZoneEntry
 from mainstate import main_fingerprint, run_one
 from s3_server import free_port, isolate_aws, moto_server, new_bucket, s3_client
 
-pytestmark = pytest.mark.slow
 
 PEOPLE = "-- @merge_strategy: full_refresh\nSELECT * FROM {{ landing_zone('people') }}\n"
 EVENTS = """\
@@ -234,8 +233,21 @@ def test_an_object_rewritten_after_listing_is_not_fetched_as_the_listed_one(endp
     assert caught.value.code == "RAT-S3-004"
 
 
-def test_watch_mode_polls_the_bucket_and_runs_what_a_new_object_affects(make_project, spark, endpoint):
+def test_watch_mode_polls_the_bucket_and_runs_what_a_new_object_affects(make_project, spark, endpoint, monkeypatch):
+    import threading
+
     from ratui.engine.ops.watch import Watcher
+
+    baseline = threading.Event()  # the watcher's first listing of the zone, the baseline, has been taken
+    listing = S3Zone.list
+
+    def watched_list(zone, *args, **kwargs):
+        found = listing(zone, *args, **kwargs)
+        if threading.current_thread().name == "ratui-watch-s3":
+            baseline.set()
+        return found
+
+    monkeypatch.setattr(S3Zone, "list", watched_list)
 
     bucket = new_bucket(endpoint)
     s3 = s3_client(endpoint)
@@ -249,7 +261,7 @@ def test_watch_mode_polls_the_bucket_and_runs_what_a_new_object_affects(make_pro
     watcher = Watcher(engine=engine, debounce_ms=100,
                       on_event=lambda e: results.append(e) if type(e).__name__ == "WatchRunResult" else None)
     with watcher:
-        time.sleep(1.5)  # the first listing is the baseline
+        assert baseline.wait(60)  # the new object comes after the baseline: a change the next listing sees
         s3.put_object(Bucket=bucket, Key="p/b.csv", Body=b"id\n2\n")
         deadline = time.monotonic() + 60
         while not results and time.monotonic() < deadline:

@@ -18,7 +18,6 @@ import pytest
 
 from tests.rest.conftest import serve
 
-pytestmark = pytest.mark.slow  # the sample's one Spark run, and Spark queries to compare with
 
 BRANCH = "rest-read"  # main's tables, with one table changed by PyIceberg through the endpoint
 CHANGED = "ecommerce.bronze.raw_products"

@@ -11,7 +11,6 @@ from pyiceberg.exceptions import ForbiddenError
 
 from tests.rest.conftest import serve
 
-pytestmark = pytest.mark.slow  # a Nessie server (a JVM)
 
 
 @pytest.fixture(scope="module")

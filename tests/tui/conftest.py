@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import shutil
+import weakref
 from pathlib import Path
 
 import pytest
@@ -36,30 +37,69 @@ def seeded(tmp_path_factory) -> Path:
     return root
 
 
+_FAILED_WORKERS: "weakref.WeakKeyDictionary[object, list]" = weakref.WeakKeyDictionary()
+
+
 def make_app(root: Path, **kwargs):
-    """The App with a frozen clock and no blinking, so what it draws depends only on the data."""
+    """The App with a frozen clock and no blinking, so what it draws depends only on the data. Every worker of it
+    that ends in error is kept (Textual forgets a worker once it ends): settle() fails the test with them."""
     from ratui.app import RatuiApp
 
     kwargs.setdefault("spark_state", "idle")
     kwargs.setdefault("blink", False)
     kwargs.setdefault("clock", lambda: 1000.0)
     kwargs.setdefault("now", lambda: FIXED_NOW)
-    return RatuiApp(root, **kwargs)
+    app = RatuiApp(root, **kwargs)
+    _keep_failed_workers(app)
+    return app
 
 
-async def settle(pilot, rounds: int = 4) -> None:
-    """Let every worker finish and every message be handled (several rounds: results start new loads)."""
-    from textual.worker import WorkerFailed
+def _keep_failed_workers(app) -> None:
+    from textual.worker import WorkerState
+
+    failed: list = []
+    _FAILED_WORKERS[app] = failed
+    manager = app.workers
+    forget = manager._remove_worker  # each worker's done-callback, bound when it starts
+
+    def remove(worker) -> None:
+        if worker.state == WorkerState.ERROR:
+            failed.append(worker)
+        forget(worker)
+
+    manager._remove_worker = remove
+
+
+async def settle(pilot, rounds: int = 4, timeout: float = 120.0) -> None:
+    """Let every worker finish and every message be handled (several rounds: results start new loads). A worker
+    that raised fails the test here: ratui's own background work catches what it expects and reports it (an error
+    screen, a toast), so an exception that escapes a worker is a bug nothing handled. A worker still running after
+    `timeout` seconds fails it too."""
+    import asyncio
+
+    from textual.worker import WorkerCancelled, WorkerFailed, WorkerState
 
     app = pilot.app
+    failed = _FAILED_WORKERS.setdefault(app, [])
     for _ in range(rounds):
         await pilot.pause()
         for worker in list(app.workers):
+            if worker.state == WorkerState.PENDING:
+                continue  # not started yet: the next round waits for it
             try:
-                await worker.wait()
-            except (WorkerFailed, Exception):  # a failed worker was handled by the app (error screen, toast)
+                await asyncio.wait_for(asyncio.shield(worker.wait()), timeout)
+            except WorkerCancelled:  # an exclusive worker replaced by a newer one of its group
                 pass
+            except WorkerFailed:
+                if worker not in failed:
+                    failed.append(worker)
+            except asyncio.TimeoutError:
+                raise AssertionError(f"worker {worker.name!r} still running after {timeout:.0f} s") from None
         await pilot.pause()
+    if failed:
+        described = "; ".join(f"{w.name or w.group}: {w.error!r}" for w in failed)
+        failed.clear()
+        raise AssertionError(f"background work raised and nothing handled it: {described}")
 
 
 def screen_text(app) -> str:

@@ -21,7 +21,7 @@ from ratui.screens.find_pipeline import FindPipelineScreen
 from ratui.screens.lineage import LineageScreen
 from tests.scale_project import plan
 
-from .conftest import make_app, run, screen_text, settle
+from .conftest import make_app, run, screen_text, settle, wait_for
 from .lineage_project import FAN_IN, LONELY, LOOP, SIZE, WIDE, make_lineage_project
 from .test_lineage import check_drawing
 
@@ -285,7 +285,7 @@ def test_at_160x48_the_focus_starts_at_depth_2_and_a_resize_refits_it(big, compi
             shown = [n for n in v.layout.nodes if n.startswith("sales.silver.")]
             assert len(shown) == v.fan - 1
             await pilot.resize_terminal(*SMALL)
-            await pilot.pause(0.5)
+            await wait_for(pilot, lambda: screen.view.fan < v.fan, 30)  # the screen refits the view to its size
             await settle(pilot)
             assert screen.view.fan < v.fan and screen.view.focus.key == WIDE  # fewer rows: fewer per pipeline
             assert not app.crashes

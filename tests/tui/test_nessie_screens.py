@@ -24,7 +24,6 @@ from ratui.screens.history import HistoryScreen
 from .conftest import copy_sample, flat, make_app, run, screen_text, settle, wait_for
 from .test_branch_workflow import CUSTOMERS, ORDERS, REVENUE, RUN_1, RUN_2, RUN_3, goto, record_run, write
 
-pytestmark = pytest.mark.slow
 
 SIZE = (130, 42)
 NESSIE_PROPERTY = "ratui.run_id"  # ratui's facts about a commit, as Nessie's commit properties name them

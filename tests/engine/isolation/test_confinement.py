@@ -445,3 +445,30 @@ def test_the_child_environment_is_an_allow_list(tmp_path):
 def test_limits_reject_a_negative_value():
     with pytest.raises(ConfinementError):
         Limits(cpu_seconds=-1).apply()
+
+
+@pytest.mark.parametrize("errno_name", ["ENOSYS", "EOPNOTSUPP", "EPERM"])
+def test_without_landlock_confined_and_jail_fall_back_to_process(monkeypatch, errno_name):
+    """A kernel without Landlock (not built in: ENOSYS; not enabled at boot: EOPNOTSUPP; refused by a container's
+    seccomp profile: EPERM) has ABI 0, and confined (and jail) give `process`, saying why; isolation_required
+    refuses instead (RAT-ISO-001) before anything runs."""
+    import errno
+
+    from ratui.engine.errors import RatuiError
+    from ratui.engine.isolation import landlock, levels
+
+    def no_landlock(number, *args):
+        raise OSError(getattr(errno, errno_name), "landlock_create_ruleset")
+
+    monkeypatch.setattr(landlock, "syscall", no_landlock)
+    monkeypatch.setattr(levels, "bwrap", lambda: "/usr/bin/bwrap")  # jail is not refused for want of bwrap
+    assert landlock.abi() == 0
+    reason = "this kernel has no Landlock (it needs Linux 5.13 with landlock among its LSMs)"
+    for asked in ("confined", "jail"):
+        got = levels.decide(asked, spark_is_local=True, tables_on_disk=True, required=False)
+        assert (got.requested, got.level, got.reason) == (asked, "process", reason)
+        assert got.isolated and "process" in got.describe() and asked in got.describe()
+        with pytest.raises(RatuiError) as refused:
+            levels.decide(asked, spark_is_local=True, tables_on_disk=True, required=True, file="p.py")
+        assert refused.value.code == "RAT-ISO-001" and "Landlock" in refused.value.message
+    assert levels.decide("process", spark_is_local=True, tables_on_disk=True, required=True).level == "process"

@@ -308,8 +308,8 @@ _BATCH = st.lists(st.tuples(st.integers(0, 40), st.sampled_from("abc")), min_siz
 _SEQ = iter(range(1_000_000))
 
 
-@pytest.mark.slow
-@hsettings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@hsettings(max_examples=8, deadline=None,  # each example: a dozen Spark runs, seconds
+           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(main_runs=st.lists(_BATCH, max_size=2), a_runs=st.lists(_BATCH, min_size=1, max_size=2),
        b_runs=st.lists(_BATCH, min_size=1, max_size=2), partitioned=st.booleans())
 def test_merging_by_append_equals_running_both_branches_runs_serially_on_main(make_project, spark, main_runs, a_runs,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -164,7 +163,11 @@ def test_failed_run_leaves_files_unloaded_then_skips_after_max_attempts(project)
     assert (bad.state, bad.attempts) == ("unloaded", 1)
 
 
-def test_cancelled_or_template_failure_does_not_count_an_attempt(project):
+def ledger(engine) -> dict[str, tuple[str, int]]:
+    return {f.file: (f.state, f.attempts) for f in engine.state.ledger.files("demo", "events")}
+
+
+def test_a_template_failure_does_not_count_an_attempt(project):
     engine = Engine.open(project)
     (project / "demo/pipelines/bronze/events/pipeline.sql").write_text(
         "-- @merge_strategy: append_only\n-- @landing_mode: new_files\n"
@@ -173,12 +176,64 @@ def test_cancelled_or_template_failure_does_not_count_an_attempt(project):
     assert {f.attempts for f in engine.state.ledger.files("demo", "events")} <= {0}
 
 
+def loads_once_more(engine, project) -> None:
+    """The zone's file, left loadable, loads on the next run: exactly once (no attempt counted, no row twice)."""
+    again = run(engine, "events")["demo.bronze.events"]
+    assert again.status == "success" and again.reason in ("first run", "landing files changed: events"), again
+    assert ledger(engine) == {"events_1.jsonl": ("loaded", 1)}
+    assert q(engine, "SELECT id FROM bronze.events ORDER BY id") == [{"id": 1}, {"id": 2}]
+
+
+@pytest.mark.parametrize("phase", ["write", "quality"])  # the landing file read, its rows written on the branch
+def test_a_cancelled_run_leaves_its_landing_files_loadable(project, phase):
+    """A run cancelled after it read its landing files, on the embedded catalog: the ledger keeps the file
+    unloaded with no attempt counted (a cancel is not the file's fault), main has no table, and the next run loads
+    the file once."""
+    from ratui.engine.events import PhaseStarted
+
+    engine = Engine.open(project)
+    answers = []
+
+    def cancel_at(event) -> None:  # in the run's thread, as the phase starts: the cancel is in before it ends
+        if isinstance(event, PhaseStarted) and event.phase == phase:
+            answers.append(engine.cancel(event.run_id))
+
+    unsubscribe = engine.subscribe(cancel_at)
+    result = run(engine, "events")["demo.bronze.events"]
+    unsubscribe()
+    assert answers == ["requested"]
+    assert result.status == "cancelled" and result.error["code"] == "RAT-RUN-001", result.error
+    assert list(result.phases)[-1] == phase
+    assert ledger(engine) == {"events_1.jsonl": ("unloaded", 0)}
+    assert "demo.bronze.events" not in engine.state.catalog.table_pointers("main")
+    loads_once_more(engine, project)
+
+
+def test_a_killed_run_leaves_its_landing_files_loadable(project):
+    """`ratui run` SIGKILLed after its landing file was read and written on the run's branch (failpoint
+    kill:quality): the next start records the run failed (process died), and the ledger still holds the file
+    unloaded with no attempt counted; the next run loads it once."""
+    import os
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "ratui", "run", "events", "--project", str(project)],
+                          env=dict(os.environ, RATUI_FAILPOINT="kill:quality"), capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == -9, proc.stdout + proc.stderr
+    engine = Engine.open(project)
+    (dead,) = engine.recover()
+    assert engine.state.history.get_run(dead)["error_code"] == "RAT-RUN-006"
+    assert ledger(engine) == {"events_1.jsonl": ("unloaded", 0)}
+    assert "demo.bronze.events" not in engine.state.catalog.table_pointers("main")
+    loads_once_more(engine, project)
+
+
 def test_changed_file_becomes_unloaded_again(project):
     engine = Engine.open(project)
     run(engine, "events")
     path = project / "demo/landing/events/events_1.jsonl"
-    time.sleep(0.01)
-    path.write_text(EVENTS_1 + '{"id": 4, "kind": "view"}\n')
+    path.write_text(EVENTS_1 + '{"id": 4, "kind": "view"}\n')  # longer: changed, whatever its time says
     result = run(engine, "events")["demo.bronze.events"]
     assert result.reason == "landing files changed: events"
     assert q(engine, "SELECT count(*) AS n FROM bronze.events") == [{"n": 5}]  # a new version is a new file

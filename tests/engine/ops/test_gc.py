@@ -261,7 +261,7 @@ def shift_files(folder: Path, seconds: float) -> None:
             os.utime(p, (st_.st_atime - seconds, st_.st_mtime - seconds))
 
 
-@hsettings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@hsettings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))  # ~0.2 s each: no Spark
 @given(ops=GC_OPS)
 def test_property_the_sweep_deletes_exactly_what_nothing_kept_reaches(ops):
     with tempfile.TemporaryDirectory() as tmp:

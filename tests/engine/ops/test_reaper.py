@@ -559,7 +559,7 @@ OPS = st.lists(st.one_of(
 AGES = [72, 48, 25, 23, 12, 1, 0]  # hours; the threshold is 24 (old first: the simplest examples age everything)
 
 
-@hsettings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@hsettings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))  # ~0.4 s each: no Spark
 @given(ops=OPS, rnd=st.randoms(use_true_random=False))
 def test_property_sweep_never_deletes_a_reachable_file(ops, rnd):
     with tempfile.TemporaryDirectory() as tmp:

@@ -23,7 +23,6 @@ from ratui.engine.run.engine import Engine
 from ratui.engine.state.catalog.base import MAIN
 from ratui.engine.write.files import table_location
 
-pytestmark = pytest.mark.slow
 
 KEY = "demo.bronze.items"
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("v", pa.string())])

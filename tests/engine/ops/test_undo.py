@@ -167,3 +167,42 @@ def test_undo_of_a_rollback_a_branch_delete_and_a_landing_reset(project):
     assert plan.entry.kind == "landing_reset"
     engine.undo(plan)
     assert snapshot(engine) == before_rollback
+
+
+def test_an_undo_whose_branch_is_gone_or_whose_journal_moved_on_is_refused_with_rat_undo_003(tmp_path):
+    """What an undo needs is gone: the journal moved on between the plan and its apply (another action came in
+    between), or the branch the action changed was deleted by another writer (not through the journal). Both are
+    RAT-UNDO-003 and change nothing. No Spark: the tables are written with PyIceberg, the merge is the catalog's."""
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "ratui.yaml").write_text("namespace: demo\n")
+    engine = Engine.open(root)
+    cat = engine.state.catalog
+    key = "demo.silver.orders"
+    cat.create_table("main", key, pa.schema([("id", pa.int64())]), cat.table_location(key)) \
+        .append(pa.table({"id": [1]}))
+    cat.record_commit("main", f"write {key}")
+    engine.create_branch("release")
+    engine.create_branch("stage")
+    cat.load_table("stage", key).append(pa.table({"id": [2]}))
+    cat.record_commit("stage", f"write {key} on stage")
+    engine.merge("stage", into="release")  # an action of the journal, on release
+
+    planned = engine.plan_undo()
+    assert (planned.entry.kind, planned.entry.ref) == ("merge", "release")
+    release = cat.commit("release")
+    engine.delete_branch("stage")  # another action, newer: the plan is stale
+    with pytest.raises(RatuiError) as stale:
+        engine.undo(planned)
+    assert stale.value.code == "RAT-UNDO-003" and "the journal changed since the undo was planned" in \
+        stale.value.message
+    assert (cat.commit("release").hash, cat.commit("release").pointers) == (release.hash, release.pointers)
+
+    engine.undo(engine.plan_undo())  # the delete undone: stage is back, and the merge is the newest action again
+    assert "stage" in [r.name for r in cat.list_refs()]
+    cat.delete_branch("release")  # by another writer: the journal knows nothing of it
+    main = cat.commit("main")
+    gone = refused(engine)
+    assert gone.code == "RAT-UNDO-003" and "branch release is gone" in gone.message
+    assert (cat.commit("main").hash, cat.commit("main").pointers) == (main.hash, main.pointers)
+    assert "release" not in [r.name for r in cat.list_refs()]

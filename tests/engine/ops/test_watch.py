@@ -44,7 +44,6 @@ FILES = {
 
 DEBOUNCE = 80  # ms: short, so the suite stays fast
 WAIT = 15.0  # s: generous upper bound for anything to happen on a loaded 2-core machine
-QUIET = 0.6  # s: how long "nothing more happens" is watched for
 
 
 @pytest.fixture
@@ -266,6 +265,35 @@ def save(path: Path, text: str) -> None:
     path.write_text(text)
 
 
+SENTINEL = "demo.bronze.sentinel"
+
+
+def nothing_else_ran(proj: Path, events: Events, runner: Recorder) -> None:
+    """Instead of watching a while for nothing more to happen: save a sentinel pipeline and wait for its plan. The
+    watcher plans changes in the order they came, on one worker, so once the sentinel's plan has finished, any plan
+    an earlier change caused has finished before it, and shows in runner.calls and the events; a stray change left
+    pending would have joined the sentinel's plan, which must be the sentinel alone. The sentinel's own plan is then
+    taken off the calls and the events, so the test's assertions read as before."""
+    path = proj / "demo/pipelines/bronze/sentinel/pipeline.sql"
+    save(path, f"SELECT {time.monotonic_ns()} AS sentinel\n")
+
+    def sentinel_done() -> bool:
+        return any(SENTINEL in e.keys for e in events.of(WatchPlanFinished))
+
+    deadline = time.monotonic() + WAIT
+    while not sentinel_done():
+        assert time.monotonic() < deadline, f"the sentinel's plan did not finish within {WAIT} s: {events.items}"
+        time.sleep(0.02)
+    with runner.lock:
+        assert runner.calls[-1] == [SENTINEL], runner.calls  # nothing pending joined it
+        runner.calls.pop()
+    with events.cond:
+        first = next(i for i, e in enumerate(events.items) if isinstance(e, WatchPlanStarted) and SENTINEL in e.keys)
+        events.items[first:] = [e for e in events.items[first:] if not (
+            isinstance(e, (WatchPlanStarted, WatchPlanFinished)) and SENTINEL in e.keys
+            or isinstance(e, WatchRunResult) and e.result.pipeline == SENTINEL or isinstance(e, WatchState))]
+
+
 def test_watcher_runs_a_saved_pipeline_and_its_descendants(proj, watch):
     runner = Recorder()
     watcher, events = watch(runner)
@@ -307,7 +335,7 @@ def test_engine_and_editor_files_never_trigger(proj, watch):
 
     (proj / "demo/landing/src/_processed/r2").mkdir()  # the engine archiving a consumed landing file
     shutil.move(proj / "demo/landing/src/one.csv", proj / "demo/landing/src/_processed/r2/one.csv")
-    time.sleep(QUIET + DEBOUNCE / 1000)
+    nothing_else_ran(proj, events, runner)
     assert runner.calls == [] and events.of(WatchPlanStarted) == [] and events.of(WatchErrors) == []
     assert watcher.state == "watching"
     # the watcher was live all along: a real save does trigger
@@ -327,7 +355,7 @@ def test_a_burst_of_saves_gives_one_plan_with_each_pipeline_once(proj, watch):
         time.sleep(0.02)
     assert max(b - a for a, b in zip(saved_at, saved_at[1:])) < 0.3  # each save fell inside the quiet period
     events.wait_for(WatchPlanFinished)
-    time.sleep(QUIET)
+    nothing_else_ran(proj, events, runner)
     assert runner.calls == [[D]]
     assert len(events.of(WatchPlanStarted)) == 1
 
@@ -342,12 +370,16 @@ def test_saves_during_a_run_queue_exactly_one_follow_up(proj, watch):
     for i in range(3):  # each save outlives the debounce: without coalescing, three follow-ups
         save(d, f"SELECT {i + 2} AS x\n")
         time.sleep(DEBOUNCE / 1000 * 2)
-    save(proj / "demo/pipelines/gold/c/pipeline.sql", "SELECT * FROM {{ ref('silver.b') }} WHERE 1 = 1\n")
-    time.sleep(0.3)
+    c = proj / "demo/pipelines/gold/c/pipeline.sql"
+    save(c, "SELECT * FROM {{ ref('silver.b') }} WHERE 1 = 1\n")
+    deadline = time.monotonic() + WAIT  # the watcher has the saves (its pending changes), and runs none of them
+    while str(c) not in watcher._changes:
+        assert time.monotonic() < deadline, "the watcher never saw the save of c"
+        time.sleep(0.02)
     assert runner.calls == [[D]]  # still only the first run: it is in flight
     runner.release.set()
     events.wait_for(WatchPlanFinished, 2)
-    time.sleep(QUIET)
+    nothing_else_ran(proj, events, runner)
     assert runner.calls == [[D], [D, C]]
     assert len(events.of(WatchPlanFinished)) == 2
 
@@ -360,7 +392,7 @@ def test_broken_file_is_reported_then_fixing_it_runs(proj, watch):
     (err,) = events.wait_for(WatchErrors)
     assert [e.code for e in err.errors] == ["RAT-TPL-001"] and err.blocked == (B,)
     assert "error[RAT-TPL-001]" in err.errors[0].render() and str(b) in err.errors[0].render()
-    time.sleep(QUIET)
+    nothing_else_ran(proj, events, runner)
     assert runner.calls == [] and watcher.state == "watching"
     save(b, "SELECT * FROM {{ ref('bronze.a') }}\n")
     events.wait_for(WatchPlanFinished)
@@ -398,7 +430,7 @@ def test_ratui_yaml_reload_applies_settings_and_keeps_old_ones_when_broken(proj)
         save(proj / "ratui.yaml", text + "watch:\n  debounce_msec: 50\n")
         (err,) = events.wait_for(WatchErrors)
         assert err.errors[0].code == "RAT-CFG-007" and watcher.debounce_ms == 120
-        time.sleep(QUIET)
+        nothing_else_ran(proj, events, runner)
         assert runner.calls == []
     finally:
         watcher.stop(timeout=5)
@@ -424,14 +456,19 @@ def test_toggle_off_and_on_during_a_run_never_runs_two_plans_at_once(proj):
         save(d, "SELECT 1 AS x\n")
         assert runner.started.wait(WAIT)
         began = time.monotonic()
+        old_watch = watcher._threads[0]  # the file system watch of the first start (its worker is in the run)
         watcher.stop(timeout=0)  # a UI toggles off without waiting for the run
         assert time.monotonic() - began < 1 and watcher.state == "stopped" and not watcher.running
+        old_watch.join(WAIT)  # ends at its next timeout (0.1 s) without waiting for the run
+        assert not old_watch.is_alive()
         save(d, "SELECT 2 AS x\n")  # unseen: not watching
-        time.sleep(QUIET)
         watcher.start()
         assert watcher.running and len(events.of(WatchStarted)) == 2
         save(d, "SELECT 3 AS x\n")
-        time.sleep(QUIET)
+        deadline = time.monotonic() + WAIT  # the restarted watcher has the save: its pending changes hold it
+        while str(d) not in watcher._changes:
+            assert time.monotonic() < deadline, "the restarted watcher never saw the save"
+            time.sleep(0.02)
         assert runner.calls == [[D]]  # the new plan waits for the old one
         runner.release.set()
         events.wait_for(WatchPlanFinished, 2)

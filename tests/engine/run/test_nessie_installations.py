@@ -78,7 +78,6 @@ def ids(engine: Engine) -> list[int]:
     return [r[0] for r in rows]
 
 
-@pytest.mark.slow
 def test_two_installations_load_each_file_once_and_concurrent_runs_give_the_serial_result(
         tmp_path: Path, spark, tmp_path_factory: pytest.TempPathFactory) -> None:
     from tests.nessie_server import nessie_server
@@ -159,7 +158,6 @@ def test_two_installations_load_each_file_once_and_concurrent_runs_give_the_seri
             engine.close()
 
 
-@pytest.mark.slow
 def test_a_process_killed_between_nessies_merge_and_its_own_record_loses_nothing(
         tmp_path: Path, spark, tmp_path_factory: pytest.TempPathFactory) -> None:
     """Nessie's merge commits before the project's database hears of it. A `ratui run` SIGKILLed in between: the

@@ -6,7 +6,6 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import pytest
 import requests
 
 from ratui.engine.run.engine import Engine
@@ -23,7 +22,6 @@ def failures(results: list) -> list[tuple[str, str, str]]:
     return [(r.pipeline, r.error["code"], r.error["message"]) for r in results if r.error]
 
 
-@pytest.mark.slow
 def test_sample_runs_on_nessie_as_on_the_embedded_catalog(nessie_sample, local_sample) -> None:
     """The same rows (every table's count and hash, run-time columns left out) as the sample's first run on the
     embedded catalog (local_sample, tests/engine/conftest.py). The run on Nessie is nessie_sample's

@@ -1,27 +1,41 @@
-"""Live Spark progress of a run: while its build runs a long Spark job, SparkProgress events report the job's
-tasks (done, running, total) from Spark's status tracker, and they stop when the run ends."""
+"""Live Spark progress of a run: while it runs a Spark job, SparkProgress events report the job's tasks (done,
+running, total) from Spark's status tracker, and they stop when the run ends."""
 
 from __future__ import annotations
 
+import threading
+
 from ratui.engine.events import PhaseFinished, PhaseStarted, RunFinished, SparkProgress
 from ratui.engine.run.engine import Engine
-
-# 16 partitions of hashing: a few seconds on two cores, long enough for several half-second polls
-SLOW = """\
--- @merge_strategy: full_refresh
-SELECT CAST(count(*) AS BIGINT) AS n, sum(hash(id)) AS h FROM range(0, 300000000, 1, 16)
-"""
+from tests.servers import make_slow_project
 
 
-def test_a_long_build_reports_its_tasks_as_they_finish(make_project, spark):
-    root = make_project({"demo/pipelines/silver/slow/pipeline.sql": SLOW})
-    engine = Engine.open(root)
-    # polled five times as often as the console's half second: on a fast machine the job lasts about one second,
-    # and two polls can both land before its first task finishes (CI saw [(0, 16), (0, 17)])
+def test_a_long_build_reports_its_tasks_as_they_finish(spark, tmp_path):
+    # 16 tasks: the first 8 end at once, the last 8 wait at a gate (tests/servers.py) that this test opens only once
+    # a report has caught the job mid-way (some tasks done, not all): there is no pace to guess
+    project = make_slow_project(tmp_path / "slow", rows=16, parts=16)
+    project.set(version=1, delay=0, gated=8)
+    engine = Engine.open(project.root)
     engine._progress._interval = 0.1
     events = []
-    engine.subscribe(events.append)
-    results = engine.run(engine.compile().select([]))
+    mid_job = threading.Event()
+
+    def listen(event) -> None:
+        events.append(event)
+        if isinstance(event, SparkProgress) and event.jobs_running and event.tasks_total >= 16 \
+                and 0 < event.tasks_done < event.tasks_total:
+            mid_job.set()
+            project.release()
+
+    engine.subscribe(listen)
+    box: dict = {}
+    runner = threading.Thread(target=lambda: box.update(results=engine.run(engine.compile().select(["slow"]))))
+    runner.start()
+    caught = mid_job.wait(180)
+    project.release()  # (if no report came, the run still ends, and the assertions below say what was missing)
+    runner.join(180)
+    assert caught, [(e.tasks_done, e.tasks_total) for e in events if isinstance(e, SparkProgress)]
+    results = box["results"]
     assert [r.status for r in results] == ["success"]
     progress = [e for e in events if isinstance(e, SparkProgress)]
     running = [e for e in progress if e.jobs_running]

@@ -99,7 +99,12 @@ def test_cancel_interrupts_a_running_page(numbers):
 
     worker = threading.Thread(target=fetch)
     worker.start()
-    time.sleep(2.0)
+    from ratui.engine.spark import jobs  # the page's Spark job running (its job group is the query's id)
+
+    deadline = time.monotonic() + 120
+    while not (jobs.progress(result.query_id) or {}).get("jobs_running"):
+        assert time.monotonic() < deadline and worker.is_alive(), outcome
+        time.sleep(0.05)
     started = time.perf_counter()
     numbers.cancel_query(result.query_id)
     worker.join(60)

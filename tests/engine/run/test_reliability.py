@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from ratui.engine.events import PhaseStarted
+from ratui.engine.events import LogLine, PhaseStarted
 from ratui.engine.vocabulary import PHASES
 from ratui.engine.run.engine import Engine
 
@@ -36,6 +36,27 @@ def refs(engine):
     return [r.name for r in engine.state.catalog.list_refs()]
 
 
+def main_bytes(engine) -> dict[str, str]:
+    """Every file main's tables are read from (each table's metadata, its current snapshot's manifest list and
+    manifests, their live data and delete files), by path, with a SHA-256 of its bytes."""
+    import hashlib
+
+    found: dict[str, str] = {}
+    for key in engine.state.catalog.table_pointers("main"):
+        table = engine.state.catalog.load_table("main", key)
+        paths = [table.metadata_location]
+        snapshot = table.current_snapshot()
+        if snapshot is not None:
+            paths.append(snapshot.manifest_list)
+            for manifest in snapshot.manifests(table.io):
+                paths.append(manifest.manifest_path)
+                paths += [e.data_file.file_path for e in manifest.fetch_manifest_entry(table.io)]
+        for path in paths:
+            with table.io.new_input(path).open() as f:
+                found[path] = hashlib.sha256(f.read()).hexdigest()
+    return found
+
+
 @pytest.fixture(scope="module")
 def killed_project(tmp_path_factory, spark):
     from tests.conftest import TEST_SETTINGS, write_files
@@ -54,6 +75,8 @@ def killed_project(tmp_path_factory, spark):
 def test_sigkill_at_each_phase_leaves_main_byte_for_byte(killed_project, pipeline, phase):
     engine = Engine.open(killed_project)
     before = engine.state.catalog.table_pointers("main")
+    files_before = main_bytes(engine)
+    assert len(files_before) >= 3 * 4  # three tables: metadata, manifest list, a manifest and a data file at least
     env = dict(os.environ, RATUI_FAILPOINT=f"kill:{phase}")
     proc = subprocess.run([sys.executable, "-m", "ratui", "run", f"bronze.{pipeline}", "--force", "--project",
                            str(killed_project)], env=env, capture_output=True, text=True, timeout=300)
@@ -68,6 +91,7 @@ def test_sigkill_at_each_phase_leaves_main_byte_for_byte(killed_project, pipelin
     assert record["status"] == "failed" and record["error_code"] == "RAT-RUN-006"
     assert refs(again) == ["main"]
     assert again.state.catalog.table_pointers("main") == before
+    assert main_bytes(again) == files_before  # the same files, each with the same bytes
 
 
 def test_reaper_sweeps_what_the_killed_runs_left_and_nothing_else(killed_project):
@@ -187,7 +211,12 @@ def test_cancel_during_a_quality_test(make_project, spark):
     worker = threading.Thread(target=lambda: invocation.wait() and box.update(r=invocation.results[0]))
     worker.start()
     assert started.wait(120)
-    time.sleep(1.0)
+    from ratui.engine.spark import jobs  # the slow quality test's Spark job running (the run's job group)
+
+    deadline = time.monotonic() + 120
+    while not (jobs.progress(run_id) or {}).get("jobs_running"):
+        assert time.monotonic() < deadline and worker.is_alive(), "the quality test's job never ran"
+        time.sleep(0.05)
     assert engine.cancel(run_id) == "requested"
     worker.join(60)
     assert box["r"].status == "cancelled"
@@ -196,9 +225,11 @@ def test_cancel_during_a_quality_test(make_project, spark):
 
 # in ratui's own process (isolation: none): an isolated one is killed whole (tests/engine/isolation)
 STUCK_PYTHON = {
-    "": "# @merge_strategy: full_refresh\n# @isolation: none\ndef run(ctx):\n    while True:\n        pass\n",
-    "swallowing": ("# @merge_strategy: full_refresh\n# @isolation: none\ndef run(ctx):\n    while True:\n        try:\n"
-                   "            sum(range(1000))\n        except Exception:\n            pass\n"),
+    "": ("# @merge_strategy: full_refresh\n# @isolation: none\ndef run(ctx):\n    print('spinning')\n"
+         "    while True:\n        pass\n"),
+    "swallowing": ("# @merge_strategy: full_refresh\n# @isolation: none\ndef run(ctx):\n    print('spinning')\n"
+                   "    while True:\n        try:\n            sum(range(1000))\n        except Exception:\n"
+                   "            pass\n"),
 }
 
 
@@ -210,12 +241,11 @@ def test_cancel_stops_python_code_that_never_reaches_a_checkpoint(make_project, 
     root = make_project({"demo/pipelines/bronze/stuck/pipeline.py": STUCK_PYTHON[kind],
                          "demo/pipelines/bronze/fine/pipeline.sql": "SELECT 1 AS id\n"})
     engine = Engine.open(root)
-    building = threading.Event()
-    engine.subscribe(lambda e: building.set() if isinstance(e, PhaseStarted) and e.phase == "build" else None)
+    spinning = threading.Event()  # its print reached the run's log: it is inside run(ctx), never to leave
+    engine.subscribe(lambda e: spinning.set() if isinstance(e, LogLine) and e.message == "print: spinning" else None)
     invocation = engine.start(engine.compile().select(["bronze.stuck"]), trigger="cli")
     run_id = invocation.run_ids[0]
-    assert building.wait(120)
-    time.sleep(1.0)  # inside run(ctx), spinning
+    assert spinning.wait(120)
     began = time.monotonic()
     assert engine.cancel(run_id) == "requested"
     assert invocation.wait(15), "the Python code was not interrupted"
@@ -228,35 +258,29 @@ def test_cancel_stops_python_code_that_never_reaches_a_checkpoint(make_project, 
     assert after.status == "success"
 
 
-def test_cancel_from_another_process(make_project, spark):
-    root = make_project({"demo/pipelines/bronze/slow/pipeline.sql": (
-        "SELECT a.id, count(*) AS n FROM range(0, 60000000) a CROSS JOIN range(0, 30) b GROUP BY a.id\n")})
-    proc = subprocess.Popen([sys.executable, "-m", "ratui", "run", "--project", str(root)],
+def test_cancel_from_another_process(tmp_path, spark):
+    """`ratui cancel` from this process stops a run of another one in the middle of its Spark job: the job's tasks
+    wait at a gate that is never opened (tests/servers.py), so the run ends only if the cancel reaches them."""
+    from tests.servers import make_slow_project, running_run, wait_for
+
+    project = make_slow_project(tmp_path / "slow", rows=8, parts=4, master="local[2]")
+    project.set(version=1, delay=0, gated=4)
+    root = project.root
+    proc = subprocess.Popen([sys.executable, "-m", "ratui", "run", "--project", str(root), "bronze.slow"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         engine = Engine.open(root)
-        deadline = time.monotonic() + 180
-        run = None
-        while time.monotonic() < deadline:
-            runs = engine.state.history.list_runs(1)
-            if runs and runs[0]["status"] == "running" and "build" in (runs[0].get("phases") or {"build": 0}) \
-                    and any("landing" in m or "result" in m for m in []) is False:
-                logs = engine.state.history.get_run(runs[0]["id"])["logs"]
-                if any("created from main" in line["message"] for line in logs):
-                    run = runs[0]
-                    break
-            time.sleep(0.2)
-        assert run is not None, "the run never started"
-        time.sleep(3)  # well into the Spark job
+        run_id = running_run(root, "demo.bronze.slow", time.monotonic() + 180)
+        wait_for(lambda: list(project.markers.iterdir()), 180, "a task of the run's Spark job, at the gate")
         from ratui.cli import main as cli_main
 
-        assert cli_main(["cancel", run["id"], "--project", str(root), "--wait", "60"]) == 0
+        assert cli_main(["cancel", run_id, "--project", str(root), "--wait", "60"]) == 0
         out, err = proc.communicate(timeout=60)
         assert proc.returncode == 1, out + err
-        record = engine.state.history.get_run(run["id"])
+        record = engine.state.history.get_run(run_id)
         assert record["status"] == "cancelled"
         assert engine.state.catalog.table_pointers("main") == {} and refs(engine) == ["main"]
-        assert cli_main(["cancel", run["id"], "--project", str(root)]) == 1  # already finished
+        assert cli_main(["cancel", run_id, "--project", str(root)]) == 1  # already finished
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -380,26 +380,26 @@ def test_cancel_at_a_phase_boundary_leaves_main_unchanged(orders_project):
     assert engine.state.history.get_run(result.run_id)["status"] == "cancelled"
 
 
-def test_cancel_during_a_running_spark_job(make_project, spark):
-    # a job long enough to be caught mid-flight; cancelled through the run's job group
-    root = make_project({"demo/pipelines/bronze/slow/pipeline.sql": (
-        "SELECT a.id, count(*) AS n FROM range(0, 30000000) a CROSS JOIN range(0, 30) b "
-        "GROUP BY a.id % 1000, a.id\n")})
-    engine = Engine.open(root)
+def test_cancel_during_a_running_spark_job(spark, tmp_path):
+    """A run whose Spark job is running, its tasks waiting at a gate the test never opens (tests/servers.py): the
+    job cannot end by itself, so a run that ends cancelled was interrupted mid-job, through its job group."""
     import threading
+    import time
 
-    started = threading.Event()
-    engine.subscribe(lambda e: started.set() if isinstance(e, PhaseStarted) and e.phase == "build" else None)
-    keys = engine.compile().select([])
-    invocation = engine.start([keys[0]], trigger="cli")
+    from ratui.engine.spark import jobs
+    from tests.servers import make_slow_project, wait_for
+
+    project = make_slow_project(tmp_path / "slow", rows=8, parts=4)
+    project.set(version=1, delay=0, gated=4)
+    engine = Engine.open(project.root)
+    keys = engine.compile().select(["bronze.slow"])
+    invocation = engine.start(keys, trigger="cli")
     run_id = invocation.run_ids[0]
     holder = {}
     worker = threading.Thread(target=lambda: invocation.wait() and holder.update(r=invocation.results[0]))
     worker.start()
-    assert started.wait(60)
-    import time
-
-    time.sleep(1.5)  # let the Spark job start
+    wait_for(lambda: list(project.markers.iterdir()) and (jobs.progress(run_id) or {}).get("jobs_running"), 120,
+             "the run's Spark job running, a task at the gate")
     began = time.monotonic()
     assert engine.cancel(run_id) == "requested"
     worker.join(60)

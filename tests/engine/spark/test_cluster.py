@@ -19,7 +19,6 @@ from tests.engine.spark.conftest import bucket_keys, s3_catalog
 from tests.servers import (json_lines, main_head, make_slow_project, master_state, query, ratui, ratui_background,
                            running_run, start_master, start_worker, wait_for, with_spark)
 
-pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
@@ -74,10 +73,10 @@ def test_the_sample_project_gives_on_the_cluster_what_it_gives_locally(cluster, 
 
 
 def test_cancel_interrupts_the_executors_tasks(cluster, hidden_disk, moto, bucket, tmp_path):
-    # 60 two-second tasks on 2 cores: a minute of work unless cancelled
+    # 60 tasks on 2 cores, each waiting at a gate the test never opens: only the cancel can end the job
     project = make_slow_project(tmp_path / "slow", rows=60, parts=60, master=cluster.url,
                                 control=hidden_disk.folder("control"), catalog=s3_catalog(moto, bucket))
-    project.set(version=2, delay=2.0)
+    project.set(version=2, delay=0, gated=60)
     head = main_head(project.root)
     slow = ratui_background("run", "--project", str(project.root), "--json", "slow", log=tmp_path / "slow.log")
     try:

@@ -27,7 +27,6 @@ from tests.engine.spark.conftest import bucket_keys, s3_catalog, upload_landing
 from tests.servers import (json_lines, main_head, make_slow_project, query, ratui, ratui_background, running_run,
                            start_connect, wait_for, with_spark)
 
-pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
@@ -359,8 +358,9 @@ def test_every_merge_strategy_and_position_deletes_written_read_and_compacted_on
 
 def test_cancel_interrupts_a_running_job_and_another_run_goes_on_beside_it(server, hidden_disk, moto, bucket,
                                                                            tmp_path):
-    # 120 one-second tasks on the server's 2 cores: about a minute of work, in short tasks, so another session's
-    # job gets cores as soon as a task ends (the server's FAIR pools)
+    # 120 one-second tasks on the server's 2 cores, in short tasks, so another session's job gets cores as soon as
+    # a task ends (the server's FAIR pools); the last one waits at a gate the test never opens: the job cannot end
+    # before the cancel, however slow or fast the machine
     project = make_slow_project(tmp_path / "slow", rows=120, parts=120, remote=server.url,
                                 control=hidden_disk.folder("control"), catalog=s3_catalog(moto, bucket))
     root = str(project.root)
@@ -368,7 +368,7 @@ def test_cancel_interrupts_a_running_job_and_another_run_goes_on_beside_it(serve
     run_ok("--project", root, "slow")  # version 1 on main, quickly
     for marker in project.markers.iterdir():
         marker.unlink()
-    project.set(version=2, delay=1.0, parts=120)
+    project.set(version=2, delay=1.0, parts=120, gated=1)
     slow = ratui_background("run", "--project", root, "--force", "--json", "slow", log=tmp_path / "slow.log")
     try:
         run_id = running_run(project.root, "slow", time.monotonic() + 60)
@@ -485,7 +485,7 @@ def test_a_server_gone_mid_run_fails_the_run_cleanly(server, hidden_disk, moto, 
     head = main_head(project.root)
     for marker in project.markers.iterdir():
         marker.unlink()
-    project.set(version=2, delay=1.0, parts=60)
+    project.set(version=2, delay=1.0, parts=60, gated=1)  # its last task waits at a gate: the job cannot end first
     slow = ratui_background("run", "--project", root, "--force", "--json", "slow", log=tmp_path / "slow.log")
     try:
         wait_for(lambda: list(project.markers.iterdir()), 90, "a task of the slow job running on the server")

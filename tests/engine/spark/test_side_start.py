@@ -46,6 +46,8 @@ def test_a_failed_start_on_the_side_fails_the_runs_get_spark_once_then_it_tries_
     with pytest.raises(RatuiError):
         session.get_spark(settings)  # a later call (the next pipeline) tries again
     assert attempts == ["ratui-spark-start", threading.current_thread().name]
+    session.RUNTIME.soon.join(30)  # ended: nothing of this test is left to start a JVM after it
+    assert not session.RUNTIME.soon.is_alive()
 
 
 def test_the_run_gets_the_session_the_side_started(no_spark_yet, monkeypatch, make_project):
@@ -54,10 +56,13 @@ def test_the_run_gets_the_session_the_side_started(no_spark_yet, monkeypatch, ma
     monkeypatch.setattr(session.RUNTIME, "_start", lambda s: started.append(1) or "a session")
     session.start_soon(settings)
     assert session.get_spark(settings) == "a session"
+    # the side thread ends once it finds the session (were it left running, it could start a real JVM after this
+    # test, once the session is put back to what it was)
+    session.RUNTIME.soon.join(30)
+    assert not session.RUNTIME.soon.is_alive()
     assert started == [1]
 
 
-@pytest.mark.slow
 def test_a_jvm_started_on_the_side_that_no_run_used_writes_no_class_archive(make_project, tmp_path):
     """A run that fails or is interrupted before it needs Spark (its first pipeline's start-up, Ctrl+C): the JVM
     booted on the side is killed at exit. Left to end by itself it would, as the machine's first JVM, write the
@@ -105,7 +110,6 @@ def _jvm_gone(cache, limit: float = 30.0) -> None:
     raise AssertionError(f"a JVM of {cache} is still running after {limit} s")
 
 
-@pytest.mark.slow
 def test_a_jvm_that_ran_nothing_writes_no_class_archive(make_project, tmp_path):
     """The first JVM of an installation writes the class archive as it exits. A console opened and closed
     without a run would write one of Spark's start alone (about half the classes a run needs), and every later

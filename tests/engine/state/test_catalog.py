@@ -72,7 +72,7 @@ def root(tmp_path: Path) -> Path:
     return tmp_path / "project"
 
 
-@pytest.fixture(params=["sqlite", pytest.param("nessie", marks=pytest.mark.slow)])
+@pytest.fixture(params=["sqlite", "nessie"])
 def backend(request: pytest.FixtureRequest) -> str:
     return request.param
 
@@ -602,7 +602,6 @@ def test_nessie_unreachable_is_a_coded_error_and_fast(root: Path) -> None:
     assert time.monotonic() - started < 5
 
 
-@pytest.mark.slow
 def test_nessie_stopped_mid_run_is_a_coded_error(root: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     """A server of its own, stopped while a catalog uses it: every call is RAT-NES-001, quickly."""
     from ratui.engine.state.catalog.nessie import NessieBranchCatalog
@@ -622,7 +621,6 @@ def test_nessie_stopped_mid_run_is_a_coded_error(root: Path, tmp_path_factory: p
     assert time.monotonic() - started < 10
 
 
-@pytest.mark.slow
 def test_nessie_wrong_uri_names_it(nessie_uri: str, root: Path) -> None:
     from ratui.engine.state.catalog.nessie import NessieBranchCatalog
 
@@ -635,7 +633,6 @@ def test_nessie_wrong_uri_names_it(nessie_uri: str, root: Path) -> None:
         assert "api/v2" in err.value.hint
 
 
-@pytest.mark.slow
 def test_nessie_token_is_sent_and_never_shown(nessie_uri: str, root: Path) -> None:
     from ratui.engine.state.catalog.nessie import NessieBranchCatalog
 
@@ -645,7 +642,6 @@ def test_nessie_token_is_sent_and_never_shown(nessie_uri: str, root: Path) -> No
     catalog.list_refs()  # a server without authentication ignores it
 
 
-@pytest.mark.slow
 def test_nessie_ref_moved_by_another_client_between_read_and_commit(nessie_uri: str, root: Path,
                                                                     nessie: BranchCatalog) -> None:
     """A table is loaded, then the branch moves under it before the write: a commit of another table by another
@@ -688,7 +684,6 @@ def test_nessie_ref_moved_by_another_client_between_read_and_commit(nessie_uri: 
     assert ids(nessie, "run-1", ORDERS) == [1, 2, 3, 4, 5, 6]
 
 
-@pytest.mark.slow
 def test_nessie_merge_after_main_moved_meanwhile_conflicts(nessie_uri: str, nessie: BranchCatalog) -> None:
     """main changed by another client after ratui read it: Nessie's own merge check finds the conflict."""
     nessie.create_branch("run-1")
@@ -703,7 +698,6 @@ def test_nessie_merge_after_main_moved_meanwhile_conflicts(nessie_uri: str, ness
     assert nessie.get_ref("main").head != main_head
 
 
-@pytest.mark.slow
 def test_nessie_branch_deleted_by_another_client(nessie_uri: str, nessie: BranchCatalog) -> None:
     import requests
 
@@ -722,7 +716,6 @@ def test_nessie_branch_deleted_by_another_client(nessie_uri: str, nessie: Branch
     assert nessie.table_pointers("main") == main
 
 
-@pytest.mark.slow
 def test_nessie_in_tx_runs_after_nessie_accepted(root: Path, nessie: BranchCatalog) -> None:
     """The ledger's writes cannot share a transaction with Nessie: they run right after it, on the project's
     database. A hook that fails leaves Nessie's merge in place (the gap nessie.py's docstring describes)."""
@@ -740,7 +733,6 @@ def test_nessie_in_tx_runs_after_nessie_accepted(root: Path, nessie: BranchCatal
         assert conn.execute("SELECT run FROM ledger ORDER BY rowid").fetchall() == [("fork",), ("run-2",)]
 
 
-@pytest.mark.slow
 def test_nessie_commit_properties_carry_ratui_meta(nessie_uri: str, nessie: BranchCatalog) -> None:
     """ratui's facts about a commit are Nessie commit properties: another Nessie client reads them in the log."""
     import requests

@@ -94,7 +94,6 @@ def test_the_settings_schema_refuses_a_bad_catalog_section_at_its_line(tmp_path:
     assert err.value.line == 4 and "uri" in (err.value.hint or "") + err.value.message
 
 
-@pytest.mark.slow
 def test_project_state_opens_nessie_from_ratui_yaml(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     """ProjectState opens the catalog ratui.yaml's `catalog:` section names."""
     from ratui.engine.state.catalog.nessie import NessieBranchCatalog

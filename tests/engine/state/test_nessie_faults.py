@@ -14,7 +14,6 @@ from ratui.engine.errors import RatuiError
 from ratui.engine.state.catalog import BranchCatalog
 from tests.engine.state.test_catalog import ORDERS, USERS, append, ids, make_table, rows
 
-pytestmark = pytest.mark.slow
 
 
 

@@ -149,7 +149,6 @@ def other_engine_reads(jar: Path, uri: str, warehouse: Path, queries: dict[str, 
     return result
 
 
-@pytest.mark.slow
 def test_spark_with_icebergs_nessie_catalog_reads_ratuis_tables_on_main_and_a_dev_branch(
         tmp_path: Path, spark, tmp_path_factory: pytest.TempPathFactory) -> None:
     from ratui.engine.ops import branches

@@ -28,7 +28,7 @@ from test_strategies import Project, assert_partitions_exact
 UTC = timezone.utc
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
-SETTINGS = settings(max_examples=6, deadline=None, derandomize=False,
+SETTINGS = settings(max_examples=8, deadline=None, derandomize=False,  # Spark runs: seconds an example
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                            HealthCheck.function_scoped_fixture])
 
@@ -234,7 +234,7 @@ def test_snapshot_matches_the_model(tmp_path_factory, runs, mor):
 
 
 @pytest.mark.usefixtures("spark")
-@settings(SETTINGS, max_examples=4)
+@settings(SETTINGS, max_examples=6)
 @given(runs=batch_sequences(), strategy=st.sampled_from(["incremental", "snapshot", "scd2"]),
        keep_layout=st.booleans(), mor=MOR)
 def test_partitioned_tables_match_the_model_with_exact_file_partitions(tmp_path_factory, runs, strategy,

@@ -18,7 +18,7 @@ import psutil
 import pytest
 
 from ratui.engine.events import RunIsolated
-from ratui.engine.run.engine import Engine
+from ratui.engine.facade.engine import Engine
 
 pytestmark = pytest.mark.slow  # the data server is a JVM of its own
 

@@ -4,7 +4,7 @@ tasks (done, running, total) from Spark's status tracker, and they stop when the
 from __future__ import annotations
 
 from ratui.engine.events import PhaseFinished, PhaseStarted, RunFinished, SparkProgress
-from ratui.engine.run.engine import Engine
+from ratui.engine.facade.engine import Engine
 
 # 16 partitions of hashing: a few seconds on two cores, long enough for several half-second polls
 SLOW = """\
@@ -18,7 +18,7 @@ def test_a_long_build_reports_its_tasks_as_they_finish(make_project, spark):
     engine = Engine.open(root)
     # polled five times as often as the console's half second: on a fast machine the job lasts about one second,
     # and two polls can both land before its first task finishes (CI saw [(0, 16), (0, 17)])
-    engine._progress._interval = 0.1
+    engine._in_flight.progress._interval = 0.1
     events = []
     engine.subscribe(events.append)
     results = engine.run(engine.compile().select([]))

@@ -109,6 +109,22 @@ class History:
 
     # -------------------------------------------------------------------------------------------- reads
 
+    def cancel_requested(self, run_ids: list[str]) -> list[str]:
+        """Those of `run_ids` another process asked to cancel."""
+        if not run_ids:
+            return []
+        marks = ",".join("?" * len(run_ids))
+        with self._lock:
+            return [r["run_id"] for r in self.db.query(
+                f"select run_id from cancel_requests where run_id in ({marks})", run_ids)]
+
+    def unfinished_runs(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self.db.query(
+                "select id, pipeline, status, pid, pid_started, host, branch, started_at, queued_at, merged_at, ref "
+                "from runs "
+                "where status in ('pending', 'running')"))
+
     @staticmethod
     def _decode(row: dict[str, Any]) -> dict[str, Any]:
         for key in ("phases", "write", "notes", "phase_status", "diff"):

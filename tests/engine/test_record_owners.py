@@ -58,7 +58,7 @@ MIGRATOR = "ratui/engine/state/migrations.py"
 CALLERS: dict[str, set[str]] = {
     RUN_RECORD: {
         "ratui/engine/facade/base.py",  # the engine makes the one run record of a project state
-        "ratui/engine/run/parts.py", "ratui/engine/run/scope.py",  # handed to invocations and executors
+        "ratui/engine/run/parts.py", "ratui/engine/run/scope.py",  # handed to invocations and a run's steps
         "ratui/engine/run/executor.py",  # a run's start, phases, outcome, and its merge stamp (in the merge's tx)
         "ratui/engine/run/in_flight.py",  # cancel requests
         "ratui/engine/run/recovery.py",  # dead runs finished

@@ -25,8 +25,9 @@ invocation's own thread, in the order the runs end. Nothing stops an invocation 
 `publish_into` is untouched and the publish branch is kept for inspection (the reaper removes it later).
 
 What it works with comes in `RunParts` (run/parts.py): it records its runs through the run record, keeps their
-controls in the runs in flight, asks the decider and has each run executed by an executor the parts make; the
-project it runs is the one compiled for it, handed to every executor.
+controls in the runs in flight, asks the decider, and has each run executed by a RunExecutor (run/executor.py) it
+makes with the state, bus and record of the parts; the project it runs is the one compiled for it, handed to every
+executor.
 """
 
 from __future__ import annotations
@@ -299,8 +300,10 @@ class Invocation:
                 parts.in_flight.cancel_here(run_id)  # cancelled between its queueing and its start: it stops at once
             control = parts.in_flight.begin(run_id)
             try:
-                result = parts.executor(run_id, key, control, self._compiled, full_refresh=self.full_refresh,
-                                        ref=self.ref).execute()
+                from ratui.engine.run.executor import RunExecutor  # Spark, PyIceberg: loaded when a run needs them
+
+                result = RunExecutor(parts.state, parts.bus, parts.record, run_id, key, control, self.full_refresh,
+                                     self._compiled, target=self.ref).execute()
             finally:
                 parts.in_flight.release(run_id)
         finally:

@@ -23,14 +23,15 @@ class RunsPart(EngineBase):
     def start(self, keys: list[str], *, trigger: str = "console", full_refresh: bool = False, force: bool = False,
               on_result: OnResult | None = None, on_done: Callable[[Invocation], None] | None = None,
               invocation_id: str | None = None, threads: int | None = None, ref: str = MAIN,
-              atomic: bool = False) -> Invocation:
+              atomic: bool = False, compiled: CompiledProject | None = None) -> Invocation:
         """Queue the pipelines and run them in a background thread; returns the invocation at once (its run ids
         are known already). `invocation_id` names it (its RunQueued events carry it). `threads`: how many
         independent pipelines run at once (default: ratui.yaml's run.threads). `ref`: the branch the runs merge
-        into; `atomic`: all of them land on `ref` in one commit or none does (ops/publish.py)."""
+        into; `atomic`: all of them land on `ref` in one commit or none does (ops/publish.py). `compiled`: the
+        compile the caller planned from (watch mode's), else the project is compiled now."""
         return self.invocation(keys, trigger=trigger, full_refresh=full_refresh, force=force, on_result=on_result,
                                on_done=on_done, invocation_id=invocation_id, threads=threads, ref=ref,
-                               atomic=atomic).start()
+                               atomic=atomic, compiled=compiled).start()
 
     def run(self, keys: list[str], *, trigger: str = "cli", full_refresh: bool = False, force: bool = False,
             on_result: OnResult | None = None, threads: int | None = None, ref: str = MAIN,

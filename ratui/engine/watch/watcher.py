@@ -338,7 +338,9 @@ class Watcher:
             if stop.is_set() and self._invocation is not None:  # stopped: the plan ends after this run
                 self._invocation.cancel()
 
-        invocation = self.engine.start(keys, trigger="watch", on_result=on_result, ref=self.ref())
+        # the project as this plan compiled it: the invocation and its runs compile it no more
+        invocation = self.engine.start(keys, trigger="watch", on_result=on_result, ref=self.ref(),
+                                       compiled=self._compiled)
         self._invocation = invocation
         if stop.is_set():  # stopped while the plan was being made
             invocation.cancel()

@@ -149,14 +149,14 @@ def test_stuck_runs_are_failed_and_ours_are_cancelled(tmp_path):
     add_run(engine, "stuckmine", key, "running", started=ago(hours=2), pid=os.getpid(), host=socket.gethostname())
     add_run(engine, "fresh", key, "running", started=ago(minutes=10))
     add_run(engine, "oldpending", key, "pending")
-    cancelled, real_cancel = [], engine.cancel
+    cancelled, real_cancel = [], engine._in_flight.cancel  # the reaper interrupts this process's runs through it
 
     def spy(run_id, error=None):
         cancelled.append((run_id, engine.state.history.get_run(run_id)["status"]))
         assert error is not None and error.code == "RAT-RUN-007"  # the run keeps the timeout's code
         return real_cancel(run_id, error=error)
 
-    engine.cancel = spy
+    engine._in_flight.cancel = spy
 
     dry = engine.reaper().run(dry_run=True, tasks=["stuck_runs"])
     found = dry.tasks["stuck_runs"].found

@@ -33,7 +33,7 @@ def timed(fn, repeat: int = 5) -> float:
 
 
 def main() -> None:
-    from ratui.engine.ops.changes import branch_origin
+    from ratui.engine.run.changes import branch_origin
     from ratui.engine.state.catalog import SqliteBranchCatalog
     from ratui.engine.state.db import open_db
 

@@ -46,7 +46,7 @@ def main() -> None:
     args = parser.parse_args()
     sys.path.insert(0, str(REPO))
     from ratui.engine.events import PhaseStarted, RunFinished
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
 
     base = Path(tempfile.mkdtemp(prefix="ratui-cancel-"))
     engine = Engine.open(project(base, "p"))

@@ -140,7 +140,7 @@ class Figures:
 
 def open_engines(work: Path, name: str, uri: str, build) -> dict:
     """One project per backend under work/{name}-{backend} (`build(folder)` fills it), and its engine."""
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
 
     engines = {}
     for backend in BACKENDS:

@@ -43,7 +43,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     from benchmarks.merge import quiet_logs
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
 
     quiet_logs()
     print(f"load: {open('/proc/loadavg').read().split()[:3]}")

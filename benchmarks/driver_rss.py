@@ -48,7 +48,7 @@ def peak_mb() -> float:
 
 
 def child(rows: int) -> dict:
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
     from ratui.engine.spark import session as spark_mod
 
     root = Path(tempfile.mkdtemp(prefix="ratui-rss-")) / "proj"

@@ -55,7 +55,7 @@ def make_project(parent: Path, runs: int) -> Path:
     shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns(".ratui", "warehouse", "_processed", "__pycache__"))
     seed_runs(root, runs, pipelines=PIPELINES)
     # open the catalog once, so every launch finds the same, complete state database
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
 
     Engine.open(root).close()
     return root

@@ -110,7 +110,7 @@ def floor_of(spark, engine, result, out: Path) -> float:
 
 
 def warm_runs(base: Path, rounds: int) -> None:
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
     from ratui.engine.spark import session as spark_mod
 
     project = fresh_copy(base, "warm")

@@ -85,7 +85,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=0, help="forced rounds with CPU figures (threads 1, 2, ...)")
     args = parser.parse_args()
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
 
     base = Path(tempfile.mkdtemp(prefix="ratui-calls-"))
     try:

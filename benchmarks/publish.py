@@ -45,7 +45,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
 
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
 
     work = Path(tempfile.mkdtemp(prefix="ratui-publish-"))
     try:

@@ -56,7 +56,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=200_000)
     args = parser.parse_args()
     print(f"load before: {uptime()}")
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
 
     with tempfile.TemporaryDirectory(prefix="ratui-bench-iso-") as tmp:
         root = Path(tmp) / "sample"

@@ -68,7 +68,7 @@ def main() -> None:
     from ratui.console.data import PAGE_SIZE
     from ratui.engine.iceberg.read import data_files
     from ratui.engine.locations import local_file
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
     from ratui.engine.spark import session as spark_mod
 
     root = Path(tempfile.mkdtemp(prefix="ratui-query-bench-")) / "proj"

@@ -94,7 +94,7 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.update({"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
                        "AWS_DEFAULT_REGION": "us-east-1"})
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
 
     print(f"load before: {load()}")
     work = Path(tempfile.mkdtemp(prefix="ratui-s3-landing-bench-"))

@@ -28,7 +28,7 @@ def fresh_copy(base: Path, name: str) -> Path:
 
 def main() -> None:
     sys.path.insert(0, str(REPO))
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
 
     base = Path(tempfile.mkdtemp(prefix="ratui-bench-"))
     try:

@@ -77,7 +77,8 @@ def bad_refs(workdir: Path, size: int, count: int) -> Path:
 
 def save_to_run(root: Path, repeat: int) -> float:
     """A watcher on the compiled project: a saved pipeline file -> the runner called with its key."""
-    from ratui.engine.ops.watch import Watcher, WatchStarted  # noqa: F401
+    from ratui.engine.events import WatchStarted  # noqa: F401
+    from ratui.engine.watch.watcher import Watcher
 
     started = threading.Event()
     seen: list[float] = []

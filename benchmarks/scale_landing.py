@@ -6,7 +6,7 @@ zone, `sales.landing.feed_00000`, shared with a second bronze pipeline as genera
     listing            the zone's active files (LocalZone.list(): one os.scandir of the folder)
     first sync         the ledger sync of a zone it has never seen (every file digested: the bytes are read)
     no-change sync     the same sync again, nothing changed (listing + ledger sync, what every run pays)
-    new-file decision  what change detection asks (engine/ops/changes.py): Ledger.unloaded and zone_digest of a
+    new-file decision  what change detection asks (engine/run/changes.py): Ledger.unloaded and zone_digest of a
                        fresh listing, on the zone after a sync that saw one new file
     ratui landing      the command line's listing of the ledger (`ratui landing sales.feed_00000 --json`, a
                        process: Python's start included)

@@ -49,8 +49,9 @@ def main() -> None:
 
     sys.path.insert(0, str(REPO))
     from ratui.engine.events import RunStarted
-    from ratui.engine.run.engine import Engine
-    from ratui.engine.ops.watch import WatchPlanFinished, WatchPlanStarted, Watcher
+    from ratui.engine.facade.engine import Engine
+    from ratui.engine.events import WatchPlanFinished, WatchPlanStarted
+    from ratui.engine.watch.watcher import Watcher
 
     base = Path(tempfile.mkdtemp(prefix="ratui-bench-watch-"))
     try:

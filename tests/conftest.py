@@ -262,7 +262,7 @@ def nessie_sample(spark, tmp_path_factory):
     tests/engine/run/test_nessie_sample.py checks what the run gave; tests/tui/test_nessie_screens.py goes on with
     it (a full refresh of one table, then that table rolled back to this run's commit: no table's rows change, so
     the two may run in either order)."""
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
     from tests.nessie_server import nessie_server
 
     with nessie_server(tmp_path_factory.mktemp("nessie-sample")) as uri:

@@ -84,6 +84,7 @@ MODULES: dict[str, str] = {
     "tests/engine/test_declared_lists.py": UNIT,
     "tests/engine/test_edges.py": SPARK,
     "tests/engine/test_failpoints.py": UNIT,
+    "tests/engine/test_record_owners.py": UNIT,
     "tests/engine/test_landing_zones.py": SPARK,
     "tests/engine/test_s3_in_place.py": SERVER,
     "tests/engine/test_s3_tables.py": SERVER,

@@ -99,3 +99,20 @@ def test_the_circle_check_sees_a_module_loaded_by_name(tmp_path):
         "circled.fmt -> circled.reader -> circled.fmt", "circled.reader -> circled.fmt -> circled.reader"]
     (package / "reader.py").write_text("def read():\n    return None\n")
     assert import_circles("circled", package, str(tmp_path)) == ""
+
+
+def test_every_part_of_the_engine_has_its_place_in_the_layers():
+    """The engine's parts form a DAG only if every one of them is in the layers contract: a new sub-package or
+    top-level module of ratui/engine that is not named there could import anything, and be imported by anything."""
+    import tomllib
+
+    contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    dag = [c for c in contracts if c["name"].startswith("The engine's parts import downward only")]
+    assert len(dag) == 1 and dag[0]["type"] == "layers", [c["name"] for c in contracts]
+    named = [part.strip() for layer in dag[0]["layers"] for part in layer.split("|")]
+    engine = REPO / "ratui" / "engine"
+    parts = {f"ratui.engine.{p.name}" for p in engine.iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
+    parts |= {f"ratui.engine.{p.stem}" for p in engine.glob("*.py") if p.stem != "__init__"}
+    assert len(named) == len(set(named)), "a part named twice in the layers"
+    assert set(named) == parts, f"not in the layers: {sorted(parts - set(named))}; " \
+                                f"in the layers but not in ratui/engine: {sorted(set(named) - parts)}"

@@ -57,7 +57,7 @@ def open(path: str | Path = ".") -> "Project":  # noqa: A001 - ratui.open, like 
     if not isinstance(path, (str, Path)):
         raise RatuiError("RAT-API-002", f"ratui.open() takes a folder path, got {type(path).__name__}")
     from ratui.engine.project.settings import find_project_root
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
 
     folder = Path(path).expanduser()
     try:

@@ -74,7 +74,7 @@ def err(error: RatuiError, as_json: bool = False) -> None:
 def engine(project: str, *, recover: bool = True):
     """The project's engine, after recording the runs whose process died (so that no command, a read included,
     shows a dead run as running: "recovery happens when any ratui process starts")."""
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
     from ratui.engine.project.settings import find_project_root
 
     engine = Engine.open(find_project_root(Path(project)))

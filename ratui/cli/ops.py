@@ -90,7 +90,7 @@ def cmd_watch(args) -> int:
     import threading
 
     from ratui.engine import events as w
-    from ratui.engine.ops.watch import Watcher
+    from ratui.engine.watch.watcher import Watcher
 
     engine = _engine(args.project, recover=True)
     lock = threading.Lock()  # events come from two threads: keep lines whole

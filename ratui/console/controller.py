@@ -29,7 +29,7 @@ from ratui.engine.vocabulary import ACTIVE, MAIN
 
 if TYPE_CHECKING:
     from ratui.engine.project.compiler import CompiledProject
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
 
 __all__ = [
     "Batch", "BatchItem", "BranchRow", "Controller", "DiffRow", "EngineItem", "Item", "READ_ONLY_CODE",
@@ -79,7 +79,7 @@ class Controller(EventQueue, Operations, Reads, QuerySessions):
     def boot(self, notify: Callable[[], None]) -> "CompiledProject":
         """Open the project: settings, the engine (its history, ledger and event bus; the catalog waits for its
         first use) and the compiled project, which is what the Pipelines screen needs. Blocking."""
-        from ratui.engine.run.engine import Engine
+        from ratui.engine.facade.engine import Engine
         from ratui.engine.project.settings import load_settings
         from ratui.engine.spark import session as spark_mod
 

@@ -184,7 +184,7 @@ class Operations:
 
     def make_watcher(self, on_event: Callable[[Any], None]):
         """A Watcher on the console's engine: its runs go through the engine's bus like any other run."""
-        from ratui.engine.ops.watch import Watcher
+        from ratui.engine.watch.watcher import Watcher
 
         return Watcher(engine=self.require_engine(), on_event=on_event, ref=lambda: self.ref)
 

@@ -29,7 +29,8 @@ def copy_sample(root: Path) -> Path:
 def offline_project(tmp_path_factory):
     """{"root", "first" (main's first commit hash), "second"}: clean_orders holds 100 rows after the second commit
     (60 after the first); orders 7, 27, 47... have status SCRIPT."""
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
+    from ratui.engine.run.record import RunRecord
 
     root = copy_sample(tmp_path_factory.mktemp("api-offline") / "sample")
     engine = Engine.open(root)
@@ -49,11 +50,11 @@ def offline_project(tmp_path_factory):
         table = catalog.load_table("main", ORDERS)
         table.append(rows(60, 100))
         second = catalog.record_commit("main", "write clean_orders again", {"kind": "run", "pipeline": ORDERS})
-        history = engine.state.history
-        history.create_run("261126100000aaaa01", ORDERS, "api", "incremental", None)
-        history.update_run("261126100000aaaa01", status="failed", started_at="2026-11-26T10:00:00.000Z",
-                           finished_at="2026-11-26T10:00:02.000Z", duration_ms=2000, error_code="RAT-SQL-001",
-                           error_message=f"bad value {SCRIPT}")
+        record = RunRecord(engine.state.history)
+        record.create("261126100000aaaa01", ORDERS, "api", "incremental", None)
+        record.update("261126100000aaaa01", status="failed", started_at="2026-11-26T10:00:00.000Z",
+                      finished_at="2026-11-26T10:00:02.000Z", duration_ms=2000, error_code="RAT-SQL-001",
+                      error_message=f"bad value {SCRIPT}")
     finally:
         engine.close()
     return {"root": root, "first": first.hash, "second": second.hash}

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from ratui.cli import main
-from ratui.engine.run.engine import Engine
+from ratui.engine.facade.engine import Engine
 
 PIPE = "-- @merge_strategy: full_refresh\nSELECT * FROM VALUES (1, 'a'), (2, 'b') AS t(id, name)\n"
 
@@ -175,7 +175,8 @@ def test_real_process_prints_nothing_from_spark(make_project, tmp_path):
 def test_the_engine_imports_without_pandas_which_still_imports_after():
     """sqlite-utils would import pandas and numpy (half a second of every command's start) only to map their types:
     the engine imports it without them, and pyspark's own later import of pandas is unaffected."""
-    script = ("import sys, ratui.cli, ratui.engine.run.engine; print('pandas' in sys.modules, 'numpy' in sys.modules);"
+    script = ("import sys, ratui.cli, ratui.engine.facade.engine; "
+              "print('pandas' in sys.modules, 'numpy' in sys.modules);"
               "import pandas, numpy; print(pandas.DataFrame({'a': [1]}).shape)")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

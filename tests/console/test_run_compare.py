@@ -7,44 +7,46 @@ import pytest
 from ratui.console.compare import SAME, WORSE, CompareError, compare, load, previous_run
 from ratui.console.controller import RunFilter, RunsPage
 from ratui.engine.state.history import History
+from ratui.engine.run.record import RunRecord
 
 KEY = "shop.silver.orders"
 
 
 def record_runs(tmp_path) -> History:
-    """Two runs of one pipeline the way the runner records them (history.update_run with phases, phase states,
+    """Two runs of one pipeline the way the runner records them (the run record's update with phases, phase states,
     the write's outcome, inputs), with quality results, and a run of another pipeline."""
     history = History(tmp_path / "ratui.db")
-    history.create_run("r1", KEY, "cli", "incremental", None)
-    history.update_run("r1", status="success", started_at="2026-03-01T10:00:00.000Z", duration_ms=4000,
-                       rows_written=120, warnings=1,
-                       phases={"branch": 20, "config": 10, "build": 2000, "write": 1500, "quality": 400,
-                               "resolve": 70},
-                       phase_status={p: "done" for p in ("branch", "config", "build", "write", "quality", "resolve")},
-                       write={"strategy": "incremental", "rows_written": 120, "files_added": 2, "files_removed": 1,
-                              "files_rewritten": 1, "files_kept": 5, "table_rows": 1000, "created": False,
-                              "schema_changes": [], "notes": []},
-                       inputs={"tables": {"shop.bronze.raw_orders": "meta/00003.json"},
-                               "zones": {"orders": [["a.csv", 10, 1], ["b.csv", 20, 2]]}})
-    history.create_run("r2", KEY, "console", "incremental", None)
-    history.update_run("r2", status="failed", started_at="2026-03-01T10:05:00.000Z", duration_ms=6500,
-                       rows_written=0, warnings=0, error_code="RAT-RUN-003",
-                       phases={"branch": 25, "config": 10, "build": 3100, "write": 2900, "quality": 465},
-                       phase_status={"branch": "done", "config": "done", "build": "done", "write": "done",
-                                     "quality": "failed"},
-                       write={"strategy": "incremental", "rows_written": 300, "files_added": 3, "files_removed": 0,
-                              "files_rewritten": 0, "files_kept": 6, "table_rows": 1300, "created": False,
-                              "schema_changes": ["add discount decimal(10,2)", "widen qty int -> bigint"],
-                              "notes": []})
-    history.create_run("x1", "shop.gold.revenue", "cli", "full_refresh", None)
-    history.update_run("x1", status="success", started_at="2026-03-01T10:06:00.000Z", duration_ms=100)
+    record = RunRecord(history)
+    record.create("r1", KEY, "cli", "incremental", None)
+    record.update("r1", status="success", started_at="2026-03-01T10:00:00.000Z", duration_ms=4000,
+                  rows_written=120, warnings=1,
+                  phases={"branch": 20, "config": 10, "build": 2000, "write": 1500, "quality": 400,
+                          "resolve": 70},
+                  phase_status={p: "done" for p in ("branch", "config", "build", "write", "quality", "resolve")},
+                  write={"strategy": "incremental", "rows_written": 120, "files_added": 2, "files_removed": 1,
+                         "files_rewritten": 1, "files_kept": 5, "table_rows": 1000, "created": False,
+                         "schema_changes": [], "notes": []},
+                  inputs={"tables": {"shop.bronze.raw_orders": "meta/00003.json"},
+                          "zones": {"orders": [["a.csv", 10, 1], ["b.csv", 20, 2]]}})
+    record.create("r2", KEY, "console", "incremental", None)
+    record.update("r2", status="failed", started_at="2026-03-01T10:05:00.000Z", duration_ms=6500,
+                  rows_written=0, warnings=0, error_code="RAT-RUN-003",
+                  phases={"branch": 25, "config": 10, "build": 3100, "write": 2900, "quality": 465},
+                  phase_status={"branch": "done", "config": "done", "build": "done", "write": "done",
+                                "quality": "failed"},
+                  write={"strategy": "incremental", "rows_written": 300, "files_added": 3, "files_removed": 0,
+                         "files_rewritten": 0, "files_kept": 6, "table_rows": 1300, "created": False,
+                         "schema_changes": ["add discount decimal(10,2)", "widen qty int -> bigint"],
+                         "notes": []})
+    record.create("x1", "shop.gold.revenue", "cli", "full_refresh", None)
+    record.update("x1", status="success", started_at="2026-03-01T10:06:00.000Z", duration_ms=100)
     for run_id, test, status, violations in (("r1", "positive_amounts", "passed", 0),
                                              ("r1", "late_updates", "warned", 4),
                                              ("r2", "positive_amounts", "failed", 3),
                                              ("r2", "late_updates", "warned", 9),
                                              ("r2", "unique_ids", "passed", 0)):
-        history.add_quality(run_id, {"test": test, "severity": "error" if test != "late_updates" else "warn",
-                                     "status": status, "violations": violations, "duration_ms": 10})
+        record.add_quality(run_id, {"test": test, "severity": "error" if test != "late_updates" else "warn",
+                                    "status": status, "violations": violations, "duration_ms": 10})
     return history
 
 
@@ -97,11 +99,12 @@ def test_two_runs_side_by_side(tmp_path):
 
 def test_what_the_history_does_not_hold_is_said(tmp_path):
     history = History(tmp_path / "ratui.db")
+    record = RunRecord(history)
     for run_id, started in (("s1", "2026-03-01T09:00:00.000Z"), ("s2", "2026-03-01T09:10:00.000Z")):
-        history.create_run(run_id, KEY, "cli", "full_refresh", None)
+        record.create(run_id, KEY, "cli", "full_refresh", None)
         # an older record: phases without their states, no write outcome
-        history.update_run(run_id, status="success", started_at=started, duration_ms=1000, rows_written=5,
-                           phases={"branch": 10, "build": 900})
+        record.update(run_id, status="success", started_at=started, duration_ms=1000, rows_written=5,
+                      phases={"branch": 10, "build": 900})
     c = compare(history.get_run("s1"), history.get_run("s2"))
     assert rows(c, "Phases")["2 build"].b == "0.90s"
     assert c.section("Write").rows == [] and "neither run recorded a write" in c.section("Write").note
@@ -121,9 +124,10 @@ def test_runs_of_two_pipelines_or_an_unknown_run_are_refused(tmp_path):
 
 def test_the_previous_run_of_the_same_pipeline(tmp_path):
     history = record_runs(tmp_path)
+    record = RunRecord(history)
     # a pipeline whose name contains the other's (the runs filter matches by substring)
-    history.create_run("y1", KEY + "_v2", "cli", "full_refresh", None)
-    history.update_run("y1", status="success", started_at="2026-03-01T10:04:00.000Z")
+    record.create("y1", KEY + "_v2", "cli", "full_refresh", None)
+    record.update("y1", status="success", started_at="2026-03-01T10:04:00.000Z")
 
     def runs_page(page, size, flt):
         total = history.count_runs(pipeline=flt.pipeline)

@@ -39,7 +39,7 @@ def local_sample(spark, tmp_path_factory):
     go on with: nothing else reads it)}; the Python pipelines' tables also after a forced run in ratui's own process
     ("in_process": the same rows, so the project is as the forced run left it), and the level they ran at in the
     forced run ("isolation")."""
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
 
     root = tmp_path_factory.mktemp("local-sample") / "sample"
     shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns(".ratui", "warehouse", "_processed", "__pycache__"))

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from ratui.engine.errors import RatuiError
-from ratui.engine.run.engine import Engine
+from ratui.engine.facade.engine import Engine
+from ratui.engine.run.record import RunRecord
 
 from mainstate import main_fingerprint, run_one
 
@@ -491,8 +492,8 @@ def _stale_run(engine: Engine, pid: int, pid_started: float | None) -> str:
     from ratui.engine.run.results import new_run_id
 
     run_id = new_run_id()
-    engine.state.history.create_run(run_id, "demo.bronze.items", "cli", None, None)
-    engine.state.history.update_run(run_id, status="running", pid=pid, pid_started=pid_started)
+    RunRecord(engine.state.history).create(run_id, "demo.bronze.items", "cli", None, None)
+    RunRecord(engine.state.history).update(run_id, status="running", pid=pid, pid_started=pid_started)
     return run_id
 
 

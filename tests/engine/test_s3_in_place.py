@@ -23,7 +23,7 @@ from ratui.engine.landing.formats.parquet import parquet_schema
 from ratui.engine.landing.read_checks import check_text
 from ratui.engine.landing.s3 import S3Zone
 from ratui.engine.project.settings import load_settings
-from ratui.engine.run.engine import Engine
+from ratui.engine.facade.engine import Engine
 from ratui.engine.state.ledger import Ledger
 from ratui.engine.storage.staging import RemoteStaging, run_staging
 from ratui.engine.storage.warehouse import object_warehouse

@@ -17,8 +17,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ratui.engine.run.engine import Engine
+from ratui.engine.facade.engine import Engine
 from ratui.engine.state.catalog.base import MAIN
+from ratui.engine.run.record import RunRecord
 
 from s3_server import isolate_aws, moto_server, new_bucket, past_the_second, s3_client
 
@@ -84,8 +85,8 @@ def names(items) -> list[str]:
 
 
 def add_run(engine: Engine, run_id: str, status: str) -> None:
-    engine.state.history.create_run(run_id, KEY, "test", "full_refresh", None)
-    engine.state.history.update_run(run_id, status=status, branch=f"run-{run_id}", pid=1, host="elsewhere")
+    RunRecord(engine.state.history).create(run_id, KEY, "test", "full_refresh", None)
+    RunRecord(engine.state.history).update(run_id, status=status, branch=f"run-{run_id}", pid=1, host="elsewhere")
 
 
 # ---------------------------------------------------------------------------------- the reaper, in process
@@ -147,7 +148,7 @@ def test_sweep_and_expiry_in_the_bucket_spare_what_refs_runs_and_other_projects_
     assert sorted(catalog.load_table(MAIN, KEY).scan().to_arrow().column("id").to_pylist()) == [50, 51, 52, 53]
 
     # snapshot expiry on main, then the sweep frees what only the expired snapshots reached, and the run's files
-    engine.state.history.update_run("livewrite", status="failed")
+    RunRecord(engine.state.history).update("livewrite", status="failed")
     catalog.delete_branch("feature")
     old_snapshots = len(catalog.load_table(MAIN, KEY).metadata.snapshots)
     expired = engine.reaper(clock=lambda: later).run(tasks=["snapshots", "orphan_files"])
@@ -162,7 +163,8 @@ def test_sweep_and_expiry_in_the_bucket_spare_what_refs_runs_and_other_projects_
 
 
 def test_an_object_rewritten_after_the_plan_or_outside_the_warehouse_is_kept(endpoint):
-    from ratui.engine.ops.orphans import ObjectStore, OrphanFile, SweepArea
+    from ratui.engine.ops.orphan_stores import ObjectStore
+    from ratui.engine.ops.orphans import OrphanFile, SweepArea
     from ratui.engine.storage.s3 import S3Access
     from ratui.engine.storage.warehouse import Warehouse
 

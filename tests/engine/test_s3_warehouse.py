@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ratui.engine.run.engine import Engine
+from ratui.engine.facade.engine import Engine
 
 from mainstate import main_fingerprint, run_one
 from s3_server import isolate_aws, moto_server, new_bucket, s3_client

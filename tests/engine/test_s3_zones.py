@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ratui.engine.errors import RatuiError
-from ratui.engine.run.engine import Engine
+from ratui.engine.facade.engine import Engine
 from ratui.engine.landing.s3 import S3Zone
 from ratui.engine.landing.zone import ZoneEntry
 
@@ -236,7 +236,7 @@ def test_an_object_rewritten_after_listing_is_not_fetched_as_the_listed_one(endp
 def test_watch_mode_polls_the_bucket_and_runs_what_a_new_object_affects(make_project, spark, endpoint, monkeypatch):
     import threading
 
-    from ratui.engine.ops.watch import Watcher
+    from ratui.engine.watch.watcher import Watcher
 
     baseline = threading.Event()  # the watcher's first listing of the zone, the baseline, has been taken
     listing = S3Zone.list

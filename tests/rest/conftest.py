@@ -122,7 +122,7 @@ def _first_event(proc: subprocess.Popen) -> dict:
 @pytest.fixture(scope="session")
 def rest_sample(spark, tmp_path_factory) -> dict:
     """The bundled sample run once, in this process: {"root": the project, "keys": its tables}."""
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
 
     root = tmp_path_factory.mktemp("rest-sample") / "sample"
     shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns(".ratui", "warehouse", "_processed", "__pycache__"))
@@ -144,7 +144,7 @@ def rest_sample(spark, tmp_path_factory) -> dict:
 @pytest.fixture(scope="session")
 def sample_engine(rest_sample):
     """One Engine on the sample for the tests' own reads (`ratui query`'s code: Spark over the ref's tables)."""
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
 
     engine = Engine.open(rest_sample["root"])
     yield engine

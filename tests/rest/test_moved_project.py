@@ -48,7 +48,7 @@ def events_until(proc: subprocess.Popen, kind: str, seconds: float = 60.0) -> li
 
 
 def test_a_moved_projects_tables_are_said_and_read_once_the_old_folder_is_linked(tmp_path):
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
 
     first = tmp_path / "first" / "p"
     first.mkdir(parents=True)

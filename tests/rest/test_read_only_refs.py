@@ -20,7 +20,7 @@ ORDERS = {"namespace": ["demo", "silver"], "name": "orders"}
 
 @pytest.fixture
 def project(tmp_path) -> Path:
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
 
     root = tmp_path / "p"
     root.mkdir()

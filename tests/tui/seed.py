@@ -10,6 +10,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from ratui.engine.state.history import History
+from ratui.engine.run.record import RunRecord
 
 FIXED_NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
 NS = "ecommerce"
@@ -114,14 +115,14 @@ def seed_history(root: Path, bulk: int = 0) -> dict[str, str]:
         ("valid_status", "error", "passed", 0, [], []),
     ]
     for index, (test, severity, status, violations, columns, sample) in enumerate(tests):
-        history.add_quality(FAILED_RUN, {
+        RunRecord(history).add_quality(FAILED_RUN, {
             "test": test, "severity": severity, "status": status, "violations": violations,
             "duration_ms": 300 + index * 40, "columns": columns, "sample": sample,
             "sql": f"-- @severity: {severity}\nSELECT *\nFROM {{{{ this }}}}\nWHERE amount <= 0",
             "error": None, "file": str(root / f"{NS}/pipelines/silver/clean_orders/tests/quality/{test}.sql"),
             "finished_at": finished,
         })
-    history.add_quality(SUCCESS_RUN, {
+    RunRecord(history).add_quality(SUCCESS_RUN, {
         "test": "unique_customer_id", "severity": "warn", "status": "warned", "violations": 2, "duration_ms": 210,
         "columns": ["customer_id", "n"], "sample": [[7, 2], [19, 2]], "sql": "SELECT customer_id, count(*) AS n",
         "error": None, "file": None, "finished_at": _iso(datetime(2026, 3, 1, 10, 30, 4, tzinfo=timezone.utc)),

@@ -23,6 +23,7 @@ from ratui.screens.branches_dialogs import MergeDryRunScreen, NewBranchScreen
 from ratui.screens.dialogs import ConfirmScreen
 from ratui.screens.history import HistoryScreen
 from ratui.screens.run import RunScreen
+from ratui.engine.run.record import RunRecord
 
 from .conftest import copy_sample, flat, make_app, run, screen_text, settle, wait_for
 
@@ -51,16 +52,16 @@ def write(engine, root, ref: str, key: str, rows: int, *, run_id: str | None = N
 
 def record_run(engine, run_id: str, key: str) -> None:
     history = engine.state.history
-    history.create_run(run_id, key, "cli", "full_refresh", None)
-    history.update_run(run_id, status="success", started_at="2026-03-01T10:00:00.000Z",
-                       finished_at="2026-03-01T10:00:04.000Z", duration_ms=4000, rows_written=5,
-                       branch=f"run-{run_id}", merged_at="2026-03-01T10:00:04.000Z")
+    RunRecord(history).create(run_id, key, "cli", "full_refresh", None)
+    RunRecord(history).update(run_id, status="success", started_at="2026-03-01T10:00:00.000Z",
+                              finished_at="2026-03-01T10:00:04.000Z", duration_ms=4000, rows_written=5,
+                              branch=f"run-{run_id}", merged_at="2026-03-01T10:00:04.000Z")
 
 
 @pytest.fixture
 def project(tmp_path):
     """main: clean_orders written by two runs (5 rows, then 8), raw_customers by a third (4 rows)."""
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
 
     root = copy_sample(tmp_path)
     engine = Engine.open(root)
@@ -217,7 +218,7 @@ def test_publish_on_a_working_ref_that_is_gone_says_not_published(project):
 def test_diff_and_merge_with_a_dry_run_per_table(project):
     from pyiceberg.types import StringType
 
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
 
     root, _ = project
     engine = Engine.open(root)
@@ -439,7 +440,7 @@ def test_whole_ref_rollback_and_refused_while_a_run_is_in_flight(project):
 
             # a run of clean_orders queued on main (this process: recovery leaves it be): refused, with the code
             history = engine_of(app).state.history
-            history.create_run("260301120000bbbb01", ORDERS, "console", None, None, ref="main")
+            RunRecord(history).create("260301120000bbbb01", ORDERS, "console", None, None, ref="main")
             before = dict(engine_of(app).table_pointers("main"))
             await pilot.press("r")
             await wait_for(pilot, lambda: any("RAT-CAT-011" in n for n in app.notices), 10)
@@ -449,7 +450,7 @@ def test_whole_ref_rollback_and_refused_while_a_run_is_in_flight(project):
             assert engine_of(app).table_pointers("main") == before
 
             # the run ends: the whole ref goes back, raw_customers leaves main
-            history.update_run("260301120000bbbb01", status="cancelled")
+            RunRecord(history).update("260301120000bbbb01", status="cancelled")
             await pilot.press("r")
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
             text = flat(screen_text(app))

@@ -84,7 +84,7 @@ def test_a_python_pipeline_says_its_lineage_is_table_level(seeded):
 @pytest.fixture(scope="module")
 def with_table(tmp_path_factory):
     """The sample with silver.clean_orders on main (a real Iceberg table, two of its columns)."""
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
 
     root = copy_sample(tmp_path_factory.mktemp("column-lineage"))
     seed_history(root)

@@ -98,7 +98,7 @@ def listed_refs(app) -> list[str]:
 def written(nessie, tmp_path):
     """main on Nessie: clean_orders written by two runs (5 rows, then 8), raw_customers by a third (4 rows), as in
     test_branch_workflow.py (PyIceberg on the real catalog, commits recorded with a run's meta)."""
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
 
     root = on_nessie(tmp_path, nessie)
     engine = Engine.open(root)
@@ -227,7 +227,7 @@ def test_history_on_nessie_shows_its_log_and_rolls_back(nessie_sample):
     """The sample run on Nessie through the engine (nessie_sample, tests/conftest.py: on a Nessie of its own), and
     clean_orders again (a full refresh): main's history is Nessie's log with the runs in its commit properties; a
     rollback of clean_orders to the first run's commit puts Nessie's pointer for it back."""
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
 
     nessie, root, results = nessie_sample["uri"], nessie_sample["root"], nessie_sample["results"]
     assert all(r.status == "success" for r in results), [(r.pipeline, r.error) for r in results if r.error]

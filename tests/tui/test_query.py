@@ -42,7 +42,7 @@ def pilot_test(fn):
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory, spark):
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
     from tests.conftest import write_files
 
     root = tmp_path_factory.mktemp("tuiquery") / "proj"

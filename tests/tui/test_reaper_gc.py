@@ -11,7 +11,7 @@ import os
 import time
 
 from ratui.console.controller import Controller
-from ratui.engine.ops.reaper import ReaperReport, TaskReport
+from ratui.engine.ops.reaper_report import ReaperReport, TaskReport
 from ratui.screens.reaper import ReaperScreen
 
 from .conftest import copy_sample, make_app, run, screen_text, settle
@@ -65,7 +65,7 @@ def test_preview_groups_snapshot_large(snap_compare, tmp_path):
 
 
 def test_preview_lists_a_dropped_table_and_a_deleted_branch_of_a_real_project(tmp_path):
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
     from tests.engine.ops.test_gc import drop, write
     from tests.engine.ops.test_reaper import age_catalog, age_tree
 

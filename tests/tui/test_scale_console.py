@@ -141,7 +141,7 @@ def test_the_trees_history_read_is_a_bounded_number_of_statements(tmp_path):
     """The tree's read (the controller's `recent`, one per load) runs the same number of SQLite statements for
     150 pipelines as for 1,500: one query for every pipeline's last runs, never one per pipeline."""
     from ratui.console.controller import Controller
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
 
     counted = {}
     for size in (150, 1500):

@@ -13,6 +13,7 @@ from ratui.console.controller import utc_now
 from ratui.screens.dialogs import ConfirmScreen, ErrorScreen, HelpScreen, JumpScreen, MergeScreen
 from ratui.screens.quality import QualityScreen
 from ratui.screens.run import RunScreen
+from ratui.engine.run.record import RunRecord
 
 from .conftest import copy_sample, flat, make_app, run, screen_text, settle, wait_for
 from .seed import FAILED_RUN, SUCCESS_RUN, seed_history
@@ -271,7 +272,7 @@ def _table(catalog, root, ref: str, key: str, rows: int) -> None:
 
 
 def test_branches_diff_merge_and_delete(tmp_path):
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
 
     root = copy_sample(tmp_path)
     engine = Engine.open(root)
@@ -285,8 +286,8 @@ def test_branches_diff_merge_and_delete(tmp_path):
     catalog.create_branch("stale")
     # a run going on in another process (this test's pid is alive: recovery leaves it be), on its own branch
     live = "261123120000abc123"
-    engine.state.history.create_run(live, "ecommerce.bronze.raw_orders", "cli", "full_refresh", None)
-    engine.state.history.update_run(live, status="running", branch=f"run-{live}")
+    RunRecord(engine.state.history).create(live, "ecommerce.bronze.raw_orders", "cli", "full_refresh", None)
+    RunRecord(engine.state.history).update(live, status="running", branch=f"run-{live}")
     catalog.create_branch(f"run-{live}")
     engine.close()
     app = make_app(root)
@@ -566,14 +567,14 @@ def test_screens_follow_other_processes_and_the_project_tree_without_being_asked
             await settle(pilot)
             assert run_id not in screen_text(app) and "no runs in flight" in screen_text(app)
 
-            other.create_run(run_id, "ecommerce.bronze.raw_orders", "cli", "full_refresh", None)
+            RunRecord(other).create(run_id, "ecommerce.bronze.raw_orders", "cli", "full_refresh", None)
             # a live process that is not this one, with its own start time (else the dead-run monitor takes the
             # pid for a reused one and fails the run)
-            other.update_run(run_id, status="running", started_at="2026-03-01T12:00:00.000000+00:00",
-                             pid=os.getppid(), pid_started=started_at(os.getppid()))
+            RunRecord(other).update(run_id, status="running", started_at="2026-03-01T12:00:00.000000+00:00",
+                                    pid=os.getppid(), pid_started=started_at(os.getppid()))
             await wait_for(pilot, lambda: run_id in screen_text(app) and "1 run in flight" in screen_text(app), 10)
-            other.update_run(run_id, status="success", finished_at="2026-03-01T12:00:05.000000+00:00",
-                             duration_ms=5000)
+            RunRecord(other).update(run_id, status="success", finished_at="2026-03-01T12:00:05.000000+00:00",
+                                    duration_ms=5000)
             await wait_for(pilot, lambda: "no runs in flight" in screen_text(app), 10)
 
             # the project tree: a broken template shows its error, the fix clears it, a new folder appears
@@ -596,9 +597,9 @@ def test_screens_follow_other_processes_and_the_project_tree_without_being_asked
             dead = subprocess.Popen([sys.executable, "-c", "pass"])
             dead.wait()
             gone = "261123130000d00d02"
-            other.create_run(gone, "ecommerce.bronze.raw_events", "cli", "append_only", None)
-            other.update_run(gone, status="running", started_at="2026-03-01T12:01:00.000000+00:00", pid=dead.pid,
-                             pid_started=None)
+            RunRecord(other).create(gone, "ecommerce.bronze.raw_events", "cli", "append_only", None)
+            RunRecord(other).update(gone, status="running", started_at="2026-03-01T12:01:00.000000+00:00", pid=dead.pid,
+                                    pid_started=None)
             await pilot.press("2")
             await wait_for(pilot, lambda: gone in screen_text(app), 10)
             await wait_for(pilot, lambda: any(gone in line and "✘ failed" in line

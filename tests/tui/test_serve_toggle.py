@@ -34,7 +34,7 @@ def listening(port: int) -> bool:
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
 
     root = copy_sample(tmp_path)
     engine = Engine.open(root)

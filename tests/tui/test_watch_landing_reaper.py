@@ -34,7 +34,7 @@ class RecordingWatch(Controller):
         self.ran = threading.Event()
 
     def make_watcher(self, on_event):
-        from ratui.engine.ops.watch import Watcher
+        from ratui.engine.watch.watcher import Watcher
 
         def record(keys):
             self.plans.append(list(keys))
@@ -192,7 +192,7 @@ def test_landing_shows_a_page_of_a_big_ledger_with_its_counts_and_what_needs_a_l
 
 
 def test_reaper_settings_preview_and_run_now_removes_an_orphan_branch(tmp_path):
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
 
     root = copy_sample(tmp_path)
     seed_history(root)

@@ -1,1 +1,1 @@
-"""Around the runs: change detection, watch mode, the reaper and its orphan-file sweep."""
+"""Around the runs: branches and merges, atomic publish, undo, and the reaper with its orphan-file sweep."""

@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable
 
 from ratui.engine.errors import RatuiError
+from ratui.engine.run import record
 from ratui.engine.state.catalog import append_merge, merge_rule
 from ratui.engine.state import journal
 from ratui.engine.state.catalog.base import Commit, MergeResult, split_spec
@@ -142,7 +143,7 @@ def merge(state: ProjectState, ref: str, *, into: str = MAIN, dry_run: bool = Fa
     def hand_on(conn: Any, result: MergeResult) -> None:
         if result.commit is not None:
             state.ledger.hand_on(conn, ref, into, result.tables, result.commit.created_at)
-            state.history.record_landings(conn, runs, result.tables, into, result.commit.created_at)
+            record.landings_in_tx(conn, runs, result.tables, into, result.commit.created_at)
             journal.add(conn, kind, into, result.commit.message, before=result.commit.parent,
                         after=result.commit.hash, data={"tables": sorted(result.tables), "from": ref})
 

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from ratui.engine.errors import RatuiError
 from ratui.engine.ops import branches
+from ratui.engine.run import record
 from ratui.engine.state import journal
 from ratui.engine.state.catalog.base import Commit
 from ratui.engine.state.journal import Entry
@@ -209,9 +210,9 @@ def apply(state: ProjectState, planned: UndoPlan) -> dict[str, Any]:
             journal.add(conn, "undo", ref, text, before=commit.parent or head, after=commit.hash,
                         data={"tables": tables}, undoes=entry.id)
             if entry.kind == "run" and entry.data.get("run_id"):  # the run's own log says its merge is undone
-                state.history.log_in_tx(conn, entry.data["run_id"], "warning",
-                                        f"its merge into {ref} was undone (commit {commit.hash[:12]}): {ref} holds "
-                                        f"{', '.join(tables)} as before the run")
+                record.log_in_tx(conn, entry.data["run_id"], "warning",
+                                 f"its merge into {ref} was undone (commit {commit.hash[:12]}): {ref} holds "
+                                 f"{', '.join(tables)} as before the run")
 
         commit = state.catalog.restore(ref, again.restore, again.expected, text,
                                        {"kind": "undo", "undoes": entry.kind, "tables": tables}, in_tx=ledger)

@@ -1,1 +1,2 @@
-"""Running: the Engine facade, invocations, a run's phases and inputs, landing reads, quality, recovery, queries."""
+"""Running: invocations, change detection, one run's executor and its phases (build, gates), its inputs (sources),
+the run record, runs in flight, recovery of dead runs, quality tests, the merge gate, queries."""

@@ -1,4 +1,5 @@
-"""Stopping runs: the per-run cancel flag, the request another process writes, and the poller that honours it.
+"""Stopping runs: the per-run cancel flag and the poller that honours the requests other processes write
+(run/in_flight.py writes them and keeps this process's controls).
 
 A cancel is a request in the database (`cancel_requests`), so `ratui cancel` in another terminal, a second console
 or the reaper can stop a run; the process running it polls for requests every quarter of a second and interrupts
@@ -8,8 +9,6 @@ its run (its Spark jobs included). A cancel that arrives after the merge committ
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import threading
 import time
 from contextlib import contextmanager
@@ -17,7 +16,6 @@ from typing import Callable, Iterator
 
 from ratui.engine.errors import RatuiError
 from ratui.engine.state.history import History
-from ratui.engine.vocabulary import ACTIVE
 
 log = logging.getLogger("ratui.run.control")
 
@@ -85,19 +83,6 @@ def _set_async_exception(thread_id: int, exception: type[BaseException] | None) 
 
     ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id),
                                                ctypes.py_object(exception) if exception is not None else None)
-
-
-def request_cancel(history: History, run_id: str) -> tuple[str, dict | None]:
-    """Write a cancel request for a run of any process: ('requested' | 'finished' | 'unknown', the run).
-
-    Needs only the history (no Spark, no catalog), so `ratui cancel` answers in half a second."""
-    run = history.get_run(run_id)
-    if run is None:
-        return "unknown", None
-    if run["status"] not in ACTIVE or run.get("merged_at"):
-        return "finished", run
-    history.request_cancel(run["id"], os.getpid(), socket.gethostname())
-    return "requested", run
 
 
 class WhileRunsActive:

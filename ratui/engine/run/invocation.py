@@ -20,9 +20,14 @@ invocation's own thread, in the order the runs end. Nothing stops an invocation 
 `cancel()`: callers never raise through its callbacks.
 
 `ref`: the branch every run forks from and merges into (main by default, or a dev branch). An atomic publish
-(`publish_into`) runs them all on one publish branch and, once every run passed its gate, merges that branch into
+(`publisher`) runs them all on one publish branch and, once every run passed its gate, merges that branch into
 `publish_into` in one commit (`publish` says what happened); if any run failed or the invocation was cancelled,
 `publish_into` is untouched and the publish branch is kept for inspection (the reaper removes it later).
+
+What it works with comes in `RunParts` (run/parts.py): it records its runs through the run record, keeps their
+controls in the runs in flight, asks the decider, and has each run executed by a RunExecutor (run/executor.py) it
+makes with the state, bus and record of the parts; the project it runs is the one compiled for it, handed to every
+executor.
 """
 
 from __future__ import annotations
@@ -30,27 +35,39 @@ from __future__ import annotations
 import threading
 import uuid
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import TYPE_CHECKING, Callable
+from typing import Any, Callable, Protocol
 
 from ratui.engine.errors import RatuiError
-from ratui.engine.ops.changes import Decision
+from ratui.engine.events import LogLine, RunFinished, RunQueued
 from ratui.engine.project.compiler import CompiledProject
-from ratui.engine.run.publish import PublishOutcome, finish_publish
-from ratui.engine.run.results import RunResult
-from ratui.engine.vocabulary import MAIN
-
-if TYPE_CHECKING:
-    from ratui.engine.run.runner import Runner
+from ratui.engine.run.changes import Decision
+from ratui.engine.run.parts import RunParts
+from ratui.engine.run.results import PublishOutcome, RunResult, new_run_id
+from ratui.engine.vocabulary import MAIN, now_iso
 
 OnResult = Callable[[RunResult], None]
 
 
+def new_invocation_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+class Publisher(Protocol):
+    """An atomic publish (ops/publish.py): the invocation's runs merge into its `branch`; once the invocation has
+    ended, finish() merges that branch into `into` in one commit, or says why it did not."""
+
+    branch: str
+    into: str
+
+    def finish(self, invocation: "Invocation") -> PublishOutcome: ...
+
+
 class Invocation:
-    def __init__(self, engine: "Runner", compiled: CompiledProject, keys: list[str], *, trigger: str,
+    def __init__(self, parts: RunParts, compiled: CompiledProject, keys: list[str], *, trigger: str,
                  full_refresh: bool = False, force: bool = False, on_result: OnResult | None = None,
                  on_done: Callable[["Invocation"], None] | None = None, invocation_id: str | None = None,
-                 threads: int = 1, ref: str = MAIN, publish_into: str | None = None):
-        self.id = invocation_id or uuid.uuid4().hex[:12]
+                 threads: int = 1, ref: str = MAIN, publisher: Publisher | None = None):
+        self.id = invocation_id or new_invocation_id()
         self.keys = list(keys)
         self.trigger = trigger
         self.full_refresh = full_refresh
@@ -60,10 +77,11 @@ class Invocation:
         self.threads = max(1, threads)
         self.in_flight: list[str] = []  # the runs executing now, in start order
         self.error: BaseException | None = None  # the invocation's own failure (never a run's: see results)
-        self.ref = ref
-        self.publish_into = publish_into
+        self.ref = publisher.branch if publisher is not None else ref
+        self.publish_into = publisher.into if publisher is not None else None
         self.publish: PublishOutcome | None = None  # an atomic publish's outcome, once the invocation ended
-        self._engine = engine
+        self._parts = parts
+        self._publisher = publisher
         self._compiled = compiled
         self._on_result = on_result
         self._on_done = on_done
@@ -93,7 +111,7 @@ class Invocation:
         self._cancelled.set()
         with self._lock:
             running = list(self.in_flight)
-        answers = [self._engine.cancel(run_id) for run_id in running]
+        answers = [self._parts.in_flight.cancel(run_id) for run_id in running]
         if not answers:
             return "finished" if self.done else "requested"
         return "requested" if "requested" in answers else answers[0]
@@ -131,11 +149,18 @@ class Invocation:
         return self
 
     def _queue(self, key: str) -> str:
-        run_id = self._engine.queue_run(key, trigger=self.trigger, invocation=self.id, compiled=self._compiled,
-                                     ref=self.ref)
+        """Record a pending run, ready to be cancelled before it starts."""
+        run_id = new_run_id()
+        self._parts.record.create(run_id, key, self.trigger, self._strategy(key), self.id, ref=self.ref)
+        self._parts.in_flight.queued(run_id)
+        self._parts.bus.emit(RunQueued(run_id, key, self.trigger, self.id, self.ref))
         with self._lock:
             self.run_ids.append(run_id)
         return run_id
+
+    def _strategy(self, key: str) -> str | None:
+        pipeline = self._compiled.pipelines.get(key)
+        return pipeline.config.merge_strategy if pipeline is not None and pipeline.config else None
 
     def _loop(self) -> None:
         compiled = self._compiled
@@ -176,9 +201,9 @@ class Invocation:
                         deliver(key, self._skip(key, f"upstream failed: {names}",
                                                 RatuiError("RAT-RUN-005", f"{key} was not run because {names} failed")))
                     elif pool is None:
-                        deliver(key, self._one(key))
+                        deliver(key, self._run_pipeline(key))
                     else:
-                        running[pool.submit(self._one, key)] = key
+                        running[pool.submit(self._run_pipeline, key)] = key
                 if running:
                     done, _ = wait(list(running), return_when=FIRST_COMPLETED)
                     for future in done:
@@ -202,12 +227,11 @@ class Invocation:
         if self.force or self.full_refresh or self._cancelled.is_set():
             return []
         try:
-            unchanged = self._engine.decide_unchanged(self._compiled, self.keys, ref=self.ref)
+            unchanged = self._parts.decider.unchanged(self._compiled, self.keys, ref=self.ref)
             if not unchanged:
                 return []
-            items = [(key, decision.reason, self._queued.get(key)) for key, decision in unchanged.items()]
-            results = self._engine.record_skips(items, self._compiled, trigger=self.trigger, invocation=self.id,
-                                                ref=self.ref)
+            results = self._record_skips([(key, decision.reason, self._queued.get(key))
+                                          for key, decision in unchanged.items()])
         except Exception:
             return []
         for key in unchanged:  # recorded: a run queued ahead of its turn is one of them now
@@ -217,20 +241,52 @@ class Invocation:
             self.run_ids.extend(r.run_id for r in results if r.run_id not in known)
         return [(result.pipeline, result) for result in results]
 
+    def _record_skips(self, items: list[tuple[str, str, str | None]]) -> list[RunResult]:
+        """Record (key, reason, queued run id or None) as skipped runs in one transaction; their events follow."""
+        rows: list[dict[str, Any]] = [
+            {"id": queued or new_run_id(), "pipeline": key, "trigger": self.trigger, "strategy": self._strategy(key),
+             "invocation": self.id, "ref": self.ref, "reason": reason, "queued": queued is not None}
+            for key, reason, queued in items]
+        self._parts.record.record_skipped(rows)
+        bus, results = self._parts.bus, []
+        for (key, reason, queued), row in zip(items, rows):
+            run_id = str(row["id"])
+            if queued is None:
+                bus.emit(RunQueued(run_id, key, self.trigger, self.id, self.ref))
+            bus.emit(LogLine(run_id, "info", f"skipped: {reason}"))
+            self._parts.in_flight.release(run_id)
+            bus.emit(RunFinished(run_id, key, "skipped", 0, 0, None, reason=reason))
+            results.append(RunResult(run_id, key, "skipped", row["strategy"], reason=reason, run_type="skip"))
+        return results
+
     def _skip(self, key: str, reason: str, error: RatuiError | None) -> RunResult:
         """A pipeline that does not run gets a run record saying why (a queued one is updated)."""
-        run_id = self._queued.pop(key, None) or self._engine.new_skipped(
-            key, trigger=self.trigger, invocation=self.id, compiled=self._compiled, ref=self.ref)
+        record, bus = self._parts.record, self._parts.bus
+        run_id = self._queued.pop(key, None)
+        if run_id is None:  # never queued: it never gets a branch; observers learn its trigger and batch
+            run_id = new_run_id()
+            record.create(run_id, key, self.trigger, self._strategy(key), self.id, run_type="skip", ref=self.ref)
+            bus.emit(RunQueued(run_id, key, self.trigger, self.id, self.ref))
         if run_id not in self.run_ids:
             with self._lock:
                 self.run_ids.append(run_id)
-        return self._engine.record_skip(run_id, key, self._compiled, reason, error)
+        stamp = now_iso()
+        record.update(run_id, status="skipped", run_type="skip", reason=reason, started_at=stamp, finished_at=stamp,
+                      duration_ms=0, error_code=error.code if error else None,
+                      error_message=error.message if error else None, error_hint=error.hint if error else None)
+        record.log(run_id, "info", f"skipped: {reason}")
+        bus.emit(LogLine(run_id, "info", f"skipped: {reason}"))
+        self._parts.in_flight.release(run_id)
+        bus.emit(RunFinished(run_id, key, "skipped", 0, 0, error.to_dict() if error else None, reason=reason))
+        return RunResult(run_id, key, "skipped", self._strategy(key), error=error.to_dict() if error else None,
+                         reason=reason, run_type="skip")
 
-    def _one(self, key: str) -> RunResult:
-        engine = self._engine
+    def _run_pipeline(self, key: str) -> RunResult:
+        """Decide whether the pipeline must run; skip it, or execute its run (queued now if it was not)."""
+        parts = self._parts
         pipeline = self._compiled.pipelines[key]
         try:
-            decision = engine.decide(pipeline, force=self.force, full_refresh=self.full_refresh, ref=self.ref)
+            decision = parts.decider.decide(pipeline, force=self.force, full_refresh=self.full_refresh, ref=self.ref)
         except Exception as exc:  # deciding reads files and SQLite: never lose the run over it
             decision = Decision(key, "backfill", f"change detection failed ({exc}); running")
         if not decision.runs:
@@ -239,29 +295,45 @@ class Invocation:
         with self._lock:
             self.in_flight.append(run_id)
         try:
-            engine.note_decision(run_id, decision)
+            parts.record.update(run_id, run_type=decision.run_type, reason=decision.reason)
             if self._cancelled.is_set():
-                engine.cancel_local(run_id)  # cancelled between its queueing and its start: it stops at once
-            result = engine.execute_run(run_id, key, full_refresh=self.full_refresh, ref=self.ref)
+                parts.in_flight.cancel_here(run_id)  # cancelled between its queueing and its start: it stops at once
+            control = parts.in_flight.begin(run_id)
+            try:
+                from ratui.engine.run.executor import RunExecutor  # Spark, PyIceberg: loaded when a run needs them
+
+                result = RunExecutor(parts.state, parts.bus, parts.record, run_id, key, control, self.full_refresh,
+                                     self._compiled, target=self.ref).execute()
+            finally:
+                parts.in_flight.release(run_id)
         finally:
             with self._lock:
                 self.in_flight.remove(run_id)
         result.run_type, result.reason = decision.run_type, decision.reason
         return result
 
+    def _not_started(self, run_id: str, reason: str) -> None:
+        """A queued run its invocation never started: cancelled, with the reason."""
+        record = self._parts.record
+        error = RatuiError("RAT-RUN-001", f"run {run_id} was not started: {reason}")
+        if record.claim_unfinished(run_id, status="cancelled", finished_at=now_iso(), reason=reason,
+                                   error_code=error.code, error_message=error.message, error_hint=error.hint):
+            run = record.history.get_run(run_id)
+            record.log(run_id, "warning", f"not started: {reason}")
+            self._parts.bus.emit(RunFinished(run_id, run["pipeline"] if run else "", "cancelled", 0, 0,
+                                             error.to_dict()))
+        self._parts.in_flight.release(run_id)
+
     def _finish(self) -> None:
-        """A run queued ahead of its turn that never started (the invocation stopped first) ends as cancelled."""
+        """A run queued ahead of its turn that never started (the invocation stopped first) ends as cancelled; an
+        atomic publish merges its branch, or says why not."""
         try:
             for run_id in self._queued.values():
-                self._engine.record_not_started(run_id, "cancelled before it started" if self.cancelled else
-                                                 "the invocation stopped before it started")
+                self._not_started(run_id, "cancelled before it started" if self.cancelled else
+                                  "the invocation stopped before it started")
             self._queued.clear()
-            if self.publish_into is not None:
-                from ratui.engine.run.merge_gate import quality_gate  # Spark's side: loaded when a publish ends
-
-                compiled = self._compiled
-                verify = quality_gate(self._engine.state, lambda: compiled, self.publish_into, self.ref)
-                self.publish = finish_publish(self._engine.state, self, verify=verify)
+            if self._publisher is not None:
+                self.publish = self._publisher.finish(self)
         finally:
             self._done.set()
             if self._on_done is not None:

@@ -18,6 +18,7 @@ from typing import Callable
 from ratui.engine.errors import RatuiError
 from ratui.engine.project.compiler import CompiledProject
 from ratui.engine.run.quality import QualityOutcome, run_tests
+from ratui.engine.run.scope import DebugLog
 from ratui.engine.run.sources import RunSources
 from ratui.engine.spark import jobs as spark_jobs
 from ratui.engine.state.project_state import ProjectState
@@ -66,7 +67,7 @@ def check(state: ProjectState, compiled: CompiledProject, ref: str, tables: list
             file, config = pipeline.loaded()
             sources = RunSources(state, session, key=key, branch=ref, pipeline=pipeline,
                                  strategy=config.merge_strategy, full_refresh=False, run_started_at=now_iso(),
-                                 staging=staging, log=lambda *a, **k: None, notes=[], target=into)
+                                 staging=staging, log=DebugLog("ratui.engine"), target=into)
             try:
                 context = sources.context(pipeline, file)
                 context.this = sources.table(key)

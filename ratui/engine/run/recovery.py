@@ -17,10 +17,10 @@ import os
 import shutil
 import socket
 import threading
-from typing import Callable
-
 from ratui.engine.errors import RatuiError
 from ratui.engine.events import Event, EventBus, RunFinished
+from ratui.engine.run.in_flight import RunsInFlight
+from ratui.engine.run.record import RunRecord
 from ratui.engine.state import processes
 from ratui.engine.state.project_state import ProjectState
 from ratui.engine.storage.staging import run_staging
@@ -30,40 +30,42 @@ log = logging.getLogger("ratui.run.recovery")
 
 
 class Recovery:
-    def __init__(self, state: ProjectState, bus: EventBus[Event], is_ours: Callable[[str], bool]):
+    def __init__(self, state: ProjectState, record: RunRecord, bus: EventBus[Event], in_flight: RunsInFlight):
+        """`in_flight`: this process's runs (never dead); `record`: where a dead run is finished."""
         self._state = state
+        self._record = record
         self._bus = bus
-        self._is_ours = is_ours  # a run this process is running (never dead)
+        self._in_flight = in_flight
         self._lock = threading.Lock()
         self._monitor: threading.Thread | None = None
         self._stop = threading.Event()
 
     def recover(self) -> list[str]:
         """Record every dead run of this host; returns their ids."""
-        history = self._state.history
+        record = self._record
         host = socket.gethostname()
         recovered = []
-        for run in history.unfinished_runs():
-            if run.get("host") != host or not run.get("pid") or self._is_ours(run["id"]):
+        for run in self._state.history.unfinished_runs():
+            if run.get("host") != host or not run.get("pid") or self._in_flight.is_ours(run["id"]):
                 continue
             if processes.alive(run["pid"], run.get("pid_started")):
                 continue
             branch = run_branch(run["id"])
             if run.get("merged_at") or self._landed(run):
                 # it died after its merge committed: its data is on main, so it did succeed
-                if not history.claim_unfinished(run["id"], status="success", finished_at=now_iso()):
+                if not record.claim_unfinished(run["id"], status="success", finished_at=now_iso()):
                     continue
                 note = self._drop_leftovers(run["id"], branch)
-                history.add_log(run["id"], "warning", f"process {run['pid']} died after the merge committed{note}")
+                record.log(run["id"], "warning", f"process {run['pid']} died after the merge committed{note}")
                 recovered.append(run["id"])
                 continue
             error = RatuiError("RAT-RUN-006", f"process {run['pid']} running {run['pipeline']} died before the run "
                                "finished")
-            if not history.claim_unfinished(run["id"], status="failed", finished_at=now_iso(),
-                                            error_code=error.code, error_message=error.message, error_hint=error.hint):
+            if not record.claim_unfinished(run["id"], status="failed", finished_at=now_iso(),
+                                           error_code=error.code, error_message=error.message, error_hint=error.hint):
                 continue
             note = self._drop_leftovers(run["id"], branch)
-            history.add_log(run["id"], "error", f"{error}{note} (found by process {os.getpid()})")
+            record.log(run["id"], "error", f"{error}{note} (found by process {os.getpid()})")
             self._bus.emit(RunFinished(run["id"], run["pipeline"], "failed", 0, 0, error.to_dict()))
             recovered.append(run["id"])
         return recovered

@@ -1,9 +1,9 @@
-"""What a run reports when it ends, and how run ids are made."""
+"""What a run reports when it ends (and an atomic publish, when its invocation ends), and how run ids are made."""
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
@@ -34,3 +34,20 @@ class RunResult:
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class PublishOutcome:
+    """An atomic publish's outcome (ops/publish.py): whether `branch` merged into `into`, and what landed there (or
+    would have)."""
+
+    branch: str
+    into: str
+    merged: bool
+    tables: list[str]  # what landed on `into` (merged) or would have (kept)
+    reason: str
+    commit: str | None = None
+    error: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"event": "publish", **asdict(self)}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
@@ -24,19 +25,36 @@ from ratui.engine.project.discovery import Pipeline
 from ratui.engine.project.names import check_name, sql_ident
 from ratui.engine.project.templating import TemplateContext, parse_ref
 from ratui.engine.state import landing_facts
+from ratui.engine.run.control import RunControl
+from ratui.engine.run.scope import Log
 from ratui.engine.state.project_state import ProjectState
 from ratui.engine.storage.staging import RemoteStaging
 from ratui.engine.vocabulary import MAIN, format_bytes
 
-Log = Callable[..., None]
+@dataclass(frozen=True)
+class ZoneSelection:
+    """What a run reads of a zone: this pipeline's ledger rows of it on the run's ref (`entries`), those it reads
+    (`wanted`), whether it rebuilds (full_refresh) and the pipeline's landing_mode."""
+
+    entries: list
+    wanted: list
+    rebuild: bool
+    mode: str
+
+    @classmethod
+    def of(cls, entries: list, *, rebuild: bool, mode: str) -> "ZoneSelection":
+        wanted = [e for e in entries if e.state != "skipped" and (
+            rebuild or e.state == "unloaded" or (mode == "all" and not e.archived))]
+        return cls(entries, wanted, rebuild, mode)
 
 
 class RunSources:
     def __init__(self, state: ProjectState, session: Any, *, key: str, branch: str, pipeline: Pipeline,
                  strategy: str, full_refresh: bool, run_started_at: str, staging: Path, log: Log,
-                 notes: list[str], target: str = MAIN, remote_staging: RemoteStaging | None = None):
-        """`remote_staging`: where local landing files go for a Spark that cannot see this disk (storage/
-        staging.py); None when Spark reads this disk."""
+                 control: RunControl | None = None, target: str = MAIN, remote_staging: RemoteStaging | None = None):
+        """`log`: where what the reads did is said (the run's log, its notes, its staging progress); `control`: the
+        run's, checked between downloads (a cancel stops them). `remote_staging`: where local landing files go for
+        a Spark that cannot see this disk (storage/staging.py); None when Spark reads this disk."""
         self.state = state
         self.session = session
         self.key = key
@@ -49,15 +67,12 @@ class RunSources:
         self.staging = staging
         self.remote_staging = remote_staging
         self.log = log
-        self.notes = notes
+        self.control = control
         self.views: dict[str, str] = {}
         self.consumed: list[tuple[str, str, str, str]] = []  # landing files read: (namespace, zone, pipeline, file)
         self.zone_inputs: dict[str, list] = {}
         # the landing files this run reads, as it found them before reading
         self.read_entries: list[tuple[Zone, list[ZoneEntry]]] = []
-        # (zone, objects fetched, of how many, bytes so far, bytes in all): an object-store zone's staging
-        self.on_progress: Callable[[str, int, int, int, int], None] | None = None
-        self.check: Callable[[], None] | None = None  # raises when the run was cancelled (between downloads)
         self.fork_snapshot: int | None = None  # the table's current snapshot when the branch was made
 
     def learn_landing(self) -> None:
@@ -75,9 +90,9 @@ class RunSources:
             return
         learned = self.state.ledger.learn(self.target, self.key.split(".")[0], self.key, self.key, walked, facts)
         if learned:
-            self.log(f"{learned} landing file(s) already loaded on {self.target} by runs this project's ledger had "
-                     f"not recorded (another installation sharing the catalog, or an interrupted run): not read "
-                     "again")
+            self.log.line(f"{learned} landing file(s) already loaded on {self.target} by runs this project's ledger "
+                          "had not recorded (another installation sharing the catalog, or an interrupted run): not "
+                          "read again")
 
     def landing_summary(self) -> dict[str, str]:
         """The snapshot-summary property naming the landing files this run read (landing_facts.py)."""
@@ -135,7 +150,13 @@ class RunSources:
         check_name(zone_name, "landing zone", file)
         zone = open_zone(self.state.settings, namespace, zone_name, file=file)
         active = zone.list()
-        entries, wanted, rebuild, mode = self._wanted(namespace, zone_name, active)
+        mode = self.pipeline.config.landing_mode if self.pipeline.config else "all"
+        selection = ZoneSelection.of(self._synced_ledger(namespace, zone_name, active, mode),
+                                     rebuild=self.strategy == "full_refresh", mode=mode)
+        entries, wanted = selection.entries, selection.wanted
+        self.zone_inputs[zone_name] = zone_digest(active)
+        # counted before reading: a file that cannot be read (bad rows, wrong columns) is this run's failure too
+        self.consumed.extend((namespace, zone_name, self.key, e.file) for e in wanted)
         present = {e.name: e for e in active}
         archived = [e.file for e in wanted if e.archived]
         if archived:
@@ -162,7 +183,7 @@ class RunSources:
                                  file=zone.url)
             fmt = zone_format(zone_name, [sample.name], zone.url, zone.where)
             df = self._read_zone(zone, fmt, self._stage(zone, [sample]), check_rows=False).limit(0)
-        return self._zone_view(key, namespace, zone_name, df, entries, wanted, rebuild, mode)
+        return self._zone_view(key, namespace, zone_name, df, selection)
 
     def _stage(self, zone: Zone, chosen: list[ZoneEntry]) -> list[ZoneFile]:
         """The files to read where Spark reads them, each with the name the ledger knows it by."""
@@ -170,18 +191,17 @@ class RunSources:
         total_bytes = sum(e.size for e in chosen)
 
         def progress(done: int, total: int, size: int) -> None:
-            if self.on_progress is not None:
-                self.on_progress(zone.name, done, total, size, total_bytes)
+            self.log.staging(zone.name, done, total, size, total_bytes)
 
-        staged = zone.stage(chosen, self.staging, progress, check=self.check)
+        staged = zone.stage(chosen, self.staging, progress, check=self._check)
         files = [staged[e.name] for e in chosen]
         in_place = sum(1 for zf in files if zf.in_place)
         if in_place:
-            self.log(f"landing zone {zone.name}: {in_place} {zone.noun}(s), {format_bytes(total_bytes)}, read in place "
-                     f"from {zone.url}")
+            self.log.line(f"landing zone {zone.name}: {in_place} {zone.noun}(s), {format_bytes(total_bytes)}, read "
+                          f"in place from {zone.url}")
         elif chosen and zone.polled:
-            self.log(f"landing zone {zone.name}: fetched {len(chosen)} {zone.noun}(s), {format_bytes(total_bytes)}, "
-                     f"from {zone.url} in {time.monotonic() - began:.1f} s")
+            self.log.line(f"landing zone {zone.name}: fetched {len(chosen)} {zone.noun}(s), "
+                          f"{format_bytes(total_bytes)}, from {zone.url} in {time.monotonic() - began:.1f} s")
         if self.remote_staging is not None:
             files = self._hand_over(zone, files, progress)
         return files
@@ -197,26 +217,24 @@ class RunSources:
         began = time.monotonic()
         remote = self.remote_staging
         uris = remote.upload([(zf.path, remote.place(zone.name, zf.name)) for zf in local if zf.path is not None],
-                             progress, check=self.check)
-        self.log(f"landing zone {zone.name}: uploaded {len(local)} file(s), "
-                 f"{format_bytes(sum(zf.size for zf in local))}, to {remote.url}/ for Spark in "
-                 f"{time.monotonic() - began:.1f} s")
+                             progress, check=self._check)
+        self.log.line(f"landing zone {zone.name}: uploaded {len(local)} file(s), "
+                      f"{format_bytes(sum(zf.size for zf in local))}, to {remote.url}/ for Spark in "
+                      f"{time.monotonic() - began:.1f} s")
         handed = {zf.name: dataclasses.replace(zf, spark_uri=uri) for zf, uri in zip(local, uris)}
         return [handed.get(zf.name, zf) for zf in files]
 
-    def _wanted(self, namespace: str, zone_name: str, active: list) -> tuple[list, list, bool, str]:
-        """Sync the ledger with the zone's active files; (every row, the rows this run reads, rebuild, mode)."""
-        config = self.pipeline.config
-        mode = config.landing_mode if config else "all"
-        entries = self.state.ledger.on_ref(self.target, self.state.ledger.sync(
-            namespace, zone_name, self.key, active, forget_missing=mode == "all"))
-        rebuild = self.strategy == "full_refresh"
-        wanted = [e for e in entries if e.state != "skipped" and (
-            rebuild or e.state == "unloaded" or (mode == "all" and not e.archived))]
-        self.zone_inputs[zone_name] = zone_digest(active)
-        # counted before reading: a file that cannot be read (bad rows, wrong columns) is this run's failure too
-        self.consumed.extend((namespace, zone_name, self.key, e.file) for e in wanted)
-        return entries, wanted, rebuild, mode
+    def _synced_ledger(self, namespace: str, zone_name: str, active: list, mode: str) -> list:
+        """Sync the ledger with the zone's active files (a file gone from the zone is forgotten in landing_mode
+        all); this pipeline's rows of the zone as the run's ref sees them."""
+        ledger = self.state.ledger
+        return ledger.on_ref(self.target, ledger.sync(namespace, zone_name, self.key, active,
+                                                      forget_missing=mode == "all"))
+
+    def _check(self) -> None:
+        """Between downloads: a cancelled run stops."""
+        if self.control is not None:
+            self.control.check()
 
     def changed_inputs(self, *, removed: bool = False) -> list[tuple[str, str, str]]:
         """The landing files this run read that are no longer as the run found them before reading (still being
@@ -237,8 +255,8 @@ class RunSources:
             + (f" ({len(purged)} removed by the reaper's processed-file retention)" if purged else ""),
             file=where)
 
-    def _zone_view(self, key: str, namespace: str, zone_name: str, df, entries: list, wanted: list, rebuild: bool,
-                   mode: str) -> str:
+    def _zone_view(self, key: str, namespace: str, zone_name: str, df, selection: "ZoneSelection") -> str:
+        entries, wanted, rebuild, mode = selection.entries, selection.wanted, selection.rebuild, selection.mode
         skipped = sum(1 for e in entries if e.state == "skipped")
         view = sql_ident(namespace, "landing", zone_name)
         df.createOrReplaceTempView(view.strip("`"))
@@ -246,9 +264,9 @@ class RunSources:
         archived = sum(1 for e in wanted if e.archived)
         how = (" (rebuild: every file the ledger knows)" if rebuild and (mode == "new_files" or archived)
                else " (new files only)" if mode == "new_files" else "")
-        self.log(f"landing zone {zone_name}: {len(wanted)} file(s) read{how}"
-                 + (f", {archived} of them from _processed/" if archived else "")
-                 + (f", {skipped} skipped file(s) left out" if skipped else ""))
+        self.log.line(f"landing zone {zone_name}: {len(wanted)} file(s) read{how}"
+                      + (f", {archived} of them from _processed/" if archived else "")
+                      + (f", {skipped} skipped file(s) left out" if skipped else ""))
         return view
 
     def _read_zone(self, zone: Zone, fmt: str, files: list[ZoneFile], check_rows: bool = True):
@@ -261,15 +279,14 @@ class RunSources:
                             check_rows=check_rows)
         df = reader.read(files)
         for note in reader.report.notes:
-            self.notes.append(note)
-            self.log(note, "warning")
+            self.log.note(note)
         by_delimiter: dict[str, list[str]] = {}
         for name, delimiter in reader.report.delimiters.items():
             by_delimiter.setdefault(delimiter, []).append(name)
         for delimiter, names in sorted(by_delimiter.items()):
-            self.log(f"landing zone {zone.name}: {len(names)} CSV file(s) read with a {DELIMITER_NAMES[delimiter]} "
-                     f"between fields (their header has no comma): {', '.join(sorted(names)[:5])}"
-                     + (f" and {len(names) - 5} more" if len(names) > 5 else ""))
+            self.log.line(f"landing zone {zone.name}: {len(names)} CSV file(s) read with a "
+                          f"{DELIMITER_NAMES[delimiter]} between fields (their header has no comma): "
+                          f"{', '.join(sorted(names)[:5])}" + (f" and {len(names) - 5} more" if len(names) > 5 else ""))
         return df
 
     def context(self, pipeline: Pipeline, file: Path) -> TemplateContext:
@@ -307,7 +324,7 @@ class RunSources:
         if value is None:
             return None
         text = _timestamp_text(value)
-        self.log(f"watermark {column} = {text}" + (" (from file statistics)" if exact else " (scanned)"))
+        self.log.line(f"watermark {column} = {text}" + (" (from file statistics)" if exact else " (scanned)"))
         return text
 
 

@@ -1,23 +1,23 @@
-"""Run history in the project's SQLite database (sqlite-utils): runs, quality results and run logs.
+"""Run history in the project's SQLite database (sqlite-utils): the schema of the run tables (runs, quality
+results, run logs, cancel requests, landings) and every read of them. Their rows are written by the run record
+(run/record.py) alone, through `writer()`.
 
-Writes are short; reads page with keyset-friendly ORDER BY on indexed columns so a history of 100,000
+Reads page with keyset-friendly ORDER BY on indexed columns so a history of 100,000
 runs lists as fast as one of ten.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import socket
 import threading
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from ratui.engine.state import migrations
-from ratui.engine.state.db import write_tx, open_db, sqlite_utils
-from ratui.engine.vocabulary import FINAL, MAIN, iso, now_iso, parse_time
-from ratui.engine.state.processes import started_at
+from ratui.engine.state.db import open_db, sqlite_utils
+from ratui.engine.vocabulary import MAIN, iso, parse_time
 
 
 RUN_COLUMNS = {
@@ -100,54 +100,17 @@ class History:
         with self._lock:
             self._conn.close()
 
-    # ------------------------------------------------------------------------------------------- writes
-
-    def create_run(self, run_id: str, pipeline: str, trigger: str, strategy: str | None, invocation: str | None,
-                   run_type: str | None = None, reason: str | None = None, ref: str = MAIN) -> None:
+    @contextmanager
+    def writer(self) -> Iterator[Any]:
+        """The database (sqlite-utils, on the history's one connection) under the lock every use of that connection
+        takes. The run record (run/record.py) writes the run tables' rows through it; this module only reads."""
         with self._lock:
-            self.db.table("runs").insert({
-                "id": run_id, "pipeline": pipeline, "status": "pending", "trigger": trigger, "strategy": strategy,
-                "queued_at": now_iso(), "rows_written": 0, "warnings": 0, "invocation": invocation,
-                "pid": os.getpid(), "host": socket.gethostname(), "pid_started": started_at(),
-                "run_type": run_type, "reason": reason, "ref": ref,
-            })
+            yield self.db
 
-    def record_skipped(self, runs: list[dict[str, Any]]) -> None:
-        """Runs decided not to run, each created (or, if `queued`, updated) as skipped with its log line, all in
-        one transaction: a no-op run of 1,500 pipelines is one commit, not 4,500. Each item: id, pipeline,
-        trigger, strategy, invocation, ref, reason, queued (bool), and optionally error_code/_message/_hint."""
-        if not runs:
-            return
-        stamp = now_iso()
-        host, pid, pid_started = socket.gethostname(), os.getpid(), started_at()
-        with self._lock, write_tx(self._conn) as conn:
-            conn.executemany(
-                "insert into runs (id, pipeline, status, trigger, strategy, queued_at, rows_written, warnings, "
-                "invocation, pid, host, pid_started, run_type, reason, ref) "
-                "values (?, ?, 'pending', ?, ?, ?, 0, 0, ?, ?, ?, ?, 'skip', ?, ?)",
-                [(r["id"], r["pipeline"], r["trigger"], r["strategy"], stamp, r["invocation"], pid, host,
-                  pid_started, r["reason"], r["ref"]) for r in runs if not r.get("queued")])
-            conn.executemany(
-                "update runs set status = 'skipped', run_type = 'skip', reason = ?, started_at = ?, finished_at = ?, "
-                "duration_ms = 0, error_code = ?, error_message = ?, error_hint = ? where id = ?",
-                [(r["reason"], stamp, stamp, r.get("error_code"), r.get("error_message"), r.get("error_hint"),
-                  r["id"]) for r in runs])
-            conn.executemany("insert into run_logs (run_id, at, level, message) values (?, ?, 'info', ?)",
-                             [(r["id"], stamp, f"skipped: {r['reason']}") for r in runs])
-
-    def update_run(self, run_id: str, **values: Any) -> None:
-        for key in ("phases", "write", "notes", "fingerprint", "inputs", "phase_status", "diff"):
-            if key in values and not isinstance(values[key], (str, type(None))):
-                values[key] = json.dumps(values[key], sort_keys=True)
-        with self._lock:
-            self.db.table("runs").update(run_id, values, alter=True)
-
-    def request_cancel(self, run_id: str, pid: int, host: str) -> None:
-        with self._lock:
-            self.db.table("cancel_requests").insert(
-                {"run_id": run_id, "requested_at": now_iso(), "pid": pid, "host": host}, replace=True)
+    # -------------------------------------------------------------------------------------------- reads
 
     def cancel_requested(self, run_ids: list[str]) -> list[str]:
+        """Those of `run_ids` another process asked to cancel."""
         if not run_ids:
             return []
         marks = ",".join("?" * len(run_ids))
@@ -161,45 +124,6 @@ class History:
                 "select id, pipeline, status, pid, pid_started, host, branch, started_at, queued_at, merged_at, ref "
                 "from runs "
                 "where status in ('pending', 'running')"))
-
-    def claim_unfinished(self, run_id: str, **values: Any) -> bool:
-        """Finish a run only if it is still pending or running (two processes may notice one dead run at once:
-        only one of them records it). Returns whether this call did."""
-        columns = ", ".join(f"{key} = ?" for key in values)
-        with self._lock:
-            cur = self._conn.execute(
-                f"UPDATE runs SET {columns} WHERE id = ? AND status IN ('pending', 'running')",
-                [*values.values(), run_id])
-            return cur.rowcount == 1
-
-    @staticmethod
-    def mark_merged(conn: Any, run_id: str, at: str | None = None) -> None:
-        """Inside the merge's own transaction (on its connection): the run's data is on its ref now (`at`: the
-        merge commit's time). A process killed after this commit is still recorded as succeeded by crash
-        recovery."""
-        conn.execute("UPDATE runs SET merged_at = ? WHERE id = ?", (at or now_iso(), run_id))
-
-    @staticmethod
-    def log_in_tx(conn: Any, run_id: str, level: str, message: str) -> None:
-        """A line of a run's log written in another action's transaction, on its connection (an undo of the run's
-        merge says so in the run's own log)."""
-        conn.execute("INSERT INTO run_logs (run_id, at, level, message) VALUES (?, ?, ?, ?)",
-                     (run_id, now_iso(), level, message))
-
-    def add_log(self, run_id: str, level: str, message: str) -> None:
-        with self._lock:
-            self.db.table("run_logs").insert({"run_id": run_id, "at": now_iso(), "level": level, "message": message})
-
-    def add_quality(self, run_id: str, result: dict[str, Any]) -> None:
-        row = dict(result)
-        row["run_id"] = run_id
-        row["sample"] = json.dumps(row.get("sample") or [], default=str)
-        row["columns"] = json.dumps(row.get("columns") or [])
-        row.setdefault("finished_at", now_iso())
-        with self._lock:
-            self.db.table("quality_results").insert(row, alter=False)
-
-    # -------------------------------------------------------------------------------------------- reads
 
     @staticmethod
     def _decode(row: dict[str, Any]) -> dict[str, Any]:
@@ -257,15 +181,6 @@ class History:
             return None
         best = max(found, key=lambda row: (row["at"] or "", row["started_at"] or ""))
         return {k: best[k] for k in ("id", "fingerprint", "inputs", "finished_at")}
-
-    @staticmethod
-    def record_landings(conn: Any, run_ids: list[str], pipelines: list[str], ref: str, at: str) -> None:
-        """Inside a branch merge's transaction: these runs' results (of the merged pipelines) are on `ref` now."""
-        if not run_ids or not pipelines:
-            return
-        runs, keys = ",".join("?" * len(run_ids)), ",".join("?" * len(pipelines))
-        conn.execute(f"INSERT OR REPLACE INTO landings (run_id, ref, at) SELECT id, ?, ? FROM runs WHERE id IN "
-                     f"({runs}) AND pipeline IN ({keys}) AND status = 'success'", (ref, at, *run_ids, *pipelines))
 
     def versions(self, run_ids: list[str]) -> dict[str, dict[str, Any]]:
         """id -> {pipeline, version} of these runs."""
@@ -362,25 +277,6 @@ class History:
         with self._lock:
             return list(self.db.query(f"select * from runs where status in ({marks}){order}", list(statuses)))
 
-    def fail_if_running(self, run_id: str, error: Any, finished_at: str, duration_ms: int | None,
-                        log_message: str) -> bool:
-        """Fail a run that is still running (the reaper's timeout); False if it ended meanwhile."""
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                cur = self._conn.execute(
-                    "UPDATE runs SET status = 'failed', finished_at = ?, duration_ms = ?, error_code = ?,"
-                    " error_message = ?, error_hint = ? WHERE id = ? AND status = 'running'",
-                    (finished_at, duration_ms, error.code, error.message, error.hint, run_id))
-                if cur.rowcount == 1:
-                    self._conn.execute("INSERT INTO run_logs (run_id, at, level, message) VALUES (?, ?, 'error', ?)",
-                                       (run_id, finished_at, log_message))
-                self._conn.execute("COMMIT")
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-        return cur.rowcount == 1
-
     def beyond_newest(self, keep: int, before: str | None = None) -> tuple[list[dict[str, Any]], set[str]]:
         """Runs past the newest `keep` of their pipeline on their ref (oldest first per pipeline), and the ids of
         the newest successful run of each pipeline on each ref and of the newest run landed on each ref (change
@@ -433,31 +329,6 @@ class History:
                                        FROM landings l JOIN runs r ON r.id = l.run_id
                                        WHERE r.pipeline IN ({",".join("?" * len(chunk))})) WHERE rn = 1""", chunk)}
         return rows, last_success
-
-    def delete_finished(self, run_ids: list[str]) -> set[str]:
-        """Delete these runs with their logs, quality results and cancel requests, each only if it has ended
-        (re-checked inside the transaction). Returns the ids deleted."""
-        deleted: set[str] = set()
-        final = ",".join("?" * len(FINAL))
-        with self._lock:
-            for start in range(0, len(run_ids), 500):
-                chunk = run_ids[start:start + 500]
-                marks = ",".join("?" * len(chunk))
-                self._conn.execute("BEGIN IMMEDIATE")
-                try:
-                    gone = [r[0] for r in self._conn.execute(
-                        f"SELECT id FROM runs WHERE id IN ({marks}) AND status IN ({final})", [*chunk, *FINAL])]
-                    if gone:
-                        gmarks = ",".join("?" * len(gone))
-                        for child in ("quality_results", "run_logs", "cancel_requests", "landings"):
-                            self._conn.execute(f"DELETE FROM {child} WHERE run_id IN ({gmarks})", gone)
-                        self._conn.execute(f"DELETE FROM runs WHERE id IN ({gmarks})", gone)
-                    self._conn.execute("COMMIT")
-                except BaseException:
-                    self._conn.execute("ROLLBACK")
-                    raise
-                deleted.update(gone)
-        return deleted
 
     def end_times(self, run_ids: set[str]) -> dict[str, float]:
         """When each run ended (or started, if it has not): POSIX seconds."""

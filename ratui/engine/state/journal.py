@@ -1,6 +1,7 @@
-"""The operation journal: every undoable thing done to the project, with what it takes to reverse it. Owned here, as
-every SQLite table is owned by one module of state/; ops/undo.py writes the entries (inside the action's own
-transaction where the catalog allows it) and reads them back to undo.
+"""The operation journal: every undoable thing done to the project, with what it takes to reverse it. Written here
+alone (`add`, `Journal.record`; every table has one writer: tests/engine/test_record_owners.py): the actions call it
+inside their own transaction where the catalog allows it (a run's merge in run/executor.py, a branch merge or delete
+in ops/branches.py, a landing reset in the facade, an undo in ops/undo.py), and ops/undo.py reads the entries back.
 
     undo_journal(id, done_at, kind, ref, summary, before, after, data, undone_by, undoes)
 

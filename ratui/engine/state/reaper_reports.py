@@ -1,5 +1,6 @@
-"""The `reaper_reports` table: every reaper pass, dry or real, with its counts and its whole report (JSON). Owned
-here, as every SQLite table is owned by one module of state/; ops/reaper.py makes the reports and reads them back."""
+"""The `reaper_reports` table: every reaper pass, dry or real, with its counts and its whole report (JSON). Written
+here alone (every table has one writer: tests/engine/test_record_owners.py); ops/reaper.py makes the reports and
+reads them back."""
 
 from __future__ import annotations
 

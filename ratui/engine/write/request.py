@@ -20,7 +20,7 @@ class WriteRequest:
     key: str
     root: Path
     run_id: str
-    batch: Any  # Spark DataFrame over the run's result (persisted, or the query itself: see pipeline_run)
+    batch: Any  # Spark DataFrame over the run's result (persisted, or the query itself: see run/executor.py)
     batch_rows: int | None  # None: not counted yet (full_refresh, append_only count what they write)
     config: PipelineConfig
     strategy: str

@@ -18,7 +18,7 @@ import psutil
 import pytest
 
 from ratui.engine.events import RunIsolated
-from ratui.engine.run.engine import Engine
+from ratui.engine.facade.engine import Engine
 
 
 PROBES = r'''# @merge_strategy: full_refresh

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ratui.engine.errors import RatuiError
-from ratui.engine.run.engine import Engine
+from ratui.engine.facade.engine import Engine
 from ratui.engine.state.catalog import append_merge
 from tests.engine.ops.test_branches import catalog, metadata_bytes  # noqa: F401 - the fixture, both backends
 

@@ -14,7 +14,8 @@ import pytest
 
 from ratui.cli import main as cli_main
 from ratui.engine.errors import RatuiError
-from ratui.engine.run.engine import Engine
+from ratui.engine.facade.engine import Engine
+from ratui.engine.run.record import RunRecord
 
 E1 = '{"id": 1, "kind": "view"}\n{"id": 2, "kind": "cart"}\n'
 E2 = '{"id": 3, "kind": "view"}\n'
@@ -233,11 +234,11 @@ def test_rollback_then_a_forced_rerun_reproduces_the_rows_and_the_sweep_keeps_hi
     two = engine.log("main", limit=1)[0]
 
     # refused while a run that merges into main is in flight on that table
-    engine.state.history.create_run("inflight", EVENTS, "cli", None, None, ref="main")
+    RunRecord(engine.state.history).create("inflight", EVENTS, "cli", None, None, ref="main")
     with pytest.raises(RatuiError) as err:
         engine.plan_rollback("main", first[EVENTS].run_id, "events")
     assert err.value.code == "RAT-CAT-011"
-    engine.state.history.update_run("inflight", status="failed")
+    RunRecord(engine.state.history).update("inflight", status="failed")
 
     assert cli_main(["rollback", "events", "--to", first[EVENTS].run_id, "--dry-run", "--project", str(project)]) == 0
     assert "would roll back" in capsys.readouterr().out and rows(engine, "SELECT id FROM bronze.events") == \

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ratui.cli import main as cli_main
-from ratui.engine.run.engine import Engine
+from ratui.engine.facade.engine import Engine
 
 EVENTS_1 = '{"id": 1, "kind": "view"}\n{"id": 2, "kind": "cart"}\n'
 EVENTS_2 = '{"id": 3, "kind": "view"}\n'

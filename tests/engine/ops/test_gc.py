@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings as hsettings, strategies as 
 
 from ratui.cli import main
 from ratui.engine.errors import RatuiError
-from ratui.engine.run.engine import Engine
+from ratui.engine.facade.engine import Engine
 from ratui.engine.state.catalog.base import MAIN
 from tests.engine.ops.test_reaper import age_catalog, age_tree, create_table, files_under, project, rows
 

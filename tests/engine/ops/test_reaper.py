@@ -23,9 +23,10 @@ from hypothesis import HealthCheck, given, settings as hsettings, strategies as 
 from ratui.cli import main
 from ratui.engine.state.catalog.base import MAIN
 from ratui.engine.errors import RatuiError
-from ratui.engine.run.engine import Engine
+from ratui.engine.facade.engine import Engine
 from ratui.engine.project.settings import load_settings
 from ratui.engine.write.files import table_location
+from ratui.engine.run.record import RunRecord
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("v", pa.string())])
 
@@ -66,8 +67,8 @@ def project(root: Path, reaper: str = "") -> Engine:
 
 def add_run(engine: Engine, run_id: str, pipeline: str, status: str, *, started: str | None = None,
             finished: str | None = None, pid: int | None = 1, host: str | None = "elsewhere") -> None:
-    engine.state.history.create_run(run_id, pipeline, "test", "full_refresh", None)
-    engine.state.history.update_run(run_id, status=status, started_at=started, finished_at=finished,
+    RunRecord(engine.state.history).create(run_id, pipeline, "test", "full_refresh", None)
+    RunRecord(engine.state.history).update(run_id, status=status, started_at=started, finished_at=finished,
                               branch=f"run-{run_id}", pid=pid, host=host)
 
 
@@ -148,14 +149,14 @@ def test_stuck_runs_are_failed_and_ours_are_cancelled(tmp_path):
     add_run(engine, "stuckmine", key, "running", started=ago(hours=2), pid=os.getpid(), host=socket.gethostname())
     add_run(engine, "fresh", key, "running", started=ago(minutes=10))
     add_run(engine, "oldpending", key, "pending")
-    cancelled, real_cancel = [], engine.cancel
+    cancelled, real_cancel = [], engine._in_flight.cancel  # the reaper interrupts this process's runs through it
 
     def spy(run_id, error=None):
         cancelled.append((run_id, engine.state.history.get_run(run_id)["status"]))
         assert error is not None and error.code == "RAT-RUN-007"  # the run keeps the timeout's code
         return real_cancel(run_id, error=error)
 
-    engine.cancel = spy
+    engine._in_flight.cancel = spy
 
     dry = engine.reaper().run(dry_run=True, tasks=["stuck_runs"])
     found = dry.tasks["stuck_runs"].found
@@ -230,9 +231,9 @@ def test_run_history_retention(tmp_path):
     for i in range(3):
         add_run(engine, f"p4r{i}", "demo.bronze.p4", "failed", started=old(i + 1), finished=old(i + 1))
     for run_id in ("p1r0", "p1r1", "p3r4"):
-        engine.state.history.add_log(run_id, "info", "hello")
-        engine.state.history.add_quality(run_id, {"test": "t", "severity": "error", "status": "passed",
-                                                  "violations": 0})
+        RunRecord(engine.state.history).log(run_id, "info", "hello")
+        RunRecord(engine.state.history).add_quality(run_id, {"test": "t", "severity": "error", "status": "passed",
+                                                             "violations": 0})
 
     dry = engine.reaper().run(dry_run=True, tasks=["run_history"])
     task = dry.tasks["run_history"]
@@ -256,7 +257,7 @@ def test_a_pass_over_a_long_history_stores_a_bounded_report_with_whole_counts(tm
     """A first pass over a long history finds hundreds of thousands of old runs (851,500 of a million): the pass
     removes them all, its stored report keeps the first STORED_ITEMS of each list (it was 142 MB) and the whole
     counts, which the report's readers, `ratui reap` and the Reaper screen's history, show."""
-    from ratui.engine.ops.reaper import STORED_ITEMS
+    from ratui.engine.ops.reaper_report import STORED_ITEMS
 
     engine = project(tmp_path, "  run_history_keep_per_pipeline: 1\n  run_history_max_age_days: 90\n")
     n = STORED_ITEMS + 250
@@ -372,7 +373,7 @@ def test_orphan_sweep_spares_every_file_a_live_branch_reaches(tmp_path):
 
     # the branch goes: what only it reached stays while the deletion is inside the retention window (undoing
     # it needs them); the finished run's write is swept
-    engine.state.history.update_run("livewrite", status="failed", finished_at=ago(minutes=1))
+    RunRecord(engine.state.history).update("livewrite", status="failed", finished_at=ago(minutes=1))
     only_feature = feature_files - reachable_oracle_after_delete(engine, "feature")
     assert only_feature
     after = engine.reaper().run(tasks=["orphan_files"])

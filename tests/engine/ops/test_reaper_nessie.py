@@ -19,9 +19,10 @@ import pytest
 import requests
 
 from ratui.engine.ops.reaper import Reaper
-from ratui.engine.run.engine import Engine
+from ratui.engine.facade.engine import Engine
 from ratui.engine.state.catalog.base import MAIN
 from ratui.engine.write.files import table_location
+from ratui.engine.run.record import RunRecord
 
 
 KEY = "demo.bronze.items"
@@ -182,8 +183,8 @@ def test_orphan_run_branches_found_in_nessies_ref_list(engine: Engine, nessie_ur
     catalog, history = engine.state.catalog, engine.state.history
     main_ids = ids_of(catalog.load_table(MAIN, KEY))
     for run_id, status in [("deadrun", "failed"), ("liverun", "running")]:
-        history.create_run(run_id, KEY, "test", "full_refresh", None)
-        history.update_run(run_id, status=status, branch=f"run-{run_id}")
+        RunRecord(history).create(run_id, KEY, "test", "full_refresh", None)
+        RunRecord(history).update(run_id, status=status, branch=f"run-{run_id}")
     # "gonerun": a killed run whose row is not in this history at all
     for run_id in ("deadrun", "liverun", "gonerun"):
         catalog.create_branch(f"run-{run_id}", run_id=run_id)

@@ -13,7 +13,7 @@ import pytest
 
 from ratui.cli import main as cli_main
 from ratui.engine.errors import RatuiError
-from ratui.engine.run.engine import Engine
+from ratui.engine.facade.engine import Engine
 from tests.engine.ops.test_branches import (  # noqa: F401 - the catalog fixture: both backends
     E2, E3, EVENTS, KINDS, catalog, events_project, metadata_bytes, rows, run, states,
 )

@@ -21,10 +21,13 @@ import pytest
 from ratui.engine.project.compiler import compile_project
 from ratui.engine.errors import RatuiError
 from ratui.engine.project.settings import load_settings
-from ratui.engine.ops.watch import (
-    Watcher, WatchErrors, WatchFailed, WatchPlanFinished, WatchPlanStarted, WatchReloaded, WatchRunResult,
-    WatchStarted, WatchState, WatchStopped, is_ignored, plan_for_changes,
+from ratui.engine.events import (
+    WatchErrors, WatchFailed, WatchPlanFinished, WatchPlanStarted, WatchReloaded, WatchRunResult, WatchStarted,
+    WatchState, WatchStopped,
 )
+from ratui.engine.watch.ignore import is_ignored
+from ratui.engine.watch.plan import plan_for_changes
+from ratui.engine.watch.watcher import Watcher
 
 A = "demo.bronze.a"
 B = "demo.silver.b"
@@ -483,7 +486,7 @@ def test_toggle_off_and_on_during_a_run_never_runs_two_plans_at_once(proj):
 
 def test_saving_a_pipeline_triggers_a_real_run(make_project, spark):
     from ratui.engine.events import RunStarted
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
 
     root = make_project({"demo/pipelines/bronze/nums/pipeline.sql": "SELECT 1 AS id\n"}).resolve()
     engine = Engine.open(root)
@@ -511,7 +514,7 @@ def test_a_landing_file_still_being_copied_when_the_watch_runs_lands_once_whole(
     run fails (RAT-LND-010, nothing merged), the watch runs again for the change it saw meanwhile, and the table
     ends with every row of the finished file exactly once."""
     from ratui.engine.events import PhaseStarted
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
 
     root = make_project({
         "demo/pipelines/bronze/events/pipeline.sql": "-- @merge_strategy: append_only\n-- @landing_mode: new_files\n"
@@ -544,7 +547,7 @@ def test_a_landing_file_still_being_copied_when_the_watch_runs_lands_once_whole(
 
 
 def test_a_watch_on_a_branch_runs_there_and_leaves_main_alone(make_project, spark):
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
 
     root = make_project({"demo/pipelines/bronze/nums/pipeline.sql": "SELECT 1 AS id\n"}).resolve()
     engine = Engine.open(root)

@@ -221,7 +221,7 @@ def test_archived_files_name_the_columns_of_a_zone_whose_files_were_all_loaded(m
 def test_a_python_pipelines_columns_come_from_its_table_on_main(sample):
     """A real Iceberg table of the Python pipeline on main: its columns are listed (table-level), and a SQL
     pipeline reading it resolves against them (a SELECT * too)."""
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
 
     pipes = sample / "ecommerce" / "pipelines" / "gold" / "country_report"
     pipes.mkdir(parents=True)

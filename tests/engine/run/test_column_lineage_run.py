@@ -4,7 +4,7 @@ pipeline's lineage names exactly the columns Spark wrote to its Iceberg table, i
 
 from __future__ import annotations
 
-from ratui.engine.run.engine import Engine
+from ratui.engine.facade.engine import Engine
 
 
 def test_lineage_names_the_columns_spark_wrote(local_sample):

@@ -11,7 +11,7 @@ from decimal import Decimal
 import pytest
 
 from ratui.engine.run import data_diff
-from ratui.engine.run.engine import Engine
+from ratui.engine.facade.engine import Engine
 
 KEY = "demo.silver.people"
 PATH = "demo/pipelines/silver/people/pipeline.sql"

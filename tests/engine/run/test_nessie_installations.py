@@ -19,7 +19,7 @@ import pytest
 import requests
 
 from ratui.engine.project.settings import load_settings
-from ratui.engine.run.engine import Engine
+from ratui.engine.facade.engine import Engine
 from ratui.engine.state.project_state import ProjectState
 from tests.conftest import TEST_SETTINGS
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import requests
 
-from ratui.engine.run.engine import Engine
+from ratui.engine.facade.engine import Engine
 
 SAMPLE = Path(__file__).resolve().parents[3] / "sample_project"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 from ratui.engine.events import PhaseFinished, PhaseStarted, RunFinished, SparkProgress
-from ratui.engine.run.engine import Engine
+from ratui.engine.facade.engine import Engine
 from tests.servers import make_slow_project
 
 
@@ -16,7 +16,7 @@ def test_a_long_build_reports_its_tasks_as_they_finish(spark, tmp_path):
     project = make_slow_project(tmp_path / "slow", rows=16, parts=16)
     project.set(version=1, delay=0, gated=8)
     engine = Engine.open(project.root)
-    engine._progress._interval = 0.1
+    engine._in_flight.progress._interval = 0.1
     events = []
     mid_job = threading.Event()
 

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from ratui.engine.errors import RatuiError
-from ratui.engine.run.engine import Engine
+from ratui.engine.facade.engine import Engine
 
 ROWS = 1234  # not a multiple of a page: the last page is short
 

@@ -13,7 +13,8 @@ import pytest
 
 from ratui.engine.events import LogLine, PhaseStarted
 from ratui.engine.vocabulary import PHASES
-from ratui.engine.run.engine import Engine
+from ratui.engine.facade.engine import Engine
+from ratui.engine.run.record import RunRecord
 
 PIPELINES = {
     "demo/pipelines/bronze/full/pipeline.sql": (
@@ -170,7 +171,7 @@ def test_kill_after_the_merge_committed_counts_as_success(make_project, spark):
     [result] = engine.run([keys[0]])
     run_id = result.run_id
     # simulate a process that died right after its merge: the stamp is there, the status is not final
-    engine.state.history.update_run(run_id, status="running", pid=2 ** 22 + 12345)
+    RunRecord(engine.state.history).update(run_id, status="running", pid=2 ** 22 + 12345)
     again = Engine.open(root)
     assert run_id in again.recover()
     assert again.state.history.get_run(run_id)["status"] == "success"

@@ -8,7 +8,7 @@ import socket
 import pytest
 
 from ratui.engine.events import PhaseStarted
-from ratui.engine.run.engine import Engine
+from ratui.engine.facade.engine import Engine
 
 ORDERS_1 = "order_id,status,amount,updated_at\n1,placed,10.50,2026-01-01 10:00:00\n2,placed,20.00,2026-01-01 11:00:00\n"
 ORDERS_2 = "order_id,status,amount,updated_at\n1,shipped,10.50,2026-01-02 09:00:00\n3,placed,5.25,2026-01-02 10:00:00\n"

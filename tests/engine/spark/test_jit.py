@@ -10,7 +10,7 @@ import pytest
 
 from ratui.engine.errors import RatuiError
 from ratui.engine.project.settings import load_settings
-from ratui.engine.run.engine import Engine
+from ratui.engine.facade.engine import Engine
 from ratui.engine.run.work_size import input_bytes
 from ratui.engine.spark import jit
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ratui.engine.errors import RatuiError
-from ratui.engine.run.engine import Engine
+from ratui.engine.facade.engine import Engine
 from ratui.engine.state import migrations
 
 SCHEMAS = sorted((Path(__file__).parent / "schemas").glob("*.sql"))

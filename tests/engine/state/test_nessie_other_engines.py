@@ -153,7 +153,7 @@ def test_spark_with_icebergs_nessie_catalog_reads_ratuis_tables_on_main_and_a_de
         tmp_path: Path, spark, tmp_path_factory: pytest.TempPathFactory) -> None:
     from ratui.engine.ops import branches
     from ratui.engine.project.settings import load_settings
-    from ratui.engine.run.engine import Engine
+    from ratui.engine.facade.engine import Engine
     from ratui.engine.state.project_state import ProjectState
     from tests.conftest import TEST_SETTINGS
     from tests.nessie_server import nessie_server

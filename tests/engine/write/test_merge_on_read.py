@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from ratui.engine.iceberg.read import data_files, deletes_of, row_count
-from ratui.engine.run.engine import Engine
+from ratui.engine.facade.engine import Engine
 
 # the first run loads 2000 rows; every later run changes 100 of them (5% of the one data file: merge-on-read)
 PIPELINE = """\

@@ -19,7 +19,7 @@ import pytest
 
 from ratui.engine.project.config import PipelineConfig
 from ratui.engine.errors import RatuiError
-from ratui.engine.run.engine import Engine
+from ratui.engine.facade.engine import Engine
 from ratui.engine.write.strategies import WriteRequest, write
 
 UTC = timezone.utc

@@ -1,12 +1,10 @@
-"""Watch mode: file changes -> debounced, coalesced, dependency-aware run plans.
+"""Watch mode: file changes -> debounced, coalesced, dependency-aware run plans, run through the Engine.
 
 Three pieces:
 
-    WatchFilter        drops, at the source (watchfiles' filter), every path that must never trigger a run:
-                       the engine's own writes (.ratui/, {ns}/warehouse/, _processed/), _samples/,
-                       __pycache__ and editor droppings (swap files, ~ backups, .# locks, #autosave#, ...)
-    plan_for_changes   pure: a compiled project + changed paths -> Plan (which pipelines to run, in order,
-                       and why; whether ratui.yaml must be reloaded; the coded errors of broken files)
+    WatchFilter        (ignore.py) drops, at the source, every path that must never trigger a run
+    plan_for_changes   (plan.py) pure: a compiled project + changed paths -> Plan (which pipelines to run, in
+                       order, and why; whether ratui.yaml must be reloaded; the coded errors of broken files)
     Watcher            a watching thread (watchfiles) feeding a worker thread that waits for a quiet period
                        (the debounce, default 300 ms from ratui.yaml `watch.debounce_ms`), plans, and runs
 
@@ -15,250 +13,35 @@ saves is one plan with each pipeline once, and all the saves made while a batch 
 follow-up plan after it. Nothing here raises into the watcher's threads: a broken file is reported with its
 coded error and the watcher waits for the next save; a runner that raises is reported and forgotten.
 
-Observers subscribe to `Watcher.bus` (or pass `on_event`) and receive the Watch* events below, from the
-watcher's threads: they must be quick and thread-safe, as for the engine's own events.
+Observers subscribe to `Watcher.bus` (or pass `on_event`) and receive the Watch* events of engine/events.py, from
+the watcher's threads: they must be quick and thread-safe, as for the engine's own events. Watch mode runs above the
+engine: it reaches it through the Engine facade only.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 import traceback
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from ratui.engine.project.compiler import CompiledProject, compile_project, recompile
-from ratui.engine.landing.local import landing_folder
-from ratui.engine.landing.names import PROCESSED, RESERVED_DIRS, is_active_name
-from ratui.engine.landing.zone import configured_zones
 from ratui.engine.errors import RatuiError
-from ratui.engine.events import (  # noqa: F401 - the watcher's events, re-exported
+from ratui.engine.events import (
     EventBus, WatchErrors, WatchEvent, WatchFailed, WatchPlanFinished, WatchPlanStarted, WatchReloaded,
     WatchRunResult, WatchStarted, WatchState, WatchStopped,
 )
-from ratui.engine.project.settings import SETTINGS_FILE, STATE_DIR, Settings, load_settings
+from ratui.engine.landing.local import landing_folder
+from ratui.engine.landing.zone import configured_zones
+from ratui.engine.project.compiler import CompiledProject, compile_project, recompile
+from ratui.engine.project.settings import SETTINGS_FILE, Settings, load_settings
+from ratui.engine.watch.ignore import WatchFilter, is_ignored, rel_parts
+from ratui.engine.watch.plan import Plan, plan_for_changes
 
 log = logging.getLogger("ratui.watch")
 
-PIPELINE_FILES = ("pipeline.sql", "pipeline.py", "config.yaml")
-IGNORED_DIR_NAMES = {"__pycache__", *RESERVED_DIRS}
-_VIM_SWAP = re.compile(r"\.sw[a-px]$")  # .swp, .swo, .swn, ... and vim's .swx probe
-_JETBRAINS = ("___jb_tmp___", "___jb_old___")
-
 RunKeys = Callable[[list[str]], list]
-
-
-# ---------------------------------------------------------------------------------------------- ignore rules
-
-
-def is_editor_temp(name: str) -> bool:
-    """Files editors write next to the real one while saving."""
-    return (
-        name.startswith(".")  # .x.swp, .#x (emacs lock), .DS_Store, .x.tmp (atomic-save temp files)
-        or name.endswith("~")  # backups
-        or name == "4913"  # vim's "can I write here" probe
-        or bool(_VIM_SWAP.search(name))
-        or (name.startswith("#") and name.endswith("#") and len(name) > 1)  # emacs autosave
-        or name.endswith(_JETBRAINS)
-    )
-
-
-def _rel_parts(root: Path, path: str | Path) -> tuple[str, ...] | None:
-    """The path's parts relative to the project root, or None when it lies outside it."""
-    p = Path(path)
-    if not p.is_absolute():
-        return p.parts
-    try:
-        return p.relative_to(root).parts
-    except ValueError:
-        try:
-            return p.resolve().relative_to(root.resolve()).parts
-        except (ValueError, OSError):
-            return None
-
-
-def ignored_parts(parts: tuple[str, ...] | None) -> bool:
-    if not parts:  # outside the project, or the root folder itself
-        return True
-    if parts[0] == STATE_DIR:
-        return True
-    if len(parts) >= 2 and parts[1] == "warehouse":  # {namespace}/warehouse/: the engine's table files
-        return True
-    for part in parts:
-        if part.startswith(".") or part in IGNORED_DIR_NAMES:  # hidden folders (.git, .idea, .ratui) too
-            return True
-    return is_editor_temp(parts[-1])
-
-
-def is_ignored(root: Path, path: str | Path) -> bool:
-    """True for a path that must never trigger a run."""
-    return ignored_parts(_rel_parts(root, path))
-
-
-class WatchFilter:
-    """A watchfiles `watch_filter`: keep a change unless it is ignored (see is_ignored)."""
-
-    def __init__(self, root: Path):
-        self.root = Path(root)
-
-    def __call__(self, change: Any, path: str) -> bool:
-        return not is_ignored(self.root, path)
-
-
-# ---------------------------------------------------------------------------------------------- planning
-
-
-@dataclass
-class Plan:
-    keys: list[str] = field(default_factory=list)  # pipelines to run, in run (topological) order
-    reasons: dict[str, str] = field(default_factory=dict)  # key -> why it runs
-    changed: list[str] = field(default_factory=list)  # the relevant changed paths, relative to the root
-    reload: bool = False  # ratui.yaml changed: reload the settings
-    errors: list[RatuiError] = field(default_factory=list)  # coded errors of broken files the changes touch
-    blocked: list[str] = field(default_factory=list)  # affected pipelines not run because they are broken
-
-    @property
-    def empty(self) -> bool:
-        return not (self.keys or self.reload or self.errors or self.blocked)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"keys": list(self.keys), "reasons": dict(self.reasons), "changed": list(self.changed),
-                "reload": self.reload, "errors": [e.to_dict() for e in self.errors], "blocked": list(self.blocked)}
-
-
-def _change_word(change: Any) -> str:
-    name = getattr(change, "name", None)
-    return name if isinstance(name, str) else "changed"
-
-
-def _archived(path: Path) -> bool:
-    """A zone file gone from the zone's root because the engine archived it (`_processed/{run_id}/name`)."""
-    if path.exists():
-        return False
-    processed = path.parent / PROCESSED
-    return processed.is_dir() and any((run / path.name).exists() for run in processed.iterdir())
-
-
-def _under(path: Path, folder: Path) -> bool:
-    return path == folder or folder in path.parents
-
-
-def plan_for_changes(compiled: CompiledProject, root: Path,
-                     changed_paths: Iterable[str | Path | tuple[Any, str]]) -> Plan:
-    """Map changed paths to the pipelines to re-run, from the compiled project (the disk is only consulted to
-    tell a landing file the engine archived from one a user deleted).
-
-    `changed_paths` holds paths (absolute, or relative to `root`) or watchfiles' (Change, path) pairs.
-      - a pipeline's files (pipeline.sql/.py, config.yaml, tests/quality/*.sql) or its folder itself (a new,
-        moved or deleted pipeline): that pipeline and its descendants; a deleted pipeline: its dependents
-      - a file at a landing zone's root (or the zone folder): the pipelines reading that zone (same namespace)
-        and their descendants; not a file the engine itself archived to `_processed/` (no feedback loop)
-      - a layer, `pipelines/` or namespace folder appearing or vanishing: every pipeline under it
-      - ratui.yaml: `reload`, and nothing to run by itself
-    Descendants are reached through healthy pipelines only: a broken pipeline is not run, its errors are
-    returned, and what lies downstream of it alone is not run either.
-    """
-    root = Path(root)
-    plan = Plan()
-    direct: dict[str, str] = {}  # key -> reason
-    pipelines = compiled.pipelines
-    changed: set[str] = set()
-    seen_abs: list[tuple[str, Path]] = []  # every path not ignored: project-level problems may sit there
-
-    def hit(key: str, reason: str) -> None:
-        direct.setdefault(key, reason)
-
-    for item in changed_paths:
-        change, path = item if isinstance(item, tuple) else (None, item)
-        parts = _rel_parts(root, path)
-        if parts is None or ignored_parts(parts):
-            continue
-        rel = "/".join(parts)
-        word = _change_word(change)
-        relevant = False
-        if parts == (SETTINGS_FILE,):
-            plan.reload = relevant = True
-        elif len(parts) >= 4 and parts[1] == "pipelines":
-            ns, layer, name, rest = parts[0], parts[2], parts[3], parts[4:]
-            key = f"{ns}.{layer}.{name}"
-            if (not rest or rest[0] in PIPELINE_FILES
-                    or rest[0] == "tests" and (len(rest) == 1 or rest[1] == "quality" and (
-                        len(rest) == 2 or len(rest) == 3 and rest[2].endswith(".sql")))):
-                relevant = True
-                what = "folder" if not rest else "/".join(rest)
-                if key in pipelines:
-                    hit(key, f"{what} {word}")
-                else:  # the pipeline is gone: whoever read it must hear about it (they are broken now)
-                    for other, p in pipelines.items():
-                        if key in p.refs:
-                            hit(other, f"its upstream {key} was removed")
-        elif 1 <= len(parts) <= 3 and (len(parts) == 1 or parts[1] == "pipelines"):
-            folder = root.joinpath(*parts)
-            for key, p in pipelines.items():
-                if _under(p.folder, folder):
-                    relevant = True
-                    hit(key, f"{rel} {word}")
-        elif len(parts) in (2, 3, 4) and parts[1] == "landing":
-            ns = parts[0]
-            zone = parts[2] if len(parts) >= 3 else None
-            if len(parts) == 4 and (not is_active_name(parts[3]) or root.joinpath(*parts).is_dir()
-                                    or _archived(root.joinpath(*parts))):
-                continue  # not a file the engine reads from the zone, or the engine moved it to _processed/
-            for key, p in pipelines.items():
-                if p.namespace == ns and p.zones and (zone is None or zone in p.zones):
-                    relevant = True
-                    file = f": {parts[3]} {word}" if len(parts) == 4 else f" ({word})"
-                    hit(key, f"landing zone '{zone or ', '.join(p.zones)}' changed{file}")
-        seen_abs.append((rel, root.joinpath(*parts)))
-        if relevant:
-            changed.add(rel)
-
-    # descendants, through healthy pipelines only, in run order
-    included: set[str] = set()
-    blocked: set[str] = set()
-    seen_errors: set[str] = set()
-
-    def add_errors(key: str) -> None:
-        for e in pipelines[key].errors:
-            if str(e) not in seen_errors:
-                seen_errors.add(str(e))
-                plan.errors.append(e)
-
-    order = compiled.graph.order()
-    for key in order:
-        reason = direct.get(key)
-        if reason is None:
-            parent = next((u for u in compiled.graph.upstream.get(key, ()) if u in included), None)
-            if parent is None:
-                continue
-            reason = f"downstream of {parent}"
-        if pipelines[key].ok:
-            included.add(key)
-            plan.keys.append(key)
-            plan.reasons[key] = reason
-        else:
-            blocked.add(key)
-            add_errors(key)
-    for key in direct:  # broken beyond ordering (in a cycle)
-        if key not in included and key not in blocked and key in pipelines:
-            blocked.add(key)
-            add_errors(key)
-    for e in compiled.errors:  # project-level problems (a bad layer folder, namespace name) the changes touch
-        for rel, path in seen_abs:
-            if e.file and (_under(Path(e.file), path) or _under(path, Path(e.file))):
-                changed.add(rel)
-                if str(e) not in seen_errors:
-                    seen_errors.add(str(e))
-                    plan.errors.append(e)
-    plan.blocked = sorted(blocked)
-    plan.changed = sorted(changed)
-    return plan
-
-
-# ---------------------------------------------------------------------------------------------- the watcher
 
 
 class Watcher:
@@ -280,7 +63,7 @@ class Watcher:
         if engine is None and root is None:
             raise ValueError("Watcher needs a project root or an engine")
         if engine is None and run_keys is None:
-            from ratui.engine.run.engine import Engine
+            from ratui.engine.facade.engine import Engine
 
             engine = Engine.open(Path(str(root)))
             engine.recover()
@@ -490,7 +273,7 @@ class Watcher:
         """Reload ratui.yaml if it changed, compile, and plan (no run)."""
         changes = list(changes)
         reload_errors: list[RatuiError] = []
-        if any(_rel_parts(self.root, c[1] if isinstance(c, tuple) else c) == (SETTINGS_FILE,) for c in changes):
+        if any(rel_parts(self.root, c[1] if isinstance(c, tuple) else c) == (SETTINGS_FILE,) for c in changes):
             try:
                 self._reload()
             except RatuiError as exc:  # keep the previous settings; the next save of ratui.yaml retries
@@ -555,7 +338,9 @@ class Watcher:
             if stop.is_set() and self._invocation is not None:  # stopped: the plan ends after this run
                 self._invocation.cancel()
 
-        invocation = self.engine.start(keys, trigger="watch", on_result=on_result, ref=self.ref())
+        # the project as this plan compiled it: the invocation and its runs compile it no more
+        invocation = self.engine.start(keys, trigger="watch", on_result=on_result, ref=self.ref(),
+                                       compiled=self._compiled)
         self._invocation = invocation
         if stop.is_set():  # stopped while the plan was being made
             invocation.cancel()

@@ -1,9 +1,9 @@
 """Atomic publish: a selection of pipelines lands on its ref in one commit, or not at all.
 
-    branch = start_publish(state, invocation_id, into="main")   # publish-{invocation} from main, ledger included
-    ... every run of the invocation forks from the publish branch and merges into it (downstream runs read their
-        upstream's new tables there) ...
-    outcome = finish_publish(state, invocation)                  # after the last run
+    publish = AtomicPublish.start(state, compiled, invocation_id, into="main")   # publish-{invocation} from main
+    ... the invocation (its `publisher`) runs every run from the publish branch into it (downstream runs read
+        their upstream's new tables there) ...
+    outcome = publish.finish(invocation)                        # the invocation calls it after its last run
 
 If every run succeeded or was unchanged, the publish branch merges into `into` (Nessie's rule: a table `into`
 changed meanwhile is a conflict and nothing lands, unless both sides only appended to it: then it merges by append
@@ -14,13 +14,14 @@ failed, was cancelled or never ran, `into` is untouched and the branch is kept s
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from ratui.engine.errors import RatuiError
 from ratui.engine.ops import branches
+from ratui.engine.run.results import PublishOutcome
 
 if TYPE_CHECKING:
+    from ratui.engine.project.compiler import CompiledProject
     from ratui.engine.run.results import RunResult
     from ratui.engine.state.project_state import ProjectState
 
@@ -38,29 +39,34 @@ class Published(Protocol):
     def cancelled(self) -> bool: ...
 
 
-@dataclass(frozen=True)
-class PublishOutcome:
-    branch: str
-    into: str
-    merged: bool
-    tables: list[str]  # what landed on `into` (merged) or would have (kept)
-    reason: str
-    commit: str | None = None
-    error: dict[str, Any] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"event": "publish", **asdict(self)}
-
-
 def publish_branch(invocation_id: str) -> str:
     return f"{branches.PUBLISH_PREFIX}{invocation_id}"
 
 
-def start_publish(state: ProjectState, invocation_id: str, into: str) -> str:
-    branches.check_writable(state, into)
-    name = publish_branch(invocation_id)
-    state.catalog.create_branch(name, from_ref=into, in_tx=lambda conn: state.ledger.fork(conn, into, name))
-    return name
+class AtomicPublish:
+    """The publisher of one invocation (run/invocation.py's Publisher): its branch, and the merge at its end with
+    the quality gate of tables that merge by append (run/merge_gate.py) on the project the invocation ran."""
+
+    def __init__(self, state: ProjectState, compiled: CompiledProject, branch: str, into: str):
+        self.state = state
+        self.compiled = compiled
+        self.branch = branch
+        self.into = into
+
+    @classmethod
+    def start(cls, state: ProjectState, compiled: CompiledProject, invocation_id: str, into: str) -> "AtomicPublish":
+        """The publish branch from `into` (its ledger included); `into` must be writable (RAT-CAT-002/-007/-012)."""
+        branches.check_writable(state, into)
+        name = publish_branch(invocation_id)
+        state.catalog.create_branch(name, from_ref=into, in_tx=lambda conn: state.ledger.fork(conn, into, name))
+        return cls(state, compiled, name, into)
+
+    def finish(self, invocation: Published) -> PublishOutcome:
+        from ratui.engine.run.merge_gate import quality_gate  # Spark's side: loaded when a publish ends
+
+        compiled = self.compiled
+        return finish_publish(self.state, invocation,
+                              verify=quality_gate(self.state, lambda: compiled, self.into, self.branch))
 
 
 def finish_publish(state: ProjectState, invocation: Published,

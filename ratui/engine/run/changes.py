@@ -14,6 +14,9 @@ The landing ledger counts too: a file the pipeline has not loaded (a reset, a fa
 Decisions are per ref: on a dev or publish branch the last run that counts is the newest one merged into that
 branch, or, before the branch has one, the one its tables came from (merged into the ref it was created from
 before it was created).
+
+An invocation asks its `Decider` (the project's state, one per engine), which also decides a whole selection's
+unchanged pipelines at once (the pre-pass of a no-op run).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from ratui.engine.project.settings import Settings
 from ratui.engine.vocabulary import MAIN
 
 if TYPE_CHECKING:
+    from ratui.engine.project.compiler import CompiledProject
     from ratui.engine.state.project_state import ProjectState
 
 
@@ -118,7 +122,7 @@ def decide(state: ProjectState, pipeline: Pipeline, *, force: bool = False, ref:
     key = pipeline.key
     strategy = pipeline.config.merge_strategy if pipeline.config else "full_refresh"
     on_change = "full" if strategy == "full_refresh" else "incremental"
-    decision = _natural(state, pipeline, on_change, ref, inputs or DecisionInputs(state, ref))
+    decision = _compare_with_last_success(state, pipeline, on_change, ref, inputs or DecisionInputs(state, ref))
     if force and not decision.runs:
         return Decision(key, on_change, f"forced ({decision.reason})")
     return decision
@@ -149,7 +153,10 @@ def branch_origin(state: ProjectState, ref: str) -> tuple[str, str] | None:
     return None
 
 
-def _natural(state: ProjectState, pipeline: Pipeline, on_change: str, ref: str, inputs: DecisionInputs) -> Decision:
+def _compare_with_last_success(state: ProjectState, pipeline: Pipeline, on_change: str, ref: str,
+                               inputs: DecisionInputs) -> Decision:
+    """The decision without --force: the pipeline's definition and inputs now against those of its last success
+    on `ref` (its upstream tables' pointers, the ledger's unloaded files, its zones' listings)."""
     key = pipeline.key
     last = inputs.last_success(key)
     if last is None or not last.get("fingerprint"):
@@ -188,3 +195,35 @@ def _natural(state: ProjectState, pipeline: Pipeline, on_change: str, ref: str, 
     if new_files:
         return Decision(key, on_change, f"landing files changed: {', '.join(new_files)}")
     return Decision(key, "skip", f"unchanged since run {last['id']}")
+
+
+class Decider:
+    """Change detection for an invocation: whether each pipeline must run on a ref, and why."""
+
+    def __init__(self, state: ProjectState):
+        self._state = state
+
+    def decide(self, pipeline: Pipeline, *, force: bool = False, full_refresh: bool = False,
+               ref: str = MAIN) -> Decision:
+        if full_refresh:
+            return Decision(pipeline.key, "full", "--full-refresh: rebuild from scratch")
+        if not pipeline.ok:
+            return Decision(pipeline.key, "backfill", "definition has errors")  # the run reports them
+        return decide(self._state, pipeline, force=force, ref=ref)  # reads the ref for this one decision
+
+    def unchanged(self, compiled: CompiledProject, keys: list[str], *, ref: str = MAIN) -> dict[str, Decision]:
+        """key -> its skip decision, for the pipelines of `keys` that are unchanged and whose upstream pipelines in
+        `keys` are unchanged too (in dependency order; one read of the ref's pointers and zones for all)."""
+        inputs = DecisionInputs(self._state, ref)
+        ours = set(keys)
+        out: dict[str, Decision] = {}
+        for key in compiled.graph.order():
+            pipeline = compiled.pipelines.get(key)
+            if key not in ours or pipeline is None or not pipeline.ok:
+                continue
+            if any(up in ours and up not in out for up in compiled.graph.upstream.get(key, ())):
+                continue  # an upstream may run first: this one is decided after it, as always
+            decision = decide(self._state, pipeline, ref=ref, inputs=inputs)
+            if not decision.runs:
+                out[key] = decision
+        return out

@@ -1,8 +1,8 @@
 """The state database's version (SQLite's PRAGMA user_version) and the numbered steps that bring a database an
 earlier ratui wrote up to this one.
 
-Each table is created by its owner as it is now (history.py, ledger.py, catalog/records.py, catalog/roots.py,
-reaper_reports.py); a step changes what an older ratui left behind: the columns it lacked, the data a change of
+Each table is created as it is now where its schema lives (history.py, ledger.py, catalog/records.py,
+catalog/roots.py, reaper_reports.py; the run tables' rows are written by run/record.py); a step changes what an older ratui left behind: the columns it lacked, the data a change of
 meaning needs. Every owner calls `migrate()` before it creates its tables, so whichever opens a database first
 brings it up to date. Steps run once, in order, each in one write transaction that also records its number (two
 processes opening an old database at once migrate it once). A step is never edited once shipped: a change is a new

@@ -147,9 +147,13 @@ def pytest_runtest_call(item):
             _refused(item, "call")
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_teardown(item):
     GUARD.disarm()  # a fixture's teardown may stop what it started
+    try:
+        return (yield)
+    finally:
+        GUARD.put_runtime_back()  # after the fixtures: a monkeypatch of the runtime is undone first
 
 
 def pytest_runtest_logreport(report):

@@ -139,6 +139,36 @@ def test_a_jvm_this_process_already_runs_is_out_of_a_unit_tests_reach():
     session.RUNTIME.session = None
 
 
+def test_a_unit_test_that_monkeypatched_the_runtime_gives_an_earlier_spark_tests_session_back():
+    """A unit test may monkeypatch ratui's Spark runtime (test_side_start.py does): its fixtures' teardown restores
+    what they saw, the set-aside runtime, so the guard puts the earlier session back only after them (put back
+    before, the undo emptied it, and every later spark test of that worker failed to start a second SparkContext).
+    Driven through the conftest's own teardown hook, with the guard's state of this very test kept aside."""
+    from _pytest.monkeypatch import MonkeyPatch
+
+    from tests.conftest import pytest_runtest_teardown
+
+    from ratui.engine.spark import session
+
+    outer = dict(vars(GUARD)), dict(vars(session.RUNTIME))
+    earlier = object()
+    try:
+        session.RUNTIME.session = earlier  # as if a spark test had started it in this worker
+        GUARD.arm()
+        fixture = MonkeyPatch()
+        fixture.setattr(session.RUNTIME, "session", "the test's stand-in")  # saw None: the runtime set aside
+        teardown = pytest_runtest_teardown(None)
+        next(teardown)  # the hook's part before the fixtures' teardown
+        fixture.undo()  # the fixtures' teardown
+        with pytest.raises(StopIteration):
+            teardown.send(None)  # the hook's part after them
+        assert session.RUNTIME.session is earlier and not GUARD.armed
+    finally:
+        vars(GUARD).update(outer[0])
+        vars(session.RUNTIME).clear()
+        vars(session.RUNTIME).update(outer[1])
+
+
 def test_a_unit_test_that_starts_a_server_is_refused(tmp_path):
     from tests.engine.s3_server import moto_server
 

@@ -55,6 +55,9 @@ def what_starts(args) -> str | None:
     return None
 
 
+_NOTHING_SET_ASIDE = object()  # no unit test armed since the runtime was last put back
+
+
 class Guard:
     """One per test process: armed for a unit test's setup and call, disarmed otherwise."""
 
@@ -66,7 +69,7 @@ class Guard:
         self.tripwire: Path | None = None
         self._log_seen = 0
         self._saved_java_home: str | None = None
-        self._saved_runtime: dict | None = None
+        self._saved_runtime: object = _NOTHING_SET_ASIDE  # what arm() set aside, until put back
         self._hooked = False
 
     # ---------------------------------------------------------------------------------------------- the hook
@@ -115,8 +118,14 @@ class Guard:
             os.environ.pop("JAVA_HOME", None)
         else:
             os.environ["JAVA_HOME"] = self._saved_java_home
+
+    def put_runtime_back(self) -> None:
+        """ratui's Spark runtime as it was before the unit test: after its fixtures' teardown, since a fixture that
+        monkeypatched the runtime restores what it saw (the set-aside state) when it is undone."""
+        if self._saved_runtime is _NOTHING_SET_ASIDE:
+            return
         _put_runtime_back(self._saved_runtime)
-        self._saved_runtime = None
+        self._saved_runtime = _NOTHING_SET_ASIDE
 
     def take_refusals(self) -> list[str]:
         """What was refused since the last call (in this process, and by the tripwire in any child), then forgotten."""

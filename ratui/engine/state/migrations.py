@@ -2,11 +2,11 @@
 earlier ratui wrote up to this one.
 
 Each table is created as it is now where its schema lives (history.py, ledger.py, catalog/records.py,
-catalog/roots.py, reaper_reports.py; the run tables' rows are written by run/record.py); a step changes what an older ratui left behind: the columns it lacked, the data a change of
-meaning needs. Every owner calls `migrate()` before it creates its tables, so whichever opens a database first
-brings it up to date. Steps run once, in order, each in one write transaction that also records its number (two
-processes opening an old database at once migrate it once). A step is never edited once shipped: a change is a new
-step at the end.
+catalog/roots.py, reaper_reports.py; the run tables' rows are written by run/record.py); a step changes what an
+older ratui left behind: the columns it lacked, the data a change of meaning needs. Every owner calls `migrate()`
+before it creates its tables, so whichever opens a database first brings it up to date. Steps run once, in order,
+each in one write transaction that also records its number (two processes opening an old database at once migrate it
+once). A step is never edited once shipped: a change is a new step at the end.
 tests/engine/state/schemas/ keeps the schema of every ratui that shipped a different one; the tests open each
 with today's ratui.
 """

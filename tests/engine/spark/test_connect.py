@@ -32,7 +32,8 @@ from tests.servers import (json_lines, main_head, make_slow_project, query, ratu
 @pytest.fixture(scope="module")
 def servers(hidden_disk):
     """The module's Connect server, on a disk of its own: it sees neither the projects nor ratui's state (all
-    under this machine's /tmp), only what is in S3 (S3A's jars on its classpath, as README's Team setup says).
+    under this machine's /tmp), only what is in S3; started exactly as docs/team/spark.md tells a team (S3A's jars,
+    the documented ones and no more: tests/servers.py).
     Calling it gives the live server; the last test kills it (a server gone mid-run), and a test after that would
     get a new one."""
     started: list = []
@@ -40,7 +41,7 @@ def servers(hidden_disk):
     def live():
         if not started or not started[-1].alive():
             folder = hidden_disk.folder(f"connect-{len(started)}")
-            started.append(start_connect(folder, disk=hidden_disk, jars=s3a.local_jars()))
+            started.append(start_connect(folder, disk=hidden_disk))
         return started[-1]
 
     try:

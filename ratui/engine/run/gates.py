@@ -21,7 +21,7 @@ from ratui.engine.project.discovery import Pipeline
 from ratui.engine.run import data_diff
 from ratui.engine.run.control import Cancelled
 from ratui.engine.run.failure import first_line
-from ratui.engine.run.quality import QualityOutcome, TestsNotRun, run_tests
+from ratui.engine.run.quality import QualityOutcome, TestsNotRun, not_run, run_tests
 from ratui.engine.run.scope import RunScope
 from ratui.engine.run.sources import RunSources
 from ratui.engine.spark import errors as spark_errors
@@ -37,16 +37,22 @@ def check_quality(scope: RunScope, session: Any, sources: RunSources, pipeline: 
         scope.log.line("no quality tests")
         return
     file, _config = pipeline.loaded()
-    # the tests see the branch's new data: re-register this pipeline's table after the write
-    sources.forget(scope.key)
-    context = sources.context(pipeline, file)
-    context.this = sources.table(scope.key)
     stopped: RatuiError | None = None
     try:
+        # the tests see the branch's new data: re-register this pipeline's table after the write
+        sources.forget(scope.key)
+        context = sources.context(pipeline, file)
+        context.this = sources.table(scope.key)
         results = run_tests(session, pipeline.tests, context, scope.settings.quality_sample_rows,
                             check=scope.control.check)
-    except TestsNotRun as not_run:
-        results, stopped = not_run.outcomes, not_run.error
+    except TestsNotRun as stop:
+        results, stopped = stop.outcomes, stop.error
+    except Exception as exc:  # Spark gone (or lacking a class) before the first test: none of them ran
+        stopped = None if isinstance(exc, RatuiError) or spark_errors.is_cancellation(exc) \
+            else spark_errors.spark_side_failure(exc)
+        if stopped is None:
+            raise
+        results = not_run(pipeline.tests, stopped)
     for outcome in results:
         outcomes.append(outcome)
         scope.record.add_quality(scope.run_id, outcome.to_dict())

@@ -81,10 +81,19 @@ def run_tests(session, tests: list[QualityTest], context: TemplateContext, sampl
         error = None if isinstance(exc, RatuiError) or is_cancellation(exc) else spark_side_failure(exc)
         if error is None:
             raise
-        raise TestsNotRun(error, [outcomes.get(i) or QualityOutcome(
-            test.name, test.severity, QUALITY_NOT_RUN, 0, 0, "", str(test.file), error=f"{error.code} {error.message}")
-            for i, test in enumerate(tests)]) from exc
+        done = [outcomes.get(i) for i in range(len(tests))]
+        raise TestsNotRun(error, not_run(tests, error, done)) from exc
     return [outcomes[i] for i in range(len(tests))]
+
+
+def not_run(tests: list[QualityTest], error: RatuiError,
+            done: list[QualityOutcome | None] | None = None) -> list[QualityOutcome]:
+    """Every test's outcome when Spark could not run them (`error`): those `done` before as they came, the others
+    `not_run` with Spark's error."""
+    done = done or [None] * len(tests)
+    return [outcome or QualityOutcome(test.name, test.severity, QUALITY_NOT_RUN, 0, 0, "", str(test.file),
+                                      error=f"{error.code} {error.message}")
+            for test, outcome in zip(tests, done)]
 
 
 def _run_tests(session, tests: list[QualityTest], context: TemplateContext, sample_rows: int,

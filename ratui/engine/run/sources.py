@@ -90,9 +90,8 @@ class RunSources:
             return
         learned = self.state.ledger.learn(self.target, self.key.split(".")[0], self.key, self.key, walked, facts)
         if learned:
-            self.log.line(f"{learned} landing file(s) already loaded on {self.target} by runs this project's ledger "
-                          "had not recorded (another installation sharing the catalog, or an interrupted run): not "
-                          "read again")
+            # on the run's line and in its --json (a note), not only in its log
+            self.log.note(learned_note(learned, self.target, rebuild=self.strategy == "full_refresh"))
 
     def landing_summary(self) -> dict[str, str]:
         """The snapshot-summary property naming the landing files this run read (landing_facts.py)."""
@@ -326,6 +325,23 @@ class RunSources:
         text = _timestamp_text(value)
         self.log.line(f"watermark {column} = {text}" + (" (from file statistics)" if exact else " (scanned)"))
         return text
+
+
+def learned_note(learned: list, target: str, *, rebuild: bool) -> str:
+    """What a run says of the landing files it took in as loaded from the table's facts: how many, of which zones,
+    by which runs and when; not read again, or read again by a full refresh (which rebuilds from every file)."""
+    by_run: dict[tuple[str | None, str | None], list] = {}
+    for fact in learned:
+        by_run.setdefault((fact.run_id, fact.at), []).append(fact)
+    runs = "; ".join(
+        f"{len(facts)} of zone{'s' if len({f.zone for f in facts}) > 1 else ''} "
+        f"{', '.join(sorted({f.zone for f in facts}))} by run {run_id or '(unnamed)'}"
+        + (f" at {at[:19].replace('T', ' ')} UTC" if at else "")
+        for (run_id, at), facts in sorted(by_run.items(), key=lambda item: str(item[0][1])))
+    then = ("read again all the same: a full_refresh rebuilds the table from every file the ledger knows" if rebuild
+            else "not read again")
+    return (f"{len(learned)} landing file(s) already loaded on {target} ({runs}), as the table's own record says: "
+            f"another installation sharing the catalog, or a run this ledger did not record; {then}")
 
 
 def _timestamp_text(value: Any) -> str:

@@ -25,7 +25,7 @@ def ended_by(exc: BaseException, scope: RunScope) -> tuple[str, RatuiError]:
     logged)."""
     control = scope.control
     if isinstance(exc, RatuiError):
-        return "failed", exc
+        return "failed", spark_errors.at_class_setting(exc, scope.settings)
     if isinstance(exc, Cancelled) or (control.cancel_requested.is_set() and spark_errors.is_cancellation(exc)):
         return ("failed" if control.cancel_error else "cancelled",
                 control.cancel_error or RatuiError("RAT-RUN-001", f"run {scope.run_id} of {scope.key} was cancelled"))
@@ -35,7 +35,7 @@ def ended_by(exc: BaseException, scope: RunScope) -> tuple[str, RatuiError]:
     stored = spark_errors.spark_side_failure(exc) or storage_error(scope.catalog, exc)
     scope.log.line(traceback.format_exc(), "error")
     if stored is not None:
-        return "failed", stored
+        return "failed", spark_errors.at_class_setting(stored, scope.settings)
     return "failed", RatuiError("RAT-RUN-002", f"{type(exc).__name__}: {first_line(exc)}")
 
 

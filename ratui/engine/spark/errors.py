@@ -96,22 +96,27 @@ def is_unreachable(exc: BaseException) -> bool:
 _RPC_TEXT = re.compile(r"status = StatusCode\.(\w+).*?details = \"(.*?)\"", re.S)
 
 
-def _rpc_failure(exc: BaseException) -> str | None:
-    """A gRPC failure of the Spark Connect client (the server gone, a call that gave up), in words: its status and
-    details, not the call object's text ("<_MultiThreadedRendezvous of RPC that terminated with: ...")."""
-    status: str | None = None
-    text = ""
+def _rpc_parts(exc: BaseException) -> tuple[str, str] | None:
+    """(status, details) of a gRPC failure of the Spark Connect client, from the call object or its text."""
     code, details = getattr(exc, "code", None), getattr(exc, "details", None)
     if callable(code) and callable(details) and type(exc).__module__.split(".")[0] == "grpc":
         try:
-            status, text = getattr(code(), "name", str(code())), str(details() or "")
+            return getattr(code(), "name", str(code())), str(details() or "")
         except Exception:
             pass
-    if status is None:
-        match = _RPC_TEXT.search(str(exc))
-        if match is None or not str(exc).lstrip().startswith("<_"):
-            return None
-        status, text = match.group(1), match.group(2)
+    match = _RPC_TEXT.search(str(exc))
+    if match is None or not str(exc).lstrip().startswith("<_"):
+        return None
+    return match.group(1), match.group(2)
+
+
+def _rpc_failure(exc: BaseException) -> str | None:
+    """A gRPC failure of the Spark Connect client (the server gone, a call that gave up), in words: its status and
+    details, not the call object's text ("<_MultiThreadedRendezvous of RPC that terminated with: ...")."""
+    parts = _rpc_parts(exc)
+    if parts is None:
+        return None
+    status, text = parts
     prefix = "Spark Connect server unreachable" if status == "UNAVAILABLE" else "Spark Connect call failed"
     return f"{prefix} ({status}): {' '.join(text.split())}"[:500]
 
@@ -249,10 +254,22 @@ def full_text(exc: BaseException) -> str:
     return "\n".join(p for p in parts if p)
 
 
+# A Connect server whose JVM cannot load a class fails the call with gRPC's UNKNOWN and the error's own message: for
+# a NoClassDefFoundError, the class's internal name alone ("software/amazon/s3/analyticsaccelerator/request/...")
+_INTERNAL_NAME = re.compile(r"(?:[A-Za-z_$][\w$]*/)+[A-Za-z_$][\w$]*")
+
+
 def missing_class(exc: BaseException) -> str | None:
-    """The class (dotted name) a JVM of Spark could not find or load, when that is what went wrong."""
+    """The class (dotted name) a JVM of Spark could not find or load, when that is what went wrong: said by the
+    JVM's exception (Py4J, a Connect error's server stack), or by a Connect call's bare status (UNKNOWN, the class's
+    internal name)."""
     match = _MISSING_CLASS.search(full_text(exc))
-    return match.group(1).replace("/", ".") if match else None
+    if match:
+        return match.group(1).replace("/", ".")
+    rpc = _rpc_parts(exc)
+    if rpc is not None and rpc[0] == "UNKNOWN" and _INTERNAL_NAME.fullmatch(rpc[1].strip()):
+        return rpc[1].strip().replace("/", ".")
+    return None
 
 
 def storage_failure(exc: BaseException) -> RatuiError | None:
@@ -284,6 +301,21 @@ def storage_failure(exc: BaseException) -> RatuiError | None:
                       "Connect server): its network and the endpoint it is given must work from there.")
 
 
+def at_class_setting(error: RatuiError, settings: Settings) -> RatuiError:
+    """A missing class (RAT-SPK-004) that a Spark setting of ratui.yaml names (a catalog plugin, a serializer): the
+    error points at that setting's line."""
+    lacking = error.details.get("class") if error.code == MISSING_CLASS_CODE else None
+    if not lacking or error.file:
+        return error
+    key = next((k for k, v in settings.spark_config.items() if lacking in str(v)), None)
+    line = _settings_line(settings, key) if key else None
+    if line is not None:
+        error.file, error.line = str(settings.root / SETTINGS_FILE), line
+        error.hint = f"{key} in {SETTINGS_FILE} names {lacking}, which no jar on Spark's classpath carries. " \
+                     + (error.hint or "")
+    return error
+
+
 def spark_side_failure(exc: BaseException) -> RatuiError | None:
     """What went wrong on Spark's side, not in the query nor in its data, as its coded error: Spark gone
     (RAT-SPK-001), the object store from Spark's side or its connector (RAT-S3-00x), a class missing from Spark's
@@ -296,7 +328,7 @@ def spark_side_failure(exc: BaseException) -> RatuiError | None:
     lacking = missing_class(exc)
     if lacking is not None:
         return RatuiError(MISSING_CLASS_CODE, f"Spark cannot load the class {lacking}: a jar is missing from its "
-                          f"classpath ({error_message(exc)[:200]})")
+                          f"classpath ({error_message(exc)[:200]})", details={"class": lacking})
     return None
 
 

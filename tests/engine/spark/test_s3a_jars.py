@@ -90,3 +90,54 @@ def test_a_missing_class_names_the_jar_that_carries_it():
     assert s3a.jar_of("software.amazon.awssdk.core.SdkBytes").artifact == "bundle"
     assert s3a.jar_of("org.apache.hadoop.fs.s3a.S3AFileSystem").artifact == "hadoop-aws"
     assert s3a.jar_of("org.apache.hadoop.fs.FileSystem") is None
+
+
+def _connect_failure(status, details: str) -> Exception:
+    """What PySpark's Connect client raises for a call a server ended with a bare gRPC status (no Spark error
+    info: a JVM Error such as NoClassDefFoundError escapes Spark's own handling): a real gRPC call to a real
+    in-process gRPC server that ends the call so, wrapped the way pyspark's client wraps it."""
+    from concurrent import futures
+
+    import grpc
+    from pyspark.errors.exceptions.connect import SparkConnectGrpcException
+
+    def execute(_request, context):
+        context.abort(status, details)
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=1))
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
+        "spark.connect.SparkConnectService", {"ExecutePlan": grpc.unary_stream_rpc_method_handler(execute)}),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            call = channel.unary_stream("/spark.connect.SparkConnectService/ExecutePlan",
+                                        request_serializer=bytes, response_deserializer=bytes)
+            try:
+                list(call(b"", timeout=30))
+            except grpc.RpcError as error:
+                return SparkConnectGrpcException(message=str(error), grpc_status_code=error.code())
+    finally:
+        server.stop(0)
+    raise AssertionError("the call did not fail")
+
+
+def test_a_connect_server_lacking_a_class_of_s3a_is_told_by_the_class_and_its_jar_not_as_a_bug():
+    """A Connect server without the analytics accelerator ends the call with gRPC's UNKNOWN and the class's internal
+    name alone: that is RAT-S3-005 naming the class, the jar and the fix, not RAT-RUN-002 ("a bug in ratui")."""
+    import grpc
+
+    from ratui.engine.spark import errors as spark_errors
+
+    failure = _connect_failure(grpc.StatusCode.UNKNOWN, "software/amazon/s3/analyticsaccelerator/request/ObjectClient")
+    error = spark_errors.spark_side_failure(failure)
+    assert error is not None and error.code == "RAT-S3-005", error
+    assert "software.amazon.s3.analyticsaccelerator.request.ObjectClient" in error.message
+    assert "analyticsaccelerator-s3-1.3.1.jar" in error.message
+    assert "software.amazon.s3.analyticsaccelerator:analyticsaccelerator-s3:1.3.1" in (error.hint or "")
+    # a class no jar of the connector carries: RAT-SPK-004, naming it
+    other = spark_errors.spark_side_failure(_connect_failure(grpc.StatusCode.UNKNOWN, "org/example/NoSuchPlugin"))
+    assert other is not None and other.code == "RAT-SPK-004" and "org.example.NoSuchPlugin" in other.message
+    # an UNKNOWN that is not a class name is no missing class
+    said = spark_errors.spark_side_failure(_connect_failure(grpc.StatusCode.UNKNOWN, "something else went wrong"))
+    assert said is None or said.code != "RAT-SPK-004"

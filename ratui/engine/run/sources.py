@@ -181,11 +181,13 @@ class RunSources:
                 raise RatuiError("RAT-LND-002", f"landing zone '{zone_name}' has no {zone.noun} with data to read",
                                  file=zone.url)
             fmt = zone_format(zone_name, [sample.name], zone.url, zone.where)
-            df = self._read_zone(zone, fmt, self._stage(zone, [sample]), check_rows=False).limit(0)
+            # Spark reads the zone's columns (its own type inference) from that file alone: no row of it is read
+            df = self._read_zone(zone, fmt, self._stage(zone, [sample], columns_only=True), check_rows=False).limit(0)
         return self._zone_view(key, namespace, zone_name, df, selection)
 
-    def _stage(self, zone: Zone, chosen: list[ZoneEntry]) -> list[ZoneFile]:
-        """The files to read where Spark reads them, each with the name the ledger knows it by."""
+    def _stage(self, zone: Zone, chosen: list[ZoneEntry], columns_only: bool = False) -> list[ZoneFile]:
+        """The files to read where Spark reads them, each with the name the ledger knows it by (`columns_only`: a
+        file staged for the zone's columns alone, the batch being empty)."""
         began = time.monotonic()
         total_bytes = sum(e.size for e in chosen)
 
@@ -202,11 +204,11 @@ class RunSources:
             self.log.line(f"landing zone {zone.name}: fetched {len(chosen)} {zone.noun}(s), "
                           f"{format_bytes(total_bytes)}, from {zone.url} in {time.monotonic() - began:.1f} s")
         if self.remote_staging is not None:
-            files = self._hand_over(zone, files, progress)
+            files = self._hand_over(zone, files, progress, columns_only)
         return files
 
-    def _hand_over(self, zone: Zone, files: list[ZoneFile], progress: Callable[[int, int, int], None]) \
-            -> list[ZoneFile]:
+    def _hand_over(self, zone: Zone, files: list[ZoneFile], progress: Callable[[int, int, int], None],
+                   columns_only: bool = False) -> list[ZoneFile]:
         """Upload the files that are on this disk to the run's staging prefix, where a Spark that cannot see this
         disk reads them (ratui's own checks still read the local files)."""
         assert self.remote_staging is not None
@@ -219,7 +221,9 @@ class RunSources:
                              progress, check=self._check)
         self.log.line(f"landing zone {zone.name}: uploaded {len(local)} file(s), "
                       f"{format_bytes(sum(zf.size for zf in local))}, to {remote.url}/ for Spark in "
-                      f"{time.monotonic() - began:.1f} s")
+                      f"{time.monotonic() - began:.1f} s"
+                      + (" (no file is new: Spark reads the zone's columns from the newest loaded one, none of its "
+                         "rows)" if columns_only else ""))
         handed = {zf.name: dataclasses.replace(zf, spark_uri=uri) for zf, uri in zip(local, uris)}
         return [handed.get(zf.name, zf) for zf in files]
 

@@ -420,6 +420,7 @@ def test_cancel_interrupts_a_running_job_and_another_run_goes_on_beside_it(serve
 
 
 IN_PLACE = "-- @merge_strategy: full_refresh\nSELECT * FROM {{ landing_zone('%s') }}\n"
+NEW_FILES = "-- @merge_strategy: append_only\n-- @landing_mode: new_files\nSELECT * FROM {{ landing_zone('%s') }}\n"
 ARCHIVED_EVENTS = """\
 -- @merge_strategy: append_only
 -- @landing_mode: new_files
@@ -441,6 +442,8 @@ def test_local_zones_reach_the_server_through_the_runs_staging_prefix_and_s3_zon
     files = {"demo/pipelines/bronze/orders/pipeline.sql": IN_PLACE % "orders",
              "demo/pipelines/bronze/bad/pipeline.sql": IN_PLACE % "bad",
              "demo/pipelines/bronze/events/pipeline.sql": ARCHIVED_EVENTS,
+             "demo/pipelines/bronze/seen/pipeline.sql": NEW_FILES % "seen",
+             "demo/landing/seen/a.csv": "id,name\n1,ann\n",
              "demo/landing/orders/a.csv": "id,name\n1,ann\n", "demo/landing/orders/x:[1].csv": "id,name\n2,bob\n",
              "demo/landing/bad/a.csv": "id,name\n1,ann\n2,bob,extra\n",
              "ratui.yaml": settings(server.url, s3_catalog(moto, bucket), landing={
@@ -464,6 +467,15 @@ def test_local_zones_reach_the_server_through_the_runs_staging_prefix_and_s3_zon
     log = run_log(results["demo.bronze.orders"]["run_id"])
     assert f"uploaded 2 file(s), 28 B, to s3://{bucket}/lake/_ratui/staging/" in log, log
     assert "read in place" in run_log(results["demo.bronze.events"]["run_id"])
+    assert results["demo.bronze.seen"]["status"] == "success", results["demo.bronze.seen"]
+    # nothing new in a local zone: Spark still reads the zone's columns from a file, and the log says why it is
+    # uploaded (no row of it is read)
+    again = ratui("run", "demo.bronze.seen", "--project", str(root), "--json")
+    (empty,) = [r for r in json_lines(again.stdout) if "pipeline" in r]
+    assert empty["status"] == "success" and empty["rows_written"] == 0, empty
+    assert "uploaded 1 file(s), 14 B, to s3://" in run_log(empty["run_id"])
+    assert "(no file is new: Spark reads the zone's columns from the newest loaded one, none of its rows)" in \
+        run_log(empty["run_id"])
     assert not [k for k in bucket_keys(moto, bucket) if "/_ratui/staging/" in k]  # every run removed its prefix
     events_run = results["demo.bronze.events"]["run_id"]
     assert f"events/_processed/{events_run}/a.jsonl" in bucket_keys(moto, bucket, "events/")

@@ -141,3 +141,21 @@ def test_a_connect_server_lacking_a_class_of_s3a_is_told_by_the_class_and_its_ja
     # an UNKNOWN that is not a class name is no missing class
     said = spark_errors.spark_side_failure(_connect_failure(grpc.StatusCode.UNKNOWN, "something else went wrong"))
     assert said is None or said.code != "RAT-SPK-004"
+
+
+def test_a_missing_class_a_spark_setting_of_ratui_yaml_names_points_at_that_line(tmp_path):
+    """A class Spark cannot load that ratui.yaml names (a serializer, a catalog plugin): RAT-SPK-004 at the setting's
+    line, with the setting named in the hint."""
+    import grpc
+
+    from ratui.engine.project.settings import load_settings
+    from ratui.engine.spark import errors as spark_errors
+
+    (tmp_path / "ratui.yaml").write_text("namespace: shop\nspark:\n  remote: sc://localhost:15002\n  config:\n"
+                                         "    spark.sql.shuffle.partitions: 2\n"
+                                         "    spark.serializer: com.example.nosuch.Serializer\n")
+    settings = load_settings(tmp_path)
+    failure = _connect_failure(grpc.StatusCode.UNKNOWN, "com/example/nosuch/Serializer")
+    error = spark_errors.at_class_setting(spark_errors.spark_side_failure(failure), settings)
+    assert (error.code, error.file, error.line) == ("RAT-SPK-004", str(tmp_path / "ratui.yaml"), 6), error
+    assert "spark.serializer in ratui.yaml names com.example.nosuch.Serializer" in error.hint

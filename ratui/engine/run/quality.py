@@ -22,6 +22,7 @@ from functools import reduce
 from typing import Any, Callable
 
 from ratui.engine.errors import RatuiError
+from ratui.engine.failpoints import failpoint
 from ratui.engine.project.discovery import QualityTest
 from ratui.engine.project.templating import TemplateContext, line_mapper, render
 from ratui.engine.spark.errors import error_line, error_message, is_cancellation, spark_side_failure
@@ -103,6 +104,7 @@ def _run_tests(session, tests: list[QualityTest], context: TemplateContext, samp
         check()
         began = time.monotonic()
         sql = ""
+        failpoint(f"kill:test:{test.name}")
         try:
             sql = render(test.text, test.file, context)
             prepared.append((i, test, sql, session.sql(sql), _ms(began)))

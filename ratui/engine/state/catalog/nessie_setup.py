@@ -11,6 +11,7 @@ tell a team is what the tests run.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ratui.engine.shell_text import command as shell_command, exports
@@ -19,15 +20,17 @@ VERSION = "0.99.0"
 RUNNER = f"org.projectnessie.nessie:nessie-quarkus:{VERSION}:jar:runner"
 RUNNER_PATH = f"org/projectnessie/nessie/nessie-quarkus/{VERSION}/nessie-quarkus-{VERSION}-runner.jar"
 WAREHOUSE_NAME = "lake"  # the name Nessie gives the warehouse: `/iceberg/main` serves its default one
-SECRET = "nessie.catalog.secrets.access-key"  # a secret of Nessie's own configuration: SECRET.name, SECRET.secret
+SECRET = "nessie.catalog.secrets.access-key"  # a secret of Nessie's own configuration ({"name", "secret"})
 S3_OPTIONS = "nessie.catalog.service.s3.default-options"
 
 
 def secret_env(access_key_id: str = "$AWS_ACCESS_KEY_ID",
                secret_access_key: str = "$AWS_SECRET_ACCESS_KEY") -> dict[str, str]:
-    """The S3 key as Nessie's secret, in the environment variables Nessie reads SECRET's two halves from."""
-    base = SECRET.upper().replace(".", "_").replace("-", "_")
-    return {f"{base}_NAME": access_key_id, f"{base}_SECRET": secret_access_key}
+    """The S3 key as Nessie's secret SECRET, in the environment variable Nessie reads it from: one value, the key's
+    two halves as JSON (Nessie looks the secret up by its name alone, and an environment variable is found only so;
+    `$NAME`s stay shell variables for the docs)."""
+    name = SECRET.upper().replace(".", "_").replace("-", "_")
+    return {name: json.dumps({"name": access_key_id, "secret": secret_access_key}, separators=(",", ":"))}
 
 
 def iceberg_properties(warehouse: str, *, endpoint: str | None = None, region: str | None = None,

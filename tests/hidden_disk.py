@@ -4,7 +4,7 @@ A Spark Connect server or a standalone cluster on another machine cannot read th
 (.ratui/), the driver's /tmp or ratui's own code. The slow tests start such servers inside a `HiddenDisk`:
 
     disk = HiddenDisk.start()                          # /tmp, ratui's checkout and ~/.cache/ratui hidden
-    server = start_connect(disk.scratch / "connect", disk=disk, jars=s3a.local_jars())
+    server = start_connect(disk.scratch / "connect", disk=disk)   # with S3A's jars, as docs/team says
     disk.sees(project / "ratui.yaml")                  # False
     control = disk.folder("control")                   # a folder both sides see (the test's instrumentation)
     ...

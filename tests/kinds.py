@@ -68,6 +68,7 @@ MODULES: dict[str, str] = {
     "tests/engine/spark/test_cluster.py": SERVER,
     "tests/engine/spark/test_connect.py": SERVER,
     "tests/engine/spark/test_jit.py": UNIT,
+    "tests/engine/spark/test_s3a_jars.py": UNIT,
     "tests/engine/spark/test_side_start.py": UNIT,
     "tests/engine/spark/test_where.py": UNIT,
     "tests/engine/state/test_catalog.py": SPARK,

@@ -1,5 +1,7 @@
 """A real Nessie server for the tests: Nessie's own runner jar (Quarkus, in-memory version store), started on
 127.0.0.1 on a free port in its own process group, its output in a log file, stopped (the whole group) at the end.
+Its command is the one docs/team/nessie.md gives a team (ratui/engine/state/catalog/nessie_setup.py command()), with
+the test's own ports and settings.
 
 The jar comes from Maven Central (`.ci/run` fetches it with `mvn dependency:get`); RATUI_NESSIE_JAR points at
 another one. Nothing it needs is on the network: OpenTelemetry is off, and both its HTTP port and its management
@@ -23,12 +25,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from ratui.engine.state.catalog import nessie_setup
 from tests.processes import stop_group
 
 import pytest
 
 
-VERSION = "0.99.0"
+VERSION = nessie_setup.VERSION
 MIN_JAVA = 21
 START_TIMEOUT = 120.0
 JAR_ENV = "RATUI_NESSIE_JAR"
@@ -47,7 +50,7 @@ def nessie_jar() -> Path | None:
     if os.environ.get(JAR_ENV):
         return Path(os.environ[JAR_ENV])
     m2 = Path(os.environ.get("MAVEN_REPO", Path.home() / ".m2" / "repository"))
-    jar = m2 / "org/projectnessie/nessie/nessie-quarkus" / VERSION / f"nessie-quarkus-{VERSION}-runner.jar"
+    jar = m2 / nessie_setup.RUNNER_PATH
     return jar if jar.is_file() else None
 
 
@@ -85,9 +88,11 @@ def _die_with_parent() -> None:
 
 
 @contextmanager
-def nessie_server(log_dir: Path, properties: dict[str, str] | None = None) -> Iterator[str]:
+def nessie_server(log_dir: Path, properties: dict[str, str] | None = None,
+                  env: dict[str, str] | None = None) -> Iterator[str]:
     """Yields Nessie's API v2 base URL (http://127.0.0.1:PORT/api/v2). `properties`: more of Nessie's settings
-    (e.g. its Iceberg REST catalog's warehouse)."""
+    (e.g. its Iceberg REST catalog's warehouse: nessie_setup.iceberg_properties); `env`: more of its environment
+    (the secrets it reads: nessie_setup.secret_env)."""
     jar = nessie_jar()
     if jar is None:
         pytest.fail(f"Nessie's runner jar {VERSION} is not in ~/.m2: run `mvn -q dependency:get "
@@ -97,17 +102,16 @@ def nessie_server(log_dir: Path, properties: dict[str, str] | None = None) -> It
     log_dir.mkdir(parents=True, exist_ok=True)
     log = open(log_dir / f"nessie-{port}.log", "wb")
     java_bin = java()
-    env = {**os.environ, "JAVA_HOME": str(Path(java_bin).resolve().parent.parent)}
-    command = [java_bin, "-Xmx512m", "-XX:TieredStopAtLevel=1",
-               f"-Dquarkus.http.port={port}", "-Dquarkus.http.host=127.0.0.1",
-               # the management interface (health, metrics) is built in: it cannot be turned off at run time, so it
-               # gets a free loopback port too (its default, 0.0.0.0:9000, is shared by every server on the machine)
-               f"-Dquarkus.management.port={free_port()}", "-Dquarkus.management.host=127.0.0.1",
-               "-Dquarkus.otel.sdk.disabled=true",
-               "-Dquarkus.log.console.enable=true", "-Dquarkus.log.file.enable=false",
-               "-Dquarkus.analytics.disabled=true",
-               *(f"-D{k}={v}" for k, v in (properties or {}).items()),
-               "-jar", str(jar)]
+    env = {**os.environ, "JAVA_HOME": str(Path(java_bin).resolve().parent.parent), **(env or {})}
+    own = {"quarkus.http.port": str(port), "quarkus.http.host": "127.0.0.1",
+           # the management interface (health, metrics) is built in: it cannot be turned off at run time, so it
+           # gets a free loopback port too (its default, 0.0.0.0:9000, is shared by every server on the machine)
+           "quarkus.management.port": str(free_port()), "quarkus.management.host": "127.0.0.1",
+           "quarkus.otel.sdk.disabled": "true",
+           "quarkus.log.console.enable": "true", "quarkus.log.file.enable": "false",
+           "quarkus.analytics.disabled": "true"}
+    command = nessie_setup.command({**own, **(properties or {})}, java=java_bin, jar=str(jar),
+                                   jvm=["-Xmx512m", "-XX:TieredStopAtLevel=1"])
     proc = subprocess.Popen(command, stdout=log, stderr=log, stdin=subprocess.DEVNULL, cwd=log_dir,
                             env=env, start_new_session=True, preexec_fn=_die_with_parent)
     base = f"http://127.0.0.1:{port}/api/v2"

@@ -6,11 +6,13 @@
     ...
     worker.stop(); master.stop(); connect.stop()      # the whole process group, always
 
-Every server runs in a process group of its own (so stopping it takes its executors and Python workers along), binds
-to the loopback address only, writes its log to a file of the test's temporary folder, and must be ready within a
-deadline (its port accepts connections, the Master's JSON says the Worker is alive), or the start fails with the
-log's tail. Ports are picked free. `disk=HiddenDisk` runs a server where this machine's /tmp, projects and ratui's
-code do not exist (tests/hidden_disk.py), as on another machine.
+Every server is started by the very script docs/team/spark.md gives a team (ratui/engine/spark/server_setup.py
+renders both: the same settings, the same S3A jars and nothing more), with the test's own port and folders, run
+through bash in the foreground (SPARK_NO_DAEMONIZE). It runs in a process group of its own (so stopping it takes its
+executors and Python workers along), binds to the loopback address only, writes its log to a file of the test's
+temporary folder, and must be ready within a deadline (its port accepts connections, the Master's JSON says the
+Worker is alive), or the start fails with the log's tail. Ports are picked free. `disk=HiddenDisk` runs a server
+where this machine's /tmp, projects and ratui's code do not exist (tests/hidden_disk.py), as on another machine.
 """
 
 from __future__ import annotations
@@ -28,27 +30,12 @@ from pathlib import Path
 
 import pyspark
 
+from ratui.engine.spark import s3a, server_setup
 from tests.hidden_disk import HiddenDisk
 
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 LOOPBACK = "127.0.0.1"
 START_SECONDS = 90.0  # a cold JVM on a busy 2-core machine; a server is usually up in 6-20 s
-
-# What a Spark Connect server needs for ratui (spark/connect.py CONNECT_SERVER_CONF, README "Beyond one machine")
-CONNECT_SERVER_CONF = {
-    "spark.scheduler.mode": "FAIR",
-    "spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
-    "spark.hadoop.parquet.enable.summary-metadata": "false",
-    "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
-}
-
-# The FAIR scheduler's default pool is FIFO inside: jobs of different Connect sessions share it, so it is made FAIR.
-FAIR_POOLS = """<?xml version="1.0"?>
-<allocations>
-  <pool name="default"><schedulingMode>FAIR</schedulingMode><weight>1</weight><minShare>0</minShare></pool>
-</allocations>
-"""
-
 
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -131,6 +118,7 @@ def spark_env(tmp: Path) -> dict[str, str]:
         "SPARK_HOME": str(SPARK_HOME),
         "SPARK_CONF_DIR": str(conf_dir),
         "SPARK_LOG_DIR": str(tmp / "logs"),
+        "SPARK_PID_DIR": str(tmp / "pids"),  # sbin's scripts look for a pid file of a server already running
         "SPARK_LOCAL_DIRS": str(tmp / "local"),
         "SPARK_LOCAL_IP": LOOPBACK,
         "SPARK_NO_DAEMONIZE": "1",
@@ -180,10 +168,15 @@ def master_state(server: Server) -> dict:
         return json.load(response)
 
 
+def _script(script: str) -> list[str]:
+    """A script of server_setup.py, run as a reader's shell runs it."""
+    return ["bash", "-c", script]
+
+
 def start_master(tmp: Path, *, disk: HiddenDisk | None = None) -> Server:
     port, webui = free_port(), free_port()
-    server = _launch("master", [str(SPARK_HOME / "bin" / "spark-class"), "org.apache.spark.deploy.master.Master",
-                                "--host", LOOPBACK, "--port", str(port), "--webui-port", str(webui)], tmp, disk=disk)
+    script = server_setup.master_script(spark_home=str(SPARK_HOME), port=port, webui_port=webui)
+    server = _launch("master", _script(f"{server_setup.loopback_exports()}\nexec {script}"), tmp, disk=disk)
     server.url = f"spark://{LOOPBACK}:{port}"
     server.extra["webui"] = webui
     _wait(server, lambda: port_open(port) and master_state(server)["status"] == "ALIVE", "master listening")
@@ -195,9 +188,9 @@ def start_worker(master: Server, tmp: Path, *, cores: int, memory: str = "2g", n
     work_dir = tmp / f"{name}-work"
     work_dir.mkdir(parents=True, exist_ok=True)
     before = {w["id"] for w in master_state(master)["workers"] if w["state"] == "ALIVE"}
-    server = _launch(name, [str(SPARK_HOME / "bin" / "spark-class"), "org.apache.spark.deploy.worker.Worker",
-                            master.url, "--cores", str(cores), "--memory", memory, "--host", LOOPBACK,
-                            "--webui-port", str(free_port()), "--work-dir", str(work_dir)], tmp, disk=disk)
+    script = server_setup.worker_script(master.url, spark_home=str(SPARK_HOME), cores=cores, memory=memory,
+                                        webui_port=free_port(), work_dir=str(work_dir))
+    server = _launch(name, _script(f"{server_setup.loopback_exports()}\nexec {script}"), tmp, disk=disk)
     server.extra["work_dir"] = work_dir
 
     def registered() -> bool:
@@ -210,42 +203,30 @@ def start_worker(master: Server, tmp: Path, *, cores: int, memory: str = "2g", n
     return server
 
 
-def start_connect(tmp: Path, *, master: str = "local[2]", token: str | None = None, disk: HiddenDisk | None = None,
-                  jars: list[Path] | None = None) -> Server:
-    """`spark-submit --class org.apache.spark.sql.connect.service.SparkConnectServer` in the foreground, with
-    the settings ratui needs of a Connect server (CONNECT_SERVER_CONF), on loopback and with a fresh token (as
-    README "Beyond one machine" tells a user to start one): `server.url` is sc://localhost:PORT/;token=...,
-    `server.bare_url` the same without the token. `disk`: inside that hidden disk; `jars`: on its classpath
-    (--jars: S3A's, spark/s3a.py local_jars())."""
+def start_connect(tmp: Path, *, master: str = "local[2]", token: str | None = None,
+                  disk: HiddenDisk | None = None, without: tuple[str, ...] = ()) -> Server:
+    """pyspark's sbin/start-connect-server.sh as docs/team/spark.md tells a team to start it
+    (server_setup.connect_script: loopback only, ratui's server settings, S3A's jars from the local Maven repository
+    and nothing more), in the foreground, with a fresh token in the environment it reads: `server.url` is
+    sc://localhost:PORT/;token=..., `server.bare_url` the same without the token. The test's own words: its master,
+    2 GB of driver memory and the quick compiler. `disk`: inside that hidden disk; `without`: S3A's jars (artifact
+    names) left out, for a test of a server set up with one missing."""
     import secrets
 
     port = free_port()
     token = token or secrets.token_urlsafe(24)
-    pools = tmp / "fairscheduler.xml"
-    tmp.mkdir(parents=True, exist_ok=True)
-    pools.write_text(FAIR_POOLS)
-    conf = {
-        "spark.connect.grpc.binding.address": LOOPBACK,
-        "spark.connect.grpc.binding.port": str(port),
-        "spark.driver.host": LOOPBACK,
-        "spark.driver.bindAddress": LOOPBACK,
-        "spark.ui.enabled": "false",
-        "spark.scheduler.allocation.file": str(pools),
-        "spark.driver.extraJavaOptions": QUICK_JIT,
-        **CONNECT_SERVER_CONF,
-    }
-    args = [str(SPARK_HOME / "bin" / "spark-submit"), "--master", master, "--driver-memory", "2g",
-            "--class", "org.apache.spark.sql.connect.service.SparkConnectServer"]
+    pools = server_setup.write_pools(tmp)
     if not sorted((SPARK_HOME / "jars").glob("spark-connect_*.jar")):
         # the server's classes ship in pyspark's jars folder; older layouts kept them elsewhere
         raise RuntimeError(f"no spark-connect jar in {SPARK_HOME / 'jars'}")
-    for key, value in conf.items():
-        args += ["--conf", f"{key}={value}"]
-    if jars:
-        args += ["--jars", ",".join(map(str, jars))]
-    args.append("spark-internal")
+    missing = [str(j.path(s3a.maven_repo())) for j in s3a.connector_jars() if not j.path(s3a.maven_repo()).is_file()]
+    if missing:
+        raise RuntimeError(f"S3A's jars are not in the local Maven repository (run .ci/run): {', '.join(missing)}")
+    script = server_setup.connect_script(
+        spark_home=str(SPARK_HOME), port=port, repo=str(s3a.maven_repo()), pools=str(pools), without=without,
+        extra=["--master", master, "--driver-memory", "2g", "--conf", f"spark.driver.extraJavaOptions={QUICK_JIT}"])
     # the token through the environment the server reads (SPARK_CONNECT_AUTHENTICATE_TOKEN), not its command line
-    server = _launch("connect", args, tmp, env={"SPARK_CONNECT_AUTHENTICATE_TOKEN": token}, disk=disk)
+    server = _launch("connect", _script(script), tmp, env={server_setup.TOKEN_ENV: token}, disk=disk)
     # PySpark sends a token without TLS only to the name localhost (grpc's local credentials)
     server.bare_url = f"sc://localhost:{port}"
     server.url = f"{server.bare_url}/;token={token}"

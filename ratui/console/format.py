@@ -20,6 +20,7 @@ STATUS = {
     "running": ("●", "cyan"),
     "pending": ("○", "cyan"),
     "passed": ("✔", "green"),
+    "not_run": ("○", "yellow"),  # a quality test Spark could not run: no finding about the data
     "never": ("·", "dim"),
 }
 
@@ -69,6 +70,11 @@ def batch_summary(results: list, planned: int, cancelled: bool = False) -> tuple
         parts.append(f"{not_run} not started" + (" (cancelled)" if cancelled else ""))
     clean = not (counts.get("failed") or counts.get("upstream") or counts.get("cancelled") or not_run)
     return ", ".join(parts) + ".", clean
+
+
+def quality_word(status: str | None) -> str:
+    """A quality result as a person reads it: 'not run' for not_run."""
+    return (status or "").replace("_", " ")
 
 
 def glyph(status: str | None) -> tuple[str, str]:

@@ -6,7 +6,8 @@ test in another process knows the run is there and can act on it (press a key, s
 lets the run go on; a hold never lasts more than HOLD_SECONDS.
 
 Points: `PHASE` as each phase of a run starts (branch, config, build, write, quality, resolve), `PHASE:PIPELINE`
-the same for one pipeline (ecommerce.bronze.raw_orders), `commit` after a write's data files are written and before
+the same for one pipeline (ecommerce.bronze.raw_orders), `test:NAME` as the quality test NAME is prepared (its
+table's view already registered), `commit` after a write's data files are written and before
 its snapshot is committed, `compact` after the reaper's compaction wrote its files and before it commits, `merged`
 after Nessie accepted a merge and before the project's database records it (the Nessie catalog's one gap). The
 call sites name them `kill:POINT`. Unset in normal use; it exists so tests can prove that a process killed at any

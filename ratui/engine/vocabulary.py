@@ -46,6 +46,20 @@ PHASE_TITLES = {
 PHASE_STATES = ("waiting", "running", "done", "failed", "cancelled", "skipped")
 
 
+# a quality test's result: not_run = Spark could not run it (gone, a class missing there): no finding about the data
+QUALITY_STATUSES = ("passed", "failed", "warned", "error", "not_run")
+QUALITY_NOT_RUN = "not_run"
+# why a test did not run, in a few words, by the code of the error that stopped it (its family when no code matches)
+NOT_RUN_REASONS = {"RAT-SPK-001": "Spark unreachable", "RAT-SPK-004": "a class missing on Spark's side",
+                   "RAT-S3": "Spark could not reach the object store"}
+
+
+def not_run_reason(error: str | None) -> str:
+    """'Spark unreachable' for a test whose error is 'RAT-SPK-001 Spark Connect server unreachable ...'."""
+    code = (error or "").split(" ", 1)[0]
+    return NOT_RUN_REASONS.get(code) or NOT_RUN_REASONS.get(code.rsplit("-", 1)[0]) or "Spark could not run it"
+
+
 def outcome(status: str | None, warnings: int | None = 0) -> str | None:
     """The status a person reads: a success with quality warnings is 'warned'."""
     return "warned" if status == "success" and warnings else status

@@ -12,25 +12,26 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import DataTable, Footer, Label, Static
 
-from ratui.console.format import fmt_ms, fmt_time, glyph, short_key
+from ratui.console.format import fmt_ms, fmt_time, glyph, quality_word, short_key
 from ratui.widgets.chrome import NavBar, StatusLine
+from ratui.engine.vocabulary import QUALITY_NOT_RUN, not_run_reason
 from ratui.messages import QualityLoaded
 from ratui.screens.table_screen import TableScreen
 from ratui.widgets.code import code_view
 
-ORDER = {"failed": 0, "error": 0, "warned": 1, "passed": 2}
+ORDER = {"failed": 0, "error": 0, "not_run": 1, "warned": 1, "passed": 2}
 RECENT_LIMIT = 500
 
 
 def sort_results(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Failed (and errored) first, then warned, then passed; newest first within each."""
+    """Failed (and errored) first, then not run and warned, then passed; newest first within each."""
     return sorted(results, key=lambda q: (ORDER.get(q.get("status"), 3), -(q.get("id") or 0)))
 
 
 def result_cells(q: dict[str, Any]) -> list[Any]:
     icon, style = glyph(q.get("status"))
     violations = q.get("violations") or 0
-    return [Text(f"{icon} {q.get('status')}", style=style), q.get("test"),
+    return [Text(f"{icon} {quality_word(q.get('status'))}", style=style), q.get("test"),
             short_key(q.get("pipeline") or "", (q.get("pipeline") or "").split(".")[0]),
             Text(q.get("severity") or "", style="red" if q.get("severity") == "error" else "yellow"),
             Text(f"{violations:,}", justify="right", style="bold" if violations else "dim"),
@@ -103,6 +104,9 @@ class QualityScreen(TableScreen):
         info.append(f"✘ {failed} failed", style="red" if failed else "dim")
         info.append("  ")
         info.append(f"▲ {warned} warned", style="yellow" if warned else "dim")
+        not_run = sum(1 for q in self.results if q.get("status") == QUALITY_NOT_RUN)
+        if not_run:
+            info.append(f"  ○ {not_run} not run", style="yellow")
         info.append("  ")
         info.append(f"✔ {passed} passed" + (" (hidden)" if self.hide_passed else ""),
                     style="green" if passed else "dim")
@@ -139,8 +143,10 @@ class QualityScreen(TableScreen):
         violations = q.get("violations") or 0
         text.append(f"{violations:,} violating row{'s' if violations != 1 else ''}", style="bold" if violations
                     else "dim")
+        if q.get("status") == QUALITY_NOT_RUN:  # Spark could not run it: no finding about the data
+            text.append(f"\nnot run: {not_run_reason(q.get('error'))}", style="bold yellow")
         if q.get("error"):
-            text.append(f"\n{q['error']}", style="red")
+            text.append(f"\n{q['error']}", style="yellow" if q.get("status") == QUALITY_NOT_RUN else "red")
         if q.get("file"):
             file = str(q["file"])
             root = str(self.app.root) + "/"

@@ -9,13 +9,13 @@ from rich.text import Text
 from textual.widgets import Static
 
 from ratui.console.diffs import column_rows, counts_text, exact, method_text, sample_text
-from ratui.console.format import PHASE_STATE, SPINNER, bar, fmt_ms, glyph, spark_progress
+from ratui.console.format import PHASE_STATE, SPINNER, bar, fmt_ms, glyph, quality_word, spark_progress
 from ratui.console.live import LiveRun
 from ratui.engine.vocabulary import PHASE_TITLES
 
 BAR_WIDTH = 24
 TASK_BAR_WIDTH = 12  # a running phase's Spark tasks: the bar and "1,234/5,000 tasks" fit the profile column
-QUALITY_ORDER = {"failed": 0, "error": 0, "warned": 1, "passed": 2}
+QUALITY_ORDER = {"failed": 0, "error": 0, "not_run": 1, "warned": 1, "passed": 2}
 
 
 def phase_table(run: LiveRun, now: float, frame: int = 0) -> Table:
@@ -73,7 +73,7 @@ def quality_summary(run: LiveRun) -> Table | Text:
     table.add_column("violations", justify="right")
     for q in sorted(run.quality, key=lambda q: QUALITY_ORDER.get(q["status"], 3)):
         icon, style = glyph(q["status"])
-        table.add_row(Text(f"{icon} {q['status']}", style=style), q["test"], q["severity"],
+        table.add_row(Text(f"{icon} {quality_word(q['status'])}", style=style), q["test"], q["severity"],
                       f"{q['violations'] or 0:,}")
     return table
 

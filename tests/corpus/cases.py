@@ -86,6 +86,9 @@ BATCHES: dict[str, Batch] = {b.id: b for b in (
     Batch("spark-refuses", RUN, 1, select=True,
           settings=BASE_SETTINGS + "    spark.sql.codegen.cache.maxEntries: -1\n",
           notes="a Spark setting of ratui.yaml that Spark itself refuses when it starts"),
+    Batch("class-missing", RUN, 1, select=True,
+          settings=BASE_SETTINGS + "    spark.serializer: com.example.nosuch.Serializer\n",
+          notes="a Spark setting of ratui.yaml naming a class no jar on Spark's classpath carries"),
     Batch("jvm-refuses", RUN, 1, select=True,
           settings=BASE_SETTINGS + "    spark.driver.extraJavaOptions: -Dx=1 -XX:-BytecodeVerificationRemote\n",
           notes="a Java option of ratui.yaml the JVM refuses: it does not start at all"),
@@ -375,6 +378,12 @@ CASES: list[Case] = [
          expect_file="ratui.yaml", expect_line=7,
          notes="the JVM exits before Spark is up: its own reason at the option's line, not a bug of ratui"),
 
+    Case("ratui-yaml-spark-class-missing", "ratui.yaml",
+         pipe("bronze", "class_missing", sql("-- @merge_strategy: full_refresh", "SELECT 1 AS id")),
+         batch="class-missing", pipeline=_key("class_missing"), expect_exit=1, expect_code="RAT-SPK-004",
+         expect_file="ratui.yaml", expect_line=7, spec="building",
+         notes="a serializer whose jar Spark lacks: the class named, at the setting's line; not the pipeline's "
+               "fault nor a bug of ratui (RAT-RUN-002)"),
     Case("ratui-yaml-s3-zone-not-a-url", "ratui.yaml",
          {"ratui.yaml": BASE_SETTINGS + "landing:\n  zones:\n    orders: https://bucket.example.com/orders\n"},
          expect_code="RAT-CFG-007", expect_file="ratui.yaml", spec="building"),

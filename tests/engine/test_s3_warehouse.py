@@ -161,3 +161,35 @@ def test_with_a_nessie_catalog_the_tables_go_to_the_s3_warehouse_and_another_che
     (other / "ratui.yaml").write_text((root / "ratui.yaml").read_text())
     _columns, rows, _ = Engine.open(other).query("SELECT id FROM bronze.orders ORDER BY id")
     assert rows == [[1], [2], [3]]
+
+
+def test_nessie_started_with_the_documented_settings_serves_ratuis_s3_tables_through_its_own_iceberg_rest(
+        make_project, spark, endpoint, tmp_path):
+    """docs/team/nessie.md: Nessie's own Iceberg REST catalog (/iceberg/main) serves the tables ratui writes to an
+    s3:// warehouse, with the settings ratui derives from the project's ratui.yaml (nessie_setup.properties_for) and
+    the key as Nessie's secret, from its environment only."""
+    from pyiceberg.catalog.rest import RestCatalog
+
+    from ratui.engine.project.settings import load_settings
+    from ratui.engine.state.catalog import nessie_setup
+    from tests.nessie_server import nessie_server
+
+    bucket = new_bucket(endpoint, prefix="served")
+    root = make_project({"demo/pipelines/bronze/orders/pipeline.sql": ORDERS})
+    base = (root / "ratui.yaml").read_text()
+    catalog = (f"catalog:\n  type: nessie\n  uri: {{uri}}\n  warehouse: s3://{bucket}/shared\n  s3:\n"
+               f"    endpoint_url: {endpoint}\n    region: us-east-1\n")
+    (root / "ratui.yaml").write_text(base + catalog.format(uri="http://127.0.0.1:9/api/v2"))
+    properties = nessie_setup.properties_for(load_settings(root))
+    assert properties[f"nessie.catalog.warehouses.{nessie_setup.WAREHOUSE_NAME}.location"] == f"s3://{bucket}/shared"
+    assert not any("testing" in v for v in properties.values())  # the key is never a setting on the command line
+    with nessie_server(tmp_path / "nessie", properties, env=nessie_setup.secret_env("testing", "testing")) as uri:
+        (root / "ratui.yaml").write_text(base + catalog.format(uri=uri))
+        assert run_one(Engine.open(root), "demo.bronze.orders").status == "success"
+        served = RestCatalog("nessie", uri=uri.removesuffix("/api/v2") + "/iceberg/main", **{
+            "s3.endpoint": endpoint, "s3.region": "us-east-1", "s3.access-key-id": "testing",
+            "s3.secret-access-key": "testing"})
+        table = served.load_table("demo.bronze.orders")
+        assert table.metadata_location.startswith(f"s3://{bucket}/shared/demo/warehouse/bronze/orders/metadata/")
+        rows = sorted(table.scan().to_arrow().to_pylist(), key=lambda r: r["id"])
+        assert [(r["id"], r["name"], r["amount"]) for r in rows] == [(1, "a", 10.5), (2, "b", 20.0), (3, "c", 7.25)]

@@ -666,3 +666,46 @@ def test_sql_wraps_long_lines_marks_the_error_line_and_follows_the_theme(tmp_pat
             assert app.theme == "textual-light" and themes[-1] is False  # drawn again in the light theme's colours
 
     run(go())
+
+
+def test_quality_tests_spark_could_not_run_say_not_run_spark_unreachable_and_are_no_failure(tmp_path):
+    """A run whose Spark Connect server went away during its quality phase (RAT-SPK-001): its tests are `not_run`
+    with Spark's error; the Quality screen says `not run: Spark unreachable` and counts none of them as failed."""
+    import json as _json
+
+    from ratui.engine.state.history import History
+
+    root = copy_sample(tmp_path)
+    seed_history(root)
+    run_id = "260301120000beef01"
+    history = History(root / ".ratui" / "ratui.db")
+    history.db["runs"].insert({
+        "id": run_id, "pipeline": "ecommerce.silver.clean_orders", "status": "failed", "trigger": "cli",
+        "strategy": "incremental", "queued_at": "2026-03-01T12:00:00.000Z", "started_at": "2026-03-01T12:00:00.000Z",
+        "finished_at": "2026-03-01T12:00:09.000Z", "duration_ms": 9000, "rows_written": 0, "warnings": 0,
+        "branch": f"run-{run_id}", "phases": _json.dumps({"quality": 4000}), "error_code": "RAT-SPK-001",
+        "error_message": "Spark Connect server unreachable (UNAVAILABLE): failed to connect to all addresses",
+        "error_hint": "Check spark.master / spark.remote in ratui.yaml"})
+    for test in ("not_null_keys", "positive_amounts"):
+        RunRecord(history).add_quality(run_id, {
+            "test": test, "severity": "error", "status": "not_run", "violations": 0, "duration_ms": 0,
+            "columns": [], "sample": [], "sql": "", "file": None, "finished_at": "2026-03-01T12:00:09.000Z",
+            "error": "RAT-SPK-001 Spark Connect server unreachable (UNAVAILABLE): failed to connect to all addresses"})
+    app = make_app(root)
+
+    async def go():
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            app.open_quality(run_id)
+            await settle(pilot)
+            screen = app.screen
+            assert isinstance(screen, QualityScreen)
+            table = screen.query_one("#quality-table")
+            assert [str(table.get_row_at(i)[0]) for i in range(table.row_count)] == ["○ not run", "○ not run"]
+            text = screen_text(app)
+            assert "✘ 0 failed" in text and "○ 2 not run" in text
+            assert "not run: Spark unreachable" in text
+            assert "RAT-SPK-001 Spark Connect server unreachable" in flat(text)
+            assert not app.crashes
+
+    run(go())

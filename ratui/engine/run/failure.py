@@ -1,5 +1,6 @@
-"""How what went wrong in a run becomes its status and coded error: a cancel, Spark gone, the object store, the
-pipeline's own query (at the line of its file Spark names), or a bug (RAT-RUN-002, with the traceback in the log).
+"""How what went wrong in a run becomes its status and coded error: a cancel, Spark gone, the object store, a class
+missing from Spark's classpath (a server's setup), the pipeline's own query (at the line of its file Spark names),
+or a bug (RAT-RUN-002, with the traceback in the log).
 """
 
 from __future__ import annotations
@@ -24,16 +25,17 @@ def ended_by(exc: BaseException, scope: RunScope) -> tuple[str, RatuiError]:
     logged)."""
     control = scope.control
     if isinstance(exc, RatuiError):
-        return "failed", exc
+        return "failed", spark_errors.at_class_setting(exc, scope.settings)
     if isinstance(exc, Cancelled) or (control.cancel_requested.is_set() and spark_errors.is_cancellation(exc)):
         return ("failed" if control.cancel_error else "cancelled",
                 control.cancel_error or RatuiError("RAT-RUN-001", f"run {scope.run_id} of {scope.key} was cancelled"))
     if spark_errors.is_unreachable(exc):
         return "failed", RatuiError(spark_errors.UNREACHABLE_CODE, spark_errors.error_message(exc))
-    stored = spark_errors.storage_failure(exc) or storage_error(scope.catalog, exc)
+    # Spark's side (the store from there, a class missing on a server), or this process's own store: never a bug
+    stored = spark_errors.spark_side_failure(exc) or storage_error(scope.catalog, exc)
     scope.log.line(traceback.format_exc(), "error")
     if stored is not None:
-        return "failed", stored
+        return "failed", spark_errors.at_class_setting(stored, scope.settings)
     return "failed", RatuiError("RAT-RUN-002", f"{type(exc).__name__}: {first_line(exc)}")
 
 
@@ -53,9 +55,9 @@ def query_error(exc: BaseException, control: RunControl, pipeline: Pipeline, sql
         return exc
     if control.cancel_requested.is_set() and spark_errors.is_cancellation(exc):
         return Cancelled()
-    if spark_errors.is_unreachable(exc):  # Spark went away (a Connect server gone): not the pipeline's fault
-        return RatuiError(spark_errors.UNREACHABLE_CODE, spark_errors.error_message(exc))
-    stored = spark_errors.storage_failure(exc)  # the object store, from Spark's side: not the pipeline's fault
+    # Spark went away (a Connect server gone), the object store from Spark's side, a class missing from Spark's
+    # classpath: not the pipeline's fault
+    stored = spark_errors.spark_side_failure(exc)
     if stored is not None:
         return stored
     file, _config = pipeline.loaded()

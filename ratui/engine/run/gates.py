@@ -1,7 +1,9 @@
 """Phase 4 of a run (quality): what stands between the branch and the merge.
 
     check_quality   the pipeline's quality tests on the branch's new data; an error-severity failure is
-                    RAT-RUN-003, a warning is logged and counted
+                    RAT-RUN-003, a warning is logged and counted; tests Spark could not run (Spark gone, a class
+                    missing there) are recorded `not_run` and the run fails with Spark's own error, never a
+                    quality verdict
     diff_of         the run's data diff against the table as the branch forked (data_diff.py)
     judge_diff      the diff's gates (max_row_change, max_rows_removed, max_null_increase): RAT-RUN-009 at the line
                     the gate was written, the diff kept with the run either way
@@ -19,7 +21,7 @@ from ratui.engine.project.discovery import Pipeline
 from ratui.engine.run import data_diff
 from ratui.engine.run.control import Cancelled
 from ratui.engine.run.failure import first_line
-from ratui.engine.run.quality import QualityOutcome, run_tests
+from ratui.engine.run.quality import QualityOutcome, TestsNotRun, not_run, run_tests
 from ratui.engine.run.scope import RunScope
 from ratui.engine.run.sources import RunSources
 from ratui.engine.spark import errors as spark_errors
@@ -35,12 +37,23 @@ def check_quality(scope: RunScope, session: Any, sources: RunSources, pipeline: 
         scope.log.line("no quality tests")
         return
     file, _config = pipeline.loaded()
-    # the tests see the branch's new data: re-register this pipeline's table after the write
-    sources.forget(scope.key)
-    context = sources.context(pipeline, file)
-    context.this = sources.table(scope.key)
-    for outcome in run_tests(session, pipeline.tests, context, scope.settings.quality_sample_rows,
-                             check=scope.control.check):
+    stopped: RatuiError | None = None
+    try:
+        # the tests see the branch's new data: re-register this pipeline's table after the write
+        sources.forget(scope.key)
+        context = sources.context(pipeline, file)
+        context.this = sources.table(scope.key)
+        results = run_tests(session, pipeline.tests, context, scope.settings.quality_sample_rows,
+                            check=scope.control.check)
+    except TestsNotRun as stop:
+        results, stopped = stop.outcomes, stop.error
+    except Exception as exc:  # Spark gone (or lacking a class) before the first test: none of them ran
+        stopped = None if isinstance(exc, RatuiError) or spark_errors.is_cancellation(exc) \
+            else spark_errors.spark_side_failure(exc)
+        if stopped is None:
+            raise
+        results = not_run(pipeline.tests, stopped)
+    for outcome in results:
         outcomes.append(outcome)
         scope.record.add_quality(scope.run_id, outcome.to_dict())
         scope.bus.emit(QualityResultEvent(scope.run_id, outcome.test, outcome.severity, outcome.status,
@@ -49,6 +62,9 @@ def check_quality(scope: RunScope, session: Any, sources: RunSources, pipeline: 
                        + (f", {outcome.violations} violating rows" if outcome.violations else "")
                        + (f" - {outcome.error}" if outcome.error else ""),
                        "info" if outcome.status == "passed" else "warning")
+    if stopped is not None:  # Spark could not run the tests: its error is the run's, the data was not judged
+        scope.log.line(f"quality tests not run: {stopped.code} {stopped.message}", "warning")
+        raise stopped
     blocking = [q for q in outcomes if q.blocks_merge]
     if blocking:
         names = ", ".join(f"{q.test} ({q.violations} rows)" if q.status == "failed" else f"{q.test} (error)"

@@ -17,7 +17,7 @@ from typing import Callable
 
 from ratui.engine.errors import RatuiError
 from ratui.engine.project.compiler import CompiledProject
-from ratui.engine.run.quality import QualityOutcome, run_tests
+from ratui.engine.run.quality import QualityOutcome, TestsNotRun, run_tests
 from ratui.engine.run.scope import DebugLog
 from ratui.engine.run.sources import RunSources
 from ratui.engine.spark import jobs as spark_jobs
@@ -73,6 +73,8 @@ def check(state: ProjectState, compiled: CompiledProject, ref: str, tables: list
                 context.this = sources.table(key)
                 out.extend((key, q) for q in run_tests(session, pipeline.tests, context,
                                                        settings.quality_sample_rows))
+            except TestsNotRun as stopped:  # Spark could not run them: its error, never a verdict on the rows
+                raise stopped.error from stopped
             finally:
                 sources.drop_views()
     finally:

@@ -90,9 +90,8 @@ class RunSources:
             return
         learned = self.state.ledger.learn(self.target, self.key.split(".")[0], self.key, self.key, walked, facts)
         if learned:
-            self.log.line(f"{learned} landing file(s) already loaded on {self.target} by runs this project's ledger "
-                          "had not recorded (another installation sharing the catalog, or an interrupted run): not "
-                          "read again")
+            # on the run's line and in its --json (a note), not only in its log
+            self.log.note(learned_note(learned, self.target, rebuild=self.strategy == "full_refresh"))
 
     def landing_summary(self) -> dict[str, str]:
         """The snapshot-summary property naming the landing files this run read (landing_facts.py)."""
@@ -182,11 +181,13 @@ class RunSources:
                 raise RatuiError("RAT-LND-002", f"landing zone '{zone_name}' has no {zone.noun} with data to read",
                                  file=zone.url)
             fmt = zone_format(zone_name, [sample.name], zone.url, zone.where)
-            df = self._read_zone(zone, fmt, self._stage(zone, [sample]), check_rows=False).limit(0)
+            # Spark reads the zone's columns (its own type inference) from that file alone: no row of it is read
+            df = self._read_zone(zone, fmt, self._stage(zone, [sample], columns_only=True), check_rows=False).limit(0)
         return self._zone_view(key, namespace, zone_name, df, selection)
 
-    def _stage(self, zone: Zone, chosen: list[ZoneEntry]) -> list[ZoneFile]:
-        """The files to read where Spark reads them, each with the name the ledger knows it by."""
+    def _stage(self, zone: Zone, chosen: list[ZoneEntry], columns_only: bool = False) -> list[ZoneFile]:
+        """The files to read where Spark reads them, each with the name the ledger knows it by (`columns_only`: a
+        file staged for the zone's columns alone, the batch being empty)."""
         began = time.monotonic()
         total_bytes = sum(e.size for e in chosen)
 
@@ -203,11 +204,11 @@ class RunSources:
             self.log.line(f"landing zone {zone.name}: fetched {len(chosen)} {zone.noun}(s), "
                           f"{format_bytes(total_bytes)}, from {zone.url} in {time.monotonic() - began:.1f} s")
         if self.remote_staging is not None:
-            files = self._hand_over(zone, files, progress)
+            files = self._hand_over(zone, files, progress, columns_only)
         return files
 
-    def _hand_over(self, zone: Zone, files: list[ZoneFile], progress: Callable[[int, int, int], None]) \
-            -> list[ZoneFile]:
+    def _hand_over(self, zone: Zone, files: list[ZoneFile], progress: Callable[[int, int, int], None],
+                   columns_only: bool = False) -> list[ZoneFile]:
         """Upload the files that are on this disk to the run's staging prefix, where a Spark that cannot see this
         disk reads them (ratui's own checks still read the local files)."""
         assert self.remote_staging is not None
@@ -220,7 +221,9 @@ class RunSources:
                              progress, check=self._check)
         self.log.line(f"landing zone {zone.name}: uploaded {len(local)} file(s), "
                       f"{format_bytes(sum(zf.size for zf in local))}, to {remote.url}/ for Spark in "
-                      f"{time.monotonic() - began:.1f} s")
+                      f"{time.monotonic() - began:.1f} s"
+                      + (" (no file is new: Spark reads the zone's columns from the newest loaded one, none of its "
+                         "rows)" if columns_only else ""))
         handed = {zf.name: dataclasses.replace(zf, spark_uri=uri) for zf, uri in zip(local, uris)}
         return [handed.get(zf.name, zf) for zf in files]
 
@@ -326,6 +329,23 @@ class RunSources:
         text = _timestamp_text(value)
         self.log.line(f"watermark {column} = {text}" + (" (from file statistics)" if exact else " (scanned)"))
         return text
+
+
+def learned_note(learned: list, target: str, *, rebuild: bool) -> str:
+    """What a run says of the landing files it took in as loaded from the table's facts: how many, of which zones,
+    by which runs and when; not read again, or read again by a full refresh (which rebuilds from every file)."""
+    by_run: dict[tuple[str | None, str | None], list] = {}
+    for fact in learned:
+        by_run.setdefault((fact.run_id, fact.at), []).append(fact)
+    runs = "; ".join(
+        f"{len(facts)} of zone{'s' if len({f.zone for f in facts}) > 1 else ''} "
+        f"{', '.join(sorted({f.zone for f in facts}))} by run {run_id or '(unnamed)'}"
+        + (f" at {at[:19].replace('T', ' ')} UTC" if at else "")
+        for (run_id, at), facts in sorted(by_run.items(), key=lambda item: str(item[0][1])))
+    then = ("read again all the same: a full_refresh rebuilds the table from every file the ledger knows" if rebuild
+            else "not read again")
+    return (f"{len(learned)} landing file(s) already loaded on {target} ({runs}), as the table's own record says: "
+            f"another installation sharing the catalog, or a run this ledger did not record; {then}")
 
 
 def _timestamp_text(value: Any) -> str:

@@ -15,23 +15,14 @@ from urllib.parse import urlparse
 from ratui.engine.errors import RatuiError
 from ratui.engine.project.settings import DEFAULT_SPARK_CONFIG, SETTINGS_FILE, Settings
 from ratui.engine.spark import addresses
+from ratui.engine.spark.server_setup import CONNECT_SERVER_CONF  # what the server needs (declared once there)
 from ratui.engine.spark.errors import UNREACHABLE_CODE, error_message
 
 log = logging.getLogger("ratui.spark")
 
 # A Spark Connect server runs with its own static settings (the ones launch_conf.py's REQUIRED_CONF has that are not
-# spark.sql.*: see connect_server_conf()); a client can only set SQL settings, on each of its sessions.
+# spark.sql.*: see server_setup.py CONNECT_SERVER_CONF); a client can only set SQL settings, on each of its sessions.
 CONNECT_SESSION_PREFIX = "spark.sql."
-
-# Settings a Spark Connect server needs for ratui (its own static settings: a client cannot set them). Without
-# them ratui still works: Spark's extra files in a table folder are removed after each write (files.py), but
-# concurrent runs are scheduled first come, first served.
-CONNECT_SERVER_CONF = {
-    "spark.scheduler.mode": "FAIR",
-    "spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
-    "spark.hadoop.parquet.enable.summary-metadata": "false",
-    "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
-}
 
 # A Connect server that stops answering mid-run (restarted, gone): how long a call keeps retrying before the run
 # fails is spark.connect_retry_seconds (default 44; the client's own default is ten minutes). Backoff 0.05, 0.2,
@@ -48,7 +39,7 @@ TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"  # PySpark's own: the client send
 def start(settings: Settings, required: dict[str, str], retries: RetryBounds):
     """A Spark Connect client for settings.spark_remote: (its session, the SQL settings every session gets, what the
     server says about itself). The SQL settings ratui needs (`required`'s and ratui.yaml's spark.sql.* ones) are
-    set on every session; the server's static settings are its own (connect_server_conf)."""
+    set on every session; the server's static settings are its own (server_setup.py)."""
     os.environ.setdefault("GRPC_VERBOSITY", "NONE")  # gRPC's C core would print to the terminal the console draws on
     # a call that gives up says so with a warning on stderr as well as with its error
     warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]", category=UserWarning)
@@ -199,11 +190,6 @@ def _close_quietly(session) -> None:
         session.stop()
     except Exception:  # noqa: BLE001 - it never authenticated: nothing to release on the server
         pass
-
-
-def connect_server_conf() -> dict[str, str]:
-    """The static settings a Spark Connect server should run with for ratui (docs/team/spark.md)."""
-    return dict(CONNECT_SERVER_CONF)
 
 
 def _quiet_connect_client(settings: Settings) -> None:

@@ -96,22 +96,27 @@ def is_unreachable(exc: BaseException) -> bool:
 _RPC_TEXT = re.compile(r"status = StatusCode\.(\w+).*?details = \"(.*?)\"", re.S)
 
 
-def _rpc_failure(exc: BaseException) -> str | None:
-    """A gRPC failure of the Spark Connect client (the server gone, a call that gave up), in words: its status and
-    details, not the call object's text ("<_MultiThreadedRendezvous of RPC that terminated with: ...")."""
-    status: str | None = None
-    text = ""
+def _rpc_parts(exc: BaseException) -> tuple[str, str] | None:
+    """(status, details) of a gRPC failure of the Spark Connect client, from the call object or its text."""
     code, details = getattr(exc, "code", None), getattr(exc, "details", None)
     if callable(code) and callable(details) and type(exc).__module__.split(".")[0] == "grpc":
         try:
-            status, text = getattr(code(), "name", str(code())), str(details() or "")
+            return getattr(code(), "name", str(code())), str(details() or "")
         except Exception:
             pass
-    if status is None:
-        match = _RPC_TEXT.search(str(exc))
-        if match is None or not str(exc).lstrip().startswith("<_"):
-            return None
-        status, text = match.group(1), match.group(2)
+    match = _RPC_TEXT.search(str(exc))
+    if match is None or not str(exc).lstrip().startswith("<_"):
+        return None
+    return match.group(1), match.group(2)
+
+
+def _rpc_failure(exc: BaseException) -> str | None:
+    """A gRPC failure of the Spark Connect client (the server gone, a call that gave up), in words: its status and
+    details, not the call object's text ("<_MultiThreadedRendezvous of RPC that terminated with: ...")."""
+    parts = _rpc_parts(exc)
+    if parts is None:
+        return None
+    status, text = parts
     prefix = "Spark Connect server unreachable" if status == "UNAVAILABLE" else "Spark Connect call failed"
     return f"{prefix} ({status}): {' '.join(text.split())}"[:500]
 
@@ -226,14 +231,60 @@ _NO_CONNECTOR = ("S3AFileSystem not found", "No FileSystem for scheme \"s3", "No
                  "UNSUPPORTED_FILE_SYSTEM", "hadoop/fs/s3a", "software/amazon/awssdk")
 _S3A_FAILURE = ("org.apache.hadoop.fs.s3a.", "software.amazon.awssdk.", "AWSClientIOException",
                 "AWSBadRequestException", "UnknownStoreException", "s3a://", "RemoteFileChangedException")
+# a class the JVM cannot find, as Py4J ("java.lang.NoClassDefFoundError: a/b/C"), Spark Connect ("(java.lang.
+# NoClassDefFoundError) a/b/C") and a JVM stack ("Caused by: java.lang.ClassNotFoundException: a.b.C") say it
+_MISSING_CLASS = re.compile(r"(?:NoClassDefFoundError|ClassNotFoundException)\)?:?\s+(?:Could not initialize class\s+)?"
+                            r"(?:Class\s+)?((?:[A-Za-z_$][\w$]*[./])+[A-Za-z_$][\w$]*)")
+MISSING_CLASS_CODE = "RAT-SPK-004"
+
+
+def full_text(exc: BaseException) -> str:
+    """Everything an error says: its text, Py4J's Java text, and a Spark Connect error's server-side stack (where
+    the causes are: a class missing on the server is said only there)."""
+    parts = [str(exc), str(getattr(exc, "desc", None) or "")]
+    getter = getattr(exc, "getStackTrace", None)
+    if callable(getter):
+        try:
+            parts.append(str(getter() or ""))
+        except Exception:  # noqa: BLE001 - an error that cannot say more says what it said
+            pass
+    cause = exc.__cause__ or exc.__context__
+    if cause is not None and cause is not exc:
+        parts.append(str(cause))
+    return "\n".join(p for p in parts if p)
+
+
+# A Connect server whose JVM cannot load a class fails the call with gRPC's UNKNOWN and the error's own message: for
+# a NoClassDefFoundError, the class's internal name alone ("software/amazon/s3/analyticsaccelerator/request/...")
+_INTERNAL_NAME = re.compile(r"(?:[A-Za-z_$][\w$]*/)+[A-Za-z_$][\w$]*")
+
+
+def missing_class(exc: BaseException) -> str | None:
+    """The class (dotted name) a JVM of Spark could not find or load, when that is what went wrong: said by the
+    JVM's exception (Py4J, a Connect error's server stack), or by a Connect call's bare status (UNKNOWN, the class's
+    internal name)."""
+    match = _MISSING_CLASS.search(full_text(exc))
+    if match:
+        return match.group(1).replace("/", ".")
+    rpc = _rpc_parts(exc)
+    if rpc is not None and rpc[0] == "UNKNOWN" and _INTERNAL_NAME.fullmatch(rpc[1].strip()):
+        return rpc[1].strip().replace("/", ".")
+    return None
 
 
 def storage_failure(exc: BaseException) -> RatuiError | None:
-    """A Spark failure caused by object storage, as RAT-S3-00x (RAT-S3-005: Spark has no S3 connector), or None."""
-    text = f"{exc}\n{getattr(exc, 'desc', '') or ''}"
-    if any(marker in text for marker in _NO_CONNECTOR):
-        from ratui.engine.spark import s3a
+    """A Spark failure caused by object storage, as RAT-S3-00x (RAT-S3-005: Spark has no S3 connector, or one that
+    lacks a jar), or None."""
+    text = full_text(exc)
+    lacking = missing_class(exc)
+    from ratui.engine.spark import s3a
 
+    jar = s3a.jar_of(lacking) if lacking else None
+    if jar is not None:
+        return RatuiError("RAT-S3-005", f"Spark's S3 connector lacks the class {lacking}: {jar.file_name} "
+                          f"({jar.coordinates}) is not on the classpath of Spark (the Spark Connect server's or the "
+                          "cluster's, when Spark is not ratui's own)", hint=s3a.hint())
+    if any(marker in text for marker in _NO_CONNECTOR):
         return RatuiError("RAT-S3-005", "Spark has no S3 connector (Hadoop's S3A) to reach s3:// "
                           f"({error_message(exc)[:200]})", hint=s3a.hint())
     if not any(marker in text for marker in _S3A_FAILURE):
@@ -248,6 +299,37 @@ def storage_failure(exc: BaseException) -> RatuiError | None:
     return RatuiError(error.code, f"Spark: {error.message}", file=error.file,
                       hint=(error.hint or "") + " Spark reaches the store itself (a cluster's executors, a Spark "
                       "Connect server): its network and the endpoint it is given must work from there.")
+
+
+def at_class_setting(error: RatuiError, settings: Settings) -> RatuiError:
+    """A missing class (RAT-SPK-004) that a Spark setting of ratui.yaml names (a catalog plugin, a serializer): the
+    error points at that setting's line."""
+    lacking = error.details.get("class") if error.code == MISSING_CLASS_CODE else None
+    if not lacking or error.file:
+        return error
+    key = next((k for k, v in settings.spark_config.items() if lacking in str(v)), None)
+    line = _settings_line(settings, key) if key else None
+    if line is not None:
+        error.file, error.line = str(settings.root / SETTINGS_FILE), line
+        error.hint = f"{key} in {SETTINGS_FILE} names {lacking}, which no jar on Spark's classpath carries. " \
+                     + (error.hint or "")
+    return error
+
+
+def spark_side_failure(exc: BaseException) -> RatuiError | None:
+    """What went wrong on Spark's side, not in the query nor in its data, as its coded error: Spark gone
+    (RAT-SPK-001), the object store from Spark's side or its connector (RAT-S3-00x), a class missing from Spark's
+    classpath (RAT-SPK-004). None for anything else (the pipeline's or the test's own failure, or a bug)."""
+    if is_unreachable(exc):
+        return RatuiError(UNREACHABLE_CODE, error_message(exc))
+    stored = storage_failure(exc)
+    if stored is not None:
+        return stored
+    lacking = missing_class(exc)
+    if lacking is not None:
+        return RatuiError(MISSING_CLASS_CODE, f"Spark cannot load the class {lacking}: a jar is missing from its "
+                          f"classpath ({error_message(exc)[:200]})", details={"class": lacking})
+    return None
 
 
 def _java_cause(text: str) -> str:

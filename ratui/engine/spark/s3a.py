@@ -1,18 +1,21 @@
-"""Spark's S3 connector (Hadoop's S3A): its jars for a JVM of ratui's own, and each session's bucket settings.
+"""Spark's S3 connector (Hadoop's S3A): its jars, declared once, and each session's bucket settings.
 
-pyspark's wheel carries Hadoop's client jars but not `hadoop-aws` (S3A) nor the AWS SDK it calls. When the project
-needs Spark to reach S3 (an s3:// warehouse, or landing zones Spark reads straight from their bucket), a JVM ratui
-starts gets, unless ratui.yaml's spark.jars / spark.jars.packages already name hadoop-aws:
+pyspark's wheel carries Hadoop's client jars but not `hadoop-aws` (S3A) nor what it calls. CONNECTOR lists, per
+Hadoop version a pyspark ships, every jar S3A needs (hadoop-aws, the AWS SDK bundle and the analytics accelerator its
+build names): a JVM of ratui's own takes exactly these, docs/team/s3.md and docs/team/spark.md give a user exactly
+these (docs/generate.py writes the commands from this list: spark/server_setup.py), and the tests start their Spark
+Connect servers with exactly these (tests/servers.py). When the project needs Spark to reach S3 (an s3:// warehouse,
+or landing zones Spark reads straight from their bucket), a JVM ratui starts gets, unless ratui.yaml's spark.jars /
+spark.jars.packages already name hadoop-aws:
 
-    the jars in the local Maven repository (~/.m2, or RATUI_MAVEN_REPO): hadoop-aws of the Hadoop version pyspark
-        ships, and the AWS SDK bundle (and analytics accelerator) it was built with; what `mvn dependency:get`
-        fetches, and what .ci/run fetches;
+    the jars in the local Maven repository (~/.m2, or RATUI_MAVEN_REPO): what `mvn dependency:get` fetches, and
+        what .ci/run fetches;
     else spark.jars.packages=org.apache.hadoop:hadoop-aws:{version}: Spark's own resolution from Maven Central at
         start (needs the internet; the jars are then cached under ~/.ivy2).
 
 `s3://` URIs (what Iceberg metadata stores, and what other engines read) are served by S3A (fs.s3.impl). A Spark
-Connect server or a cluster's executors have jars of their own: docs/team/s3.md says what they need, and a
-missing connector is RAT-S3-005 with how to get it. Each bucket's endpoint, addressing and key go on the session
+Connect server or a cluster's executors have jars of their own: a missing connector is RAT-S3-005, and a class
+missing from it names its jar (jar_of). Each bucket's endpoint, addressing and key go on the session
 (fs.s3a.bucket.{bucket}.*), so one JVM can reach a landing bucket and a warehouse with different settings.
 """
 
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +49,48 @@ def maven_repo() -> Path:
     return Path(os.environ.get("RATUI_MAVEN_REPO") or Path.home() / ".m2" / "repository")
 
 
+@dataclass(frozen=True)
+class Jar:
+    """One jar of Maven Central, and the Java packages whose classes it carries (slash-separated)."""
+
+    group: str
+    artifact: str
+    version: str
+    packages: tuple[str, ...] = ()
+
+    @property
+    def coordinates(self) -> str:
+        return f"{self.group}:{self.artifact}:{self.version}"
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.artifact}-{self.version}.jar"
+
+    def path(self, repo: Path | str) -> Path:
+        """Where Maven keeps it under `repo` (a local repository such as ~/.m2/repository)."""
+        return Path(repo) / self.group.replace(".", "/") / self.artifact / self.version / self.file_name
+
+    def carries(self, class_name: str) -> bool:
+        """Whether a class (dotted or slashed name) is one of this jar's."""
+        slashed = class_name.replace(".", "/")
+        return any(slashed.startswith(package + "/") for package in self.packages)
+
+
+# Every jar S3A needs, per Hadoop version of pyspark's client jars: hadoop-aws of that version, and the AWS SDK bundle
+# and analytics accelerator that Hadoop's build names (hadoop-project's POM: aws-java-sdk-v2.version,
+# amazon-s3-analyticsaccelerator-s3.version). Hadoop 3.5.0's S3A fails every read without the accelerator
+# (NoClassDefFoundError: software/amazon/s3/analyticsaccelerator/...).
+CONNECTOR: dict[str, tuple[Jar, ...]] = {
+    "3.5.0": (
+        Jar("org.apache.hadoop", "hadoop-aws", "3.5.0", ("org/apache/hadoop/fs/s3a", "org/apache/hadoop/fs/s3native")),
+        Jar("software.amazon.awssdk", "bundle", "2.35.4", ("software/amazon/awssdk", "software/amazon/eventstream")),
+        Jar("software.amazon.s3.analyticsaccelerator", "analyticsaccelerator-s3", "1.3.1",
+            ("software/amazon/s3/analyticsaccelerator", "software/amazon/s3/shaded")),
+    ),
+}
+POM_VERSIONS = ("aws-java-sdk-v2.version", "amazon-s3-analyticsaccelerator-s3.version")  # what CONNECTOR follows
+
+
 def _pom_property(pom: Path, name: str) -> str | None:
     try:
         match = re.search(rf"<{re.escape(name)}>([^<]+)</{re.escape(name)}>", pom.read_text(errors="replace"))
@@ -53,27 +99,35 @@ def _pom_property(pom: Path, name: str) -> str | None:
     return match.group(1).strip() if match else None
 
 
-def local_jars(version: str | None = None, repo: Path | None = None) -> list[Path] | None:
-    """hadoop-aws and the SDK jars it needs from a local Maven repository, or None when any is missing."""
+def connector_jars(version: str | None = None, repo: Path | None = None) -> tuple[Jar, ...]:
+    """Every jar S3A of this Hadoop version needs: CONNECTOR's, or for a Hadoop version it does not list (another
+    pyspark), hadoop-aws and what hadoop-project's POM in the local Maven repository names."""
     version = version or hadoop_version()
+    if version in CONNECTOR:
+        return CONNECTOR[version]
+    declared = next(iter(CONNECTOR.values()))
+    pom = (repo or maven_repo()) / f"org/apache/hadoop/hadoop-project/{version}/hadoop-project-{version}.pom"
+    found = [Jar(declared[0].group, declared[0].artifact, version, declared[0].packages)]
+    for template, prop in zip(declared[1:], POM_VERSIONS):
+        named_version = _pom_property(pom, prop)
+        if named_version:
+            found.append(Jar(template.group, template.artifact, named_version, template.packages))
+    return tuple(found)
+
+
+def local_jars(version: str | None = None, repo: Path | None = None) -> list[Path] | None:
+    """The connector's jars (connector_jars) in a local Maven repository, or None when any is missing."""
     repo = repo or maven_repo()
-    hadoop = repo / "org/apache/hadoop"
-    aws = hadoop / f"hadoop-aws/{version}/hadoop-aws-{version}.jar"
-    project = hadoop / f"hadoop-project/{version}/hadoop-project-{version}.pom"
-    sdk = _pom_property(project, "aws-java-sdk-v2.version")
-    candidates = sorted((repo / "software/amazon/awssdk/bundle").glob("*/bundle-*.jar"))
-    bundle = repo / f"software/amazon/awssdk/bundle/{sdk}/bundle-{sdk}.jar" if sdk else \
-        (candidates[-1] if candidates else None)
-    if not aws.is_file() or bundle is None or not bundle.is_file():
-        return None
-    jars = [aws, bundle]
-    accel = _pom_property(project, "amazon-s3-analyticsaccelerator-s3.version")
-    if accel:
-        extra = repo / f"software/amazon/s3/analyticsaccelerator/analyticsaccelerator-s3/{accel}/" \
-                       f"analyticsaccelerator-s3-{accel}.jar"
-        if extra.is_file():
-            jars.append(extra)
-    return jars
+    jars = [jar.path(repo) for jar in connector_jars(version, repo)]
+    return jars if len(jars) > 1 and all(jar.is_file() for jar in jars) else None
+
+
+def jar_of(class_name: str) -> Jar | None:
+    """The connector's jar that carries a class (any Hadoop version CONNECTOR lists: the one pyspark ships first)."""
+    for jar in connector_jars():
+        if jar.carries(class_name):
+            return jar
+    return None
 
 
 def named(spark_config: dict[str, str]) -> bool:
@@ -142,8 +196,10 @@ def needs_connector(settings: Any) -> bool:
 
 def hint() -> str:
     version = hadoop_version()
-    return (f"Spark needs Hadoop's S3A connector for s3:// (hadoop-aws {version} and the AWS SDK bundle it names). "
-            f"With the internet ratui asks Spark to fetch it (spark.jars.packages: org.apache.hadoop:hadoop-aws:"
-            f"{version}); offline, fetch it once with `mvn dependency:get -Dartifact=org.apache.hadoop:hadoop-aws:"
-            f"{version}` (and software.amazon.awssdk:bundle) or name the jars on disk in ratui.yaml's spark.config "
-            "spark.jars. A Spark Connect server or a cluster needs them on its own classpath (--packages).")
+    jars = connector_jars(version)
+    return (f"Spark needs Hadoop's S3A connector for s3://: {', '.join(j.file_name for j in jars)}. With the internet "
+            f"ratui asks Spark to fetch it (spark.jars.packages: org.apache.hadoop:hadoop-aws:{version}); offline, "
+            "fetch each once with `mvn dependency:get -Dartifact=GROUP:ARTIFACT:VERSION -Dtransitive=false` ("
+            + ", ".join(j.coordinates for j in jars) + ") or name the jars on disk in ratui.yaml's spark.config "
+            "spark.jars. A Spark Connect server or a cluster needs all of them on its own classpath (--jars): "
+            "docs/team/s3.md.")

@@ -10,7 +10,9 @@ and for a local file of at most DIGEST_MAX_BYTES by a SHA-256 of its bytes, so a
 -r`), touched or synced unchanged stays what it was (its rows keep their state and take the new time). An object is
 told by its size, time, ETag and version.
 Attempts count the runs that tried to load a file: failures that concern the data (build, write, quality; never
-a cancelled run or a template/config error) and the run that loaded it (a file loaded at the first try shows 1).
+a cancelled run or a template/config error) and the run that loaded it (a file loaded at the first try shows 1). A
+run that reads a loaded file again (a full refresh rebuilds from every file) is no new try, nor is a file another
+installation loaded (taken in from the table's facts: 1, its own loading run).
 
 `file` is the path relative to the zone folder: `orders_1.csv` while the file is in the zone, then
 `_processed/{run_id}/orders_1.csv` once a run archived it. An archived file keeps its row (for every pipeline
@@ -232,7 +234,8 @@ class Ledger(LedgerReads):
             cur.row_factory = None
             present = [r[0] for r in cur]
             conn.execute(
-                """UPDATE landing_files SET state = 'loaded', run_id = ?, attempts = attempts + 1, last_error = NULL,
+                """UPDATE landing_files SET state = 'loaded', run_id = ?, last_error = NULL,
+                   attempts = CASE WHEN state = 'loaded' THEN attempts ELSE attempts + 1 END,
                    updated_at = ?, loaded_at = ? WHERE namespace = ? AND zone = ? AND pipeline = ?
                    AND file IN (SELECT value FROM json_each(?))""", (run_id, now, at, *key, json_param(present)))
             found = set(present)
@@ -331,13 +334,14 @@ class Ledger(LedgerReads):
                          [(ref, table_key, i) for i in snapshot_ids])
 
     def learn(self, ref: str, namespace: str, pipeline: str, table_key: str, walked: list[int],
-              facts: list[Any]) -> int:
+              facts: list[Any]) -> list[Any]:
         """Take in the landing facts of snapshots of `table_key` on `ref` the ledger had not seen (written by
         another installation sharing the catalog, or by a process that died before its own ledger write): each
         file they name is loaded on `ref` for `pipeline`. A file this installation has not listed yet gets its row
         now, with the fact's identity, so listing it later keeps it loaded (a copy with another time is told by its
-        digest). Returns how many files became loaded."""
-        changed = 0
+        digest), and one try (the run that loaded it). Returns the facts of the files that became loaded (each
+        names its file, zone, loading run and time)."""
+        learned: list[Any] = []
         now = now_iso()
         with self._conn() as conn, write_tx(conn):
             for fact in facts:
@@ -351,7 +355,7 @@ class Ledger(LedgerReads):
                         mtime = row["mtime_ns"] if row is not None else fact.mtime_ns
                         conn.execute("INSERT OR REPLACE INTO landing_loads VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                                      (ref, *key, fact.size, mtime, fact.run_id, fact.at))
-                        changed += 1
+                        learned.append(fact)
                 elif row is None:
                     conn.execute(
                         """INSERT INTO landing_files (namespace, zone, pipeline, file, size, mtime_ns, digest, etag,
@@ -359,14 +363,14 @@ class Ledger(LedgerReads):
                            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'loaded', ?, 1, ?, ?)""",
                         (*key, fact.size, fact.mtime_ns, fact.digest, fact.etag, fact.version, fact.run_id, now,
                          fact.at))
-                    changed += 1
+                    learned.append(fact)
                 elif same and row["state"] != "loaded":
                     conn.execute("UPDATE landing_files SET state = 'loaded', run_id = ?, last_error = NULL, "
-                                 "updated_at = ?, loaded_at = ? WHERE namespace = ? AND zone = ? AND pipeline = ? "
-                                 "AND file = ?", (fact.run_id, now, fact.at, *key))
-                    changed += 1
+                                 "attempts = attempts + 1, updated_at = ?, loaded_at = ? WHERE namespace = ? AND "
+                                 "zone = ? AND pipeline = ? AND file = ?", (fact.run_id, now, fact.at, *key))
+                    learned.append(fact)
             self.mark_synced(conn, ref, table_key, walked)
-        return changed
+        return learned
 
     def record_failure(self, entries: Iterable[tuple[str, str, str, str]], error: str) -> list[str]:
         """Count a failed attempt; files at max_attempts become skipped. Returns the names newly skipped."""

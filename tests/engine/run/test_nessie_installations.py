@@ -95,8 +95,12 @@ def test_two_installations_load_each_file_once_and_concurrent_runs_give_the_seri
         # b's ledger has never seen these files: it learns from the table that they are loaded, and reads nothing
         (rb,) = b.run(b.compile().select([KEY]))
         assert rb.status == "success" and rb.rows_written == 0, rb.error
-        assert {e.file: (e.state, e.run_id) for e in b.state.ledger.files("shop", "orders", KEY)} == {
-            "1.csv": ("loaded", ra.run_id), "2.csv": ("loaded", ra.run_id)}
+        assert {e.file: (e.state, e.run_id, e.attempts) for e in b.state.ledger.files("shop", "orders", KEY)} == {
+            "1.csv": ("loaded", ra.run_id, 1), "2.csv": ("loaded", ra.run_id, 1)}  # TRIES 1: loaded once, by a
+        # and b is told so on its run's line and in --json (a note), with the run that loaded them
+        told = [n for n in rb.notes if "already loaded on main" in n]
+        assert len(told) == 1 and f"2 of zone orders by run {ra.run_id}" in told[0] and "not read again" in told[0], \
+            rb.notes
 
         # the other way round: b loads a new file first, a does not load it again
         land(roots, "3.csv", csv(4))

@@ -32,7 +32,8 @@ from tests.servers import (json_lines, main_head, make_slow_project, query, ratu
 @pytest.fixture(scope="module")
 def servers(hidden_disk):
     """The module's Connect server, on a disk of its own: it sees neither the projects nor ratui's state (all
-    under this machine's /tmp), only what is in S3 (S3A's jars on its classpath, as README's Team setup says).
+    under this machine's /tmp), only what is in S3; started exactly as docs/team/spark.md tells a team (S3A's jars,
+    the documented ones and no more: tests/servers.py).
     Calling it gives the live server; the last test kills it (a server gone mid-run), and a test after that would
     get a new one."""
     started: list = []
@@ -40,7 +41,7 @@ def servers(hidden_disk):
     def live():
         if not started or not started[-1].alive():
             folder = hidden_disk.folder(f"connect-{len(started)}")
-            started.append(start_connect(folder, disk=hidden_disk, jars=s3a.local_jars()))
+            started.append(start_connect(folder, disk=hidden_disk))
         return started[-1]
 
     try:
@@ -419,6 +420,7 @@ def test_cancel_interrupts_a_running_job_and_another_run_goes_on_beside_it(serve
 
 
 IN_PLACE = "-- @merge_strategy: full_refresh\nSELECT * FROM {{ landing_zone('%s') }}\n"
+NEW_FILES = "-- @merge_strategy: append_only\n-- @landing_mode: new_files\nSELECT * FROM {{ landing_zone('%s') }}\n"
 ARCHIVED_EVENTS = """\
 -- @merge_strategy: append_only
 -- @landing_mode: new_files
@@ -440,6 +442,8 @@ def test_local_zones_reach_the_server_through_the_runs_staging_prefix_and_s3_zon
     files = {"demo/pipelines/bronze/orders/pipeline.sql": IN_PLACE % "orders",
              "demo/pipelines/bronze/bad/pipeline.sql": IN_PLACE % "bad",
              "demo/pipelines/bronze/events/pipeline.sql": ARCHIVED_EVENTS,
+             "demo/pipelines/bronze/seen/pipeline.sql": NEW_FILES % "seen",
+             "demo/landing/seen/a.csv": "id,name\n1,ann\n",
              "demo/landing/orders/a.csv": "id,name\n1,ann\n", "demo/landing/orders/x:[1].csv": "id,name\n2,bob\n",
              "demo/landing/bad/a.csv": "id,name\n1,ann\n2,bob,extra\n",
              "ratui.yaml": settings(server.url, s3_catalog(moto, bucket), landing={
@@ -463,6 +467,15 @@ def test_local_zones_reach_the_server_through_the_runs_staging_prefix_and_s3_zon
     log = run_log(results["demo.bronze.orders"]["run_id"])
     assert f"uploaded 2 file(s), 28 B, to s3://{bucket}/lake/_ratui/staging/" in log, log
     assert "read in place" in run_log(results["demo.bronze.events"]["run_id"])
+    assert results["demo.bronze.seen"]["status"] == "success", results["demo.bronze.seen"]
+    # nothing new in a local zone: Spark still reads the zone's columns from a file, and the log says why it is
+    # uploaded (no row of it is read)
+    again = ratui("run", "demo.bronze.seen", "--force", "--project", str(root), "--json")
+    (empty,) = [r for r in json_lines(again.stdout) if "pipeline" in r]
+    assert empty["status"] == "success" and empty["rows_written"] == 0, empty
+    assert "uploaded 1 file(s), 14 B, to s3://" in run_log(empty["run_id"])
+    assert "(no file is new: Spark reads the zone's columns from the newest loaded one, none of its rows)" in \
+        run_log(empty["run_id"])
     assert not [k for k in bucket_keys(moto, bucket) if "/_ratui/staging/" in k]  # every run removed its prefix
     events_run = results["demo.bronze.events"]["run_id"]
     assert f"events/_processed/{events_run}/a.jsonl" in bucket_keys(moto, bucket, "events/")
@@ -470,6 +483,115 @@ def test_local_zones_reach_the_server_through_the_runs_staging_prefix_and_s3_zon
     catalog = open_catalog(catalog_config(project.catalog), project.db_path, root)
     orders = catalog.load_table("main", "demo.bronze.orders").scan().to_arrow()
     assert sorted(orders.column("id").to_pylist()) == [1, 2]
+
+
+def listening_addresses(pgid: int) -> list[str]:
+    """The local address of every TCP socket the processes of a process group listen on ("127.0.0.1", "::1", ...)."""
+    import ipaddress
+    import os
+
+    inodes: set[str] = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.getpgid(int(pid)) != pgid:
+                continue
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if target.startswith("socket:["):
+                    inodes.add(target[8:-1])
+        except OSError:  # a process that ended meanwhile
+            continue
+    found = []
+    for table, size in (("/proc/net/tcp", 4), ("/proc/net/tcp6", 16)):
+        for line in open(table).read().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # LISTEN
+                raw = bytes.fromhex(fields[1].split(":")[0])
+                words = b"".join(raw[i:i + 4][::-1] for i in range(0, size, 4))  # each 32-bit word little-endian
+                address = ipaddress.ip_address(words)
+                found.append(str(getattr(address, "ipv4_mapped", None) or address))  # ::ffff:127.0.0.1 as 127.0.0.1
+    return found
+
+
+def test_a_server_started_as_the_docs_say_listens_on_loopback_only(server):
+    """docs/team/spark.md: the gRPC port, the driver's and every other port of the server's processes on 127.0.0.1
+    (tests/servers.py started it by the page's own script)."""
+    addresses = wait_for(lambda: listening_addresses(server.process.pid), 30, "the server's listening sockets")
+    assert addresses and all(a in ("127.0.0.1", "::1") for a in addresses), addresses
+    assert len(addresses) >= 2  # the Connect port and the driver's own: the UI would be a third, and it is off
+
+
+def test_a_server_without_one_of_s3as_jars_names_the_class_and_the_jar(hidden_disk, moto, bucket, tmp_path):
+    """The docs' server with one jar of the connector left out (the analytics accelerator, which an older page did
+    not name): the run fails with RAT-S3-005 naming the class the server could not load and the jar that carries
+    it, not RAT-RUN-002 ("a bug in ratui"); main unchanged."""
+    lacking = start_connect(hidden_disk.folder("connect-lacking"), disk=hidden_disk,
+                            without=("analyticsaccelerator-s3",))
+    try:
+        root = tmp_path / "lacking"
+        files = {"ratui.yaml": settings(lacking.url, s3_catalog(moto, bucket)),
+                 "demo/landing/items/items.csv": "id,amount\n1,10\n2,20\n",
+                 "demo/pipelines/bronze/items/pipeline.sql": GATE_PIPELINE}
+        for rel, text in files.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(text)
+        out = ratui("run", "--project", str(root), "--json")
+        (result,) = json_lines(out.stdout)
+        assert out.returncode == 1 and result["status"] == "failed", result
+        error = result["error"]
+        assert error["code"] == "RAT-S3-005", error
+        assert "software.amazon.s3.analyticsaccelerator." in error["message"], error
+        assert "analyticsaccelerator-s3-1.3.1.jar" in error["message"], error
+        assert "software.amazon.s3.analyticsaccelerator:analyticsaccelerator-s3:1.3.1" in error["hint"], error
+        assert main_head(root)[1] == []  # no branch left; main holds nothing of the run
+        assert bucket_keys(moto, bucket, "lake/demo/warehouse/bronze/items/metadata/") == []
+    finally:
+        lacking.stop()
+
+
+@pytest.mark.parametrize("point", ["quality", "test:not_null_keys"])
+def test_a_server_stopped_during_the_quality_phase_is_spark_unreachable_not_failed_quality(server, moto, bucket,
+                                                                                          tmp_path, point):
+    """SIGTERM to the server while the run is held in its quality phase (as it starts, before the table's view; or
+    with the view registered, as the first test is prepared): the run fails with RAT-SPK-001 (Spark unreachable),
+    its tests are recorded `not_run` with that error, never `error` nor RAT-RUN-003 with the hint that a test found
+    violations; main as it was. (It stops the module's server: the next test gets a new one.)"""
+    root = tmp_path / "held"
+    files = {"ratui.yaml": settings(server.url, s3_catalog(moto, bucket), spark={"remote": server.url,
+                                                                                 "connect_retry_seconds": 3}),
+             "demo/landing/items/items.csv": "id,amount\n1,10\n2,20\n",
+             "demo/pipelines/bronze/items/pipeline.sql": GATE_PIPELINE,
+             "demo/pipelines/bronze/items/tests/quality/not_null_keys.sql":
+                 "-- @severity: error\nSELECT * FROM {{ this }} WHERE id IS NULL\n",
+             "demo/pipelines/bronze/items/tests/quality/positive_amount.sql":
+                 "-- @severity: warn\nSELECT * FROM {{ this }} WHERE amount <= 0\n"}
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    gate = tmp_path / "gate"
+    log = tmp_path / "held.log"
+    held = ratui_background("run", "--project", str(root), "--json", log=log,
+                            env={"RATUI_FAILPOINT": f"hold:{point}", "RATUI_FAILPOINT_GATE": str(gate)})
+    try:
+        wait_for(lambda: (tmp_path / "gate.reached").exists() or held.poll() is not None, 300,
+                 "the run at its quality phase")
+        assert held.poll() is None, log.read_text()[-3000:]
+        server.stop()  # SIGTERM to the server's processes (SIGKILL only to what is left after 15 s)
+        gate.touch()
+        held.wait(timeout=180)
+    finally:
+        if held.poll() is None:
+            held.kill()
+    (result,) = [r for r in json_lines(log.read_text()) if "status" in r]
+    assert held.returncode == 1 and result["status"] == "failed", result
+    assert result["error"]["code"] == "RAT-SPK-001", result["error"]
+    assert "violations" not in (result["error"]["hint"] or ""), result["error"]
+    assert [(q["test"], q["status"]) for q in result["quality"]] == [
+        ("not_null_keys", "not_run"), ("positive_amount", "not_run")], result["quality"]
+    assert all(q["error"].startswith("RAT-SPK-001 ") for q in result["quality"])
+    assert main_head(root)[1] == []
+    shown = ratui("show", result["run_id"], "--project", str(root))
+    assert "not_run" in shown.stdout and "RAT-RUN-003" not in shown.stdout, shown.stdout[-3000:]
 
 
 def test_a_server_gone_mid_run_fails_the_run_cleanly(server, hidden_disk, moto, bucket, tmp_path):

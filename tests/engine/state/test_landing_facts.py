@@ -38,7 +38,7 @@ def load(ledger: Ledger, folder: Path, catalog: SqliteBranchCatalog, names: list
 def take_in(ledger: Ledger, catalog: SqliteBranchCatalog) -> int:
     table = catalog.load_table("main", KEY)
     walked, facts = landing_facts.since(table, ledger.synced("main", KEY))
-    return ledger.learn("main", "demo", KEY, KEY, walked, facts)
+    return len(ledger.learn("main", "demo", KEY, KEY, walked, facts))
 
 
 def states(ledger: Ledger) -> dict[str, str]:
@@ -114,3 +114,46 @@ def test_facts_name_each_file_with_its_identity(tmp_path: Path) -> None:
     assert not fact.same_file(identity["size"] + 1, identity["mtime_ns"], identity["digest"], None, None)
     assert not fact.same_file(identity["size"], identity["mtime_ns"], "0" * 64, None, None)
     assert landing_facts.summary([]) == {}
+
+
+def test_a_file_another_installation_loaded_counts_one_try_here_even_after_a_rebuild_reads_it(tmp_path: Path) -> None:
+    """`ratui landing`'s TRIES in a second installation: a file installation a loaded once is 1 there, whether b
+    had listed it before taking it in or not, and stays 1 when b's full refresh reads it again (a rebuild of a
+    loaded file is no new try); the facts taken in name the run that loaded each file."""
+    catalog = SqliteBranchCatalog(tmp_path / "catalog.db", tmp_path)
+    catalog.create_table("main", KEY, SCHEMA, tmp_path / "demo" / "warehouse" / "bronze" / "events")
+    a_zone = tmp_path / "a" / "landing"
+    a = Ledger(tmp_path / "a.db")
+    a.sync("demo", "events", KEY, zone_files(a_zone, **{"1.csv": "id\n1\n", "2.csv": "id\n2\n"}))
+    load(a, a_zone, catalog, ["1.csv", "2.csv"], 1, 2)
+
+    b_zone = tmp_path / "b" / "landing"
+    shutil.copytree(a_zone, b_zone)
+    b = Ledger(tmp_path / "b.db")
+    b.sync("demo", "events", KEY, [b_zone / "1.csv"])  # b has listed 1.csv, not 2.csv yet
+    table = catalog.load_table("main", KEY)
+    learned = b.learn("main", "demo", KEY, KEY, *landing_facts.since(table, b.synced("main", KEY)))
+    assert sorted((f.name, f.run_id) for f in learned) == [("1.csv", "r-a"), ("2.csv", "r-a")]
+    b.sync("demo", "events", KEY, sorted(b_zone.iterdir()))
+    tries = {e.file: e.attempts for e in b.files("demo", "events", KEY)}
+    assert tries == {"1.csv": 1, "2.csv": 1}
+
+    with b._conn() as conn:  # b's full refresh reads both again, and merges
+        b.mark_loaded(conn, "r-b", [("demo", "events", KEY, "1.csv"), ("demo", "events", KEY, "2.csv")])
+    assert {e.file: (e.state, e.attempts, e.run_id) for e in b.files("demo", "events", KEY)} == {
+        "1.csv": ("loaded", 1, "r-b"), "2.csv": ("loaded", 1, "r-b")}
+
+
+def test_what_a_run_is_told_of_files_another_installation_loaded_says_who_when_and_whether_it_reads_them():
+    """The note on the run's line and in its --json (run/sources.py learned_note): how many, which zone, which run
+    loaded them and when; `not read again`, or, for a full refresh (which rebuilds from every file the ledger
+    knows), why it reads them all the same."""
+    from ratui.engine.run.sources import learned_note
+
+    facts = [landing_facts.LandingFact("orders", f"{i}.csv", 10, 1, run_id="r-a", at="2026-03-01T09:00:00.5+00:00")
+             for i in range(3)]
+    appended = learned_note(facts, "main", rebuild=False)
+    assert appended.startswith("3 landing file(s) already loaded on main (3 of zone orders by run r-a at "
+                               "2026-03-01 09:00:00 UTC)") and appended.endswith("; not read again"), appended
+    rebuilt = learned_note(facts, "main", rebuild=True)
+    assert "not read again" not in rebuilt and "a full_refresh rebuilds the table from every file" in rebuilt

@@ -123,6 +123,7 @@ MODULES: dict[str, str] = {
     "tests/tui/test_screen_specs.py": UNIT,
     "tests/tui/test_screens.py": UNIT,
     "tests/tui/test_serve_toggle.py": UNIT,
+    "tests/tui/test_small_terminal.py": UNIT,
     "tests/tui/test_snapshots.py": UNIT,
     "tests/tui/test_spark_progress.py": UNIT,
     "tests/tui/test_spark_where.py": UNIT,

@@ -7,6 +7,7 @@ workers. None of them changes anything, so a read-only console answers them all.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from ratui.console.records import BranchRow, DiffRow, RunFilter, RunsPage, TableState
@@ -20,6 +21,23 @@ def _state_of(side: Any) -> TableState | None:
     if side is None or side.location is None:
         return None
     return TableState(side.snapshot_id, None, side.rows, side.files)
+
+
+def with_sources(results: list[dict[str, Any]], root: Path) -> list[dict[str, Any]]:
+    """Each result with `source`: its test file's text as written (`{{ this }}`, not the compiled table name the
+    run recorded in `sql`), when the file is still in the project; else None (the recorded SQL is all there is)."""
+    texts: dict[str, str | None] = {}
+    top = root.resolve()
+    for q in results:
+        file = q.get("file")
+        if file and file not in texts:
+            path = Path(file).resolve()
+            try:
+                texts[file] = path.read_text(encoding="utf-8") if path.is_relative_to(top) else None
+            except (OSError, UnicodeDecodeError):
+                texts[file] = None
+        q["source"] = texts.get(file) if file else None
+    return results
 
 
 class Reads:
@@ -57,8 +75,10 @@ class Reads:
             run = engine.get_run(run_id)
             if not run:
                 raise RatuiError("RAT-RUN-004", f"no run '{run_id}'")
-            return [dict(q, pipeline=run["pipeline"]) for q in run["quality"]]
-        return engine.quality_results(limit)
+            results = [dict(q, pipeline=run["pipeline"]) for q in run["quality"]]
+        else:
+            results = engine.quality_results(limit)
+        return with_sources(results, self.root)
 
     # ---------------------------------------------------------------------------------------- branches
 

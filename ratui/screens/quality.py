@@ -10,6 +10,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from rich.console import Group
 from textual.widgets import DataTable, Footer, Label, Static
 
 from ratui.console.format import fmt_ms, fmt_time, glyph, short_key
@@ -17,6 +18,7 @@ from ratui.widgets.chrome import NavBar, StatusLine
 from ratui.messages import QualityLoaded
 from ratui.screens.table_screen import TableScreen
 from ratui.widgets.code import code_view
+from ratui.widgets.panes import Pane, toggle_maximize
 
 ORDER = {"failed": 0, "error": 0, "warned": 1, "passed": 2}
 RECENT_LIMIT = 500
@@ -48,7 +50,9 @@ class QualityScreen(TableScreen):
         Binding("p", "toggle_passed", "Hide passed", id="quality.passed"),
         Binding("ctrl+r", "refresh", "Refresh", id="quality.refresh"),
         Binding("escape", "back", "Back", id="quality.back", show=False),
+        Binding("m", "maximize", "Maximize pane", id="quality.maximize", show=False),
     ]
+    HELP_KEYS = (("tab", "The results / the selected one's SQL and sample rows: the one focused scrolls"),)
 
     def __init__(self, run_id: str | None = None, origin: str = "") -> None:
         super().__init__()
@@ -64,11 +68,13 @@ class QualityScreen(TableScreen):
         with Vertical(id="quality-main"):
             yield self.info_widget()
             yield self.table_widget()
-            with Vertical(id="quality-detail"):
+            # the selected result: the test's SQL (s) right under its head, then its sample rows; tab gives it the
+            # keys (it scrolls), m the whole screen
+            with Pane(id="quality-detail"):
                 yield Static(id="quality-head")
+                yield Static(id="quality-sql", classes="hidden")
                 yield Label("Sample violating rows", classes="section", id="sample-label")
                 yield DataTable(id="quality-sample", cursor_type="row", zebra_stripes=True)
-                yield Static(id="quality-sql", classes="hidden")
         yield StatusLine()
         yield Footer()
 
@@ -141,11 +147,14 @@ class QualityScreen(TableScreen):
                     else "dim")
         if q.get("error"):
             text.append(f"\n{q['error']}", style="red")
-        if q.get("file"):
-            file = str(q["file"])
-            root = str(self.app.root) + "/"
-            text.append(f"\n{file[len(root):] if file.startswith(root) else file}", style="dim")
-        text.append("   s: show the test's SQL" if not self.show_sql else "   s: hide the SQL", style="dim")
+        file = str(q.get("file") or "")
+        root = str(self.app.root) + "/"
+        shown_file = file[len(root):] if file.startswith(root) else file
+        if shown_file:
+            text.append(f"\n{shown_file}", style="dim")
+        text.append("\ns: show the test's SQL" if not self.show_sql else "\ns: hide the SQL (shown below)",
+                    style="dim")
+        text.append(" · tab: this pane · m: maximize", style="dim")
         head.update(text)
         columns = q.get("columns") or []
         rows = q.get("sample") or []
@@ -156,7 +165,16 @@ class QualityScreen(TableScreen):
         label = self.query_one("#sample-label", Label)
         label.update(f"Sample violating rows ({len(rows)} of {violations:,})" if rows else
                      "No sample rows" + (" (the test passed)" if q.get("status") == "passed" else ""))
-        sql.update(code_view(q.get("sql") or "-- no SQL recorded", "sql", dark=self.app.current_theme.dark))
+        sql.update(self.sql_view(q, shown_file))
+
+    def sql_view(self, q: dict[str, Any], shown_file: str) -> Group:
+        """The test as its file says it (`{{ this }}`); the SQL the run recorded (compiled) when the file is gone."""
+        dark = self.app.current_theme.dark
+        if q.get("source") is not None:
+            title = Text(f"{shown_file.rsplit('/', 1)[-1]}, as the file says now", style="bold")
+            return Group(title, code_view(q["source"].rstrip("\n"), "sql", dark=dark))
+        title = Text("as the run recorded it (compiled; the test's file is not in the project now)", style="bold")
+        return Group(title, code_view(q.get("sql") or "-- no SQL recorded", "sql", dark=dark))
 
     # --------------------------------------------------------------------------------------- actions
 
@@ -164,6 +182,11 @@ class QualityScreen(TableScreen):
         self.show_sql = not self.show_sql
         self.query_one("#quality-sql", Static).set_class(not self.show_sql, "hidden")
         self.show_result(self.by_id.get(self.cursor_key() or ""))
+        if self.show_sql:  # in view: right under the result's head, at the top of its pane
+            self.query_one("#quality-detail", Pane).scroll_home(animate=False)
+
+    def action_maximize(self) -> None:
+        toggle_maximize(self)
 
     def action_toggle_passed(self) -> None:
         self.hide_passed = not self.hide_passed

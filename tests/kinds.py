@@ -114,6 +114,7 @@ MODULES: dict[str, str] = {
     "tests/tui/test_logs_compare.py": UNIT,
     "tests/tui/test_merge_by_append.py": UNIT,
     "tests/tui/test_nessie_screens.py": SERVER,
+    "tests/tui/test_no_stale_failures.py": UNIT,
     "tests/tui/test_outline_console.py": UNIT,
     "tests/tui/test_pilot_helpers.py": UNIT,
     "tests/tui/test_query.py": SPARK,

@@ -57,6 +57,29 @@ class Reads:
     def recent(self, per_pipeline: int = 12) -> dict[str, list[dict[str, Any]]]:
         return self.require_engine().recent_runs(per_pipeline)
 
+    def recent_states(self, compiled: Any, per_pipeline: int = 1) -> dict[str, list[dict[str, Any]]]:
+        """The last runs that tell each pipeline's state (console/current.py): a failure a fix superseded is left
+        out. The pipelines whose newest run failed are read deeper (their last good run is further back)."""
+        from ratui.console import current
+
+        recent = self.recent(per_pipeline)
+        failing = [key for key, runs in recent.items() if runs and runs[0].get("status") in current.FAILED]
+        if failing and compiled is not None:
+            deeper = self.require_engine().recent_runs(12, failing)
+            for key, fix in self.fixes(compiled, deeper).items():
+                recent[key] = current.state_runs(deeper[key], fix)[:per_pipeline]
+        return recent
+
+    def fixes(self, compiled: Any, recent: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+        """pipeline -> its Fix (console/current.py), for each pipeline fixed back to the version of its last good
+        run on the working ref since it failed. Hashes the definitions of the pipelines that last failed only."""
+        from ratui.console import current
+
+        keys = current.candidates(recent, self.ref)
+        if not keys or compiled is None:
+            return {}
+        return current.fixes(recent, self.require_engine().definition_versions(compiled, keys), self.ref)
+
     def runs_page(self, page: int, size: int, flt: RunFilter) -> RunsPage:
         engine = self.require_engine()
         total = engine.count_runs(pipeline=flt.pipeline, status=flt.status, text=flt.text)
@@ -68,16 +91,22 @@ class Reads:
     def get_run(self, run_id: str) -> dict[str, Any] | None:
         return self.require_engine().get_run(run_id)
 
-    def quality(self, run_id: str | None = None, limit: int = 500) -> list[dict[str, Any]]:
-        """Quality results of one run, or across recent runs; each with its pipeline."""
+    def quality(self, run_id: str | None = None, limit: int = 500, compiled: Any = None) -> list[dict[str, Any]]:
+        """Quality results of one run, or across recent runs; each with its pipeline, its test file's text
+        (`source`) and whether it is `current`: across runs, the newest result of its test, unless its run's failure
+        was superseded by a fix back to the last good run's version (`compiled`: the definitions now)."""
+        from ratui.console import current
+
         engine = self.require_engine()
         if run_id:
             run = engine.get_run(run_id)
             if not run:
                 raise RatuiError("RAT-RUN-004", f"no run '{run_id}'")
-            results = [dict(q, pipeline=run["pipeline"]) for q in run["quality"]]
+            results = [dict(q, pipeline=run["pipeline"], current=True) for q in run["quality"]]
         else:
             results = engine.quality_results(limit)
+            gone = current.superseded_runs(self.fixes(compiled, self.recent())) if results else set()
+            current.mark_current(results, gone)
         return with_sources(results, self.root)
 
     # ---------------------------------------------------------------------------------------- branches

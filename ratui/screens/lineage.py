@@ -135,7 +135,7 @@ class LineageScreen(ConsoleScreen):
         if not self.known(self.focus_key):  # the first open, or the focused pipeline is gone after a reload
             self.focus_key = nodes[0] if nodes else None
         self.relayout(select=self.pending or self.selected)
-        self.load(LineageRunsLoaded, self.app.controller.recent, 1)
+        self.load(LineageRunsLoaded, self.app.controller.recent_states, self.compiled)
 
     def view_size(self) -> tuple[int, int]:
         """The graph's room in cells (its content, scrollbars included: a view that scrolls still reads)."""
@@ -213,14 +213,14 @@ class LineageScreen(ConsoleScreen):
 
     def _reload_runs(self) -> None:
         self._state_timer = None
-        self.load(LineageRunsLoaded, self.app.controller.recent, 1)
+        self.load(LineageRunsLoaded, self.app.controller.recent_states, self.compiled)
 
     def runs_changed(self, change) -> None:
         if self.compiled is None or not self.loaded or self.view is None:
             return
         self.restyle()
         if change.ended:
-            self.load(LineageRunsLoaded, self.app.controller.recent, 1)
+            self.load(LineageRunsLoaded, self.app.controller.recent_states, self.compiled)
 
     def on_resize(self, event) -> None:
         super().on_resize(event)

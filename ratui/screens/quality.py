@@ -25,12 +25,16 @@ RECENT_LIMIT = 500
 
 
 def sort_results(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Failed (and errored) first, then warned, then passed; newest first within each."""
-    return sorted(results, key=lambda q: (ORDER.get(q.get("status"), 3), -(q.get("id") or 0)))
+    """The current results first, then the earlier ones (console/current.py); failed (and errored) first, then
+    warned, then passed; newest first within each."""
+    return sorted(results, key=lambda q: (not q.get("current", True), ORDER.get(q.get("status"), 3),
+                                          -(q.get("id") or 0)))
 
 
 def result_cells(q: dict[str, Any]) -> list[Any]:
     icon, style = glyph(q.get("status"))
+    if not q.get("current", True):  # an earlier result: history, not the state
+        style = "dim"
     violations = q.get("violations") or 0
     return [Text(f"{icon} {q.get('status')}", style=style), q.get("test"),
             short_key(q.get("pipeline") or "", (q.get("pipeline") or "").split(".")[0]),
@@ -81,7 +85,7 @@ class QualityScreen(TableScreen):
     # ------------------------------------------------------------------------------------------ data
 
     def reload(self) -> None:
-        self.load(QualityLoaded, self.app.controller.quality, self.run_id, RECENT_LIMIT)
+        self.load(QualityLoaded, self.app.controller.quality, self.run_id, RECENT_LIMIT, self.app.compiled)
 
     def runs_changed(self, change) -> None:
         if change.ended and (self.run_id is None or self.run_id in change.changed):
@@ -97,14 +101,15 @@ class QualityScreen(TableScreen):
     def fill(self) -> None:
         shown = [q for q in self.results if not (self.hide_passed and q.get("status") == "passed")]
         self.refill((str(q["id"]), result_cells(q)) for q in shown)
-        failed = sum(1 for q in self.results if ORDER.get(q.get("status")) == 0)
-        warned = sum(1 for q in self.results if q.get("status") == "warned")
-        passed = sum(1 for q in self.results if q.get("status") == "passed")
+        now = [q for q in self.results if q.get("current", True)]
+        failed = sum(1 for q in now if ORDER.get(q.get("status")) == 0)
+        warned = sum(1 for q in now if q.get("status") == "warned")
+        passed = sum(1 for q in now if q.get("status") == "passed")
         info = Text()
         if self.run_id:
             info.append(f"quality of run {self.run_id}", style="bold")
         else:
-            info.append(f"quality across recent runs (last {RECENT_LIMIT} results)", style="bold")
+            info.append("quality now, each test's latest result", style="bold")
         info.append("   ")
         info.append(f"✘ {failed} failed", style="red" if failed else "dim")
         info.append("  ")
@@ -112,6 +117,9 @@ class QualityScreen(TableScreen):
         info.append("  ")
         info.append(f"✔ {passed} passed" + (" (hidden)" if self.hide_passed else ""),
                     style="green" if passed else "dim")
+        earlier = len(self.results) - len(now)
+        if earlier:
+            info.append(f"   {earlier:,} earlier result{'s' if earlier != 1 else ''} below, dim", style="dim")
         self.set_info(info)
         if not shown:
             self.show_result(None)

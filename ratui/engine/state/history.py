@@ -252,7 +252,8 @@ class History:
             keys = "WITH keys(pipeline) AS (SELECT DISTINCT value FROM json_each(?)) "
             params = [json.dumps(list(pipelines)), per_pipeline]
         sql = (keys + "SELECT r.pipeline, r.id, r.status, r.duration_ms, r.started_at, r.rows_written, r.warnings, "
-               "r.version, r.ref, r.error_code, r.error_file, r.error_line FROM keys k JOIN runs r ON r.rowid IN (SELECT rowid FROM runs WHERE pipeline = k.pipeline "
+               "r.version, r.ref, r.error_code, r.error_file, r.error_line "
+               "FROM keys k JOIN runs r ON r.rowid IN (SELECT rowid FROM runs WHERE pipeline = k.pipeline "
                f"AND status IN {RECENT_STATUSES} ORDER BY started_at DESC LIMIT ?) "
                "WHERE k.pipeline IS NOT NULL")
         out: dict[str, list[dict[str, Any]]] = {}

@@ -130,6 +130,7 @@ MODULES: dict[str, str] = {
     "tests/tui/test_spark_where.py": UNIT,
     "tests/tui/test_undo_console.py": UNIT,
     "tests/tui/test_watch_landing_reaper.py": UNIT,
+    "tests/tui/test_working_ref.py": UNIT,
 }
 
 # a test's name after its module's "::", as a pattern (* any run of characters; [ and ] are plain) -> its kind

@@ -185,9 +185,11 @@ class ServingScreen(Guarded, ModalScreen[None]):
         Binding("c", "copy", "Copy token", id="serving.copy"),
     ]
 
-    def __init__(self, url: str, token: str, read_only: Iterable[str], moved_from: Iterable[str] = ()) -> None:
+    def __init__(self, url: str, token: str, read_only: Iterable[str], moved_from: Iterable[str] = (),
+                 ref: str = "main") -> None:
         super().__init__()
         self.url = url
+        self.ref = ref  # the console's working ref: `url` is its
         self.token = token
         self.read_only = list(read_only)
         self.moved_from = list(moved_from)
@@ -196,7 +198,8 @@ class ServingScreen(Guarded, ModalScreen[None]):
         base = self.url.rsplit("/", 1)[0]
         body = Text()
         body.append("URI    ", style="bold")
-        body.append(f"{self.url}\n")
+        body.append(f"{self.url}")
+        body.append(f"  ({self.ref}, the ref this console works on)\n", style="dim")
         body.append("token  ", style="bold")
         body.append(f"{self.token}\n\n")
         body.append(f"Another ref: {base}/REF (a slash as %2F; a past state REF@COMMIT, read only). ")
@@ -204,7 +207,7 @@ class ServingScreen(Guarded, ModalScreen[None]):
         body.append("PyIceberg  ", style="bold")
         body.append(f"RestCatalog('ratui', uri='{self.url}', token=TOKEN)\n")
         body.append("DuckDB     ", style="bold")
-        body.append(f"CREATE SECRET (TYPE ICEBERG, TOKEN 'TOKEN'); ATTACH 'main' AS lake (TYPE ICEBERG, "
+        body.append(f"CREATE SECRET (TYPE ICEBERG, TOKEN 'TOKEN'); ATTACH '{self.ref}' AS lake (TYPE ICEBERG, "
                     f"ENDPOINT '{self.url}')\n\n")
         for old in self.moved_from:
             body.append(f"Tables were written when this project lived at {old}: other engines read their files "

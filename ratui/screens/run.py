@@ -16,7 +16,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Input, Label, RichLog, Static
 
 from ratui.console.logs import match_spans
-from ratui.console.format import OUTCOME_WORDS, fmt_count, fmt_ms, fmt_time, glyph, short_key
+from ratui.console.format import OUTCOME_WORDS, fmt_count, fmt_ms, fmt_time, glyph, on_ref, short_key
 from ratui.console.live import LiveRun
 from ratui.widgets.chrome import NavBar, StatusLine
 from ratui.widgets.panes import Pane, toggle_maximize
@@ -210,9 +210,9 @@ class RunScreen(ConsoleScreen):
                 root = str(self.app.root) + "/"
                 where = where[len(root):] if where.startswith(root) else where
                 text.append(f"{where}{':' + str(e['line']) if e.get('line') else ''}: ", style="red")
-            text.append(f"{e.get('message')}\n", style="red")
+            text.append(f"{on_ref(e.get('message') or '', run.ref)}\n", style="red")
             if e.get("hint"):
-                text.append(f"  hint: {e['hint']}", style="italic")
+                text.append(f"  hint: {on_ref(e['hint'], run.ref)}", style="italic")
             error.update(text)
         else:
             error.update("")

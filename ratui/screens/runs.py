@@ -12,6 +12,7 @@ from textual.widgets import DataTable, Footer, Input
 from ratui.console import compare
 from ratui.console.controller import RunFilter, RunsPage
 from ratui.console.format import fmt_count, fmt_ms, fmt_time, glyph, short_key
+from ratui.engine.vocabulary import MAIN
 from ratui.widgets.chrome import NavBar, StatusLine
 from ratui.messages import PreviousRunFound, RunsPageLoaded
 from ratui.screens.base import close_field, open_field
@@ -19,7 +20,7 @@ from ratui.screens.table_screen import TableScreen
 from ratui.screens.undo import UndoKeys, undo_binding
 
 PAGE_SIZE = 100
-COLUMNS = (("run", "RUN"), ("pipeline", "PIPELINE"), ("status", "STATUS"), ("type", "TYPE"),
+COLUMNS = (("run", "RUN"), ("pipeline", "PIPELINE"), ("status", "STATUS"), ("ref", "REF"), ("type", "TYPE"),
            ("strategy", "STRATEGY"), ("trigger", "TRIGGER"), ("rows", "ROWS"), ("time", "TIME"),
            ("started", "STARTED (UTC)"), ("error", "ERROR"), ("reason", "REASON"))
 
@@ -31,6 +32,11 @@ def status_cell(row: dict) -> Text:
         return Text(f"{icon} success", style=style)
     icon, style = glyph(status)
     return Text(f"{icon} {status}", style=style)
+
+
+def ref_cell(ref: str) -> Text:
+    """The ref a run merges into: main plain, any other ref (a dev or publish branch) lit."""
+    return Text(ref, style="" if ref == MAIN else "bold cyan")
 
 
 class RunsScreen(UndoKeys, TableScreen):
@@ -90,7 +96,7 @@ class RunsScreen(UndoKeys, TableScreen):
         self.page = data.page
         self.refill((row["id"], [
             self.run_cell(row["id"]), short_key(row["pipeline"], self.namespace), status_cell(row),
-            row.get("run_type") or "-", row.get("strategy") or "-",
+            ref_cell(row.get("ref") or MAIN), row.get("run_type") or "-", row.get("strategy") or "-",
             row.get("trigger") or "-", Text(fmt_count(row.get("rows_written")), justify="right"),
             Text(fmt_ms(row.get("duration_ms")), justify="right"),
             fmt_time(row.get("started_at") or row.get("queued_at")), Text(row.get("error_code") or "", style="red"),

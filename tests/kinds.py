@@ -107,6 +107,7 @@ MODULES: dict[str, str] = {
     "tests/tui/test_branch_workflow.py": UNIT,
     "tests/tui/test_column_lineage.py": UNIT,
     "tests/tui/test_data_diff_console.py": UNIT,
+    "tests/tui/test_finding_things.py": UNIT,
     "tests/tui/test_lineage.py": UNIT,
     "tests/tui/test_lineage_scale.py": UNIT,
     "tests/tui/test_live_events.py": UNIT,

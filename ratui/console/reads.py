@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ratui.console.records import BranchRow, DiffRow, RunFilter, RunsPage, TableState
+from ratui.console.records import BranchRow, DiffRow, RunFilter, RunsPage, TableState, ref_kind
 from ratui.engine.errors import RatuiError
 from ratui.engine.project import catalog_specs
 from ratui.engine.vocabulary import MAIN
@@ -115,6 +115,10 @@ class Reads:
         engine = self.require_engine()
         return [BranchRow(r.name, r.head, r.created_at, r.run_id, len(engine.table_pointers(r.name)))
                 for r in engine.refs()]
+
+    def workable_refs(self) -> list[str]:
+        """main and the user's own branches (the refs the console may work on and merge), by name: the palette's."""
+        return [r.name for r in self.require_engine().refs() if ref_kind(r.name) in ("main", "branch")]
 
     def _table_state(self, ref: str, key: str) -> TableState:
         try:

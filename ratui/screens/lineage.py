@@ -65,7 +65,7 @@ class LineageScreen(ConsoleScreen):
         # the line above the graph says these three (the footer has no room for them at 80 columns)
         Binding("f", "focus_selected", "Focus on the selection", id="lineage.focus", show=False),
         Binding("a", "whole", "The whole graph (when it fits)", id="lineage.whole", show=False),
-        Binding("c", "columns", "Columns: each column's sources and path", id="lineage.columns", show=False),
+        Binding("c", "columns", "Columns", id="lineage.columns"),  # each column's sources and path
     ]
 
     DEFAULT_CSS = """

@@ -108,8 +108,7 @@ def config_parts(config: Any) -> list[RenderableType]:
     table = Table(box=None, padding=(0, 1), show_header=False, title="Config", title_justify="left",
                   title_style="bold")
     table.add_column(style="cyan", no_wrap=True)
-    table.add_column()
-    table.add_column(style="dim", no_wrap=True)
+    table.add_column()  # the value, then where it was set: wrapped at a narrow pane's edge, never cut to "full…"
     defaults = 0
     for name, value in config.to_dict().items():
         origin = config.origin.get(name, "default")
@@ -118,7 +117,9 @@ def config_parts(config: Any) -> list[RenderableType]:
             continue
         if isinstance(value, list):
             value = ", ".join(value)
-        table.add_row(name, str(value), origin)
+        cell = Text(str(value))
+        cell.append(f"  {origin}", style="dim")
+        table.add_row(name, cell)
     parts: list[RenderableType] = [table]
     if defaults:
         parts.append(Text(f" + {defaults} settings at their defaults", style="dim"))

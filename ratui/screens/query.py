@@ -98,7 +98,8 @@ class QueryScreen(ConsoleScreen):
                     self.ref = self.app.controller.ref
                     yield Select([(self.ref, self.ref)], value=self.ref, allow_blank=False, id="query-ref")
                     yield OptionList(id="query-tables")
-            yield Static(Text("ctrl+j runs the query · tab completes a table name", style="dim"), id="query-info")
+            yield Static(Text("ctrl+j runs the query · tab completes a table name · esc leaves the editor",
+                              style="dim"), id="query-info")
             yield Static(id="query-error")
             yield DataTable(id="query-results", zebra_stripes=True, cursor_type="cell")
         yield StatusLine()

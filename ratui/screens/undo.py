@@ -28,7 +28,7 @@ KIND_WORD = {"run": "run's merge", "merge": "merge", "publish": "atomic publish"
 
 
 def undo_binding(screen: str) -> Binding:
-    return Binding("z", "undo", "Undo", id=f"{screen}.undo", show=False)
+    return Binding("z", "undo", "Undo", id=f"{screen}.undo")
 
 
 def _rows(value: Any) -> str:

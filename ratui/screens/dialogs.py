@@ -28,6 +28,10 @@ class ConfirmScreen(Guarded, ModalScreen[bool]):
     BINDINGS = [
         Binding("y", "confirm", "Yes", id="confirm.yes"),
         Binding("n,escape", "cancel", "No", id="confirm.no"),
+        Binding("down", "scroll_body(1)", "Scroll down", id="confirm.down", show=False),  # a long body (the bar)
+        Binding("up", "scroll_body(-1)", "Scroll up", id="confirm.up", show=False),
+        Binding("pagedown", "scroll_body(1, True)", "Page down", id="confirm.page_down", show=False),
+        Binding("pageup", "scroll_body(-1, True)", "Page up", id="confirm.page_up", show=False),
     ]
 
     def __init__(self, title: str, body: RenderableType, confirm: str = "Yes", *, danger: bool = True,
@@ -42,7 +46,8 @@ class ConfirmScreen(Guarded, ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="dialog"):
             yield Label(Text(self.title_text), id="dialog-title")
-            yield Static(self.body, id="dialog-body")
+            with VerticalScroll(id="dialog-scroll", can_focus=False):  # a long body scrolls; the buttons stay
+                yield Static(self.body, id="dialog-body")
             with Horizontal(id="dialog-buttons"):
                 yield Button(f"{self.confirm_label} (y)", id="confirm",
                              variant="error" if self.danger else "primary")
@@ -53,6 +58,11 @@ class ConfirmScreen(Guarded, ModalScreen[bool]):
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "confirm")
+
+    def action_scroll_body(self, step: int, page: bool = False) -> None:
+        scroll = self.query_one("#dialog-scroll", VerticalScroll)
+        size = max(1, scroll.size.height - 1) if page else 1
+        scroll.scroll_to(y=scroll.scroll_y + step * size, animate=False)
 
     def action_confirm(self) -> None:
         self.dismiss(True)

@@ -54,7 +54,7 @@ class BranchesScreen(UndoKeys, TableScreen):
         Binding("d", "delete", "Delete", id="branches.delete"),
         Binding("l", "history", "History", id="branches.history"),
         Binding("o", "open_run", "Open run", id="branches.open_run", show=False),  # and enter on a run's branch
-        Binding("i", "app.toggle_serve", "Serve REST catalog", id="branches.serve"),
+        Binding("i", "app.toggle_serve", "REST catalog", id="branches.serve"),  # serve it, or stop
         Binding("ctrl+r", "refresh", "Refresh", id="branches.refresh"),
         undo_binding("branches"),
     ]

@@ -59,10 +59,10 @@ class LineageScreen(ConsoleScreen):
         Binding("r", "run", "Run", id="lineage.run"),
         Binding("u", "move('upstream')", "Upstream", id="lineage.upstream"),
         Binding("d", "move('downstream')", "Downstream", id="lineage.downstream"),
-        Binding("plus,equals_sign", "depth(1)", "Deeper", id="lineage.deeper", key_display="+"),
-        Binding("minus", "depth(-1)", "Shallower", id="lineage.shallower", key_display="-"),
+        Binding("plus,equals_sign", "depth(1)", "Deeper", id="lineage.deeper", key_display="+", show=False),
+        Binding("minus", "depth(-1)", "Shallower", id="lineage.shallower", key_display="-", show=False),
         Binding("slash", "find", "Find", id="lineage.find", key_display="/"),
-        # the line above the graph says these three (the footer has no room for them at 80 columns)
+        # the line above the graph says these (and +/- with the focus's depth): the footer has no room for them
         Binding("f", "focus_selected", "Focus on the selection", id="lineage.focus", show=False),
         Binding("a", "whole", "The whole graph (when it fits)", id="lineage.whole", show=False),
         Binding("c", "columns", "Columns", id="lineage.columns"),  # each column's sources and path

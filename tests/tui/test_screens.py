@@ -339,7 +339,7 @@ def test_branches_diff_merge_and_delete(tmp_path):
             await pilot.press("m")
             await wait_for(pilot, lambda: isinstance(app.screen, MergeScreen), 10)
             assert "1 table(s) would be applied to main" in flat(screen_text(app))
-            assert "Tables merged as is skip the quality gate" in flat(screen_text(app))
+            assert "As is: bronze.fresh. main gets them as dev has them" in flat(screen_text(app))  # issue 48
             await pilot.press("y")
             await settle(pilot)
             assert any("Merged dev into main" in n for n in app.notices)

@@ -125,8 +125,9 @@ class Actions:
         runs = [self.store.get(r) for r in run_ids]
         names = ", ".join(f"{r.pipeline} ({r.run_id})" for r in runs if r is not None) or ", ".join(run_ids)
         body = Text(f"Stop {names}?\n\n")
+        into = ", ".join(sorted({r.ref for r in runs if r is not None})) or self.controller.ref
         body.append("The run stops at its next checkpoint and its running Spark job is interrupted. It ends "
-                    "as cancelled, its branch is deleted and main is unchanged.", style="dim")
+                    f"as cancelled, its branch is deleted and {into} is unchanged.", style="dim")
         if any(self.controller.batch_of(r) for r in run_ids):
             body.append("\nThe rest of its batch is not started.", style="dim")
 
@@ -142,7 +143,9 @@ class Actions:
     def on_cancel_outcomes(self, message: CancelOutcomes) -> None:
         for run_id, outcome in message.value:
             if outcome == "requested":
-                self.notify(f"Cancelling run {run_id}: it stops at its next checkpoint; main is unchanged.",
+                run = self.store.get(run_id)
+                into = run.ref if run is not None else self.controller.ref
+                self.notify(f"Cancelling run {run_id}: it stops at its next checkpoint; {into} is unchanged.",
                             title="Cancel", timeout=4, markup=False)
             elif outcome == "finished":
                 self.notify(f"Run {run_id} had already finished.", severity="warning", markup=False)
@@ -155,7 +158,8 @@ class Actions:
             self.exit()
             return
         body = Text(f"{len(active)} run(s) in flight: {', '.join(r.pipeline for r in active)}.\n\n")
-        body.append("Quitting cancels them: their branches are deleted and main is unchanged.", style="dim")
+        into = ", ".join(sorted({r.ref for r in active}))
+        body.append(f"Quitting cancels them: their branches are deleted and {into} is unchanged.", style="dim")
 
         def done(ok: bool | None) -> None:
             if ok:
@@ -213,7 +217,11 @@ class Actions:
         serving = message.value
         self.serving = serving.url if serving is not None else ""
         if serving is not None:
-            self.push_screen(ServingScreen(serving.url, serving.token, serving.read_only, serving.moved_from))
+            self.push_screen(ServingScreen(serving.url, serving.token, serving.read_only, serving.moved_from,
+                                           serving.ref))
+        else:
+            self.notify("The Iceberg REST catalog is off: other engines can no longer reach the tables through it.",
+                        title="REST catalog", timeout=4, markup=False)
 
     def _on_watch_event(self, event) -> None:
         from ratui.engine import events as w

@@ -8,6 +8,8 @@ pipeline or a run, the theme).
 
 from __future__ import annotations
 
+import asyncio
+import difflib
 import re
 from functools import partial
 from typing import Any, Callable
@@ -17,6 +19,8 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from ratui.console import screen_specs, user_settings
 from ratui.console.format import short_key
+from ratui.engine.errors import RatuiError
+from ratui.engine.vocabulary import MAIN
 from ratui.messages import RunLookedUp, ThemeSaved
 from ratui.screens.dialogs import ConfirmScreen, ErrorScreen, HelpScreen, JumpScreen
 from ratui.screens.history import HistoryScreen
@@ -57,7 +61,34 @@ APP_BINDINGS = [
 
 
 class ConsoleCommands(Provider):
-    """The console's commands: run, cancel, open a screen, reload, toggle theme."""
+    """The console's commands: run, cancel, open a screen, the branch moves (new, switch, merge, undo), reload,
+    toggle theme."""
+
+    refs: list[str] = []  # main and the user's branches, read (off the event loop) when the palette opens
+
+    async def startup(self) -> None:
+        app: Any = self.app
+        self.refs = []
+        if app.compiled is not None:
+            try:
+                self.refs = await asyncio.to_thread(app.controller.workable_refs)
+            except RatuiError:  # the catalog cannot be read now: the palette offers the rest
+                self.refs = []
+
+    def _branch_commands(self) -> list[tuple[str, str, Callable[[], Any]]]:
+        app: Any = self.app
+        working = app.controller.ref
+        commands: list[tuple[str, str, Callable[[], Any]]] = [
+            ("New branch", f"from {working}, named in a dialog (n on Branches)",
+             partial(app.branch_action, "new", working)),
+            ("Undo the newest action", f"on {working}: shows what it reverses, then asks (z)",
+             partial(app.branch_action, "undo", None)),
+        ]
+        commands += [(f"Switch to {ref}", "the console works on it (s on Branches)",
+                      partial(app.branch_action, "switch", ref)) for ref in self.refs if ref != working]
+        commands += [(f"Merge {ref}", "into the ref it came from: a dry run first, then asks (m on Branches)",
+                      partial(app.branch_action, "merge", ref)) for ref in self.refs if ref != MAIN]
+        return commands
 
     def _commands(self) -> list[tuple[str, str, Callable[[], Any]]]:
         app: Any = self.app  # the RatuiApp (app.py imports this module, never the other way)
@@ -73,6 +104,7 @@ class ConsoleCommands(Provider):
         ]
         compiled = app.compiled
         if compiled is not None:
+            commands += self._branch_commands()
             commands.append(("Run all pipelines", "every pipeline in dependency order",
                              partial(app.run_batch, compiled.graph.order(), "all pipelines")))
             for key in compiled.graph.order():
@@ -91,7 +123,8 @@ class ConsoleCommands(Provider):
 
     async def discover(self) -> Hits:
         for name, help_text, callback in self._commands():
-            if name.startswith(("Open", "Toggle", "Reload", "Run all", "Cancel", "Help")):
+            if name.startswith(("Open", "Toggle", "Reload", "Run all", "Cancel", "Help", "New branch", "Switch",
+                                "Merge", "Undo")):
                 yield DiscoveryHit(name, callback, help=help_text)
 
     async def search(self, query: str) -> Hits:
@@ -158,10 +191,20 @@ class Navigation:
         elif RUN_ID_LIKE.match(raw):
             self.jump_to_run(raw)
         else:
-            self.notify(f"Nothing is called '{raw}': type a screen ("
+            near = self.nearest_name(raw)
+            self.notify(f"Nothing is called '{raw}'" + (f": did you mean {near}?" if near else ".") + " Type a screen ("
                         + ", ".join(spec.mode for spec in screen_specs.SCREENS)
                         + "), a pipeline's name, a run id, help or quit.",
                         severity="warning", markup=False)
+
+    def nearest_name(self, text: str) -> str | None:
+        """The screen or pipeline name closest to a mistyped one (`revnue` -> daily_revenue), or None."""
+        names = [spec.mode for spec in screen_specs.SCREENS]
+        if self.compiled is not None:
+            names += sorted({k.rsplit(".", 1)[1] for k in self.compiled.pipelines})
+        text = text.strip().lower().rsplit(".", 1)[-1]
+        close = difflib.get_close_matches(text, names, n=1, cutoff=0.6)
+        return close[0] if close else None
 
     def _pipeline_named(self, text: str) -> str | None:
         """The pipeline `text` names: its key, layer.name or name, else the one pipeline whose name starts so."""
@@ -185,6 +228,17 @@ class Navigation:
         select = getattr(screen, "select_key", None)
         if getattr(screen, "MODE", None) == mode and select is not None:
             select(key)
+
+    def branch_action(self, what: str, ref: str | None) -> None:
+        """The palette's branch moves: Branches, then its own action (new, switch, merge, undo) on `ref`, through
+        run_action (a read-only console refuses what changes the project)."""
+        self.action_open("branches")
+        argument = "" if ref is None else repr(ref)
+        self.call_later(lambda: self.call_later(self._on_branches, f"{what}({argument})"))
+
+    async def _on_branches(self, action: str) -> None:
+        if getattr(self.screen, "MODE", None) == "branches":
+            await self.run_action(f"screen.{action}")
 
     def jump_to_run(self, run_id: str) -> None:
         """Open a run by id (or a unique prefix), after looking it up: an unknown id says so."""
@@ -211,6 +265,12 @@ class Navigation:
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.help_sections()))
+
+    def get_system_commands(self, screen):
+        """Textual's palette commands but its "Theme": the console's own "Toggle theme" is the one (and saved)."""
+        for command in super().get_system_commands(screen):  # type: ignore[misc]
+            if command.title != "Theme":
+                yield command
 
     def action_toggle_theme(self) -> None:
         self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"

@@ -11,7 +11,7 @@ import traceback
 
 
 from ratui.console.controller import utc_now
-from ratui.console.format import batch_summary, fmt_ms, short_key
+from ratui.console.format import batch_summary, fmt_ms, on_ref, short_key
 from ratui.console.live import LiveRun
 from ratui.engine.errors import RatuiError
 from ratui.screens.dialogs import ErrorScreen
@@ -39,10 +39,10 @@ class Notices:
                         title="Run finished", severity="warning" if run.warnings else "information", markup=False)
         elif run.status == "failed":
             code = (run.error or {}).get("code", "")
-            self.notify(f"{name} failed: {code} {(run.error or {}).get('message', '')}", title="Run failed",
-                        severity="error", timeout=10, markup=False)
+            self.notify(f"{name} failed: {code} {on_ref((run.error or {}).get('message', ''), run.ref)}",
+                        title="Run failed", severity="error", timeout=10, markup=False)
         elif run.status == "cancelled":
-            self.notify(f"{name} was cancelled; main is unchanged.", title="Run cancelled", severity="warning",
+            self.notify(f"{name} was cancelled; {run.ref} is unchanged.", title="Run cancelled", severity="warning",
                         markup=False)
         elif run.outcome == "upstream":
             self.notify(f"{name} was not run: {run.reason or 'an upstream run failed'}.", title="Run skipped",

@@ -107,6 +107,10 @@ class RecentRunsLoaded(Loaded):
     """Pipelines: the last runs of every pipeline."""
 
 
+class FixesLoaded(Loaded):
+    """Pipelines: the pipelines fixed back to the version of their last good run (console/current.py)."""
+
+
 class RunsPageLoaded(Loaded):
     """Runs: one page of the history."""
 

@@ -108,6 +108,7 @@ MODULES: dict[str, str] = {
     "tests/tui/test_branch_workflow.py": UNIT,
     "tests/tui/test_column_lineage.py": UNIT,
     "tests/tui/test_data_diff_console.py": UNIT,
+    "tests/tui/test_finding_things.py": UNIT,
     "tests/tui/test_lineage.py": UNIT,
     "tests/tui/test_lineage_scale.py": UNIT,
     "tests/tui/test_live_events.py": UNIT,
@@ -115,6 +116,7 @@ MODULES: dict[str, str] = {
     "tests/tui/test_logs_compare.py": UNIT,
     "tests/tui/test_merge_by_append.py": UNIT,
     "tests/tui/test_nessie_screens.py": SERVER,
+    "tests/tui/test_no_stale_failures.py": UNIT,
     "tests/tui/test_outline_console.py": UNIT,
     "tests/tui/test_pilot_helpers.py": UNIT,
     "tests/tui/test_query.py": SPARK,
@@ -124,11 +126,13 @@ MODULES: dict[str, str] = {
     "tests/tui/test_screen_specs.py": UNIT,
     "tests/tui/test_screens.py": UNIT,
     "tests/tui/test_serve_toggle.py": UNIT,
+    "tests/tui/test_small_terminal.py": UNIT,
     "tests/tui/test_snapshots.py": UNIT,
     "tests/tui/test_spark_progress.py": UNIT,
     "tests/tui/test_spark_where.py": UNIT,
     "tests/tui/test_undo_console.py": UNIT,
     "tests/tui/test_watch_landing_reaper.py": UNIT,
+    "tests/tui/test_working_ref.py": UNIT,
 }
 
 # a test's name after its module's "::", as a pattern (* any run of characters; [ and ] are plain) -> its kind

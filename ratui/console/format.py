@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from ratui.engine.vocabulary import format_duration as fmt_ms  # noqa: F401 - the console's name for it
-from ratui.engine.vocabulary import parse_time
+from ratui.engine.vocabulary import MAIN, parse_time
 
 SPARK_BLOCKS = "▁▂▃▄▅▆▇█"
 
@@ -143,3 +143,11 @@ def spark_progress(progress) -> str:
     if progress.stages_total > 1:
         text += f" · stage {min(progress.stages_done + 1, progress.stages_total)}/{progress.stages_total}"
     return text
+
+
+def on_ref(text: str, ref: str | None) -> str:
+    """A recorded message or hint ("... main is unchanged") told for the ref its run merges into: a run on dev
+    leaves dev unchanged (main it never touched)."""
+    if not text or not ref or ref == MAIN:
+        return text
+    return text.replace("main is unchanged", f"{ref} is unchanged").replace("main unchanged", f"{ref} unchanged")

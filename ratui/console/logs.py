@@ -361,6 +361,7 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")  # (tabs are expanded first: a
 
 # shown first, in this order; anything else in the folder follows by name
 KNOWN = ("spark.log", "console.log", "jvm.out", "spark-connect.log", "web.log")
+NOT_LOGS = (".properties", ".xml")  # the logging configuration ratui writes beside the logs (log4j2.properties)
 
 WHAT_IT_IS = {
     "spark.log": ("Spark's log (log4j, warnings and errors of the JVM)",
@@ -398,6 +399,7 @@ def list_logs(log_dir: Path) -> list[LogFileInfo]:
                 continue
     except OSError:
         pass
+    sizes = {n: size for n, size in sizes.items() if not n.endswith(NOT_LOGS)}
     names = ["spark.log", "console.log"]
     names += [n for n in KNOWN if n in sizes and n not in names]
     names += sorted(n for n in sizes if n not in names)

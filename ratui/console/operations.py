@@ -33,12 +33,18 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
+# where a client of the console's REST catalog finds its token (its 401 says so)
+TOKEN_FROM = "the token the console's Iceberg REST catalog dialog showed: i on Branches, or the palette"
+
+
 @dataclass(frozen=True)
 class Serving:
-    """The console's Iceberg REST catalog: its URI for main (another ref: /iceberg/REF) and the token it wants."""
+    """The console's Iceberg REST catalog: its URI for the console's working ref `ref` (another ref: /iceberg/REF)
+    and the token it wants."""
 
     url: str
     token: str
+    ref: str
     read_only: tuple[str, ...]
     moved_from: tuple[str, ...] = ()  # earlier folders of the project its tables' files are still recorded under
 
@@ -159,11 +165,12 @@ class Operations:
         self._writable("rolling back")
         return self.require_engine().rollback(plan)
 
-    def plan_undo(self):
-        """What undo (`z`) would reverse and what changes (an UndoPlan; nothing changed). RAT-UNDO-001 nothing to
-        undo, -002 later commits built on it (named), -003 what it needs is gone."""
+    def plan_undo(self, ref: str | None = None):
+        """What undo (`z`) would reverse (with `ref`: the newest action on that ref) and what changes (an UndoPlan;
+        nothing changed). RAT-UNDO-001 nothing to undo, -002 later commits built on it (named), -003 what it needs is
+        gone."""
         self._writable("undoing")
-        return self.require_engine().plan_undo()
+        return self.require_engine().plan_undo(ref)
 
     def undo(self, plan) -> dict:
         self._writable("undoing")
@@ -217,15 +224,15 @@ class Operations:
             ports = [port] if port else [rest.DEFAULT_PORT, 0]
             for candidate in ports:
                 try:
-                    server = rest.RestServer(self.root, rest.RestOptions(port=candidate or _free_port()),
-                                             catalog=catalog).start()
+                    options = rest.RestOptions(port=candidate or _free_port(), token_from=TOKEN_FROM)
+                    server = rest.RestServer(self.root, options, catalog=catalog).start()
                     break
                 except RatuiError as exc:
                     if exc.code != "RAT-REST-001" or candidate == ports[-1]:
                         raise
             self.rest_server = server
-        return Serving(url=server.url, token=server.token, read_only=tuple(sorted(server.options.read_only)),
-                       moved_from=tuple(server.moved_from()))
+        return Serving(url=server.url_of(self.ref), token=server.token, ref=self.ref,
+                       read_only=tuple(sorted(server.options.read_only)), moved_from=tuple(server.moved_from()))
 
     def stop_serving(self) -> None:
         server, self.rest_server = self.rest_server, None

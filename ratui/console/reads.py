@@ -7,9 +7,10 @@ workers. None of them changes anything, so a read-only console answers them all.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from ratui.console.records import BranchRow, DiffRow, RunFilter, RunsPage, TableState
+from ratui.console.records import BranchRow, DiffRow, RunFilter, RunsPage, TableState, ref_kind
 from ratui.engine.errors import RatuiError
 from ratui.engine.project import catalog_specs
 from ratui.engine.vocabulary import MAIN
@@ -20,6 +21,23 @@ def _state_of(side: Any) -> TableState | None:
     if side is None or side.location is None:
         return None
     return TableState(side.snapshot_id, None, side.rows, side.files)
+
+
+def with_sources(results: list[dict[str, Any]], root: Path) -> list[dict[str, Any]]:
+    """Each result with `source`: its test file's text as written (`{{ this }}`, not the compiled table name the
+    run recorded in `sql`), when the file is still in the project; else None (the recorded SQL is all there is)."""
+    texts: dict[str, str | None] = {}
+    top = root.resolve()
+    for q in results:
+        file = q.get("file")
+        if file and file not in texts:
+            path = Path(file).resolve()
+            try:
+                texts[file] = path.read_text(encoding="utf-8") if path.is_relative_to(top) else None
+            except (OSError, UnicodeDecodeError):
+                texts[file] = None
+        q["source"] = texts.get(file) if file else None
+    return results
 
 
 class Reads:
@@ -39,6 +57,29 @@ class Reads:
     def recent(self, per_pipeline: int = 12) -> dict[str, list[dict[str, Any]]]:
         return self.require_engine().recent_runs(per_pipeline)
 
+    def recent_states(self, compiled: Any, per_pipeline: int = 1) -> dict[str, list[dict[str, Any]]]:
+        """The last runs that tell each pipeline's state (console/current.py): a failure a fix superseded is left
+        out. The pipelines whose newest run failed are read deeper (their last good run is further back)."""
+        from ratui.console import current
+
+        recent = self.recent(per_pipeline)
+        failing = [key for key, runs in recent.items() if runs and runs[0].get("status") in current.FAILED]
+        if failing and compiled is not None:
+            deeper = self.require_engine().recent_runs(12, failing)
+            for key, fix in self.fixes(compiled, deeper).items():
+                recent[key] = current.state_runs(deeper[key], fix)[:per_pipeline]
+        return recent
+
+    def fixes(self, compiled: Any, recent: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+        """pipeline -> its Fix (console/current.py), for each pipeline fixed back to the version of its last good
+        run on the working ref since it failed. Hashes the definitions of the pipelines that last failed only."""
+        from ratui.console import current
+
+        keys = current.candidates(recent, self.ref)
+        if not keys or compiled is None:
+            return {}
+        return current.fixes(recent, self.require_engine().definition_versions(compiled, keys), self.ref)
+
     def runs_page(self, page: int, size: int, flt: RunFilter) -> RunsPage:
         engine = self.require_engine()
         total = engine.count_runs(pipeline=flt.pipeline, status=flt.status, text=flt.text)
@@ -50,15 +91,23 @@ class Reads:
     def get_run(self, run_id: str) -> dict[str, Any] | None:
         return self.require_engine().get_run(run_id)
 
-    def quality(self, run_id: str | None = None, limit: int = 500) -> list[dict[str, Any]]:
-        """Quality results of one run, or across recent runs; each with its pipeline."""
+    def quality(self, run_id: str | None = None, limit: int = 500, compiled: Any = None) -> list[dict[str, Any]]:
+        """Quality results of one run, or across recent runs; each with its pipeline, its test file's text
+        (`source`) and whether it is `current`: across runs, the newest result of its test, unless its run's failure
+        was superseded by a fix back to the last good run's version (`compiled`: the definitions now)."""
+        from ratui.console import current
+
         engine = self.require_engine()
         if run_id:
             run = engine.get_run(run_id)
             if not run:
                 raise RatuiError("RAT-RUN-004", f"no run '{run_id}'")
-            return [dict(q, pipeline=run["pipeline"]) for q in run["quality"]]
-        return engine.quality_results(limit)
+            results = [dict(q, pipeline=run["pipeline"], current=True) for q in run["quality"]]
+        else:
+            results = engine.quality_results(limit)
+            gone = current.superseded_runs(self.fixes(compiled, self.recent())) if results else set()
+            current.mark_current(results, gone)
+        return with_sources(results, self.root)
 
     # ---------------------------------------------------------------------------------------- branches
 
@@ -66,6 +115,10 @@ class Reads:
         engine = self.require_engine()
         return [BranchRow(r.name, r.head, r.created_at, r.run_id, len(engine.table_pointers(r.name)))
                 for r in engine.refs()]
+
+    def workable_refs(self) -> list[str]:
+        """main and the user's own branches (the refs the console may work on and merge), by name: the palette's."""
+        return [r.name for r in self.require_engine().refs() if ref_kind(r.name) in ("main", "branch")]
 
     def _table_state(self, ref: str, key: str) -> TableState:
         try:

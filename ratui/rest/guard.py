@@ -21,6 +21,7 @@ MAX_BODY = 8 * 1024 * 1024  # a commit's JSON (schemas, snapshots' summaries) is
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 TOKEN = web.AppKey("token", str)
+TOKEN_FROM = web.AppKey("token_from", str)  # where a client finds the token (`ratui serve`'s line, a console's dialog)
 RULES = web.AppKey("rules", HostRules)
 
 
@@ -38,8 +39,8 @@ def refusal(request: web.Request) -> RestError | None:
     given = bearer(request.headers.get("Authorization"))
     if given is None:
         return RestError(401, "NotAuthorizedException", "RAT-REST-011",
-                         "this catalog needs its token: send `Authorization: Bearer TOKEN` (the token `ratui serve` "
-                         "printed when it started)")
+                         "this catalog needs its token: send `Authorization: Bearer TOKEN` "
+                         f"({request.app[TOKEN_FROM]})")
     if not same(given, request.app[TOKEN]):
         return RestError(403, "ForbiddenException", "RAT-REST-011", "this is not the token of this server")
     length = request.content_length

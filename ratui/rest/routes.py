@@ -310,10 +310,12 @@ async def not_found(request: web.Request) -> web.StreamResponse:
 
 
 def make_app(tables: Tables, token: str, rules: HostRules,
-             on_refused: Callable[[web.Request, RestError], None] | None = None) -> web.Application:
+             on_refused: Callable[[web.Request, RestError], None] | None = None, *,
+             token_from: str = "the token `ratui serve` printed when it started") -> web.Application:
     app = web.Application(client_max_size=guard.MAX_BODY)
     app[TABLES] = tables
     app[guard.TOKEN] = token
+    app[guard.TOKEN_FROM] = token_from
     app[guard.RULES] = rules
     app[ON_REFUSED] = on_refused or (lambda request, error: None)
     app.router.add_route("*", "/iceberg/{tail:.*}", dispatch)

@@ -56,6 +56,8 @@ class RestOptions:
     allow_remote: bool = False
     read_only_refs: list[str] = field(default_factory=list)  # besides main
     writable_main: bool = False  # lift main's protection (outside engines may then publish to main directly)
+    # where a client finds the token, as a 401 tells it (a console that serves shows it in a dialog)
+    token_from: str = "the token `ratui serve` printed when it started"
 
     @property
     def read_only(self) -> frozenset[str]:
@@ -190,7 +192,7 @@ class RestServer:
         if self.options.host in ("0.0.0.0", "::"):
             own.append(socket.gethostname())
         rules = HostRules(port=self.options.port, allowed_hosts=list(self.options.allow_hosts), own_hosts=own)
-        app = make_app(tables, self.token, rules, self._refused)
+        app = make_app(tables, self.token, rules, self._refused, token_from=self.options.token_from)
         runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=3.0, access_log_class=_AccessLog,
                                access_log=logging.getLogger("aiohttp.access"))
         await runner.setup()

@@ -111,7 +111,8 @@ FOOTER_SPARE = {"app.quit", "app.theme", "pipelines.reload", "runs.refresh", "qu
 # and shorter words for the rest (the help screen keeps the full ones)
 FOOTER_SHORT = {"pipelines.run_descendants": "Downstream", "pipelines.run_all": "All", "pipelines.full_refresh": "Full",
                 "pipelines.cancel": "Stop", "run.cancel": "Stop", "run.debug": "Debug", "reaper.preview": "Preview",
-                "branches.merge": "Merge"}
+                "branches.merge": "Merge", "branches.history": "Log", "branches.serve": "REST",
+                "history.rollback": "Roll back"}
 
 
 def is_narrow(width: int) -> bool:
@@ -147,7 +148,9 @@ class ConsoleScreen(Guarded, Loader, Screen):
             return active
         out = {}
         for key, ab in active.items():
-            if ab.binding.id in FOOTER_SPARE:
+            if key == self.app.COMMAND_PALETTE_BINDING:  # `^p` alone: the help (?) says what it opens
+                ab = ab._replace(binding=replace(ab.binding, description=""))
+            elif ab.binding.id in FOOTER_SPARE:
                 ab = ab._replace(binding=replace(ab.binding, show=False))
             elif ab.binding.id in FOOTER_SHORT:
                 ab = ab._replace(binding=replace(ab.binding, description=FOOTER_SHORT[ab.binding.id]))

@@ -54,7 +54,7 @@ class BranchesScreen(UndoKeys, TableScreen):
         Binding("d", "delete", "Delete", id="branches.delete"),
         Binding("l", "history", "History", id="branches.history"),
         Binding("o", "open_run", "Open run", id="branches.open_run", show=False),  # and enter on a run's branch
-        Binding("i", "app.toggle_serve", "Serve REST catalog", id="branches.serve", show=False),  # in ? and the palette
+        Binding("i", "app.toggle_serve", "REST catalog", id="branches.serve"),  # serve it, or stop
         Binding("ctrl+r", "refresh", "Refresh", id="branches.refresh"),
         undo_binding("branches"),
     ]
@@ -181,8 +181,9 @@ class BranchesScreen(UndoKeys, TableScreen):
     # --------------------------------------------------------------------------------------- actions
 
     @changes("creating a branch")
-    def action_new(self) -> None:
-        source = self.cursor_key() or MAIN
+    def action_new(self, source: str | None = None) -> None:
+        """A branch from `source` (the palette's: the working ref), else from the ref under the cursor."""
+        source = source or self.cursor_key() or MAIN
 
         def done(name: str | None) -> None:
             if name:
@@ -193,8 +194,8 @@ class BranchesScreen(UndoKeys, TableScreen):
 
         self.app.push_screen(NewBranchScreen(source), done)
 
-    def action_switch(self) -> None:
-        ref = self.cursor_key()
+    def action_switch(self, ref: str | None = None) -> None:
+        ref = ref or self.cursor_key()
         if ref is None:
             return
         kind = ref_kind(ref)
@@ -276,8 +277,9 @@ class BranchesScreen(UndoKeys, TableScreen):
         self.reload()
 
     @changes("merging a branch")
-    def action_merge(self) -> None:
-        ref = self.branch_picked("Pick a branch to merge into main.", "warning")
+    def action_merge(self, ref: str | None = None) -> None:
+        """Merge `ref` (the palette's), else the branch under the cursor: a dry run first."""
+        ref = ref or self.branch_picked("Pick a branch to merge into main.", "warning")
         if ref is not None:
             self.load(MergeDryRun, self._preview, ref)
 

@@ -163,10 +163,28 @@ class MergeDryRunScreen(MergeScreen):
                               style="green"))
         else:
             parts.append(Text("No table changes: the merge records nothing.", style="dim"))
-        if by_append and not preview.conflicts:
-            parts.append(Text(f"By append: both sides only appended to {len(by_append)} table(s); {self.ref}'s new "
-                              f"files go on top of {into}'s once their quality tests pass on the combined rows.",
-                              style="cyan"))
-        parts.append(Text("Tables merged as is skip the quality gate: the target gets the branch's tables as they "
-                          "are, tested or not.", style="yellow"))
+        if not preview.conflicts:
+            parts += self._how_parts(rows, [t for t in preview.tables if t not in by_append], by_append)
         return Group(*parts)
+
+    def _how_parts(self, rows: dict[str, DiffRow], as_is: list[str], by_append: list[str]) -> list[RenderableType]:
+        """The schema changes, then which tables merge by append and which as they are, and what was tested."""
+        into, parts = self.preview.into, []
+
+        def names(tables: list[str]) -> str:
+            return ", ".join(short_key(t, t.split(".")[0]) for t in tables[:4]) + (" …" if len(tables) > 4 else "")
+
+        schema = [(t, rows[t].schema_changes) for t in sorted(rows) if t in self.preview.tables
+                  and rows[t].change == "modified" and rows[t].schema_changes]  # an added table's are all new
+        if schema:
+            parts.append(Text("Schema changes:", style="bold"))
+            for table, changes in schema[:4]:
+                parts.append(Text(f"  {short_key(table, table.split('.')[0])}: {', '.join(changes)}", style="yellow"))
+        if by_append:
+            parts.append(Text(f"By append: {names(by_append)}. {self.ref}'s new files go on top of {into}'s once "
+                              "their quality tests pass on the combined rows.", style="cyan"))
+        if as_is:
+            parts.append(Text(f"As is: {names(as_is)}. {into} gets them as {self.ref} has them: every run merged "
+                              f"into {self.ref} only after its quality tests passed, and they do not run again.",
+                              style="dim"))
+        return parts

@@ -28,6 +28,10 @@ class ConfirmScreen(Guarded, ModalScreen[bool]):
     BINDINGS = [
         Binding("y", "confirm", "Yes", id="confirm.yes"),
         Binding("n,escape", "cancel", "No", id="confirm.no"),
+        Binding("down", "scroll_body(1)", "Scroll down", id="confirm.down", show=False),  # a long body (the bar)
+        Binding("up", "scroll_body(-1)", "Scroll up", id="confirm.up", show=False),
+        Binding("pagedown", "scroll_body(1, True)", "Page down", id="confirm.page_down", show=False),
+        Binding("pageup", "scroll_body(-1, True)", "Page up", id="confirm.page_up", show=False),
     ]
 
     def __init__(self, title: str, body: RenderableType, confirm: str = "Yes", *, danger: bool = True,
@@ -42,7 +46,8 @@ class ConfirmScreen(Guarded, ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="dialog"):
             yield Label(Text(self.title_text), id="dialog-title")
-            yield Static(self.body, id="dialog-body")
+            with VerticalScroll(id="dialog-scroll", can_focus=False):  # a long body scrolls; the buttons stay
+                yield Static(self.body, id="dialog-body")
             with Horizontal(id="dialog-buttons"):
                 yield Button(f"{self.confirm_label} (y)", id="confirm",
                              variant="error" if self.danger else "primary")
@@ -53,6 +58,11 @@ class ConfirmScreen(Guarded, ModalScreen[bool]):
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "confirm")
+
+    def action_scroll_body(self, step: int, page: bool = False) -> None:
+        scroll = self.query_one("#dialog-scroll", VerticalScroll)
+        size = max(1, scroll.size.height - 1) if page else 1
+        scroll.scroll_to(y=scroll.scroll_y + step * size, animate=False)
 
     def action_confirm(self) -> None:
         self.dismiss(True)
@@ -185,9 +195,11 @@ class ServingScreen(Guarded, ModalScreen[None]):
         Binding("c", "copy", "Copy token", id="serving.copy"),
     ]
 
-    def __init__(self, url: str, token: str, read_only: Iterable[str], moved_from: Iterable[str] = ()) -> None:
+    def __init__(self, url: str, token: str, read_only: Iterable[str], moved_from: Iterable[str] = (),
+                 ref: str = "main") -> None:
         super().__init__()
         self.url = url
+        self.ref = ref  # the console's working ref: `url` is its
         self.token = token
         self.read_only = list(read_only)
         self.moved_from = list(moved_from)
@@ -196,7 +208,8 @@ class ServingScreen(Guarded, ModalScreen[None]):
         base = self.url.rsplit("/", 1)[0]
         body = Text()
         body.append("URI    ", style="bold")
-        body.append(f"{self.url}\n")
+        body.append(f"{self.url}")
+        body.append(f"  ({self.ref}, the ref this console works on)\n", style="dim")
         body.append("token  ", style="bold")
         body.append(f"{self.token}\n\n")
         body.append(f"Another ref: {base}/REF (a slash as %2F; a past state REF@COMMIT, read only). ")
@@ -204,7 +217,7 @@ class ServingScreen(Guarded, ModalScreen[None]):
         body.append("PyIceberg  ", style="bold")
         body.append(f"RestCatalog('ratui', uri='{self.url}', token=TOKEN)\n")
         body.append("DuckDB     ", style="bold")
-        body.append(f"CREATE SECRET (TYPE ICEBERG, TOKEN 'TOKEN'); ATTACH 'main' AS lake (TYPE ICEBERG, "
+        body.append(f"CREATE SECRET (TYPE ICEBERG, TOKEN 'TOKEN'); ATTACH '{self.ref}' AS lake (TYPE ICEBERG, "
                     f"ENDPOINT '{self.url}')\n\n")
         for old in self.moved_from:
             body.append(f"Tables were written when this project lived at {old}: other engines read their files "

@@ -47,6 +47,7 @@ def _error_text(error: RatuiError) -> str:
 
 
 class HistoryScreen(UndoKeys, ConsoleScreen):
+    UNDO_ON_REF = True
     BINDINGS = [
         Binding("escape,backspace", "back", "Back", id="history.back"),
         Binding("o", "open_run", "Open run", id="history.open_run"),

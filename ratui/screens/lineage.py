@@ -59,13 +59,13 @@ class LineageScreen(ConsoleScreen):
         Binding("r", "run", "Run", id="lineage.run"),
         Binding("u", "move('upstream')", "Upstream", id="lineage.upstream"),
         Binding("d", "move('downstream')", "Downstream", id="lineage.downstream"),
-        Binding("plus,equals_sign", "depth(1)", "Deeper", id="lineage.deeper", key_display="+"),
-        Binding("minus", "depth(-1)", "Shallower", id="lineage.shallower", key_display="-"),
+        Binding("plus,equals_sign", "depth(1)", "Deeper", id="lineage.deeper", key_display="+", show=False),
+        Binding("minus", "depth(-1)", "Shallower", id="lineage.shallower", key_display="-", show=False),
         Binding("slash", "find", "Find", id="lineage.find", key_display="/"),
-        # the line above the graph says these three (the footer has no room for them at 80 columns)
+        # the line above the graph says these (and +/- with the focus's depth): the footer has no room for them
         Binding("f", "focus_selected", "Focus on the selection", id="lineage.focus", show=False),
         Binding("a", "whole", "The whole graph (when it fits)", id="lineage.whole", show=False),
-        Binding("c", "columns", "Columns: each column's sources and path", id="lineage.columns", show=False),
+        Binding("c", "columns", "Columns", id="lineage.columns"),  # each column's sources and path
     ]
 
     DEFAULT_CSS = """
@@ -135,7 +135,7 @@ class LineageScreen(ConsoleScreen):
         if not self.known(self.focus_key):  # the first open, or the focused pipeline is gone after a reload
             self.focus_key = nodes[0] if nodes else None
         self.relayout(select=self.pending or self.selected)
-        self.load(LineageRunsLoaded, self.app.controller.recent, 1)
+        self.load(LineageRunsLoaded, self.app.controller.recent_states, self.compiled)
 
     def view_size(self) -> tuple[int, int]:
         """The graph's room in cells (its content, scrollbars included: a view that scrolls still reads)."""
@@ -213,14 +213,14 @@ class LineageScreen(ConsoleScreen):
 
     def _reload_runs(self) -> None:
         self._state_timer = None
-        self.load(LineageRunsLoaded, self.app.controller.recent, 1)
+        self.load(LineageRunsLoaded, self.app.controller.recent_states, self.compiled)
 
     def runs_changed(self, change) -> None:
         if self.compiled is None or not self.loaded or self.view is None:
             return
         self.restyle()
         if change.ended:
-            self.load(LineageRunsLoaded, self.app.controller.recent, 1)
+            self.load(LineageRunsLoaded, self.app.controller.recent_states, self.compiled)
 
     def on_resize(self, event) -> None:
         super().on_resize(event)

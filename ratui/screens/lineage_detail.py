@@ -20,7 +20,7 @@ def view_line(shown: View) -> Text:
     total = f"{shown.total:,} pipeline{'s' if shown.total != 1 else ''}"
     if shown.whole or shown.focus is None:
         text.append("Whole graph", style="bold")
-        text.append(f" · {total} · f focuses on the selection · / finds a pipeline · c columns", style="dim")
+        text.append(f" · {total} · c columns · / finds a pipeline · f focuses on the selection", style="dim")
         return text
     near = shown.focus
     text.append("Focus ", style="dim")
@@ -32,7 +32,7 @@ def view_line(shown: View) -> Text:
     text.append(f" · {len(near.pipelines):,} of {total}", style="dim")
     if near.beyond:
         text.append(f" · {near.beyond:,} more within this depth left out (a view draws {BUDGET})", style="yellow")
-    text.append(" · / find · c columns" + (" · a whole graph" if shown.fits else ""), style="dim")
+    text.append(" · c columns · / find" + (" · a whole graph" if shown.fits else ""), style="dim")
     return text
 
 

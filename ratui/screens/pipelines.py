@@ -34,7 +34,8 @@ from textual.widgets.tree import TreeNode
 
 from ratui.engine.errors import RatuiError
 from ratui.engine.vocabulary import MAIN
-from ratui.messages import PublishLaunched, RecentRunsLoaded
+from ratui.console.current import state_runs
+from ratui.messages import FixesLoaded, PublishLaunched, RecentRunsLoaded
 from ratui.screens.base import ConsoleScreen, is_narrow
 from ratui.screens.pipelines_actions import PipelineActions
 from ratui.screens.pipelines_detail import error_text, group_detail, pipeline_code, pipeline_head, pipeline_info
@@ -75,7 +76,9 @@ class PipelinesScreen(PipelineActions, PipelineFilter, ConsoleScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.recent: dict[str, list[dict[str, Any]]] = {}
+        self.recent: dict[str, list[dict[str, Any]]] = {}  # each pipeline's last runs, newest first, as read
+        self.fixes: dict[str, Any] = {}  # pipeline -> its Fix: back at its last good run's version since it failed
+        self.shown: dict[str, list[dict[str, Any]]] = {}  # the runs that tell each one's state (current.py)
         self.compiled = None  # the compiled project (everything but the tree waits for it)
         self.project: Any = None  # what the tree draws: the compiled project, or the last compile's outline
         self.nodes: dict[str, TreeNode] = {}  # the tree's nodes by key ("ns", "ns.layer", pipeline keys filled)
@@ -181,15 +184,29 @@ class PipelinesScreen(PipelineActions, PipelineFilter, ConsoleScreen):
         self.recent = message.value
         self._recent_loaded = True
         self._recent_pending = False
+        self._apply_fixes(self.fixes)
         if self.project is not None:
             self._recent_shown()
 
     def _recent_shown(self) -> None:
+        if self.compiled is not None:  # which failures are the state still, now that the definitions are known
+            self.load(FixesLoaded, self.app.controller.fixes, self.compiled, self.recent)
         self.refresh_labels()
         self.show_detail()
         self.query_one(PipelineTree).loading = False
         if self.compiled is not None:
             self.app.mark("pipelines_ready")
+
+    @on(FixesLoaded)
+    def _fixes_loaded(self, message: FixesLoaded) -> None:
+        if message.value != self.fixes:
+            self._apply_fixes(message.value)
+            self.refresh_labels()
+            self.show_detail()
+
+    def _apply_fixes(self, fixes: dict[str, Any]) -> None:
+        self.fixes = fixes
+        self.shown = {key: state_runs(runs, fixes.get(key)) for key, runs in self.recent.items()}
 
     def state_changed(self, item) -> None:
         # a run of another process started or ended: the tree's last status and times follow
@@ -302,7 +319,7 @@ class PipelinesScreen(PipelineActions, PipelineFilter, ConsoleScreen):
         else:
             keys = self.groups.get(ns, {}).get(layer, [])
         active = {run.pipeline for run in self.app.store.active()}
-        return group_label(ns if layer is None else layer, let_through(keys, self.filter), self.recent, active)
+        return group_label(ns if layer is None else layer, let_through(keys, self.filter), self.shown, active)
 
     def _name_width(self) -> int:
         return name_width([p.name for p in self.project.pipelines.values()] if self.project else [], self.narrow)
@@ -335,7 +352,7 @@ class PipelinesScreen(PipelineActions, PipelineFilter, ConsoleScreen):
         self.show_detail()
 
     def label(self, key: str) -> Text:
-        return pipeline_label(self.project.pipelines[key], self.recent.get(key, []), self.app.store.active_for(key),
+        return pipeline_label(self.project.pipelines[key], self.shown.get(key, []), self.app.store.active_for(key),
                               self.name_width, self.narrow)
 
     @property
@@ -420,7 +437,7 @@ class PipelinesScreen(PipelineActions, PipelineFilter, ConsoleScreen):
             info.update("")
         else:
             title, body = group_detail(self.compiled, kind, data[1], data[2] if kind == "layer" else None,
-                                       self.recent)
+                                       self.shown)
             head.update(title)
             info.update(body)
 
@@ -432,8 +449,9 @@ class PipelinesScreen(PipelineActions, PipelineFilter, ConsoleScreen):
         if pipeline.errors:
             errors.update(Group(*(error_text(e, self.compiled.root) for e in pipeline.errors)))
             errors.remove_class("hidden")
-        info.update(pipeline_info(self.compiled, key, self.app.store.active_for(key), self.recent.get(key, [])))
-        code = pipeline_code(pipeline, self.app.current_theme.dark)
+        info.update(pipeline_info(self.compiled, key, self.app.store.active_for(key), self.shown.get(key, []),
+                                  self.fixes.get(key)))
+        code = pipeline_code(pipeline, self.app.current_theme.dark, self.shown.get(key, []))
         if code is not None:
             sql.update(code)
 

@@ -66,10 +66,17 @@ def pipeline_head(key: str, pipeline: Any, root: Any) -> Text:
     return title
 
 
-def pipeline_info(compiled: Any, key: str, active: list[Any], runs: list[dict[str, Any]]) -> RenderableType:
-    """The pipeline's last run (or the one in flight), its config, lineage and quality tests."""
+def pipeline_info(compiled: Any, key: str, active: list[Any], runs: list[dict[str, Any]],
+                  fix: Any = None) -> RenderableType:
+    """The pipeline's last run (or the one in flight), its config, lineage and quality tests. `runs`: those that
+    tell its state (console/current.py); `fix`: its Fix, when it is back at its last good run's version."""
     pipeline = compiled.pipelines[key]
     parts: list[RenderableType] = [last_run_line(active, runs)]
+    if fix is not None and not active:
+        failed = fix.superseded[0]
+        note = Text(f"  run {failed['id']} {failed['status']} on another version; the pipeline is run "
+                    f"{fix.good['id']}'s version again: its table is that run's, nothing to run", style="dim")
+        parts.append(note)
     if pipeline.config:
         parts.extend(config_parts(pipeline.config))
     parts.append(lineage_table(compiled.graph, key, pipeline))
@@ -101,8 +108,7 @@ def config_parts(config: Any) -> list[RenderableType]:
     table = Table(box=None, padding=(0, 1), show_header=False, title="Config", title_justify="left",
                   title_style="bold")
     table.add_column(style="cyan", no_wrap=True)
-    table.add_column()
-    table.add_column(style="dim", no_wrap=True)
+    table.add_column()  # the value, then where it was set: wrapped at a narrow pane's edge, never cut to "full…"
     defaults = 0
     for name, value in config.to_dict().items():
         origin = config.origin.get(name, "default")
@@ -111,7 +117,9 @@ def config_parts(config: Any) -> list[RenderableType]:
             continue
         if isinstance(value, list):
             value = ", ".join(value)
-        table.add_row(name, str(value), origin)
+        cell = Text(str(value))
+        cell.append(f"  {origin}", style="dim")
+        table.add_row(name, cell)
     parts: list[RenderableType] = [table]
     if defaults:
         parts.append(Text(f" + {defaults} settings at their defaults", style="dim"))
@@ -152,11 +160,19 @@ def tests_table(pipeline: Any) -> Table:
     return tests
 
 
-def pipeline_code(pipeline: Any, dark: bool) -> RenderableType | None:
-    """The pipeline's SQL or Python, highlighted, the lines its errors point at in this very file marked."""
+def pipeline_code(pipeline: Any, dark: bool, runs: Any = ()) -> RenderableType | None:
+    """The pipeline's SQL or Python, highlighted, the lines its errors point at in this very file marked (❱): its
+    compile errors', and its last run's when that run failed there (`runs`: those that tell its state)."""
     if not pipeline.text:
         return None
-    marked = [e.line for e in pipeline.errors if e.line and pipeline.file and e.file == str(pipeline.file)]
-    return Group(Text(pipeline.kind.upper() if pipeline.kind else "", style="bold"),
+    here = str(pipeline.file) if pipeline.file else None
+    marked = [e.line for e in pipeline.errors if e.line and here and e.file == here]
+    title = Text(pipeline.kind.upper() if pipeline.kind else "", style="bold")
+    last = runs[0] if runs else None
+    if last and last.get("status") == "failed" and last.get("error_line") and here and last.get("error_file") == here:
+        marked.append(last["error_line"])
+        title.append(f"   ❱ line {last['error_line']}: where run {last['id']} failed ({last.get('error_code')})",
+                     style="red")
+    return Group(title,
                  code_view(pipeline.text, "sql" if pipeline.kind == "sql" else "python", dark=dark,
                            error_lines=marked))

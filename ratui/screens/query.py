@@ -75,7 +75,8 @@ class QueryScreen(ConsoleScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.ref = MAIN
+        self.ref = MAIN  # the console's working ref until one is picked (ctrl+g): then that one stays
+        self.picked = False
         self.query_id: str | None = None  # the result shown (or being fetched)
         self._busy = False
         self._progress_timer = None
@@ -94,9 +95,11 @@ class QueryScreen(ConsoleScreen):
             with Horizontal(id="query-top"):
                 yield SqlEditor("", id="query-editor")
                 with Vertical(id="query-side"):
-                    yield Select([(MAIN, MAIN)], value=MAIN, allow_blank=False, id="query-ref")
+                    self.ref = self.app.controller.ref
+                    yield Select([(self.ref, self.ref)], value=self.ref, allow_blank=False, id="query-ref")
                     yield OptionList(id="query-tables")
-            yield Static(Text("ctrl+j runs the query · tab completes a table name", style="dim"), id="query-info")
+            yield Static(Text("ctrl+j runs the query · tab completes a table name · esc leaves the editor",
+                              style="dim"), id="query-info")
             yield Static(id="query-error")
             yield DataTable(id="query-results", zebra_stripes=True, cursor_type="cell")
         yield StatusLine()
@@ -148,8 +151,14 @@ class QueryScreen(ConsoleScreen):
 
     # ------------------------------------------------------------------------------------------ data
 
+    def on_screen_resume(self) -> None:
+        if not self.picked and self.ref != self.app.controller.ref:  # switched on Branches meanwhile
+            self.use_ref(self.app.controller.ref)
+            self._fill_picker()
+
     def project_ready(self, compiled) -> None:
         self.namespace = compiled.settings.namespace
+        self.ref = self.ref if self.picked else self.app.controller.ref
         self.load(QueryRefsLoaded, self.app.controller.query_refs)
         self.load(QueryTablesLoaded, self._tables_at, self.ref)
         if not self.history:
@@ -206,6 +215,7 @@ class QueryScreen(ConsoleScreen):
                 event.select.value = self.ref
             self.app.push_screen(RefPromptScreen(self.ref), self._ref_typed)
         elif isinstance(event.value, str) and event.value != self.ref:
+            self.picked = event.value != self.app.controller.ref
             self.use_ref(event.value)
 
     def use_ref(self, ref: str, note: str = "") -> None:
@@ -224,6 +234,7 @@ class QueryScreen(ConsoleScreen):
     @on(QueryRefResolved)
     def _ref_resolved(self, message: QueryRefResolved) -> None:
         ref, at = message.value
+        self.picked = True
         if "@" in ref and ref not in self.past:
             self.past.append(ref)
         self.query_one("#query-error", Static).update("")

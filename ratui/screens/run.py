@@ -12,16 +12,17 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Input, Label, RichLog, Static
 
 from ratui.console.logs import match_spans
-from ratui.console.format import OUTCOME_WORDS, fmt_count, fmt_ms, fmt_time, glyph, short_key
+from ratui.console.format import OUTCOME_WORDS, fmt_count, fmt_ms, fmt_time, glyph, on_ref, short_key
 from ratui.console.live import LiveRun
 from ratui.widgets.chrome import NavBar, StatusLine
+from ratui.widgets.panes import Pane, toggle_maximize
 from ratui.widgets.run_view import DiffSummary, PhaseTable, QualitySummary
 from ratui.messages import RunRecordLoaded
-from ratui.screens.base import ConsoleScreen, close_field, open_field
+from ratui.screens.base import ConsoleScreen, close_field, is_narrow, open_field
 
 LEVEL_STYLE = {"error": "red", "warning": "yellow", "debug": "dim", "info": ""}
 MATCH_STYLE = "reverse"
@@ -57,7 +58,10 @@ class RunScreen(ConsoleScreen):
         Binding("v", "toggle_debug", "Debug log", id="run.debug"),
         Binding("R", "rerun", "Re-run", id="run.rerun", key_display="R"),
         Binding("F", "toggle_follow", "Follow batch", id="run.follow", show=False),
+        Binding("m", "maximize", "Maximize pane", id="run.maximize", show=False),
     ]
+    HELP_KEYS = (("tab", "The sections (phases, quality, data diff) / the log: the one focused scrolls"),
+                 ("↑ ↓ PgUp PgDn Home End", "Scroll the focused pane"))
 
     def __init__(self, run_id: str | None = None, *, batch: str | None = None, origin: str = "") -> None:
         super().__init__()
@@ -82,9 +86,10 @@ class RunScreen(ConsoleScreen):
         yield NavBar(self.origin or "")
         with Vertical(id="run-main"):
             yield Static(Text("loading run…", style="dim"), id="run-head")
-            yield Static(id="run-error")  # first thing under the head: what went wrong, at any size
+            # first thing under the head: what went wrong, at any size (hidden while nothing did)
+            yield Static(id="run-error", classes="hidden")
             with Horizontal(id="run-body"):
-                with VerticalScroll(id="run-left"):
+                with Pane(id="run-left"):
                     yield Label("Phases", classes="section")
                     yield PhaseTable(id="run-phases")
                     yield Label("Quality", classes="section")
@@ -106,6 +111,13 @@ class RunScreen(ConsoleScreen):
     def on_mount(self) -> None:
         super().on_mount()
         self.query_one("#run-search", Input).cursor_blink = self.app.cursor_blink
+        self.show_search()
+
+    def on_descendant_focus(self, event) -> None:
+        """The pane that has the keys gets the room (below the breakpoint the panes are stacked: app.tcss)."""
+        on_log = self.query_one("#run-right").has_focus_within
+        self.query_one("#run-body").set_class(on_log, "-log-focused")
+        self.show_search()
 
     # ------------------------------------------------------------------------------------------ data
 
@@ -188,6 +200,7 @@ class RunScreen(ConsoleScreen):
             widget.set_class(not run.diff, "hidden")
         self.show_batch()
         error = self.query_one("#run-error", Static)
+        error.set_class(not run.error, "hidden")
         if run.error:
             e = run.error
             text = Text()
@@ -197,9 +210,9 @@ class RunScreen(ConsoleScreen):
                 root = str(self.app.root) + "/"
                 where = where[len(root):] if where.startswith(root) else where
                 text.append(f"{where}{':' + str(e['line']) if e.get('line') else ''}: ", style="red")
-            text.append(f"{e.get('message')}\n", style="red")
+            text.append(f"{on_ref(e.get('message') or '', run.ref)}\n", style="red")
             if e.get("hint"):
-                text.append(f"  hint: {e['hint']}", style="italic")
+                text.append(f"  hint: {on_ref(e['hint'], run.ref)}", style="italic")
             error.update(text)
         else:
             error.update("")
@@ -227,9 +240,11 @@ class RunScreen(ConsoleScreen):
             total = len(batch.keys) if batch else len(runs)
             text.append(f"   batch {len(runs)}/{total}" + (" · following" if self.follow else ""), style="dim")
         text.append("\n")
+        # below the breakpoint a run's own branch (run-ID) goes unsaid: the run's id is beside it
+        own_branch = run.branch == f"run-{run.run_id}" and is_narrow(self.app.size.width)
         fields = [
             ("run", run.run_id),
-            ("branch", run.branch or "-"),
+            *([] if own_branch else [("branch", run.branch or "-")]),
             *([("into", run.ref)] if run.ref != "main" else []),
             ("strategy", run.strategy or "-"),
             ("trigger", run.trigger or "-"),
@@ -414,7 +429,11 @@ class RunScreen(ConsoleScreen):
     def show_search(self) -> None:
         label = self.query_one("#run-log-label", Label)
         if not self.search:
-            label.update("Log")
+            text = Text("Log")
+            on_log = self.query_one("#run-right").has_focus_within
+            text.append(("   tab: the phases, quality and data diff" if on_log else "   tab: the log")
+                        + " · m: maximize", style="dim")
+            label.update(text)
             return
         text = Text("Log   ")
         text.append(f"/{self.search}", style="bold")
@@ -432,6 +451,9 @@ class RunScreen(ConsoleScreen):
         if self.run is not None:
             self.write_logs()
         self.notify("Debug lines (compiled SQL) " + ("shown" if self.show_debug else "hidden"), timeout=2)
+
+    def action_maximize(self) -> None:
+        toggle_maximize(self)
 
     def action_toggle_follow(self) -> None:
         if self.batch is None:

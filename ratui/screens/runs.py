@@ -12,6 +12,7 @@ from textual.widgets import DataTable, Footer, Input
 from ratui.console import compare
 from ratui.console.controller import RunFilter, RunsPage
 from ratui.console.format import fmt_count, fmt_ms, fmt_time, glyph, short_key
+from ratui.engine.vocabulary import MAIN
 from ratui.widgets.chrome import NavBar, StatusLine
 from ratui.messages import PreviousRunFound, RunsPageLoaded
 from ratui.screens.base import close_field, open_field
@@ -19,9 +20,10 @@ from ratui.screens.table_screen import TableScreen
 from ratui.screens.undo import UndoKeys, undo_binding
 
 PAGE_SIZE = 100
-COLUMNS = (("run", "RUN"), ("pipeline", "PIPELINE"), ("status", "STATUS"), ("type", "TYPE"),
-           ("strategy", "STRATEGY"), ("trigger", "TRIGGER"), ("rows", "ROWS"), ("time", "TIME"),
-           ("started", "STARTED (UTC)"), ("error", "ERROR"), ("reason", "REASON"))
+# the ref beside the status; the trigger after the start time (at 120 columns the start time stays whole)
+COLUMNS = (("run", "RUN"), ("pipeline", "PIPELINE"), ("status", "STATUS"), ("ref", "REF"), ("type", "TYPE"),
+           ("strategy", "STRATEGY"), ("rows", "ROWS"), ("time", "TIME"), ("started", "STARTED (UTC)"),
+           ("trigger", "TRIGGER"), ("error", "ERROR"), ("reason", "REASON"))
 
 
 def status_cell(row: dict) -> Text:
@@ -31,6 +33,11 @@ def status_cell(row: dict) -> Text:
         return Text(f"{icon} success", style=style)
     icon, style = glyph(status)
     return Text(f"{icon} {status}", style=style)
+
+
+def ref_cell(ref: str) -> Text:
+    """The ref a run merges into: main plain, any other ref (a dev or publish branch) lit."""
+    return Text(ref, style="" if ref == MAIN else "bold cyan")
 
 
 class RunsScreen(UndoKeys, TableScreen):
@@ -46,7 +53,7 @@ class RunsScreen(UndoKeys, TableScreen):
         # priority: the table's own home/end only scroll the current page
         Binding("home", "first_page", "First page", id="runs.first", show=False, priority=True),
         Binding("end", "last_page", "Last page", id="runs.last", show=False, priority=True),
-        Binding("ctrl+r", "refresh", "Refresh", id="runs.refresh"),
+        Binding("ctrl+r", "refresh", "Refresh", id="runs.refresh", show=False),  # the list follows runs live; in ?
         Binding("q", "quality", "Quality", id="runs.quality"),
         Binding("R", "rerun", "Re-run", id="runs.rerun", key_display="R"),
         Binding("space", "mark", "Mark for compare", id="runs.mark", show=False),
@@ -90,10 +97,11 @@ class RunsScreen(UndoKeys, TableScreen):
         self.page = data.page
         self.refill((row["id"], [
             self.run_cell(row["id"]), short_key(row["pipeline"], self.namespace), status_cell(row),
-            row.get("run_type") or "-", row.get("strategy") or "-",
-            row.get("trigger") or "-", Text(fmt_count(row.get("rows_written")), justify="right"),
+            ref_cell(row.get("ref") or MAIN), row.get("run_type") or "-", row.get("strategy") or "-",
+            Text(fmt_count(row.get("rows_written")), justify="right"),
             Text(fmt_ms(row.get("duration_ms")), justify="right"),
-            fmt_time(row.get("started_at") or row.get("queued_at")), Text(row.get("error_code") or "", style="red"),
+            fmt_time(row.get("started_at") or row.get("queued_at")), row.get("trigger") or "-",
+            Text(row.get("error_code") or "", style="red"),
             Text(row.get("reason") or "", style="dim"),
         ]) for row in data.rows)
         self.show_info()

@@ -28,7 +28,7 @@ KIND_WORD = {"run": "run's merge", "merge": "merge", "publish": "atomic publish"
 
 
 def undo_binding(screen: str) -> Binding:
-    return Binding("z", "undo", "Undo", id=f"{screen}.undo", show=False)
+    return Binding("z", "undo", "Undo", id=f"{screen}.undo")
 
 
 def _rows(value: Any) -> str:
@@ -77,6 +77,7 @@ class UndoKeys:
     """A screen mixin: `z` (its binding from `undo_binding`). Handlers by name: a mixin's @on does not register."""
 
     namespace: str | None = None
+    UNDO_ON_REF = False  # History: `z` undoes the newest action on the ref it shows, not on another
 
     @changes("undoing")
     def action_undo(self) -> None:
@@ -84,7 +85,8 @@ class UndoKeys:
 
     def _plan_undo(self) -> Any:
         try:
-            return self.app.controller.plan_undo()  # type: ignore[attr-defined]
+            ref = getattr(self, "ref", None) if self.UNDO_ON_REF else None
+            return self.app.controller.plan_undo(ref)  # type: ignore[attr-defined]
         except RatuiError as error:
             return error
 

@@ -27,8 +27,9 @@ WATCH_TEXT = {
 
 
 class NavBar(Static):
-    """`1 Pipelines  2 Runs  3 Quality  ...  9 Logs` with the current one lit, the project on the right. When the
-    titles do not fit (80 columns), the others shorten to their first three letters: `2 Run  3 Qua`."""
+    """`1 Pipelines  2 Runs  3 Quality  ...  9 Logs` with the current one lit, the project on the right. When that does
+    not fit, every title stays whole: closer together without the `ratui` badge (93 columns), then each key glued to
+    its title in colour (`1Pipelines 2Runs 3Quality`: 77 columns). Never a title cut to `Qua`."""
 
     def __init__(self, current: str, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -38,9 +39,11 @@ class NavBar(Static):
         self.watch(self.app, "project_name", lambda _: self.refresh(), init=False)
 
     def render(self) -> Text:
-        text = self._tabs(short=False)
+        text = self._tabs()
         if text.cell_len > self.size.width:
-            text = self._tabs(short=True)
+            text = self._tight_tabs(spaced=True)
+        if text.cell_len > self.size.width:
+            text = self._tight_tabs(spaced=False)
         project = getattr(self.app, "project_name", "")
         if project and text.cell_len + len(project) + 2 <= self.size.width:
             pad = max(1, self.size.width - text.cell_len - len(project) - 1)
@@ -48,17 +51,27 @@ class NavBar(Static):
             text.append(project, style="bold")
         return text
 
-    def _tabs(self, short: bool) -> Text:
+    def _tabs(self) -> Text:
         text = Text(" ratui ", style="bold reverse")
-        text.append(" " if short else "  ")
+        text.append("  ")
         for spec in screen_specs.SCREENS:
             if spec.mode == self.current:
                 text.append(f" {spec.key} {spec.title} ", style="bold reverse")
             else:
                 text.append(f" {spec.key} ", style="dim")
-                text.append(f"{spec.title[:3] if short else spec.title} ")
-            if not short:
-                text.append(" ")
+                text.append(f"{spec.title} ")
+            text.append(" ")
+        return text
+
+    def _tight_tabs(self, spaced: bool) -> Text:
+        text = Text(" ")
+        for spec in screen_specs.SCREENS:
+            if spec.mode == self.current:
+                text.append(f"{spec.key} {spec.title}", style="bold reverse")
+            else:
+                text.append(spec.key + (" " if spaced else ""), style="bold cyan")
+                text.append(spec.title)
+            text.append("  " if spaced else " ")
         return text
 
 

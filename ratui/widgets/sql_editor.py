@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from textual import events
+from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import TextArea
 
@@ -18,6 +19,10 @@ _WORD = re.compile(r"[A-Za-z_][\w.]*$")
 
 
 class SqlEditor(TextArea):
+    # the footer says how to leave while the editor has the keys (`:` and the screen keys type here till then); the
+    # key itself is handled in _on_key, before the text area sees it
+    BINDINGS = [Binding("escape", "leave", "Leave editor", id="query.leave_editor", key_display="esc")]
+
     class Completions(Message):
         """Several tables complete what was typed: `names` (the screen shows them)."""
 
@@ -47,6 +52,14 @@ class SqlEditor(TextArea):
             self.post_message(self.Leave())
             return
         await super()._on_key(event)
+
+    def action_leave(self) -> None:
+        self.post_message(self.Leave())
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "leave" and getattr(self.screen, "running", False):
+            return False  # escape stops the query then (the screen's Stop)
+        return super().check_action(action, parameters)
 
     def prefix(self) -> str:
         """The name being typed just before the cursor ('' when none)."""

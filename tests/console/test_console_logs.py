@@ -198,6 +198,7 @@ def test_missing_and_empty_files_and_the_folder_listing(tmp_path):
     write(logs / "spark.log", "")
     write(logs / "jvm.out", "WARNING: x\n")
     write(logs / "hs_err_pid7.log", "# A fatal error\n")
+    write(logs / "log4j2.properties", "rootLogger.level = warn\n")  # the logging configuration: not a log
     assert [(f.name, f.size) for f in list_logs(logs)] == [
         ("spark.log", 0), ("console.log", None), ("jvm.out", 11), ("hs_err_pid7.log", 16)]
     empty = LogFile(logs / "spark.log").read()

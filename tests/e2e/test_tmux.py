@@ -168,7 +168,7 @@ FOOTERS = {
     "1": ("r Run", "+ Downstream", "c Stop", "e Edit", "w Watch", ": Jump", "? Help"),
     "2": ("/ Filter", "R Re-run", "w Watch", ": Jump", "? Help"),
     "3": ("s SQL", "o Open run", "w Watch", ": Jump", "? Help"),
-    "4": ("n New", "s Switch", "m Merge", "d Delete", "l History", "w Watch", ": Jump", "? Help"),
+    "4": ("n New", "s Switch", "m Merge", "d Delete", "l Log", "i REST", "z Undo", "w Watch", ": Jump", "? Help"),
     "5": ("u Reset file", "U Reset zone", "w Watch", ": Jump", "? Help"),
     "6": ("p Preview", "x Run now", "w Watch", ": Jump", "? Help"),
     "8": ("r Run", "u Upstream", "d Downstream", "w Watch", ": Jump", "? Help"),
@@ -223,7 +223,7 @@ def test_at_80x24_run_cancel_edit_and_read_every_screen(sample_copy: Path, tmp_p
             screen = wait_screen(session, lambda s, ls=labels: all(label in s.splitlines()[-1] for label in ls),
                                  60, frames, f"screen {key}'s footer")
             top = screen.splitlines()[0]
-            assert "1 Pip" in top and "9 Log" in top  # every tab on the bar (shortened to fit 80 columns)
+            assert "Pipelines" in top and "Quality" in top and "Logs" in top  # every tab on the bar, whole
         keys(session, "?")
         screen = wait_screen(session, lambda s: "ratui keys" in s and "Everywhere" in s, 60, frames, "the help")
         keys(session, "Escape", "1")
@@ -241,8 +241,70 @@ def test_at_80x24_run_cancel_edit_and_read_every_screen(sample_copy: Path, tmp_p
                     "the console back from the editor")
 
         # the Logs screen (9) shows spark.log on purpose: only stray output anywhere else is a leak
-        stray = [line for frame in frames if " 9 Logs " not in frame.splitlines()[0]
+        stray = [line for frame in frames if "9 Logs" not in frame.splitlines()[0]  # lit: "9 Logs", else "9Logs"
                  for line in foreign_lines(frame)]
         assert not stray, "Spark/Java output reached the screen:\n" + "\n".join(stray[:20])
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_at_80x24_break_fix_run_leaves_no_stale_failure(sample_copy: Path, tmp_path: Path):
+    """Break a pipeline in $EDITOR, run it (it fails: ✘), put it back as it was, run it again: the run is skipped
+    (nothing changed since its last good run) and the tree shows that good run: no ✘ left on the screen."""
+    binary = ratui_binary()
+    assert binary, "the ratui command is not installed"
+    sql = sample_copy / "ecommerce/pipelines/silver/clean_customers/pipeline.sql"
+    good = sql.read_text()
+    bad = good.replace("CAST(customer_id AS INT) AS customer_id", "CAST(email AS INT) AS customer_id")
+    assert bad != good
+    staged = tmp_path / "next.sql"  # what the "editor" writes into the file it is given
+    editor = tmp_path / "editor.sh"
+    editor.write_text(f"#!/bin/sh\ncp {staged} \"$1\"\n")
+    editor.chmod(0o755)
+    session = f"ratui-e2e-{uuid.uuid4().hex[:8]}"
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "24",
+                    in_terminal(f"{binary} tui --project {sample_copy}")], check=True,
+                   env=terminal_env(EDITOR=str(editor), VISUAL=""))
+    frames: list[str] = []
+
+    def good_state(screen: str, name: str) -> bool:  # passed, or passed with a quality warning (the sample's has one)
+        return f"✔ {name}" in screen or f"▲ {name}" in screen
+
+    def edit(text: str) -> None:
+        staged.write_text(text)
+        keys(session, "e")
+        deadline = time.monotonic() + 60
+        while sql.read_text() != text:
+            assert time.monotonic() < deadline, "the editor was not started on the pipeline's file"
+            time.sleep(0.2)
+        wait_screen(session, lambda s: "? Help" in s.splitlines()[-1], 60, frames, "the console back from the editor")
+
+    try:
+        wait_screen(session, lambda s: "raw_customers" in s, 120, frames, "the console")
+        for name in ("raw_customers", "clean_customers"):  # clean_customers and what it reads: a good run each
+            jump_to(session, name, frames)
+            keys(session, "r")
+            wait_screen(session, lambda s, n=name: f"ecommerce.bronze.{n}" in s or f"ecommerce.silver.{n}" in s,
+                        60, frames, f"{name}'s run")
+            wait_screen(session, lambda s: "✔ success" in s or "▲ success" in s, TIMEOUT, frames, f"{name}'s good run")
+            keys(session, "Escape")
+            wait_screen(session, lambda s, n=name: good_state(s, n), 60, frames, "the tree")
+
+        # break it and run it: the run fails, the tree says so
+        edit(bad)
+        keys(session, "r")
+        wait_screen(session, lambda s: "✘ failed" in s, TIMEOUT, frames, "the failed run")
+        keys(session, "Escape")
+        screen = wait_screen(session, lambda s: "✘ clean_customers" in s, 60, frames, "the failure in the tree")
+
+        # fix it back to the version of its last good run, and run: nothing to run, and no ✘ anywhere
+        edit(good)
+        keys(session, "r")
+        wait_screen(session, lambda s: "skipped: unchanged since run" in s, 60, frames, "the skipped run")
+        keys(session, "Escape")
+        screen = wait_screen(session, lambda s: good_state(s, "clean_customers"), 60, frames, "the good state")
+        tree = "\n".join(screen.splitlines()[1:-2])
+        assert "✘" not in tree, f"a stale failure:\n{screen}"
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)

@@ -338,6 +338,59 @@ def test_diff_and_merge_with_a_dry_run_per_table(project):
     run(go())
 
 
+def dialog_text(app) -> list[str]:
+    """The lines inside the dialog's border (not the screen beside it)."""
+    return [line.split("█")[1] for line in screen_text(app).splitlines() if line.count("█") >= 2]
+
+
+@pytest.mark.parametrize("size", [SMALL, (120, 40)], ids=["80x24", "large"])
+def test_the_merge_dialog_lists_schema_changes_and_how_each_table_merges(project, size):
+    """dev added a column to clean_orders, added daily_revenue, and appended to raw_customers while main did too:
+    the dialog lists the schema change, says raw_customers merges by append and the other two as they are, and
+    that the runs on dev passed their tests (never that untested data reaches main)."""
+    from pyiceberg.types import StringType
+
+    from ratui.engine.facade.engine import Engine
+
+    root, _ = project
+    engine = Engine.open(root)
+    engine.create_branch("dev")
+    write(engine, root, "dev", REVENUE, 3)
+    table = engine.state.catalog.load_table("dev", ORDERS)
+    with table.update_schema() as update:
+        update.add_column("note", StringType())
+    engine.state.catalog.record_commit("dev", "add note to clean_orders")
+    write(engine, root, "dev", CUSTOMERS, 2, start=30)
+    write(engine, root, "main", CUSTOMERS, 1, start=20)
+    engine.close()
+    app = make_app(root)
+
+    async def go():
+        async with app.run_test(size=size) as pilot:
+            await settle(pilot)
+            await pilot.press("4")
+            await settle(pilot)
+            goto(app, "dev")
+            await settle(pilot)
+            await pilot.press("m")
+            await wait_for(pilot, lambda: isinstance(app.screen, MergeDryRunScreen), 10)
+            await settle(pilot)
+            seen = dialog_text(app)
+            for _ in range(3):  # at 80x24 the body scrolls (pagedown); the buttons stay
+                await pilot.press("pagedown")
+                await settle(pilot)
+                seen += dialog_text(app)
+                assert "Merge (y)" in flat(screen_text(app))
+            text = flat(" ".join(dict.fromkeys(seen)))  # each line once, in the order first seen
+            assert "Schema changes: silver.clean_orders: + note string" in text
+            assert "By append: bronze.raw_customers." in text
+            assert "As is: gold.daily_revenue, silver.clean_orders. main gets them as dev has them" in text
+            assert "every run merged into dev only after its quality tests passed" in text
+            assert "tested or not" not in text
+
+    run(go())
+
+
 # ------------------------------------------------------------------------------------- history, rollback
 
 

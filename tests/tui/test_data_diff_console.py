@@ -115,6 +115,53 @@ def test_a_run_without_a_diff_shows_no_diff_section(diffed):
     run(go())
 
 
+WHOLE = "260301130000d1ff03"  # a run of gold.daily_revenue that added a column; the table has no unique key
+
+
+@pytest.fixture
+def added_column(tmp_path):
+    """The sample with one run whose diff compared rows whole (no key) across an added column: every row differs."""
+    root = copy_sample(tmp_path)
+    seed_history(root)
+    key = f"{NS}.gold.daily_revenue"
+    d = DataDiff(key, "spark", [], 720, 720, 720, 720, None,
+                 columns=[ColumnDiff("revenue", "decimal(14, 2)", 0, 0, 700, 700, "14424144.75", "14424144.75"),
+                          ColumnDiff("avg_order_value", "double", None, 0, None, 690, None, 30419.5)],
+                 schema_changes=["added column avg_order_value double"])
+    started = datetime(2026, 3, 1, 13, 0, tzinfo=timezone.utc)
+    history = History(root / ".ratui" / "ratui.db")
+    history.db["runs"].insert({
+        "id": WHOLE, "pipeline": key, "status": "success", "trigger": "cli", "strategy": "full_refresh",
+        "queued_at": started.isoformat(), "started_at": started.isoformat(),
+        "finished_at": (started + timedelta(seconds=9)).isoformat(), "duration_ms": 9000, "rows_written": 720,
+        "warnings": 0, "branch": f"run-{WHOLE}", "phases": json.dumps(_phases("success", 9000)),
+        "diff": json.dumps(d.to_dict())})
+    history.close()
+    return root
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "large"])
+def test_an_added_column_reads_as_changed_rows_and_numbers_as_the_counts(added_column, size):
+    """Not '+720 added -720 removed' for a column added to a table without a key; a sum with separators, as the
+    counts beside it (14,424,144.75, not 14424144.75)."""
+    app = make_app(added_column)
+
+    async def go():
+        async with app.run_test(size=size) as pilot:
+            await settle(pilot)
+            app.open_run(WHOLE)
+            await settle(pilot)
+            app.screen.query_one("#run-left").focus()
+            await pilot.press("end")
+            await settle(pilot)
+            text = flat(screen_text(app))
+            assert "~720 rows changed: added column avg_order_value double" in text
+            assert "+720 added" not in text and "-720 removed" not in text
+            assert "14,424,144.75" in text and "14424144.75" not in text
+
+    run(go())
+
+
 def snap(snap_compare, app, *steps, size):
     from .test_snapshots import snap as take
 

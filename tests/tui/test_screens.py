@@ -246,10 +246,10 @@ def test_quality_failed_first_sample_rows_and_sql(seeded):
             assert "Sample violating rows (3 of 3)" in text
             sample = screen.query_one("#quality-sample")
             assert [str(c) for c in sample.get_row_at(0)] == ["1017", "2", "-4.50", "-9.00"]
-            assert "WHERE amount <= 0" not in screen_text(app)
+            assert "WHERE quantity <= 0" not in screen_text(app)
             await pilot.press("s")
             await settle(pilot)
-            assert "WHERE amount <= 0" in screen_text(app)  # the SQL on demand
+            assert "WHERE quantity <= 0" in screen_text(app)  # the SQL on demand, as the test's file says it
             await pilot.press("down")  # the warned test
             await settle(pilot)
             assert "Sample violating rows (2 of 2)" in screen_text(app)
@@ -339,7 +339,7 @@ def test_branches_diff_merge_and_delete(tmp_path):
             await pilot.press("m")
             await wait_for(pilot, lambda: isinstance(app.screen, MergeScreen), 10)
             assert "1 table(s) would be applied to main" in flat(screen_text(app))
-            assert "Tables merged as is skip the quality gate" in flat(screen_text(app))
+            assert "As is: bronze.fresh. main gets them as dev has them" in flat(screen_text(app))  # issue 48
             await pilot.press("y")
             await settle(pilot)
             assert any("Merged dev into main" in n for n in app.notices)

@@ -91,7 +91,7 @@ def test_z_undoes_a_rollback_from_history_and_a_branch_delete_from_branches(proj
 class StubUndo(StubWorkflow):
     """StubWorkflow's refs and history, and a fixed undo of a publish."""
 
-    def plan_undo(self):
+    def plan_undo(self, ref=None):
         entry = Entry(7, "2026-03-01T11:40:00.000Z", "publish", "main", "publish 2 pipeline(s) into main",
                       "a1b2000000000002", "d00d000000000004", {"tables": [f"{NS}.gold.daily_revenue", ORDERS]})
         return UndoPlan(entry, "undo publish on main: publish 2 pipeline(s) into main", [

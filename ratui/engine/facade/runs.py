@@ -105,3 +105,15 @@ class RunsPart(EngineBase):
 
     def quality_results(self, limit: int = 200) -> list[dict[str, Any]]:
         return self._state.history.quality_results(limit)
+
+    def definition_versions(self, compiled: CompiledProject, keys: list[str]) -> dict[str, str]:
+        """The version each of these pipelines has now (the hash of its SQL or Python, config and tests, as a run
+        records it): of those that compiled. Reads each one's config.yaml."""
+        from ratui.engine.run.changes import definition_hashes, version_of
+
+        out = {}
+        for key in keys:
+            pipeline = compiled.pipelines.get(key)
+            if pipeline is not None and not pipeline.errors:
+                out[key] = version_of(definition_hashes(pipeline))
+        return out

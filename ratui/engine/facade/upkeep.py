@@ -17,11 +17,12 @@ class UpkeepPart(EngineBase):
     def reap(self, *, dry_run: bool = False, tasks=None):
         return self.reaper().run(dry_run=dry_run, tasks=tasks)
 
-    def plan_undo(self):
-        """What `undo` would reverse, and how (ops/undo.py); nothing is changed."""
+    def plan_undo(self, ref: str | None = None):
+        """What `undo` would reverse (with `ref`: the newest action on that ref), and how (ops/undo.py); nothing is
+        changed."""
         from ratui.engine.ops import undo
 
-        return undo.plan(self._state)
+        return undo.plan(self._state, ref)
 
     def undo(self, plan):
         from ratui.engine.ops import undo

@@ -27,7 +27,7 @@ not itself undone (there is no redo): do the action again, or roll back to its c
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ratui.engine.errors import RatuiError
@@ -60,6 +60,7 @@ class UndoPlan:
     ledger_what: str = ""
     expected: dict[str, str | None] = field(default_factory=dict)
     restore: dict[str, str | None] = field(default_factory=dict)
+    scope: str | None = None  # the ref the undo was asked for (History of a ref), None: the newest action anywhere
 
     @property
     def lines(self) -> list[str]:
@@ -85,12 +86,18 @@ def describe(ts: branches.TableState) -> str:
     return f"snapshot {ts.snapshot_id}{rows}"
 
 
-def plan(state: ProjectState) -> UndoPlan:
-    """The newest action not undone yet and what undoing it changes. RAT-UNDO-001 when there is none;
-    RAT-UNDO-002 when later changes built on it; RAT-UNDO-003 when what it needs is gone."""
-    entry = state.journal.last_undoable()
+def plan(state: ProjectState, ref: str | None = None) -> UndoPlan:
+    """The newest action not undone yet (with `ref`: on that ref) and what undoing it changes. RAT-UNDO-001 when
+    there is none; RAT-UNDO-002 when later changes built on it; RAT-UNDO-003 when what it needs is gone."""
+    entry = state.journal.last_undoable(ref)
     if entry is None:
-        raise RatuiError("RAT-UNDO-001", "nothing to undo: the journal holds no action that is not undone")
+        where = f" on {ref}" if ref is not None else ""
+        raise RatuiError("RAT-UNDO-001", f"nothing to undo{where}: the journal holds no action{where} that is not "
+                         "undone")
+    return replace(_plan(state, entry), scope=ref)
+
+
+def _plan(state: ProjectState, entry: Entry) -> UndoPlan:
     if entry.kind in REF_KINDS:
         return _plan_ref(state, entry)
     if entry.kind == "delete":
@@ -190,11 +197,11 @@ def apply(state: ProjectState, planned: UndoPlan) -> dict[str, Any]:
     """Do what the plan says, as one recorded action; the plan is checked again first (RAT-UNDO-002/003, or
     RAT-CAT-003 when a table moved meanwhile: nothing changed). Returns what was done."""
     entry = planned.entry
-    fresh = state.journal.last_undoable()
+    fresh = state.journal.last_undoable(planned.scope)
     if fresh is None or fresh.id != entry.id:
         raise RatuiError("RAT-UNDO-003", f"the journal changed since the undo was planned (entry {entry.id}): "
                          "plan it again", details={"entry": entry.id})
-    again = plan(state)  # the ref or the ledger may have moved since the dialog was opened
+    again = plan(state, planned.scope)  # the ref or the ledger may have moved since the dialog was opened
     text = f"undo {entry.kind}: {entry.summary}"
     if entry.kind in REF_KINDS:
         ref = entry.ref

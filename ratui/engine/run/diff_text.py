@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+from decimal import Decimal
 from typing import Any
 
 # how a diff was computed (its `method`; data_diff.py): the two exact ways, and the manifests' file statistics
@@ -21,18 +23,37 @@ def method_text(diff: dict[str, Any]) -> str:
 
 
 def counts_text(diff: dict[str, Any]) -> str:
-    """'+2 added  -1 removed  ~3 changed' (changed left out when not known)."""
-    text = f"+{diff.get('added', 0):,} added  -{diff.get('removed', 0):,} removed"
+    """'+2 added  -1 removed  ~3 changed' (changed left out when not known). Rows compared whole (no key) across a
+    schema change pair up, one removed for each added: '~720 rows changed: added column avg_order_value double'."""
+    added, removed, schema = diff.get("added", 0), diff.get("removed", 0), diff.get("schema_changes") or []
+    if exact(diff) and not diff.get("key") and schema and added and added == removed:
+        return f"~{added:,} rows changed: {'; '.join(schema)}"
+    text = f"+{added:,} added  -{removed:,} removed"
     if diff.get("changed") is not None:
         text += f"  ~{diff['changed']:,} changed"
     return text
 
 
+_NUMBER = re.compile(r"(-?)(\d+)(\.\d+)?")
+
+
+def number_text(value: Any) -> str:
+    """A number as the counts beside it are written, with thousands separators: 14,424,144.75 (a decimal sum comes
+    as its text, '14424144.75'). Anything else as it is."""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, (int, float)):
+        return f"{value:,}"
+    match = _NUMBER.fullmatch(str(value)) if isinstance(value, (str, Decimal)) else None
+    if match is None:
+        return str(value)
+    sign, whole, fraction = match.groups()
+    return f"{sign}{int(whole):,}{fraction or ''}"
+
+
 def _pair(before: Any, after: Any) -> str:
     def one(v: Any) -> str:
-        if v is None:
-            return "-"
-        return f"{v:,}" if isinstance(v, int) else str(v)
+        return "-" if v is None else number_text(v)
     if before is None and after is None:
         return ""
     return one(after) if before == after else f"{one(before)} -> {one(after)}"

@@ -234,7 +234,8 @@ class History:
     def recent_by_pipeline(self, per_pipeline: int = 10,
                            pipelines: list[str] | None = None) -> dict[str, list[dict[str, Any]]]:
         """The last few finished runs of each pipeline (default: every pipeline with a run), newest first (status,
-        duration: the console's tree and sparklines).
+        duration: the console's tree and sparklines; version, ref and error place: whether a failure is still the
+        pipeline's state, and the line it points at).
 
         One statement whatever the number of pipelines: for each pipeline (the given ones, or the distinct ones by
         a skip-scan of the (pipeline, started_at) index: one seek per pipeline, never a scan of the history), its
@@ -250,7 +251,8 @@ class History:
         else:
             keys = "WITH keys(pipeline) AS (SELECT DISTINCT value FROM json_each(?)) "
             params = [json.dumps(list(pipelines)), per_pipeline]
-        sql = (keys + "SELECT r.pipeline, r.id, r.status, r.duration_ms, r.started_at, r.rows_written, r.warnings "
+        sql = (keys + "SELECT r.pipeline, r.id, r.status, r.duration_ms, r.started_at, r.rows_written, r.warnings, "
+               "r.version, r.ref, r.error_code, r.error_file, r.error_line "
                "FROM keys k JOIN runs r ON r.rowid IN (SELECT rowid FROM runs WHERE pipeline = k.pipeline "
                f"AND status IN {RECENT_STATUSES} ORDER BY started_at DESC LIMIT ?) "
                "WHERE k.pipeline IS NOT NULL")

@@ -96,11 +96,13 @@ class Journal:
             rows = conn.execute(f"SELECT * FROM {TABLE} ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
         return [_entry(tuple(r)) for r in rows]
 
-    def last_undoable(self) -> Entry | None:
-        """The newest action not undone yet (undos themselves are not undone: see ops/undo.py)."""
+    def last_undoable(self, ref: str | None = None) -> Entry | None:
+        """The newest action not undone yet (undos themselves are not undone: see ops/undo.py); with `ref`, the
+        newest one on that ref."""
+        on_ref, params = ("AND ref = ? ", (ref,)) if ref is not None else ("", ())
         with self._connect() as conn:
-            row = conn.execute(f"SELECT * FROM {TABLE} WHERE kind <> 'undo' AND undone_by IS NULL "
-                               "ORDER BY id DESC LIMIT 1").fetchone()
+            row = conn.execute(f"SELECT * FROM {TABLE} WHERE kind <> 'undo' AND undone_by IS NULL {on_ref}"
+                               "ORDER BY id DESC LIMIT 1", params).fetchone()
         return _entry(tuple(row)) if row else None
 
     def get(self, entry_id: int) -> Entry | None:

@@ -27,7 +27,8 @@ def test_newest_finished_runs_of_each_pipeline(tmp_path):
     assert [r["id"] for r in recent["ns.silver.p1"]] == ["r15", "r12", "r11"]
     assert recent["ns.silver.p1"][0] == {"pipeline": "ns.silver.p1", "id": "r15", "status": "success",
                                          "duration_ms": 6000, "started_at": "2026-01-06T00:00:00.000Z",
-                                         "rows_written": 5, "warnings": 0}
+                                         "rows_written": 5, "warnings": 0, "version": None, "ref": None,
+                                         "error_code": None, "error_file": None, "error_line": None}  # the tree's
     only = history.recent_by_pipeline(10, ["ns.silver.p2", "ns.gold.none"])
     assert list(only) == ["ns.silver.p2"] and len(only["ns.silver.p2"]) == 4
     assert history.recent_by_pipeline(10, []) == {}

@@ -40,7 +40,11 @@ rootLogger.level = warn
 rootLogger.appenderRef.file.ref = file
 logger.parquet.name = org.apache.parquet
 logger.parquet.level = error
+logger.pools.name = org.apache.spark.scheduler.FairSchedulableBuilder
+logger.pools.level = error
 """
+# (each run's jobs go to a FAIR pool of the run's own, made on first use with the default weight: Spark warns about
+# every such pool it did not read from an allocation file, one line per run that says nothing to a user)
 
 # Static settings ratui starts its own JVM with unless ratui.yaml sets them. Spark compiles each query stage it
 # generates code for and keeps the compiled classes in a cache of 100 by default; a forced run of the ten sample

@@ -3,7 +3,9 @@ running, total) from Spark's status tracker, and they stop when the run ends."""
 
 from __future__ import annotations
 
+import re
 import threading
+from pathlib import Path
 
 from ratui.engine.events import PhaseFinished, PhaseStarted, RunFinished, SparkProgress
 from ratui.engine.facade.engine import Engine
@@ -55,3 +57,14 @@ def test_a_long_build_reports_its_tasks_as_they_finish(spark, tmp_path):
     assert started[-1] not in finished  # inside a running phase
     assert isinstance(events[-1], RunFinished)
     engine.close()
+    # the run's jobs ran in a scheduler pool of its own, made on first use: Spark's log (the Logs screen) says
+    # nothing about it (it used to warn once per run that the pool had no configuration)
+    log = spark_log(spark)
+    assert log.is_file() and "FairSchedulableBuilder" not in log.read_text(errors="replace")
+
+
+def spark_log(spark) -> Path:
+    """The file this process's JVM logs to: named in the log4j2 configuration its Java options point at."""
+    options = spark.sparkContext.getConf().get("spark.driver.extraJavaOptions")
+    config = Path(re.search(r"-Dlog4j2\.configurationFile=file:(\S+)", options).group(1))
+    return Path(re.search(r"appender\.file\.fileName = (.+)", config.read_text()).group(1).strip())

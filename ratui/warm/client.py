@@ -44,7 +44,8 @@ def run_warm(words: list[str], project: str, as_json: bool) -> int | None:
             sock = _connect(place)
             if sock is None:
                 break
-            answer = _hand_over(sock, words, place, fingerprint)
+            reader = Reader(sock)  # one per connection: the exit may come in the same read as the answer
+            answer = _hand_over(sock, reader, words, place, fingerprint)
             if answer is None or "restart" in answer:
                 sock.close()
                 if answer is not None:
@@ -54,7 +55,7 @@ def run_warm(words: list[str], project: str, as_json: bool) -> int | None:
                 sock.close()
                 raise RatuiError("RAT-ENG-002", f"the warm engine refused the command: {answer['refused']}",
                                  file=str(place.socket), hint=_COLD_HINT)
-            return _wait_for_exit(sock, place)
+            return _wait_for_exit(sock, reader, place)
         pid = start_beside(place)
         if pid is not None:
             _say(f"this project's warm engine starts beside this command (pid {pid}; its Spark once the command "
@@ -171,7 +172,8 @@ def _start(place: places.Place, after_pid: int) -> subprocess.Popen:
                                 start_new_session=True, close_fds=True)
 
 
-def _hand_over(sock: socket.socket, words: list[str], place: places.Place, fingerprint: str) -> dict | None:
+def _hand_over(sock: socket.socket, reader: Reader, words: list[str], place: places.Place,
+               fingerprint: str) -> dict | None:
     """Send the command; the engine's answer (None: it went away, or never answered and was ended)."""
     fds, opened = _standard_fds()
     try:
@@ -181,7 +183,7 @@ def _hand_over(sock: socket.socket, words: list[str], place: places.Place, finge
                                  for name in ("stdin", "stdout", "stderr") if getattr(sys, name, None) is not None}},
              fds)
         sock.settimeout(ANSWER_SECONDS)
-        answer, _ = Reader(sock).next()
+        answer, _ = reader.next()
         sock.settimeout(None)
         return answer
     except socket.timeout:
@@ -231,7 +233,7 @@ def _is_engine(pid: int) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------- while it runs
-def _wait_for_exit(sock: socket.socket, place: places.Place) -> int:
+def _wait_for_exit(sock: socket.socket, reader: Reader, place: places.Place) -> int:
     received: list[int] = []
 
     def forward(signum: int, _frame) -> None:
@@ -246,7 +248,6 @@ def _wait_for_exit(sock: socket.socket, place: places.Place) -> int:
 
     previous = {number: signal.signal(number, forward) for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
-        reader = Reader(sock)
         while True:
             try:
                 message, _ = reader.next()

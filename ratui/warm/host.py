@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ratui.warm import place as places, stdio
+from ratui.warm.served import Restart, Served, log
 from ratui.warm.wire import Reader, WireError, send
 
 TICK_SECONDS = 1.0  # how often the engine looks at its idle time and its project
@@ -158,8 +159,6 @@ class Host:
 
     # ------------------------------------------------------------------------------------------ a connection
     def connection(self, conn: socket.socket) -> None:
-        from ratui.warm.served import Served
-
         try:
             pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
                                                                  struct.calcsize("3i")))
@@ -195,6 +194,10 @@ class Host:
             except OSError:
                 pass
         finally:
+            try:  # wakes the command's signal listener, blocked reading this socket, and tells the client
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
             conn.close()
 
     def why_not(self, message: dict, fds: list[int]) -> dict | None:
@@ -302,11 +305,6 @@ class Host:
             log(f"Spark did not start ahead: {exc}")
 
 
-class Restart(BaseException):
-    """The engine cannot run this command as it is now: the client starts a fresh one (a BaseException: no
-    command's own `except Exception` may take it for a failure)."""
-
-
 def _refused(text: str) -> Exception:
     from ratui.engine.errors import RatuiError
 
@@ -342,10 +340,6 @@ def _rss() -> int | None:
         return psutil.Process().memory_info().rss
     except Exception:
         return None
-
-
-def log(text: str) -> None:
-    print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {text}", file=sys.__stderr__, flush=True)
 
 
 def main(argv: list[str]) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 import signal
 import socket
 import threading
@@ -47,8 +48,6 @@ class Served:
             host.in_flight[number] = self
             host.last_active = time.monotonic()
         answer: dict = {"exit": 1}
-        from ratui.warm.host import log
-
         log(f"command {number}: ratui {' '.join(self.argv)} (client pid {self.client_pid})")
         try:
             send(self.conn, {"accepted": {"pid": os.getpid(), "since": host.since, "commands": number}})
@@ -68,7 +67,6 @@ class Served:
 
     def run(self) -> dict:
         from ratui.cli.main import execute, parse
-        from ratui.warm.host import Restart
 
         try:
             args = parse(self.argv)
@@ -130,3 +128,12 @@ def _open(fd: int, mode: str, encoding: Any, stderr: bool = False):
     # a terminal and stderr are line-buffered, a pipe or a file block-buffered: as Python's own standard streams
     return open(fd, mode, buffering=1 if (tty or stderr) and mode == "w" else -1,  # noqa: SIM115 - Streams.close
                 encoding=name, errors=errors, closefd=True)
+
+
+class Restart(BaseException):
+    """The engine cannot run this command as it is now: the client starts a fresh one (a BaseException: no
+    command's own `except Exception` may take it for a failure)."""
+
+
+def log(text: str) -> None:
+    print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {text}", file=sys.__stderr__, flush=True)

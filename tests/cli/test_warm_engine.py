@@ -206,7 +206,8 @@ def test_another_user_is_refused(warm):
         os.chmod(socket_file, 0o666)
         ask = ("import socket, os, sys, json, struct; os.setgid(65534); os.setuid(65534);"
                " s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]);"
-               " body = json.dumps({'status': True}).encode(); s.sendall(struct.pack('>I', len(body)) + body); print(s.recv(65536)[4:].decode())")
+               " body = json.dumps({'status': True}).encode();"
+               " s.sendall(struct.pack('>I', len(body)) + body); print(s.recv(65536)[4:].decode())")
         refused = subprocess.run([sys.executable, "-c", ask, str(socket_file)], capture_output=True, text=True)
         assert "refused" in refused.stdout and "uid 65534" in refused.stdout, refused.stderr
         assert '"pid"' not in refused.stdout  # nothing about the engine is told
@@ -222,3 +223,29 @@ def test_warm_false_in_ratui_yaml_starts_no_engine(warm):
     assert out.returncode == 0, out.stderr
     assert "warm engine" not in out.stderr
     assert warm.status() is None and not engine_pids(warm.engines)
+
+
+def test_ratui_yaml_edited_between_commands(warm):
+    assert warm.ratui("run").returncode == 0
+    engine = warm.ready()
+    settings = warm.root / "ratui.yaml"
+    settings.write_text(settings.read_text() + "run:\n  threads: 2\n")  # not Spark's: read again, same engine
+    out = warm.ratui("run", "--force", "--json")
+    assert out.returncode == 0, out.stderr
+    assert warm.status()["pid"] == engine["pid"] and "replaced" not in out.stderr
+    settings.write_text(settings.read_text().replace("spark.sql.shuffle.partitions: 2",
+                                                     "spark.sql.shuffle.partitions: 3"))
+    out = warm.ratui("run", "bronze.numbers", "--force")
+    assert out.returncode == 0, out.stderr
+    assert "replaced: ratui.yaml's Spark settings changed" in out.stderr
+    wait_for(lambda: engine["pid"] not in engine_pids(warm.engines), "the engine of the old settings gone")
+
+
+def test_an_engine_whose_project_is_gone_stops(warm):
+    assert warm.ratui("run").returncode == 0
+    engine = warm.ready()
+    import shutil
+
+    shutil.rmtree(warm.root)
+    wait_for(lambda: engine["pid"] not in engine_pids(warm.engines), "the engine of a deleted project gone")
+    assert not list(warm.engines.glob("*.sock"))

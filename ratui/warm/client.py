@@ -55,7 +55,9 @@ def run_warm(words: list[str], project: str, as_json: bool) -> int | None:
                 sock.close()
                 raise RatuiError("RAT-ENG-002", f"the warm engine refused the command: {answer['refused']}",
                                  file=str(place.socket), hint=_COLD_HINT)
-            return _wait_for_exit(sock, reader, place)
+            code = _wait_for_exit(sock, reader, place)
+            if code is not None:
+                return code  # else the engine could not run it as it is now: a fresh one takes it
         pid = start_beside(place)
         if pid is not None:
             _say(f"this project's warm engine starts beside this command (pid {pid}; its Spark once the command "
@@ -233,7 +235,8 @@ def _is_engine(pid: int) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------- while it runs
-def _wait_for_exit(sock: socket.socket, reader: Reader, place: places.Place) -> int:
+def _wait_for_exit(sock: socket.socket, reader: Reader, place: places.Place) -> int | None:
+    """The command's exit code; None when the engine answered that a fresh engine must run it (said here)."""
     received: list[int] = []
 
     def forward(signum: int, _frame) -> None:
@@ -259,6 +262,9 @@ def _wait_for_exit(sock: socket.socket, reader: Reader, place: places.Place) -> 
                                  "main is unchanged. `ratui engine logs` shows what it said last.")
             if "exit" in message:
                 return int(message["exit"])
+            if "restart" in message:
+                _say(f"this project's warm engine is replaced: {message['restart']}")
+                return None
     except RatuiError as exc:
         print(exc.render(), file=sys.stderr)
         return 1

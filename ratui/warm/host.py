@@ -42,6 +42,7 @@ class Host:
         self.served_count = 0
         self.last_active = time.monotonic()
         self.listener: socket.socket | None = None
+        self.socket_inode: int | None = None
         self.alive_lock: int | None = None
         self.retired: str | None = None  # why no new command is taken
         self.stopping = threading.Event()
@@ -72,6 +73,7 @@ class Host:
         listener.settimeout(TICK_SECONDS)
         self.write_info()  # before the socket: whoever connects can read what it reached
         os.replace(temporary, self.place.socket)  # a stale socket of a dead engine is replaced at once
+        self.socket_inode = os.stat(self.place.socket).st_ino  # ours, until another engine replaces it
         self.listener = listener
 
     def write_info(self) -> None:
@@ -130,7 +132,7 @@ class Host:
         listener, self.listener = self.listener, None
         if listener is not None:
             try:
-                if _socket_is(self.place.socket, listener):
+                if _inode(self.place.socket) == self.socket_inode:
                     self.place.socket.unlink(missing_ok=True)
             finally:
                 listener.close()
@@ -235,7 +237,9 @@ class Host:
 
         from ratui.engine.facade.engine import Engine
         from ratui.engine.project.settings import load_settings
+        from ratui.engine.spark import jit
 
+        jit.lives_long()  # a command before the warm-up: its Spark is the engine's, for many commands
         if root != self.place.project:
             raise _refused(f"this warm engine serves {self.place.project}, not {root}")
         digest = hashlib.sha256((root / "ratui.yaml").read_bytes()).hexdigest()
@@ -284,12 +288,12 @@ class Host:
     def warm_up(self, after_pid: int) -> None:
         """Spark starts once the command that started the engine has ended (`after_pid`; 0: at once), and does a
         little work so that the next command finds its code compiled."""
+        while after_pid and _pid_alive(after_pid) and not self.stopping.is_set():
+            time.sleep(0.1)  # its imports too: the command's own process has the machine to itself
         from ratui.engine.project.settings import load_settings
         from ratui.engine.spark import jit, session as spark_session
 
         jit.lives_long()
-        while after_pid and _pid_alive(after_pid) and not self.stopping.is_set():
-            time.sleep(0.1)
         try:
             settings = load_settings(self.place.project)
         except Exception as exc:  # the project's errors are the first command's to report
@@ -326,11 +330,11 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
-def _socket_is(path: Path, listener: socket.socket) -> bool:
+def _inode(path: Path) -> int | None:
     try:
-        return os.stat(path).st_ino == os.fstat(listener.fileno()).st_ino
+        return os.stat(path).st_ino
     except OSError:
-        return False
+        return None
 
 
 def _rss() -> int | None:

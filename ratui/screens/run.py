@@ -262,10 +262,18 @@ class RunScreen(ConsoleScreen):
         if run.started_at:
             text.append("started ", style="dim")
             text.append(fmt_time(run.started_at))
-        if run.reason:
+        if run.status == "skipped":
+            if run.reason:
+                text.append("\nskipped: ", style="dim")
+                text.append(run.reason, style="yellow" if run.outcome == "upstream" else "")
+        elif run.reason or run.run_type:  # what the run does (vocabulary.RUN_TYPES), and why it ran
             text.append("\n")
-            text.append("skipped: " if run.status == "skipped" else "why ", style="dim")
-            text.append(run.reason, style="yellow" if run.outcome == "upstream" else "")
+            if run.run_type:
+                text.append("type ", style="dim")
+                text.append(f"{run.run_type}   ")
+            if run.reason:
+                text.append("why ", style="dim")
+                text.append(run.reason)
         return text
 
     def write_logs(self) -> None:

@@ -104,8 +104,9 @@ def test_run_detail_has_no_blank_lines_above_the_phases(detailed):
             await settle(pilot)
             app.open_run(SUCCESS_RUN)
             await settle(pilot)
-            head_end = row_of(app, "rows written")
-            assert head_end == 3, screen_text(app)  # the tabs, the pipeline, run/strategy/trigger, rows and time
+            assert row_of(app, "rows written") == 3, screen_text(app)  # the tabs, the pipeline, run/strategy/trigger
+            head_end = row_of(app, "type full")  # what the run did and why it ran
+            assert head_end == 4, screen_text(app)
             assert row_of(app, "Phases") == head_end + 1, screen_text(app)
 
     run(go())

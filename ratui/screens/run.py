@@ -240,11 +240,11 @@ class RunScreen(ConsoleScreen):
             total = len(batch.keys) if batch else len(runs)
             text.append(f"   batch {len(runs)}/{total}" + (" · following" if self.follow else ""), style="dim")
         text.append("\n")
-        # below the breakpoint a run's own branch (run-ID) goes unsaid: the run's id is beside it
+        # below the breakpoint a run on its own branch says the branch alone: its name (run-ID) holds the run's id,
+        # and the line keeps strategy and trigger within 80 columns
         own_branch = run.branch == f"run-{run.run_id}" and is_narrow(self.app.size.width)
         fields = [
-            ("run", run.run_id),
-            *([] if own_branch else [("branch", run.branch or "-")]),
+            *([("branch", run.branch)] if own_branch else [("run", run.run_id), ("branch", run.branch or "-")]),
             *([("into", run.ref)] if run.ref != "main" else []),
             ("strategy", run.strategy or "-"),
             ("trigger", run.trigger or "-"),

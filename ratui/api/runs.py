@@ -51,7 +51,7 @@ class PipelineRun:
     status: str  # success | failed | cancelled | skipped
     ref: str  # the branch it merged (or was to merge) into
     merged: bool  # its data landed on `ref`
-    run_type: str | None  # skip | backfill | incremental | full
+    run_type: str | None  # skip | rebuild | incremental | full
     reason: str | None
     strategy: str | None
     rows_written: int

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable
 
 from ratui.engine.events import (
-    Event, LogLine, PhaseFinished, PhaseStarted, QualityResultEvent, RunFinished, RunIsolated, RunQueued, RunStarted,
-    SparkProgress, StagingProgress,
+    Event, LogLine, PhaseFinished, PhaseStarted, QualityResultEvent, RunDecided, RunFinished, RunIsolated, RunQueued,
+    RunStarted, SparkProgress, StagingProgress,
 )
 from ratui.console.format import outcome
 from ratui.engine.vocabulary import FINAL, PHASES
@@ -56,7 +56,7 @@ class LiveRun:
     started_at: str | None = None  # ISO text, from history
     batch: str | None = None
     reason: str | None = None  # why it ran or was skipped
-    run_type: str | None = None  # incremental | full | backfill | skip ...
+    run_type: str | None = None  # skip | rebuild | incremental | full (vocabulary.RUN_TYPES)
     isolation: str | None = None  # a Python pipeline's, as applied (isolation/levels.py)
     live: bool = True  # False: built from a history record
     phases: dict[str, PhaseState] = field(default_factory=lambda: {p: PhaseState(p) for p in PHASES})
@@ -109,6 +109,8 @@ class LiveRun:
                 self.status = "running"
         elif isinstance(event, SparkProgress):
             self.spark = event if event.jobs_running and not self.finished else None
+        elif isinstance(event, RunDecided):
+            self.run_type, self.reason = event.run_type, event.reason
         elif isinstance(event, RunIsolated):
             self.isolation = event.isolation
         elif isinstance(event, StagingProgress):

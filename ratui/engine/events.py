@@ -71,6 +71,14 @@ class LogLine(Event):
 
 
 @dataclass(frozen=True)
+class RunDecided(Event):
+    """Change detection sent the run: what it does (vocabulary.RUN_TYPES) and why (run/changes.py)."""
+    pipeline: str
+    run_type: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class RunIsolated(Event):
     """How a Python pipeline's run(ctx) was kept from the machine (isolation/levels.py): "confined: landlock-abi7
     + seccomp", "process", "none (asked confined: ...)"."""

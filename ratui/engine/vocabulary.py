@@ -31,7 +31,7 @@ ACTIVE = ("pending", "running")  # a run not finished yet
 FINAL = ("success", "failed", "cancelled", "skipped")  # a run that ended, one way or another
 OUTCOMES = ("success", "warned", "failed", "cancelled", "skipped")  # what a person is told: warned = success + warnings
 
-RUN_TYPES = ("skip", "backfill", "incremental", "full")  # change detection's decision (run/changes.py)
+RUN_TYPES = ("skip", "rebuild", "incremental", "full")  # change detection's decision (run/changes.py)
 TRIGGERS = ("cli", "console", "watch", "reaper", "api")  # api: the Python API (ratui.open)
 
 PHASES = ("branch", "config", "build", "write", "quality", "resolve")

@@ -240,11 +240,11 @@ class RunScreen(ConsoleScreen):
             total = len(batch.keys) if batch else len(runs)
             text.append(f"   batch {len(runs)}/{total}" + (" · following" if self.follow else ""), style="dim")
         text.append("\n")
-        # below the breakpoint a run's own branch (run-ID) goes unsaid: the run's id is beside it
+        # below the breakpoint a run on its own branch says the branch alone: its name (run-ID) holds the run's id,
+        # and the line keeps strategy and trigger within 80 columns
         own_branch = run.branch == f"run-{run.run_id}" and is_narrow(self.app.size.width)
         fields = [
-            ("run", run.run_id),
-            *([] if own_branch else [("branch", run.branch or "-")]),
+            *([("branch", run.branch)] if own_branch else [("run", run.run_id), ("branch", run.branch or "-")]),
             *([("into", run.ref)] if run.ref != "main" else []),
             ("strategy", run.strategy or "-"),
             ("trigger", run.trigger or "-"),
@@ -262,10 +262,18 @@ class RunScreen(ConsoleScreen):
         if run.started_at:
             text.append("started ", style="dim")
             text.append(fmt_time(run.started_at))
-        if run.reason:
+        if run.status == "skipped":
+            if run.reason:
+                text.append("\nskipped: ", style="dim")
+                text.append(run.reason, style="yellow" if run.outcome == "upstream" else "")
+        elif run.reason or run.run_type:  # what the run does (vocabulary.RUN_TYPES), and why it ran
             text.append("\n")
-            text.append("skipped: " if run.status == "skipped" else "why ", style="dim")
-            text.append(run.reason, style="yellow" if run.outcome == "upstream" else "")
+            if run.run_type:
+                text.append("type ", style="dim")
+                text.append(f"{run.run_type}   ")
+            if run.reason:
+                text.append("why ", style="dim")
+                text.append(run.reason)
         return text
 
     def write_logs(self) -> None:

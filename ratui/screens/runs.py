@@ -20,9 +20,10 @@ from ratui.screens.table_screen import TableScreen
 from ratui.screens.undo import UndoKeys, undo_binding
 
 PAGE_SIZE = 100
-# the ref beside the status; the trigger after the start time (at 120 columns the start time stays whole)
+# the ref beside the status, then what the run did (its run type); the pipeline's strategy and the trigger after the
+# start time (at 120 columns the start time stays whole, "incremental" in TYPE too)
 COLUMNS = (("run", "RUN"), ("pipeline", "PIPELINE"), ("status", "STATUS"), ("ref", "REF"), ("type", "TYPE"),
-           ("strategy", "STRATEGY"), ("rows", "ROWS"), ("time", "TIME"), ("started", "STARTED (UTC)"),
+           ("rows", "ROWS"), ("time", "TIME"), ("started", "STARTED (UTC)"), ("strategy", "STRATEGY"),
            ("trigger", "TRIGGER"), ("error", "ERROR"), ("reason", "REASON"))
 
 
@@ -97,10 +98,11 @@ class RunsScreen(UndoKeys, TableScreen):
         self.page = data.page
         self.refill((row["id"], [
             self.run_cell(row["id"]), short_key(row["pipeline"], self.namespace), status_cell(row),
-            ref_cell(row.get("ref") or MAIN), row.get("run_type") or "-", row.get("strategy") or "-",
+            ref_cell(row.get("ref") or MAIN), row.get("run_type") or "-",
             Text(fmt_count(row.get("rows_written")), justify="right"),
             Text(fmt_ms(row.get("duration_ms")), justify="right"),
-            fmt_time(row.get("started_at") or row.get("queued_at")), row.get("trigger") or "-",
+            fmt_time(row.get("started_at") or row.get("queued_at")), row.get("strategy") or "-",
+            row.get("trigger") or "-",
             Text(row.get("error_code") or "", style="red"),
             Text(row.get("reason") or "", style="dim"),
         ]) for row in data.rows)

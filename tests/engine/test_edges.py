@@ -397,6 +397,49 @@ def test_a_reset_file_is_loaded_again_not_skipped_as_unchanged(make_project, spa
     assert [r["id"] for r in rows_on_main(engine, "demo.bronze.events")] == [1, 1]
 
 
+def test_an_empty_batch_has_the_columns_the_table_records_and_reads_no_file_for_them(make_project, spark):
+    """Nothing new in a zone: the run's empty batch has the zone's columns as the table's snapshot recorded them
+    when a run last read its rows (landing_facts.py), so no file is read for them, not even when the files read are
+    gone (the reaper's retention); a zone's columns are recorded again only when they change."""
+    from ratui.engine.state import landing_facts
+
+    root = make_project({
+        "demo/pipelines/bronze/events/pipeline.sql": NEW_FILES.replace("SELECT *", "SELECT id, at, geo.lat AS lat"),
+        "demo/landing/events/a.jsonl": '{"id": 1, "at": "2025-01-02", "geo": {"lat": 1.5}}\n',
+    })
+    engine = Engine.open(root)
+    first = run_one(engine, "demo.bronze.events")
+    assert first.status == "success", first.error
+
+    def recorded() -> list[dict]:
+        table = engine.state.catalog.load_table("main", "demo.bronze.events")
+        return [landing_facts.recorded_columns(table, ["events"])["events"].__dict__,
+                *[snapshot.summary.additional_properties.get(landing_facts.COLUMNS_PROPERTY)
+                  for snapshot in table.metadata.snapshots]]
+
+    (root / "demo/landing/events/b.jsonl").write_text('{"id": 2, "at": "2025-01-03", "geo": {"lat": 2.5}}\n')
+    assert run_one(engine, "demo.bronze.events").status == "success"
+    columns, *properties = recorded()
+    assert columns["run_id"] == first.run_id  # the second run read the same columns: recorded once
+    assert [p is not None for p in properties] == [True, False]
+    assert [(f["name"], f["type"] if isinstance(f["type"], str) else "struct") for f in columns["schema"]["fields"]] \
+        == [("at", "string"), ("geo", "struct"), ("id", "long")]
+    before = main_fingerprint(root)
+    for gone in (False, True):
+        if gone:
+            for archived in (root / "demo/landing/events/_processed").rglob("*.jsonl"):
+                archived.unlink()
+        result = run_one(engine, "demo.bronze.events", force=True)
+        assert (result.status, result.rows_written, result.notes) == (
+            "success", 0, ["the batch was empty: nothing appended"]), result.error
+        logs = [line["message"] for line in engine.state.history.get_run(result.run_id)["logs"]]
+        assert any(f"no file is new: its columns are those Spark read by run {first.run_id} at " in m
+                   and m.endswith("as the table records them; no file read for them") for m in logs), logs
+        assert any(m.startswith("result: 0 rows, 3 columns") for m in logs), logs
+        assert main_fingerprint(root) == before
+    assert recorded()[0] == columns
+
+
 # ---------------------------------------------------------------------------------------------------- paths
 
 

@@ -33,6 +33,15 @@ PLAN = {
 PHASE_SPLIT = (("branch", 0.02), ("config", 0.01), ("build", 0.55), ("write", 0.25), ("quality", 0.15),
                ("resolve", 0.02))
 
+# why each pipeline's runs after its first ran (its first is a rebuild: "first run")
+WHY = {
+    "bronze.raw_customers": "landing files changed: customers",
+    "bronze.raw_events": "landing files changed: events",
+    "bronze.raw_orders": "landing files changed: orders",
+    "silver.clean_customers": "upstream changed: bronze.raw_customers",
+    "silver.clean_orders": "upstream changed: bronze.raw_orders",
+}
+
 FAILED_RUN = "260301110000cafe01"  # silver.clean_orders, quality gate failed
 SUCCESS_RUN = "260301103000beef01"  # bronze.raw_customers, the newest success
 
@@ -60,9 +69,11 @@ def seed_history(root: Path, bulk: int = 0) -> dict[str, str]:
             minute += 7
             started = base + timedelta(minutes=minute)
             run_id = started.strftime("%y%m%d%H%M%S") + f"{minute:04x}{index:02d}"
+            run_type = "rebuild" if index == 0 else "full" if strategy == "full_refresh" else "incremental"
             row = {
                 "id": run_id, "pipeline": f"{NS}.{short}", "status": status, "trigger": "cli",
-                "strategy": strategy, "queued_at": _iso(started), "started_at": _iso(started),
+                "strategy": strategy, "run_type": run_type, "reason": WHY[short] if index else "first run",
+                "queued_at": _iso(started), "started_at": _iso(started),
                 "finished_at": _iso(started + timedelta(milliseconds=duration)), "duration_ms": duration,
                 "rows_written": written, "warnings": 0, "branch": f"run-{run_id}",
                 "phases": json.dumps(_phases(status, duration)),
@@ -78,14 +89,16 @@ def seed_history(root: Path, bulk: int = 0) -> dict[str, str]:
     started = datetime(2026, 3, 1, 10, 30, 0, tzinfo=timezone.utc)
     rows.append({
         "id": SUCCESS_RUN, "pipeline": f"{NS}.bronze.raw_customers", "status": "success", "trigger": "console",
-        "strategy": "full_refresh", "queued_at": _iso(started), "started_at": _iso(started),
+        "strategy": "full_refresh", "run_type": "full", "reason": WHY["bronze.raw_customers"],
+        "queued_at": _iso(started), "started_at": _iso(started),
         "finished_at": _iso(started + timedelta(milliseconds=4321)), "duration_ms": 4321, "rows_written": 5000,
         "warnings": 1, "branch": f"run-{SUCCESS_RUN}", "phases": json.dumps(_phases("success", 4321)),
     })
     started = datetime(2026, 3, 1, 11, 0, 0, tzinfo=timezone.utc)
     rows.append({
         "id": FAILED_RUN, "pipeline": f"{NS}.silver.clean_orders", "status": "failed", "trigger": "console",
-        "strategy": "incremental", "queued_at": _iso(started), "started_at": _iso(started),
+        "strategy": "incremental", "run_type": "incremental", "reason": WHY["silver.clean_orders"],
+        "queued_at": _iso(started), "started_at": _iso(started),
         "finished_at": _iso(started + timedelta(milliseconds=8765)), "duration_ms": 8765, "rows_written": 0,
         "warnings": 1, "branch": f"run-{FAILED_RUN}", "phases": json.dumps(_phases("failed", 8765)),
         "error_code": "RAT-RUN-003",

@@ -227,6 +227,7 @@ def test_skips_say_why_forced_runs_run_anyway_and_a_batch_counts_each_outcome(sp
 
             first = await run_key("r")
             assert first.status == "success", screen_text(app)
+            assert first.live and "type rebuild why first run" in flat(screen_text(app))  # told as it ran
             assert "compiled SQL" not in screen_text(app)
             await pilot.press("v")  # the debug lines of a run of this session: its compiled SQL
             await settle(pilot)
@@ -248,6 +249,7 @@ def test_skips_say_why_forced_runs_run_anyway_and_a_batch_counts_each_outcome(sp
             assert forced.status == "success", screen_text(app)
             record = app.controller.engine.state.history.get_run(forced.run_id)
             assert record["reason"].startswith("forced") and record["trigger"] == "console"
+            assert f"type full why forced (unchanged since run {first.run_id})" in flat(screen_text(app))
 
             # a batch counts each outcome apart: unchanged is not "did not succeed"
             await pilot.press("1")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from ratui.console import screen_specs
 from ratui.engine.run.record import RunRecord
 from ratui.engine.state.history import History
 
@@ -104,9 +105,30 @@ def test_run_detail_has_no_blank_lines_above_the_phases(detailed):
             await settle(pilot)
             app.open_run(SUCCESS_RUN)
             await settle(pilot)
-            head_end = row_of(app, "rows written")
-            assert head_end == 3, screen_text(app)  # the tabs, the pipeline, run/strategy/trigger, rows and time
+            assert row_of(app, "rows written") == 3, screen_text(app)  # the tabs, the pipeline, run/strategy/trigger
+            head_end = row_of(app, "type full")  # what the run did and why it ran
+            assert head_end == 4, screen_text(app)
             assert row_of(app, "Phases") == head_end + 1, screen_text(app)
+
+    run(go())
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "large"])
+def test_run_detail_head_names_the_branch_with_the_tab_titles_whole(detailed, size):
+    """The branch a run wrote on is in Run detail's head at every size, on one line with its strategy and trigger
+    (at 80 columns the branch's name, run-ID, stands for the run's id too), and the tab bar keeps every title."""
+    app = make_app(detailed)
+
+    async def go():
+        async with app.run_test(size=size) as pilot:
+            await settle(pilot)
+            app.open_run(SUCCESS_RUN)
+            await settle(pilot)
+            head = lines(app)[row_of(app, "strategy full_refresh")]
+            assert f"branch run-{SUCCESS_RUN}" in head and "trigger console" in head, screen_text(app)
+            assert (f"run {SUCCESS_RUN}" in head) is (size == LARGE)  # beside the branch where there is room
+            tabs = lines(app)[0]
+            assert all(spec.title in tabs for spec in screen_specs.SCREENS), tabs
 
     run(go())
 

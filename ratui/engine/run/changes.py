@@ -1,11 +1,16 @@
 """Change detection: before a run, decide whether a pipeline needs to run at all, and say why.
 
     skip         definition and inputs unchanged since its last successful run
-    backfill     first run, its table is missing on main, or its definition changed (SQL/Python, config.yaml,
-                 annotations, quality tests)
-    incremental  an upstream table has new snapshots, or its landing files changed, and the strategy
-                 works on increments (incremental, append_only, ...)
+    rebuild      first run, or its table is missing on the ref: the table is built from its whole input
+    incremental  an upstream table has new snapshots, its landing files changed, or its definition changed
+                 (SQL/Python, config.yaml, annotations, quality tests), and the strategy works on increments
+                 (incremental, append_only, ...): the run takes in what is new, with the new definition; the rows
+                 already in the table stay as they are
     full         the same, for a full_refresh pipeline (it recomputes everything)
+
+The run type says what the run does; the reason says why it runs. A definition that changed is a reason, not a
+kind of run: what the run does then is its strategy's ordinary run (`full_refresh` recomputes the table;
+`--full-refresh` makes any pipeline do so).
 
 The inputs a run read (upstream tables' metadata locations at its fork point, landing files with size and
 mtime) and its definition's hashes are stored with the run, so the next decision compares like with like.
@@ -41,7 +46,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Decision:
     key: str
-    run_type: str  # skip | backfill | incremental | full
+    run_type: str  # skip | rebuild | incremental | full (vocabulary.RUN_TYPES)
     reason: str
 
     @property
@@ -116,15 +121,20 @@ def _changed_files(old: dict[str, str], new: dict[str, str]) -> list[str]:
     return sorted(name for name in set(old) | set(new) if old.get(name) != new.get(name))
 
 
+def strategy_run_type(pipeline: Pipeline) -> str:
+    """The run type of a run on a table that exists: `full` for a full_refresh pipeline, else `incremental`."""
+    strategy = pipeline.config.merge_strategy if pipeline.config else "full_refresh"
+    return "full" if strategy == "full_refresh" else "incremental"
+
+
 def decide(state: ProjectState, pipeline: Pipeline, *, force: bool = False, ref: str = MAIN,
            inputs: DecisionInputs | None = None) -> Decision:
     """`inputs`: what an earlier decision on the same ref already read (an invocation's pre-pass), else read now."""
     key = pipeline.key
-    strategy = pipeline.config.merge_strategy if pipeline.config else "full_refresh"
-    on_change = "full" if strategy == "full_refresh" else "incremental"
-    decision = _compare_with_last_success(state, pipeline, on_change, ref, inputs or DecisionInputs(state, ref))
+    decision = _compare_with_last_success(state, pipeline, strategy_run_type(pipeline), ref,
+                                          inputs or DecisionInputs(state, ref))
     if force and not decision.runs:
-        return Decision(key, on_change, f"forced ({decision.reason})")
+        return Decision(key, strategy_run_type(pipeline), f"forced ({decision.reason})")
     return decision
 
 
@@ -160,13 +170,15 @@ def _compare_with_last_success(state: ProjectState, pipeline: Pipeline, on_chang
     key = pipeline.key
     last = inputs.last_success(key)
     if last is None or not last.get("fingerprint"):
-        return Decision(key, "backfill", "first run" if ref == MAIN else f"first run on {ref}")
+        return Decision(key, "rebuild", "first run" if ref == MAIN else f"first run on {ref}")
     pointers = inputs.pointers()
     if key not in pointers:
-        return Decision(key, "backfill", f"its table is missing on {ref}")
+        return Decision(key, "rebuild", f"its table is missing on {ref}")
     changed = _changed_files(json.loads(last["fingerprint"]), definition_hashes(pipeline))
     if changed:
-        return Decision(key, "backfill", f"definition changed: {', '.join(changed)}")
+        # the strategy's ordinary run with the new definition: an incremental one takes in what is new (its
+        # is_incremental() is true, its watermark read), the rows already written stay as the old one made them
+        return Decision(key, on_change, f"definition changed: {', '.join(changed)}")
     read = json.loads(last.get("inputs") or "{}")
     moved = [ref for ref in pipeline.refs if read.get("tables", {}).get(ref) != pointers.get(ref)]
     if moved:
@@ -208,7 +220,7 @@ class Decider:
         if full_refresh:
             return Decision(pipeline.key, "full", "--full-refresh: rebuild from scratch")
         if not pipeline.ok:
-            return Decision(pipeline.key, "backfill", "definition has errors")  # the run reports them
+            return Decision(pipeline.key, strategy_run_type(pipeline), "definition has errors")  # the run reports them
         return decide(self._state, pipeline, force=force, ref=ref)  # reads the ref for this one decision
 
     def unchanged(self, compiled: CompiledProject, keys: list[str], *, ref: str = MAIN) -> dict[str, Decision]:

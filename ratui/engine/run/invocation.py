@@ -38,9 +38,9 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, Callable, Protocol
 
 from ratui.engine.errors import RatuiError
-from ratui.engine.events import LogLine, RunFinished, RunQueued
+from ratui.engine.events import LogLine, RunDecided, RunFinished, RunQueued
 from ratui.engine.project.compiler import CompiledProject
-from ratui.engine.run.changes import Decision
+from ratui.engine.run.changes import Decision, strategy_run_type
 from ratui.engine.run.parts import RunParts
 from ratui.engine.run.results import PublishOutcome, RunResult, new_run_id
 from ratui.engine.vocabulary import MAIN, now_iso
@@ -288,7 +288,7 @@ class Invocation:
         try:
             decision = parts.decider.decide(pipeline, force=self.force, full_refresh=self.full_refresh, ref=self.ref)
         except Exception as exc:  # deciding reads files and SQLite: never lose the run over it
-            decision = Decision(key, "backfill", f"change detection failed ({exc}); running")
+            decision = Decision(key, strategy_run_type(pipeline), f"change detection failed ({exc}); running")
         if not decision.runs:
             return self._skip(key, decision.reason, None)
         run_id = self._queued.pop(key, None) or self._queue(key)
@@ -296,6 +296,7 @@ class Invocation:
             self.in_flight.append(run_id)
         try:
             parts.record.update(run_id, run_type=decision.run_type, reason=decision.reason)
+            parts.bus.emit(RunDecided(run_id, key, decision.run_type, decision.reason))
             if self._cancelled.is_set():
                 parts.in_flight.cancel_here(run_id)  # cancelled between its queueing and its start: it stops at once
             control = parts.in_flight.begin(run_id)

@@ -2,13 +2,16 @@
 
 `ref('layer.name')` and `{{ this }}` become views over the table's data files on the run's branch; a landing
 zone becomes a view over the files the ledger says this run must read (landing/reader.py does the reading).
-The sources remember which landing files were read (they become loaded when the run merges) and the zone's
-files as they were (change detection compares them next time). A retry of the run starts new sources.
+The sources remember which landing files were read (they become loaded when the run merges), the zone's
+files as they were (change detection compares them next time) and each zone's columns as Spark read them (the
+table's snapshot records them: a later run with nothing new to read takes them from there, reading no file). A
+retry of the run starts new sources.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -30,6 +33,10 @@ from ratui.engine.run.scope import Log
 from ratui.engine.state.project_state import ProjectState
 from ratui.engine.storage.staging import RemoteStaging
 from ratui.engine.vocabulary import MAIN, format_bytes
+
+NO_RECORDED_COLUMNS = ("no file is new and the table records none of the zone's columns: Spark reads them from the "
+                       "newest loaded file, none of its rows")
+
 
 @dataclass(frozen=True)
 class ZoneSelection:
@@ -74,6 +81,8 @@ class RunSources:
         # the landing files this run reads, as it found them before reading
         self.read_entries: list[tuple[Zone, list[ZoneEntry]]] = []
         self.fork_snapshot: int | None = None  # the table's current snapshot when the branch was made
+        self.zone_columns: dict[str, dict] = {}  # each zone's columns as its view has them (StructType JSON)
+        self._recorded: dict[str, landing_facts.ZoneColumns] | None = None
 
     def learn_landing(self) -> None:
         """Before any zone is read: take in the landing facts this pipeline's table carries on the run's branch
@@ -94,8 +103,25 @@ class RunSources:
             self.log.note(learned_note(learned, self.target, rebuild=self.strategy == "full_refresh"))
 
     def landing_summary(self) -> dict[str, str]:
-        """The snapshot-summary property naming the landing files this run read (landing_facts.py)."""
-        return landing_facts.summary(self.state.ledger.identities(self.consumed))
+        """The snapshot-summary properties naming the landing files this run read and, for each zone whose columns
+        the table does not record as they are now (or all of them when the run rebuilds the table), its columns
+        (landing_facts.py)."""
+        recorded = self.recorded_columns()
+        rebuild = self.strategy == "full_refresh"
+        columns = {zone: schema for zone, schema in self.zone_columns.items()
+                   if rebuild or zone not in recorded or recorded[zone].schema != schema}
+        return {**landing_facts.summary(self.state.ledger.identities(self.consumed)),
+                **landing_facts.columns_summary(columns)}
+
+    def recorded_columns(self) -> dict[str, landing_facts.ZoneColumns]:
+        """The columns of this pipeline's zones as its table on the run's branch records them (read once)."""
+        if self._recorded is None:
+            catalog = self.state.catalog
+            self._recorded = {}
+            if self.pipeline.zones and catalog.table_exists(self.branch, self.key):
+                self._recorded = landing_facts.recorded_columns(catalog.load_table(self.branch, self.key),
+                                                                self.pipeline.zones)
+        return self._recorded
 
     def written_snapshots(self) -> list[int]:
         """The snapshots of this pipeline's table on the branch since the branch was made (this run's writes): the
@@ -173,17 +199,49 @@ class RunSources:
             fmt = zone_format(zone_name, [e.name for e in chosen], zone.url, zone.where)  # before any download
             df = self._read_zone(zone, fmt, self._stage(zone, chosen))
         if df is None:
-            # nothing to read (or only empty files): an empty batch with the zone's columns, taken from the
-            # newest non-empty file the ledger knows
-            known = zone.lookup(e.file for e in entries if e.state != "skipped")
-            sample = max((e for e in known.values() if e.size), key=lambda e: e.mtime_ns, default=None)
-            if sample is None:
-                raise RatuiError("RAT-LND-002", f"landing zone '{zone_name}' has no {zone.noun} with data to read",
-                                 file=zone.url)
-            fmt = zone_format(zone_name, [sample.name], zone.url, zone.where)
-            # Spark reads the zone's columns (its own type inference) from that file alone: no row of it is read
-            df = self._read_zone(zone, fmt, self._stage(zone, [sample], columns_only=True), check_rows=False).limit(0)
+            df = self._empty_batch(zone, entries)
+        else:
+            self.zone_columns[zone_name] = json.loads(df.schema.json())
         return self._zone_view(key, namespace, zone_name, df, selection)
+
+    def _empty_batch(self, zone: Zone, entries: list):
+        """Nothing to read (or only empty files): an empty batch with the zone's columns. They are the ones Spark
+        read the zone with when a run last read its rows, as the table's snapshots record them (no file is read,
+        none uploaded); a table that records none (written before ratui recorded them, or that snapshot expired)
+        gets them from the newest non-empty file the ledger knows, Spark reading its columns alone."""
+        from pyspark.sql.types import StructType
+
+        recorded = self.recorded_columns().get(zone.name)
+        if recorded is not None:
+            self.zone_columns[zone.name] = recorded.schema
+            self.log.line(f"landing zone {zone.name}: no file is new: its columns are those Spark read by run "
+                          f"{recorded.run_id or '(unnamed)'}" + (f" at {recorded.at[:19].replace('T', ' ')} UTC"
+                                                                 if recorded.at else "")
+                          + ", as the table records them; no file read for them")
+            return self._no_rows(StructType.fromJson(recorded.schema))
+        known = zone.lookup(e.file for e in entries if e.state != "skipped")
+        sample = max((e for e in known.values() if e.size), key=lambda e: e.mtime_ns, default=None)
+        if sample is None:
+            raise RatuiError("RAT-LND-002", f"landing zone '{zone.name}' has no {zone.noun} with data to read",
+                             file=zone.url)
+        fmt = zone_format(zone.name, [sample.name], zone.url, zone.where)
+        if self.remote_staging is None:  # (else the upload's line says it)
+            self.log.line(f"landing zone {zone.name}: {NO_RECORDED_COLUMNS}")
+        # Spark reads the zone's columns (its own type inference) from that file alone: no row of it is read
+        df = self._read_zone(zone, fmt, self._stage(zone, [sample], columns_only=True), check_rows=False).limit(0)
+        self.zone_columns[zone.name] = json.loads(df.schema.json())
+        return df
+
+    def _no_rows(self, schema):
+        """A DataFrame of no rows with exactly `schema`: a local relation made from an empty Arrow table (from an
+        empty list, a local Spark makes a Python RDD, and writing its zero rows starts Python workers: seconds)."""
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        try:
+            data: Any = to_arrow_schema(schema).empty_table()
+        except Exception:  # a type Arrow cannot hold: the list does
+            data = []
+        return self.session.createDataFrame(data, schema)
 
     def _stage(self, zone: Zone, chosen: list[ZoneEntry], columns_only: bool = False) -> list[ZoneFile]:
         """The files to read where Spark reads them, each with the name the ledger knows it by (`columns_only`: a
@@ -222,8 +280,7 @@ class RunSources:
         self.log.line(f"landing zone {zone.name}: uploaded {len(local)} file(s), "
                       f"{format_bytes(sum(zf.size for zf in local))}, to {remote.url}/ for Spark in "
                       f"{time.monotonic() - began:.1f} s"
-                      + (" (no file is new: Spark reads the zone's columns from the newest loaded one, none of its "
-                         "rows)" if columns_only else ""))
+                      + (f" ({NO_RECORDED_COLUMNS})" if columns_only else ""))
         handed = {zf.name: dataclasses.replace(zf, spark_uri=uri) for zf, uri in zip(local, uris)}
         return [handed.get(zf.name, zf) for zf in files]
 

@@ -82,11 +82,27 @@ def _step_4(conn: sqlite3.Connection) -> None:
     _add_columns(conn, "runs", {"diff": "TEXT"})
 
 
+def _step_5(conn: sqlite3.Connection) -> None:
+    """The run type 'backfill' is gone (2026-11-29): it named every run change detection sent because its table was
+    new or missing, or its definition changed, and none of them fills a time range. A run whose table was new or
+    missing (reason "first run...", "its table is missing...") is a 'rebuild'; any other (its definition changed or
+    had errors, or change detection failed) ran as its strategy runs: 'full' for full_refresh, else 'incremental'
+    (run/changes.py strategy_run_type)."""
+    if not _has_table(conn, "runs"):
+        return
+    conn.execute(
+        "UPDATE runs SET run_type = CASE "
+        "WHEN reason LIKE 'first run%' OR reason LIKE 'its table is missing%' THEN 'rebuild' "
+        "WHEN strategy IS NULL OR strategy = 'full_refresh' THEN 'full' ELSE 'incremental' END "
+        "WHERE run_type = 'backfill'")
+
+
 STEPS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
     (1, _step_1),
     (2, _step_2),
     (3, _step_3),
     (4, _step_4),
+    (5, _step_5),
 )
 CURRENT = STEPS[-1][0]
 

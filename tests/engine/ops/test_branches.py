@@ -287,7 +287,7 @@ def test_log_names_pipeline_versions_and_show_prints_a_runs_sql(project, capsys)
     sql = project / "demo/pipelines/silver/kinds/pipeline.sql"
     sql.write_text("SELECT kind, count(*) AS n, max(id) AS top FROM {{ ref('bronze.events') }} GROUP BY kind\n")
     second = run(engine)
-    assert second[KINDS].run_type == "backfill"
+    assert (second[KINDS].run_type, second[KINDS].reason) == ("full", "definition changed: pipeline.sql")
     versions = [t["version"] for e in engine.log("main", table="kinds") for t in e.tables]
     assert len(versions) == 2 and versions[0] != versions[1]
     assert versions == [engine.get_run(second[KINDS].run_id)["version"], engine.get_run(first[KINDS].run_id)["version"]]

@@ -43,9 +43,9 @@ def test_run_types_and_reasons(project):
     engine = Engine.open(project)
     first = run(engine)
     assert {k: (r.run_type, r.reason) for k, r in first.items()} == {
-        "demo.bronze.events": ("backfill", "first run"),
-        "demo.bronze.other": ("backfill", "first run"),
-        "demo.silver.kinds": ("backfill", "first run"),
+        "demo.bronze.events": ("rebuild", "first run"),
+        "demo.bronze.other": ("rebuild", "first run"),
+        "demo.silver.kinds": ("rebuild", "first run"),
     }
     again = run(engine)
     assert all(r.status == "skipped" and r.run_type == "skip" for r in again.values())
@@ -62,12 +62,33 @@ def test_run_types_and_reasons(project):
     (project / "demo/pipelines/bronze/other/pipeline.sql").write_text("SELECT 2 AS id\n")
     (project / "demo/pipelines/silver/kinds/config.yaml").write_text("description: counts per kind\n")
     fourth = run(engine)
-    assert fourth["demo.bronze.other"].reason == "definition changed: pipeline.sql"
-    assert fourth["demo.silver.kinds"].reason == "definition changed: config.yaml"
+    # a full_refresh pipeline whose definition changed recomputes its table, as its every run does
+    assert (fourth["demo.bronze.other"].run_type, fourth["demo.bronze.other"].reason) == \
+        ("full", "definition changed: pipeline.sql")
+    assert (fourth["demo.silver.kinds"].run_type, fourth["demo.silver.kinds"].reason) == \
+        ("full", "definition changed: config.yaml")
     assert fourth["demo.bronze.events"].run_type == "skip"
 
     record = engine.state.history.get_run(fourth["demo.silver.kinds"].run_id)
-    assert (record["run_type"], record["reason"]) == ("backfill", "definition changed: config.yaml")
+    assert (record["run_type"], record["reason"]) == ("full", "definition changed: config.yaml")
+
+
+def test_a_changed_definition_of_an_incremental_pipeline_is_no_rebuild(project):
+    """An append_only pipeline whose SQL changed takes in what is new, with the new SQL: the rows it wrote before
+    stay as the old SQL made them. Its run type says so (incremental), and the reason says why it ran."""
+    engine = Engine.open(project)
+    run(engine)
+    (project / "demo/pipelines/bronze/events/pipeline.sql").write_text(
+        "-- @merge_strategy: append_only\n-- @landing_mode: new_files\n"
+        "SELECT id, upper(kind) AS kind FROM {{ landing_zone('events') }}\n")
+    (project / "demo/landing/events/events_2.jsonl").write_text(EVENTS_2)
+    changed = run(engine, "events")["demo.bronze.events"]
+    assert (changed.status, changed.run_type, changed.reason) == ("success", "incremental",
+                                                                  "definition changed: pipeline.sql")
+    assert changed.rows_written == 1  # the new file's row, not the table built again from every file
+    assert q(engine, "SELECT id, kind FROM bronze.events ORDER BY id") == [
+        {"id": 1, "kind": "view"}, {"id": 2, "kind": "cart"}, {"id": 3, "kind": "VIEW"}]
+    assert engine.state.history.get_run(changed.run_id)["run_type"] == "incremental"
 
 
 def test_skip_creates_no_branch_and_no_snapshot(project):
@@ -112,7 +133,10 @@ def test_force_runs_regardless(project):
 
 def test_cli_shows_run_type_and_exits_0_when_unchanged(project, capsys):
     assert cli_main(["run", "--project", str(project)]) == 0
-    capsys.readouterr()
+    assert "rebuild: first run" in capsys.readouterr().out
+    assert cli_main(["runs", "--project", str(project)]) == 0
+    listed = capsys.readouterr().out
+    assert "TYPE" in listed and listed.count(" rebuild ") == 3 and "backfill" not in listed
     assert cli_main(["run", "--project", str(project)]) == 0
     out = capsys.readouterr().out
     assert "skip: unchanged since run" in out and "3 unchanged (skipped)" in out

@@ -101,6 +101,10 @@ def test_two_installations_load_each_file_once_and_concurrent_runs_give_the_seri
         told = [n for n in rb.notes if "already loaded on main" in n]
         assert len(told) == 1 and f"2 of zone orders by run {ra.run_id}" in told[0] and "not read again" in told[0], \
             rb.notes
+        # its empty batch has the zone's columns as a's run recorded them in the table: no file is read for them
+        log = "\n".join(line["message"] for line in b.state.history.get_run(rb.run_id)["logs"])
+        assert f"landing zone orders: no file is new: its columns are those Spark read by run {ra.run_id} at " in log, \
+            log
 
         # the other way round: b loads a new file first, a does not load it again
         land(roots, "3.csv", csv(4))

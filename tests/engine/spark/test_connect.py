@@ -468,14 +468,12 @@ def test_local_zones_reach_the_server_through_the_runs_staging_prefix_and_s3_zon
     assert f"uploaded 2 file(s), 28 B, to s3://{bucket}/lake/_ratui/staging/" in log, log
     assert "read in place" in run_log(results["demo.bronze.events"]["run_id"])
     assert results["demo.bronze.seen"]["status"] == "success", results["demo.bronze.seen"]
-    # nothing new in a local zone: Spark still reads the zone's columns from a file, and the log says why it is
-    # uploaded (no row of it is read)
+    # nothing new in a local zone: the zone's columns are the ones the table records, no file is uploaded for them
     again = ratui("run", "demo.bronze.seen", "--force", "--project", str(root), "--json")
     (empty,) = [r for r in json_lines(again.stdout) if "pipeline" in r]
     assert empty["status"] == "success" and empty["rows_written"] == 0, empty
-    assert "uploaded 1 file(s), 14 B, to s3://" in run_log(empty["run_id"])
-    assert "(no file is new: Spark reads the zone's columns from the newest loaded one, none of its rows)" in \
-        run_log(empty["run_id"])
+    assert "uploaded" not in run_log(empty["run_id"])
+    assert "no file is new: its columns are those Spark read by run " in run_log(empty["run_id"])
     assert not [k for k in bucket_keys(moto, bucket) if "/_ratui/staging/" in k]  # every run removed its prefix
     events_run = results["demo.bronze.events"]["run_id"]
     assert f"events/_processed/{events_run}/a.jsonl" in bucket_keys(moto, bucket, "events/")
@@ -483,6 +481,120 @@ def test_local_zones_reach_the_server_through_the_runs_staging_prefix_and_s3_zon
     catalog = open_catalog(catalog_config(project.catalog), project.db_path, root)
     orders = catalog.load_table("main", "demo.bronze.orders").scan().to_arrow()
     assert sorted(orders.column("id").to_pylist()) == [1, 2]
+
+
+PRINTS_COLUMNS = """\
+# @merge_strategy: append_only
+# @landing_mode: new_files
+# @isolation: none
+from pyspark.sql import functions as F
+
+
+def run(ctx):
+    df = ctx.landing_zone("%s")
+    print("columns " + df.schema.json())  # the Spark types the pipeline gets, in its run's log
+    # a nested column is stored as its JSON text
+    return df.select([F.to_json(f.name).alias(f.name) if f.dataType.typeName() in ("struct", "array") else f.name
+                      for f in df.schema.fields])
+"""
+FILTERED = "-- @merge_strategy: append_only\n-- @landing_mode: new_files\nSELECT * FROM {{ landing_zone('quiet') }} " \
+           "WHERE id < 0\n"
+
+
+def test_a_local_zone_with_nothing_new_uploads_nothing_and_its_empty_batch_keeps_the_zones_columns(
+        server, moto, bucket, tmp_path):
+    """Issue 47: a zone of CSV, JSON or Parquet files with no new file, on a Spark that cannot see this disk: the
+    run uploads nothing to its staging prefix (counted while the run is held at its write phase, after every read)
+    and ends as it always did: success, 0 rows, 'the batch was empty: nothing appended', the table as it was, and
+    the pipeline given the zone's columns with the Spark types of the run that read its rows. A table that records
+    no columns of the zone (its only run wrote no snapshot) still gets them from the newest loaded file, uploaded
+    for that, and the run's log says why."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ratui.engine.project.settings import load_settings
+    from ratui.engine.state.catalog.config import catalog_config, open_catalog
+
+    root = tmp_path / "p"
+    parquet = io.BytesIO()
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int64()), "price": pa.array([1.25, 2.5], pa.float32()),
+                             "at": pa.array([1_700_000_000_000_000, None], pa.timestamp("us", tz="UTC")),
+                             "tags": [["a"], []]}), parquet)
+    files = {"demo/landing/csvz/a.csv": "id,amount,day,name\n1,1.5,2025-01-02,ann\n2,2,2025-01-03,bob\n",
+             "demo/landing/jsonz/a.jsonl": '{"id": 1, "geo": {"lat": 1.5, "lon": 2}, "tags": ["x"]}\n'
+                                          '{"id": 2, "geo": {"lat": 3.0, "lon": 4}, "tags": []}\n',
+             "demo/landing/quiet/a.csv": "id,name\n1,ann\n",
+             "demo/pipelines/bronze/quiet/pipeline.sql": FILTERED,
+             "demo/pipelines/bronze/csvz/tests/quality/keys.sql": "SELECT * FROM {{ this }} WHERE id IS NULL\n",
+             "ratui.yaml": settings(server.url, s3_catalog(moto, bucket))}
+    for zone in ("csvz", "jsonz", "parqz"):
+        files[f"demo/pipelines/bronze/{zone}/pipeline.py"] = PRINTS_COLUMNS % zone
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    (root / "demo/landing/parqz").mkdir(parents=True)
+    (root / "demo/landing/parqz/a.parquet").write_bytes(parquet.getvalue())
+    pipelines = [f"demo.bronze.{name}" for name in ("csvz", "jsonz", "parqz", "quiet")]
+
+    def log_of(run_id: str) -> str:
+        shown = ratui("show", run_id, "--project", str(root))
+        return shown.stdout + shown.stderr
+
+    def columns_printed(log: str) -> str:
+        (line,) = [line for line in log.splitlines() if "print: columns " in line]
+        return line.split("print: columns ", 1)[1]
+
+    def table_state(key: str) -> tuple:
+        project = load_settings(root)
+        catalog = open_catalog(catalog_config(project.catalog), project.db_path, root)
+        table = catalog.load_table("main", key)
+        return table.metadata.current_snapshot_id, str(table.schema()), table.scan().to_arrow().num_rows
+
+    first = {r["pipeline"]: r for r in run_ok("--project", str(root))}
+    assert sorted(first) == pipelines
+    read = {key: columns_printed(log_of(first[key]["run_id"])) for key in pipelines[:3]}
+    assert '"type":"date"' in read["demo.bronze.csvz"] and '"type":"timestamp"' in read["demo.bronze.parqz"]
+    assert '"name":"geo"' in read["demo.bronze.jsonz"]
+    before = {key: table_state(key) for key in pipelines}
+    assert [before[key][2] for key in pipelines] == [2, 2, 2, 0]
+
+    for key in pipelines:
+        gate = tmp_path / f"gate-{key}"
+        out = tmp_path / f"{key}.log"
+        held = ratui_background("run", "--project", str(root), "--force", "--json", key, log=out,
+                                env={"RATUI_FAILPOINT": f"hold:write:{key}", "RATUI_FAILPOINT_GATE": str(gate)})
+        try:
+            wait_for(lambda reached=tmp_path / f"gate-{key}.reached", run=held: reached.exists() or
+                     run.poll() is not None, 180, f"{key}'s run at its write phase")
+            assert held.poll() is None, out.read_text()[-3000:]
+            staged = [k for k in bucket_keys(moto, bucket) if "/_ratui/staging/" in k]  # the zone is read by now
+            gate.touch()
+            held.wait(timeout=180)
+        finally:
+            if held.poll() is None:
+                held.kill()
+        (result,) = [r for r in json_lines(out.read_text()) if "status" in r]
+        assert (result["status"], result["rows_written"], result["notes"]) == (
+            "success", 0, ["the batch was empty: nothing appended"]), result
+        assert table_state(key) == before[key]
+        assert [(q["test"], q["status"]) for q in result["quality"]] == (
+            [("keys", "passed")] if key == "demo.bronze.csvz" else []), result["quality"]
+        log = log_of(result["run_id"])
+        if key == "demo.bronze.quiet":
+            # the first run's result was empty: no snapshot, so no columns recorded; the newest loaded file is
+            # uploaded for them, and the log says why
+            assert staged == [f"lake/_ratui/staging/{result['run_id']}/landing/quiet/a.csv"], staged
+            assert "uploaded 1 file(s), 14 B, to s3://" in log, log
+            assert ("(no file is new and the table records none of the zone's columns: Spark reads them from the "
+                    "newest loaded file, none of its rows)") in log, log
+            continue
+        assert staged == [], (key, staged)
+        assert "uploaded" not in log, log
+        assert (f"no file is new: its columns are those Spark read by run {first[key]['run_id']} at ") in log, log
+        assert columns_printed(log) == read[key]  # the same Spark types as the run that read the rows
+    assert not [k for k in bucket_keys(moto, bucket) if "/_ratui/staging/" in k]
 
 
 def listening_addresses(pgid: int) -> list[str]:

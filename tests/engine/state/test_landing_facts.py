@@ -102,6 +102,35 @@ def test_a_rollback_does_not_bring_back_facts_taken_in(tmp_path: Path) -> None:
     assert states(ledger) == {"1.csv": "loaded", "2.csv": "unloaded"}
 
 
+def test_a_zones_columns_are_the_newest_its_tables_ancestry_records(tmp_path: Path) -> None:
+    """What a run with nothing new of a zone takes for the zone's columns: per zone, the newest snapshot of the
+    table's current ancestry that records them; a snapshot that records none (a compaction, another engine's
+    append, a run whose zones' columns did not change) is walked past, a rollback gives the older ones back."""
+    catalog = SqliteBranchCatalog(tmp_path / "catalog.db", tmp_path)
+    catalog.create_table("main", KEY, SCHEMA, tmp_path / "demo" / "warehouse" / "bronze" / "events")
+    one = {"type": "struct", "fields": [{"name": "id", "type": "integer", "nullable": True, "metadata": {}}]}
+    two = {"type": "struct", "fields": [*one["fields"], {"name": "at", "type": "date", "nullable": True,
+                                                         "metadata": {}}]}
+
+    def append(properties: dict[str, str]) -> int:
+        catalog.load_table("main", KEY).append(pa.table({"id": [1]}, schema=SCHEMA), snapshot_properties=properties)
+        return catalog.load_table("main", KEY).metadata.current_snapshot_id
+
+    def recorded(*zones: str) -> dict:
+        found = landing_facts.recorded_columns(catalog.load_table("main", KEY), zones)
+        return {zone: (c.schema, c.run_id) for zone, c in found.items()}
+
+    assert recorded("events") == {}  # a table with no snapshot
+    first = append({**landing_facts.columns_summary({"events": one, "other": one}), landing_facts.RUN_PROPERTY: "r1"})
+    append({landing_facts.RUN_PROPERTY: "r2"})  # nothing changed: nothing recorded
+    append({**landing_facts.columns_summary({"events": two}), landing_facts.RUN_PROPERTY: "r3"})
+    append({landing_facts.COLUMNS_PROPERTY: "not json"})  # unreadable: walked past
+    assert recorded("events", "other", "never") == {"events": (two, "r3"), "other": (one, "r1")}
+    assert landing_facts.columns_summary({}) == {}
+    catalog.load_table("main", KEY).manage_snapshots().rollback_to_snapshot(first).commit()
+    assert recorded("events") == {"events": (one, "r1")}
+
+
 def test_facts_name_each_file_with_its_identity(tmp_path: Path) -> None:
     ledger = Ledger(tmp_path / "state.db")
     ledger.sync("demo", "events", KEY, zone_files(tmp_path / "z", **{"a.csv": "id\n1\n"}))

@@ -57,7 +57,8 @@ def test_every_shipped_database_opens_as_todays(tmp_path, schema):
     conn.executescript(schema.read_text())
     # rows that ratui left: a finished run, and a landing file it archived (under its plain name before purge
     # times existed, with archived_to set)
-    conn.execute("INSERT INTO runs (id, pipeline, status) VALUES ('260101000000aaaa01', 'demo.bronze.a', 'success')")
+    conn.execute("INSERT INTO runs (id, pipeline, status, strategy, run_type, reason) VALUES ('260101000000aaaa01', "
+                 "'demo.bronze.a', 'success', 'full_refresh', 'backfill', 'first run')")
     columns = {r[1] for r in conn.execute("PRAGMA table_info(landing_files)")}
     archived = str(root / "demo" / "landing" / "z" / "_processed" / "260101000000aaaa01")
     conn.execute("INSERT INTO landing_files (namespace, zone, pipeline, file, size, mtime_ns, state, attempts, "
@@ -71,11 +72,51 @@ def test_every_shipped_database_opens_as_todays(tmp_path, schema):
     assert shape(db) == shape(fresh / ".ratui" / "ratui.db")  # every table and column a new database has
     assert shape(db)[0] == migrations.CURRENT
     engine = Engine.open(root)
-    assert engine.get_run("260101000000aaaa01")["status"] == "success"
+    old = engine.get_run("260101000000aaaa01")
+    assert (old["status"], old["run_type"], old["reason"]) == ("success", "rebuild", "first run")
     (row,) = engine.state.ledger.files("demo", "z")
     expected = "a.csv" if "purged_at" in columns else "_processed/260101000000aaaa01/a.csv"
     assert row.file == expected and row.state == "loaded"
     engine.close()
+
+
+# (strategy, reason) of runs an earlier ratui typed 'backfill' -> the run type today's ratui gives such a run
+BACKFILLS = {
+    ("full_refresh", "first run"): "rebuild",
+    ("incremental", "first run on dev"): "rebuild",
+    ("append_only", "its table is missing on dev"): "rebuild",
+    ("full_refresh", "definition changed: pipeline.sql"): "full",
+    ("append_only", "definition changed: config.yaml, pipeline.sql"): "incremental",
+    ("incremental", "definition has errors"): "incremental",
+    (None, "definition has errors"): "full",
+    ("scd2", "change detection failed (disk I/O error); running"): "incremental",
+}
+
+
+def test_runs_typed_backfill_read_as_todays_run_types(tmp_path):
+    """History reads as a new run would: no 'backfill' left, each run typed by what it did; other runs untouched."""
+    root = project(tmp_path / "p")
+    opened(root).close()
+    db = root / ".ratui" / "ratui.db"
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA user_version = 4")  # a database of the ratui before step 5
+    rows = [(f"2601010000000000{i:02d}", "demo.bronze.a", "success", strategy, "backfill", reason)
+            for i, (strategy, reason) in enumerate(BACKFILLS)]
+    rows.append(("260101000000000099", "demo.bronze.a", "success", "incremental", "incremental",
+                 "upstream changed: bronze.b"))
+    conn.executemany("INSERT INTO runs (id, pipeline, status, strategy, run_type, reason) VALUES (?, ?, ?, ?, ?, ?)",
+                     rows)
+    conn.commit()
+    conn.close()
+    migrations._done.clear()  # as a new process would see it
+
+    engine = Engine.open(root)
+    try:
+        typed = {(r["strategy"], r["reason"]): r["run_type"] for r in (engine.get_run(row[0]) for row in rows)}
+    finally:
+        engine.close()
+    assert typed == {**BACKFILLS, ("incremental", "upstream changed: bronze.b"): "incremental"}
+    assert shape(db)[0] == migrations.CURRENT
 
 
 def test_the_steps_run_once_and_a_newer_database_is_refused(tmp_path):

@@ -53,6 +53,11 @@ KIND_MEANINGS = {
 
 
 def pytest_configure(config):
+    # ratui commands run in a process of their own here: a warm engine per throwaway project would leave a JVM per
+    # project for engine.idle_minutes (tests/cli/test_warm_engine.py turns it on for its own projects and stops them)
+    import os
+
+    os.environ["RATUI_WARM"] = "0"
     for kind, meaning in KIND_MEANINGS.items():
         config.addinivalue_line("markers", f"{kind}: {meaning} (every test has one, from tests/kinds.py)")
     if config.getoption("--record-module-times") and not hasattr(config, "workerinput"):

@@ -26,6 +26,8 @@ MODULES: dict[str, str] = {
     "tests/cli/test_lineage_cli.py": UNIT,
     "tests/cli/test_nessie_cli.py": SERVER,
     "tests/cli/test_stop_signals.py": SPARK,
+    "tests/cli/test_warm_engine.py": SPARK,  # and the warm engines it starts (each a JVM of its own)
+    "tests/cli/test_warm_parts.py": UNIT,
     "tests/console/test_console_logs.py": UNIT,
     "tests/console/test_follow.py": UNIT,
     "tests/console/test_query_history.py": UNIT,
@@ -37,6 +39,7 @@ MODULES: dict[str, str] = {
     "tests/e2e/test_web.py": UNIT,
     "tests/e2e/test_web_access.py": UNIT,
     "tests/engine/isolation/test_confinement.py": UNIT,
+    "tests/engine/isolation/test_child_exit.py": SPARK,
     "tests/engine/isolation/test_isolated_runs.py": SPARK,  # and the data server, a Spark Connect JVM ratui starts
     "tests/engine/ops/test_append_merge.py": SPARK,
     "tests/engine/ops/test_branches.py": SPARK,

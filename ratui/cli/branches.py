@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import json
 
-from ratui.cli.common import EXIT_FAILED, EXIT_OK, engine as open_engine, positive_int, project_arg, table
+from ratui.cli.common import (
+    EXIT_FAILED, EXIT_OK, engine as open_engine, positive_int, project_arg, table, warm_arg,
+)
 from ratui.engine.vocabulary import MAIN
 
 
@@ -39,12 +41,14 @@ def add_parsers(sub) -> None:
                    "append and which conflict; change nothing")
     project_arg(p)
     p.add_argument("--json", action="store_true")
+    warm_arg(p)
 
     p = sub.add_parser("diff", help="what differs between two refs, per table (default: against main)")
     p.add_argument("left", metavar="REF")
     p.add_argument("right", nargs="?", default=MAIN, metavar="REF")
     project_arg(p)
     p.add_argument("--json", action="store_true")
+    warm_arg(p)
 
     p = sub.add_parser("log", help="a ref's commits: time, run, pipeline version, tables and snapshots changed")
     p.add_argument("table", nargs="?", metavar="TABLE", help="only commits that changed this table")

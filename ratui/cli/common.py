@@ -71,13 +71,37 @@ def err(error: RatuiError, as_json: bool = False) -> None:
         print(error.render(), file=sys.stderr)
 
 
+def warm_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-warm", action="store_true",
+                   help="run in this process, not in the project's warm engine (`ratui engine status`)")
+
+
+# the warm engine's (ratui/warm/host.py): the project's Engine kept open between commands, else None (a command
+# opens its own)
+_KEPT_OPEN: list = []
+
+
+def keep_engines_open(opener) -> None:
+    _KEPT_OPEN[:] = [opener]
+
+
+def served_command():
+    """The warm engine's record of the command this thread runs (its signals: on_signal), or None in a process of
+    its own."""
+    from ratui.warm import stdio
+
+    streams = stdio.current()
+    return streams.owner if streams is not None else None
+
+
 def engine(project: str, *, recover: bool = True):
     """The project's engine, after recording the runs whose process died (so that no command, a read included,
     shows a dead run as running: "recovery happens when any ratui process starts")."""
     from ratui.engine.facade.engine import Engine
     from ratui.engine.project.settings import find_project_root
 
-    engine = Engine.open(find_project_root(Path(project)))
+    root = find_project_root(Path(project))
+    engine = _KEPT_OPEN[0](root) if _KEPT_OPEN else Engine.open(root)
     if recover:
         engine.recover()
     return engine

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -17,11 +18,21 @@ from ratui.cli.common import (
     EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_USAGE, err as _err,
 )
 from ratui.engine.errors import ProjectErrors, RatuiError, is_usage_error
-from ratui.cli import branches, catalog_server, history, landing, lineage, ops, project, query, run, serve
+from ratui.cli import (
+    branches, catalog_server, history, landing, lineage, ops, project, query, run, serve, warm,
+)
 
 # the groups in the order `ratui --help` lists their commands
-GROUPS = (serve, catalog_server, run, query, history, branches, landing, lineage, ops, project)
+GROUPS = (serve, catalog_server, run, query, history, branches, landing, lineage, ops, project, warm)
 COMMANDS = {name: command for group in GROUPS for name, command in group.COMMANDS.items()}
+
+
+# the words of the command this thread parses and runs (the warm engine runs its clients' commands, not its argv)
+_PARSING = threading.local()
+
+
+def _words() -> list[str]:
+    return getattr(_PARSING, "words", None) or sys.argv[1:]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -29,7 +40,7 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str):  # type: ignore[override]
         error = RatuiError("RAT-CLI-001", f"{self.prog}: {message}", hint=f"`{self.prog} --help` lists what it takes.")
-        _err(error, "--json" in sys.argv[1:])
+        _err(error, "--json" in _words())
         sys.exit(EXIT_USAGE)
 
 
@@ -44,12 +55,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# the commands a warm engine runs (ratui/warm/): the ones that need Spark or the opened catalog; the others start
+# no JVM and are as quick in a process of their own
+WARM_COMMANDS = ("run", "query", "diff", "merge")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
     words = list(sys.argv[1:] if argv is None else argv)
     if not words or (words[0].startswith("-") and words[0] not in ("-h", "--help", "--version")):
         words = ["tui", *words]  # `ratui` and `ratui --project DIR` open the console
-    args = parser.parse_args(words)
+    args = parse(words)
+    if args.command in WARM_COMMANDS and not getattr(args, "no_warm", False):
+        from ratui.warm.client import run_warm
+
+        code = run_warm(words, args.project, getattr(args, "json", False))
+        if code is not None:
+            return code
+    return execute(args)
+
+
+def parse(words: list[str]) -> argparse.Namespace:
+    """The command and its options (a usage error is printed and raises SystemExit 2)."""
+    parser = build_parser()
+    _PARSING.words = words
+    return parser.parse_args(words)
+
+
+def execute(args: argparse.Namespace) -> int:
+    """Run a parsed command in this process; every failure becomes a coded error and an exit code."""
     as_json = getattr(args, "json", False)
     try:
         return COMMANDS[args.command](args)
@@ -127,6 +160,6 @@ def _crash_log(project: str | None) -> str:
             folder = None
     path = (folder or Path(tempfile.gettempdir())) / "ratui-crash.log"
     with open(path, "a", encoding="utf-8") as fh:
-        fh.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} ratui {' '.join(sys.argv[1:])}\n")
+        fh.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} ratui {' '.join(_words())}\n")
         fh.write(traceback.format_exc())
     return str(path)

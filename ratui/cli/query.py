@@ -8,7 +8,7 @@ import sys
 
 from ratui.cli.common import (
     EXIT_OK, cell as _cell, engine as _engine, positive_int as _positive_int, project_arg as _project_arg,
-    table as _table,
+    table as _table, warm_arg as _warm_arg,
 )
 
 
@@ -20,6 +20,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--at", metavar="TIME", help="read the ref as it was at this time (ISO, UTC unless it says)")
     p.add_argument("--format", choices=("table", "csv", "json"), default="table")
     p.add_argument("--limit", type=_positive_int, default=1000, help="most rows to print (default: 1000)")
+    _warm_arg(p)
 
 
 def cmd_query(args) -> int:

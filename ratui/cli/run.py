@@ -9,7 +9,8 @@ import time
 
 from ratui.cli.common import (
     EXIT_FAILED, EXIT_OK, EXIT_USAGE, LIST_UP_TO, engine as _engine, err as _err, positive_int as _positive_int,
-    project_arg as _project_arg, result_line as _result_line,
+    project_arg as _project_arg, result_line as _result_line, served_command as _served_command,
+    warm_arg as _warm_arg,
 )
 from ratui.engine.errors import RatuiError
 from ratui.engine.vocabulary import format_duration
@@ -30,6 +31,7 @@ def add_parsers(sub) -> None:
                    help="publish every selected pipeline in one commit, or none if any fails (main is never half "
                         "updated)")
     p.add_argument("--json", action="store_true", help="one JSON object per run")
+    _warm_arg(p)
 
 
 
@@ -129,24 +131,31 @@ def _stop_on_signals(invocation, as_json: bool) -> dict:
     import signal
     import threading
 
-    state: dict = {"signal": 0, "previous": {}}
+    state: dict = {"signal": 0, "previous": {}, "served": None}
+    served = _served_command()  # run by the warm engine: its client's signals, and the client's stderr
+    stderr = served.streams.stderr if served is not None else sys.__stderr__
 
     def say(text: str) -> None:
         # the process's own stderr: the handler runs on the main thread, which may be running a Python pipeline
         # whose prints sys.stderr routes into the run's log (python_pipeline.captured_prints)
         try:
-            print(f"ratui: {text}", file=sys.__stderr__, flush=True)
+            print(f"ratui: {text}", file=stderr, flush=True)
         except (OSError, ValueError):  # SIGHUP: the terminal may be gone
             pass
 
     def watchdog(signum: int) -> None:
         invocation.cancel()
         if not invocation.wait(STOP_SECONDS):
+            if served is not None:  # the engine lives on; its client stops at a second signal
+                say(f"runs still going {STOP_SECONDS:.0f} s after the stop; they end when their code returns")
+                return
             say(f"runs still going {STOP_SECONDS:.0f} s after the stop: exiting; the next ratui records them")
             os._exit(128 + signum)
 
     def stop(signum, frame) -> None:
         if state["signal"]:
+            if served is not None:
+                return  # the client has stopped waiting: the cancel goes on here
             raise KeyboardInterrupt  # a second signal that came before the first was handled: stop now
         state["signal"] = signum
         # a second signal stops the process at once: the system's own action, which no Python code can catch (this
@@ -159,6 +168,9 @@ def _stop_on_signals(invocation, as_json: bool) -> dict:
             say(f"{name}: cancelling the runs in flight (main stays as it is); again to stop at once")
         threading.Thread(target=watchdog, args=(signum,), name="ratui-stop", daemon=True).start()
 
+    if served is not None:
+        state["served"] = served.on_signal(lambda signum: stop(signum, None))
+        return state
     for name in STOP_SIGNALS:
         number = getattr(signal, name, None)
         if number is not None:
@@ -171,6 +183,9 @@ def _stop_on_signals(invocation, as_json: bool) -> dict:
 
 def _restore_signals(state: dict) -> None:
     import signal
+
+    if state.get("served") is not None:
+        state["served"]()  # no longer listening
 
     for number, handler in state["previous"].items():
         try:

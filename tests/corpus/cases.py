@@ -337,6 +337,12 @@ CASES: list[Case] = [
          expect_code="RAT-CFG-007", expect_file="ratui.yaml"),
     Case("ratui-yaml-wrong-type", "ratui.yaml", {"ratui.yaml": BASE_SETTINGS + "merge:\n  retries: three\n"},
          expect_code="RAT-CFG-007", expect_file="ratui.yaml"),
+    # the warm engine's settings: a yes/no that is not one, an idle time of nothing (BASE_SETTINGS is 7 lines)
+    Case("ratui-yaml-engine-warm-maybe", "ratui.yaml", {"ratui.yaml": BASE_SETTINGS + "engine:\n  warm: maybe\n"},
+         expect_code="RAT-CFG-007", expect_file="ratui.yaml", expect_line=8),
+    Case("ratui-yaml-engine-idle-zero", "ratui.yaml",
+         {"ratui.yaml": BASE_SETTINGS + "engine:\n  idle_minutes: 0\n"},
+         expect_code="RAT-CFG-007", expect_file="ratui.yaml", expect_line=8),
     Case("ratui-yaml-list", "ratui.yaml", {"ratui.yaml": "- namespace: shop\n- spark: {}\n"},
          expect_code="RAT-CFG-007", expect_file="ratui.yaml"),
     Case("ratui-yaml-zero-threads", "ratui.yaml", {"ratui.yaml": BASE_SETTINGS + "run:\n  threads: 0\n"},
@@ -1075,6 +1081,8 @@ CASES: list[Case] = [
 
     # ------------------------------------------------------------------------------------------ CLI misuse
     Case("cli-unknown-command", "CLI misuse", argv=("frobnicate",), expect_code="RAT-CLI-001", spec="building"),
+    Case("cli-engine-unknown-action", "CLI misuse", argv=("engine", "restart"), expect_code="RAT-CLI-001"),
+    Case("cli-engine-logs-zero-lines", "CLI misuse", argv=("engine", "logs", "-n", "0"), expect_code="RAT-CLI-001"),
     Case("cli-unknown-option", "CLI misuse", argv=("run", "--frobnicate"), expect_code="RAT-CLI-001",
          spec="building"),
     Case("cli-bad-status", "CLI misuse", argv=("runs", "--status", "exploded"), expect_code="RAT-CLI-001",

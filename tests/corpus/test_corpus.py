@@ -11,7 +11,7 @@ Categories (cases):
 
     annotations           13
     config.yaml            7
-    ratui.yaml            20
+    ratui.yaml            22
     catalog               13
     templates              9
     SQL                   18
@@ -24,14 +24,14 @@ Categories (cases):
     path escapes          13
     moved projects         2
     unreadable files      13
-    CLI misuse            39
+    CLI misuse            41
     column lineage         7
     compile gate           3
     compile cache          3
     Python pipelines      15
     REST catalog          16
     Python API            27
-    total                287
+    total                291
 
 Select or skip the corpus with `-m corpus` / `-m "not corpus"`; `-m "corpus and not corpus_jvm"` leaves out the
 cases that need Spark beyond the base state's one run (the fast loop while editing compile-time cases).

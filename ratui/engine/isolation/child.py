@@ -261,5 +261,17 @@ def _user_error(exc: BaseException, file: str) -> None:
         traceback.print_exc(file=sys.stdout)
 
 
+def _end(code: int) -> None:
+    """The child ends as soon as its report is out, whatever threads run(ctx) left running: a non-daemon thread
+    would otherwise hold the interpreter's exit until python.timeout, and the run would be reported as one that
+    ran too long though run(ctx) had returned."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - a closed stream: nothing left to say
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    _end(main())

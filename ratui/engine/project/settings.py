@@ -68,6 +68,8 @@ class Settings:
     python_file_mb: int = 1024
     python_open_files: int = 1024
     watch_poll_seconds: int = 30
+    engine_warm: bool = True  # commands run in the project's warm engine (ratui/warm/)
+    engine_idle_minutes: int = 15
     # ratui.yaml's catalog section as written (type, uri, token): state/catalog/config.py checks and opens it
     catalog: dict[str, Any] = field(default_factory=dict, repr=False)
     # object-store landing zones: (namespace, zone) -> RemoteZone (see remote_zone())

@@ -191,6 +191,15 @@ class WatchSection(Section):
     poll_seconds: Positive = 30  # how often watch mode lists object-store zones (a local folder is watched)
 
 
+class EngineSection(Section):
+    """The warm engine (`ratui engine`): a process per project that keeps Spark, the catalog and the compiled
+    project between commands. `warm: false` runs every command in a process of its own, as `--no-warm` does once;
+    `idle_minutes`: how long it waits for a command before it stops."""
+
+    warm: bool = True
+    idle_minutes: Positive = 15
+
+
 class ReaperSection(Section):
     """A swept file must be an hour old at least: a younger one may belong to a write not committed yet."""
 
@@ -279,6 +288,7 @@ class SettingsFile(Section):
     diff: DiffSection = Field(default_factory=DiffSection)
     merge: MergeSection = Field(default_factory=MergeSection)
     watch: WatchSection = Field(default_factory=WatchSection)
+    engine: EngineSection = Field(default_factory=EngineSection)
     landing: LandingSection = Field(default_factory=LandingSection)
     reaper: ReaperSection = Field(default_factory=ReaperSection)
     paths: PathsSection = Field(default_factory=PathsSection)
@@ -286,7 +296,8 @@ class SettingsFile(Section):
     python: PythonSection = Field(default_factory=PythonSection)
 
     # sections whose keys are Settings attributes as they are: {section}_{key}
-    FLAT: ClassVar[tuple[str, ...]] = ("run", "quality", "diff", "merge", "landing", "watch", "reaper", "python")
+    FLAT: ClassVar[tuple[str, ...]] = ("run", "quality", "diff", "merge", "landing", "watch", "engine", "reaper",
+                                       "python")
 
     def flat(self) -> dict[str, Any]:
         return {f"{name}_{key}": value for name in self.FLAT for key, value in getattr(self, name)

@@ -31,15 +31,25 @@ SMALL_INPUT_BYTES = 32 * 1024 * 1024
 
 _lock = threading.Lock()
 _small_work: str | None = None  # why this process's work is small, once its engine said so
+_lives_long = False  # the warm engine: many commands, one JVM (lives_long())
 
 
 def expect_small_work(reason: str | None) -> None:
     """This process runs only a small piece of work and then exits (`reason` says what; None: its work is big or
     of unknown size): a JVM started from now on compiles quickly when ratui.yaml leaves `spark.jit` at auto. Call
-    it before Spark starts."""
+    it before Spark starts. Ignored in a process that lives long (lives_long())."""
     global _small_work
     with _lock:
-        _small_work = reason
+        if not _lives_long:
+            _small_work = reason
+
+
+def lives_long() -> None:
+    """This process serves many commands (the warm engine): its JVM compiles fully, whatever a command expects."""
+    global _small_work, _lives_long
+    with _lock:
+        _lives_long = True
+        _small_work = None
 
 
 def mode(settings: Settings) -> str:

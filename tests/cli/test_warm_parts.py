@@ -1,0 +1,130 @@
+"""The warm engine's parts that need no JVM: its messages and the descriptors they carry, the routing of each
+command's prints (from every thread it starts), the privacy of the engines' folder, and the fingerprint that tells
+an engine from the one a command would start now."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from ratui.engine.errors import RatuiError
+from ratui.warm import place as places, stdio
+from ratui.warm.wire import Reader, WireError, send
+
+
+def test_messages_arrive_whole_in_order_with_the_descriptors_they_carry(tmp_path):
+    left, right = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    target = tmp_path / "out.txt"
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT, 0o600)
+    big = {"command": ["run"], "env": {f"V{i}": "x" * 100 for i in range(2000)}}  # over one read's 64 KiB
+
+    def sender() -> None:
+        send(left, big, [fd])
+        send(left, {"signal": 2})
+        send(left, {"signal": 15})  # two at once in the stream: read one by one
+
+    sending = threading.Thread(target=sender)
+    sending.start()
+    reader = Reader(right)
+    first, fds = reader.next(max_fds=3)
+    assert first == big and len(fds) == 1
+    os.write(fds[0], b"through the passed descriptor")
+    os.close(fds[0])
+    os.close(fd)
+    assert target.read_text() == "through the passed descriptor"
+    assert reader.next() == ({"signal": 2}, [])
+    assert reader.next() == ({"signal": 15}, [])
+    sending.join()
+    left.close()
+    assert reader.next() == (None, [])
+
+
+def test_a_message_that_is_not_one_is_refused():
+    left, right = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    left.sendall(b"\x00\x00\x00\x05[1,2]")
+    with pytest.raises(WireError):
+        Reader(right).next()
+    left2, right2 = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    left2.sendall(b"\xff\xff\xff\xff")
+    with pytest.raises(WireError, match="bytes"):
+        Reader(right2).next()
+
+
+def test_each_command_prints_to_its_own_streams_from_every_thread_it_starts(tmp_path):
+    import io
+
+
+    log = io.StringIO()
+    uninstall = stdio.install(log)
+    try:
+        _two_commands_at_once(log)
+    finally:
+        uninstall()
+
+
+def _two_commands_at_once(log) -> None:
+    import io
+    import sys
+
+    outs = [io.StringIO(), io.StringIO()]
+    barrier = threading.Barrier(2)
+
+    def command(n: int) -> None:
+        streams = stdio.Streams(io.StringIO(), outs[n], io.StringIO())
+        with stdio.serving(streams):
+            barrier.wait()
+            print(f"main thread of {n}")
+            with ThreadPoolExecutor(2) as pool:  # a pool started by the command works for it
+                list(pool.map(lambda i: print(f"worker {i} of {n}"), range(3)))
+
+    threads = [threading.Thread(target=command, args=(n,)) for n in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    print("not a command's", file=sys.stderr)
+    for n in (0, 1):
+        lines = sorted(outs[n].getvalue().splitlines())
+        assert lines == sorted([f"main thread of {n}"] + [f"worker {i} of {n}" for i in range(3)])
+    assert "not a command's" in log.getvalue() and "worker" not in log.getvalue()
+
+
+def test_the_engines_folder_must_be_private(tmp_path, monkeypatch):
+    folder = tmp_path / "engines"
+    monkeypatch.setenv("RATUI_ENGINE_DIR", str(folder))
+    assert places.engines_folder() == folder
+    assert folder.stat().st_mode & 0o777 == 0o700  # made private
+    os.chmod(folder, 0o775)
+    with pytest.raises(RatuiError) as caught:
+        places.engines_folder()
+    assert caught.value.code == "RAT-ENG-001" and "mode 0775" in caught.value.message
+    os.chmod(folder, 0o700)
+    link = tmp_path / "link"
+    link.symlink_to(folder)
+    monkeypatch.setenv("RATUI_ENGINE_DIR", str(link))
+    with pytest.raises(RatuiError, match="a link"):
+        places.engines_folder()
+
+
+def test_one_place_per_project_whatever_path_names_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("RATUI_ENGINE_DIR", str(tmp_path / "engines"))
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "alias").symlink_to(tmp_path / "a")
+    a, alias, b = (places.place_of(tmp_path / n) for n in ("a", "alias", "b"))
+    assert a.socket == alias.socket != b.socket
+    assert len(str(a.socket)) < 100  # a Unix socket's path has room for 107 bytes
+
+
+def test_the_fingerprint_follows_the_environment_and_names_no_value():
+    env = {"HOME": "/root", "AWS_SECRET_ACCESS_KEY": "abc"}
+    same = {**env, "TERM": "xterm", "COLUMNS": "80", "PWD": "/elsewhere"}  # a terminal's own variables
+    changed = {**env, "AWS_SECRET_ACCESS_KEY": "xyz"}
+    assert places.fingerprint(env) == places.fingerprint(same)
+    assert places.fingerprint(env) != places.fingerprint(changed)
+    assert places.differences(env, changed) == ["AWS_SECRET_ACCESS_KEY"]
+    assert places.differences(env, same) == []

@@ -154,7 +154,8 @@ def _connect(place: places.Place) -> socket.socket | None:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(CONNECT_SECONDS)
     try:
-        sock.connect(str(place.socket))
+        with places.reachable(place.socket) as name:
+            sock.connect(name)
         return sock
     except (FileNotFoundError, ConnectionRefusedError, socket.timeout):
         sock.close()

@@ -67,7 +67,8 @@ class Host:
         temporary = self.place.folder / f"{self.place.key}.{os.getpid()}.sock"
         temporary.unlink(missing_ok=True)
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(str(temporary))
+        with places.reachable(temporary) as name:
+            listener.bind(name)
         os.chmod(temporary, 0o600)
         listener.listen(16)
         listener.settimeout(TICK_SECONDS)

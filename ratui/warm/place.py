@@ -19,8 +19,10 @@ import json
 import os
 import stat
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from ratui.engine.errors import RatuiError
 
@@ -61,6 +63,22 @@ class Place:
             return json.loads(self.info.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
+
+
+@contextmanager
+def reachable(path: Path) -> Iterator[str]:
+    """A name to bind or connect the Unix socket at `path` by: the path itself when it fits in a socket's address
+    (107 bytes), else a short one through the open folder, /proc/self/fd/N/NAME (a deep RATUI_ENGINE_DIR or
+    XDG_RUNTIME_DIR)."""
+    text = str(path)
+    if len(text.encode()) < 100:
+        yield text
+        return
+    fd = os.open(path.parent, os.O_PATH | os.O_DIRECTORY)
+    try:
+        yield f"/proc/self/fd/{fd}/{path.name}"
+    finally:
+        os.close(fd)
 
 
 def engines_folder(create: bool = True) -> Path:

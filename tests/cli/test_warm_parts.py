@@ -117,7 +117,26 @@ def test_one_place_per_project_whatever_path_names_it(tmp_path, monkeypatch):
     (tmp_path / "alias").symlink_to(tmp_path / "a")
     a, alias, b = (places.place_of(tmp_path / n) for n in ("a", "alias", "b"))
     assert a.socket == alias.socket != b.socket
-    assert len(str(a.socket)) < 100  # a Unix socket's path has room for 107 bytes
+
+
+def test_a_socket_in_a_folder_too_deep_for_a_socket_address_is_still_reached(tmp_path):
+    deep = tmp_path.joinpath(*["a_rather_long_folder_name"] * 6)  # pytest's own tmp under xdist gets close
+    deep.mkdir(parents=True)
+    path = deep / "0123456789abcdef0123.sock"
+    assert len(str(path)) > 107  # more than an AF_UNIX address holds
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    with places.reachable(path) as name:
+        listener.bind(name)
+    listener.listen(1)
+    assert path.exists()  # bound in the folder itself
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    with places.reachable(path) as name:
+        client.connect(name)
+    conn, _ = listener.accept()
+    send(client, {"hello": 1})
+    assert Reader(conn).next() == ({"hello": 1}, [])
+    for s in (client, conn, listener):
+        s.close()
 
 
 def test_the_fingerprint_follows_the_environment_and_names_no_value():

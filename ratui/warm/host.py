@@ -37,7 +37,7 @@ class Host:
         self.env = started_env
         self.fingerprint = places.fingerprint(started_env)
         self.since = time.time()
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # also taken by the signal handler, on the main thread that may hold it
         self.in_flight: dict[int, Any] = {}  # command number -> served.Served
         self.served_count = 0
         self.last_active = time.monotonic()

@@ -112,13 +112,14 @@ def test_a_unit_test_that_starts_spark_in_its_process_is_refused(tmp_path):
     from ratui.engine.spark import session
 
     assert GUARD.armed
+    before = java_children()  # a JVM an earlier spark test of this worker started is not this test's
     (tmp_path / "ratui.yaml").write_text("namespace: demo\nspark:\n  master: local[1]\n")
     with pytest.raises(Exception) as refused:
         session.get_spark(load_settings(tmp_path))
     assert "a unit test may not start a JVM" in str(refused.value)
     (attempt,) = GUARD.take_refusals()
     assert attempt.startswith("started a JVM in the test's process") and "spark-submit" in attempt
-    assert java_children() == []
+    assert java_children() == before
 
 
 def test_a_jvm_this_process_already_runs_is_out_of_a_unit_tests_reach():
@@ -183,13 +184,14 @@ def test_a_unit_tests_child_process_cannot_start_a_jvm(make_project):
     """`ratui run` in a child process: its JVM would start through JAVA_HOME, the tripwire, which records the call
     and refuses; the run fails and the guard reports the attempt."""
     root = make_project({"demo/pipelines/bronze/one/pipeline.sql": "SELECT 1 AS id\n"})
+    before = java_children()  # a JVM an earlier spark test of this worker started is not this test's
     proc = subprocess.run([sys.executable, "-m", "ratui", "run", "--project", str(root)], capture_output=True,
                           text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert proc.returncode != 0
     refusals = GUARD.take_refusals()
     assert refusals and all(r.startswith("a child process started java") for r in refusals), refusals
     assert "org.apache.spark" in refusals[0]
-    assert java_children() == []
+    assert java_children() == before
 
 
 def test_a_fixture_that_started_a_jvm_is_remembered_and_held_against_a_unit_test(tmp_path):

@@ -31,6 +31,7 @@ import pytest
 
 from tests.docs.pages import shell_lines
 from tests.processes import stop_group
+from tests.warm_engines import warm_engines
 
 REPO = Path(__file__).resolve().parents[2]
 PAGE = REPO / "docs" / "getting-started.md"
@@ -46,12 +47,12 @@ def ratui_command() -> list[str]:
     return [str(beside)] if beside.exists() else [sys.executable, "-m", "ratui"]
 
 
-def environment() -> dict[str, str]:
+def environment(warm: dict[str, str]) -> dict[str, str]:
     """This process's environment, as a reader's shell has it, less COLUMNS and LINES (a console takes them over its
-    terminal's size)."""
+    terminal's size), with the warm engine on as a reader has it (its folder the test's own)."""
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     env["TERM"] = "xterm-256color"
-    return env
+    return {**env, **warm}
 
 
 def test_the_page_runs_from_top_to_bottom(tmp_path):
@@ -62,9 +63,10 @@ def test_the_page_runs_from_top_to_bottom(tmp_path):
     lines = shell_lines(PAGE.read_text(encoding="utf-8"))
     assert len(lines) > 10, lines
     outputs: dict[str, list[str]] = {}
-    for line in lines:
-        for part in line.split(" && "):
-            outputs.setdefault(part, []).append(run_part(part, workdir))
+    with warm_engines(tmp_path / "engines") as warm:
+        for line in lines:
+            for part in line.split(" && "):
+                outputs.setdefault(part, []).append(run_part(part, workdir, warm))
     # what the page says the commands do, checked on what they printed
     first, again, after_merge = (summary(out) for out in outputs["ratui run --project sample_project"])
     assert first == {"succeeded": 11, "warned": 1, "unchanged": 0, "failed": 0}  # one run with warnings
@@ -86,7 +88,7 @@ def summary(output: str) -> dict[str, int]:
     return dict(zip(("succeeded", "warned", "unchanged", "failed"), map(int, found.groups())))
 
 
-def run_part(part: str, workdir: Path) -> str:
+def run_part(part: str, workdir: Path, warm: dict[str, str]) -> str:
     if part in INSTALL:
         readme = README.read_text(encoding="utf-8")
         test_command = re.search(r"<!-- test-command.*?-->\n```sh\n(.+)\n```", readme).group(1)
@@ -97,18 +99,18 @@ def run_part(part: str, workdir: Path) -> str:
     if argv[0] in ("ratui", ".venv/bin/ratui"):
         argv = [*ratui_command(), *argv[1:]]
         if argv[len(ratui_command())] == "tui":
-            return open_console(argv, workdir)
+            return open_console(argv, workdir, warm)
     elif argv[0] in ("python", "python3"):
         argv = [sys.executable, *argv[1:]]
     else:
         pytest.fail(f"getting-started.md has a command this test cannot run: {part!r}")
-    proc = subprocess.run(argv, cwd=workdir, capture_output=True, text=True, timeout=TIMEOUT, env=environment())
+    proc = subprocess.run(argv, cwd=workdir, capture_output=True, text=True, timeout=TIMEOUT, env=environment(warm))
     assert proc.returncode == 0, f"{part}: exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     assert "error[" not in proc.stdout + proc.stderr, f"{part}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return proc.stdout
 
 
-def open_console(argv: list[str], workdir: Path) -> str:
+def open_console(argv: list[str], workdir: Path, warm: dict[str, str]) -> str:
     """The console in a pseudo-terminal of 120x40: it must draw the project's pipelines, then quit on ctrl+q. (The
     console starts Spark in the background: this is why the module is of the spark kind even without its runs.)"""
     import fcntl
@@ -120,7 +122,7 @@ def open_console(argv: list[str], workdir: Path) -> str:
     names = {p.name for p in project.glob("*/pipelines/*/*") if p.is_dir()}
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-    proc = subprocess.Popen(argv, cwd=workdir, stdin=slave, stdout=slave, stderr=slave, env=environment(),
+    proc = subprocess.Popen(argv, cwd=workdir, stdin=slave, stdout=slave, stderr=slave, env=environment(warm),
                             start_new_session=True)
     os.close(slave)
     screen = ""

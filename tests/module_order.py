@@ -1,11 +1,11 @@
 """The order test modules start in: the longest first.
 
-Under `pytest -n 4 --dist loadfile` each worker takes the next module when it is nearly done with its last one. A long
+Under `pytest -n 2 --dist loadfile` each worker takes the next module when it is nearly done with its last one. A long
 module started last leaves the other worker idle until it ends (pytest-xdist's own order is by the number of tests in
 a module, which says little here: a module of five tests against a Spark cluster outlasts one of a hundred
 compile checks). Started longest first, the short ones fill in at the end.
 
-The times are those of a recorded full run (`pytest -n 4 --dist loadfile --record-module-times` rewrites
+The times are those of a recorded full run (`pytest -n 2 --dist loadfile --record-module-times` rewrites
 tests/module_times.json): seconds per module, summed over its tests' setup, call and teardown. A module not in the
 file (new since) starts first: unknown is treated as long, so a new slow module cannot become the tail.
 """

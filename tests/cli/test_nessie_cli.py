@@ -23,6 +23,7 @@ import requests
 from tests.conftest import TEST_SETTINGS
 from tests.engine.run.test_nessie_sample import fresh_sample
 from tests.nessie_server import TokenIssuer, free_port, nessie_server, reset
+from tests.warm_engines import warm_engines
 
 
 SETTINGS = TEST_SETTINGS + "catalog:\n  type: nessie\n  uri: {uri}\n"
@@ -40,14 +41,15 @@ def nessie(nessie_uri):
 class Cli:
     """`ratui ARGS --project ROOT` as a process of its own; every output kept (the token must be in none)."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, warm: dict[str, str] | None = None):
         self.root = root
+        self.warm = warm or {}  # the warm engine's variables (tests/warm_engines.py), for a walk a user types
         self.outputs: list[str] = []
 
     def __call__(self, *args: str, env: dict[str, str] | None = None, ok: bool = True,
                  timeout: float = 600) -> subprocess.CompletedProcess:
         proc = subprocess.run([sys.executable, "-m", "ratui", *args, "--project", str(self.root)],
-                              capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})})
+                              capture_output=True, text=True, timeout=timeout, env={**os.environ, **self.warm, **(env or {})})
         self.outputs += [proc.stdout, proc.stderr]
         if ok:
             assert proc.returncode == 0, f"ratui {' '.join(args)}: exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
@@ -79,10 +81,11 @@ def clv_rows(uri: str, root: Path, ref: str = "main", *, with_orders: bool = Fal
     return table.num_rows
 
 
-def project(root: Path, uri: str, token: str | None = None, ns: str = "ecommerce") -> Cli:
+def project(root: Path, uri: str, token: str | None = None, ns: str = "ecommerce",
+            warm: dict[str, str] | None = None) -> Cli:
     settings = SETTINGS.format(ns=ns, uri=uri) + (f"  token: {token}\n" if token else "")
     (root / "ratui.yaml").write_text(settings)
-    return Cli(root)
+    return Cli(root, warm)
 
 
 def nessie_refs(uri: str) -> dict[str, str]:
@@ -117,9 +120,16 @@ def no_foreign_text(proc: subprocess.CompletedProcess) -> None:
 # ------------------------------------------------------------------------------------------------ the workflow
 
 
-def test_sample_and_the_branch_commands_agree_with_nessie(nessie: str, tmp_path: Path) -> None:
+@pytest.fixture
+def warm(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """The warm engine on, as a user's shell has it: the walk below is a user's commands one after another."""
+    with warm_engines(tmp_path / "engines") as env:
+        yield env
+
+
+def test_sample_and_the_branch_commands_agree_with_nessie(nessie: str, tmp_path: Path, warm: dict[str, str]) -> None:
     reset(nessie)
-    cli = project(fresh_sample(tmp_path / "sample"), nessie, token=FILE_TOKEN)
+    cli = project(fresh_sample(tmp_path / "sample"), nessie, token=FILE_TOKEN, warm=warm)
     env = {"RATUI_NESSIE_TOKEN": ENV_TOKEN}
 
     # the table this test works on and everything upstream of it (the whole sample on Nessie: test_nessie_sample.py)
@@ -209,11 +219,15 @@ def test_sample_and_the_branch_commands_agree_with_nessie(nessie: str, tmp_path:
     assert cli.json("branch", "delete", "dev") == [{"deleted": "dev"}]
     assert list(nessie_refs(nessie)) == ["main"]
 
-    # the token: in no output, log file or run record
+    # the token: in no output, log file or run record, nor in the warm engine's folder (its log, its state)
     cli("runs", "--json", env=env)
     cli("show", first_clv_run, env=env)
     files = [p for p in (cli.root / ".ratui").rglob("*") if p.is_file()]
     assert any(p.name == "ratui.db" for p in files) and any(p.parent.name == "logs" for p in files)
+    (engine,) = [line["engine"] for line in cli.json("engine", "status")]
+    assert engine["commands_served"] >= 5, engine  # the query, diff, merges and runs above were served warm
+    engine_files = [p for p in Path(warm["RATUI_ENGINE_DIR"]).rglob("*") if p.is_file()]
+    files += engine_files
     for token in (FILE_TOKEN, ENV_TOKEN):
         assert not any(token in text for text in cli.outputs)
         assert not [p for p in files if token.encode() in p.read_bytes()]

@@ -49,7 +49,8 @@ class Cli:
     def __call__(self, *args: str, env: dict[str, str] | None = None, ok: bool = True,
                  timeout: float = 600) -> subprocess.CompletedProcess:
         proc = subprocess.run([sys.executable, "-m", "ratui", *args, "--project", str(self.root)],
-                              capture_output=True, text=True, timeout=timeout, env={**os.environ, **self.warm, **(env or {})})
+                              capture_output=True, text=True, timeout=timeout,
+                              env={**os.environ, **self.warm, **(env or {})})
         self.outputs += [proc.stdout, proc.stderr]
         if ok:
             assert proc.returncode == 0, f"ratui {' '.join(args)}: exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"

@@ -147,3 +147,49 @@ def test_the_fingerprint_follows_the_environment_and_names_no_value():
     assert places.fingerprint(env) != places.fingerprint(changed)
     assert places.differences(env, changed) == ["AWS_SECRET_ACCESS_KEY"]
     assert places.differences(env, same) == []
+
+
+def test_the_engines_log_is_rotated_one_older_file_kept_and_its_recent_lines_still_shown(tmp_path, capsys):
+    from ratui.cli.warm import _logs
+    from ratui.warm import logfile
+
+    log = tmp_path / "key.log"
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)  # the engine's stderr
+    try:
+        assert logfile.writes_to(log, fd)
+
+        def write(first: int, count: int) -> None:
+            for n in range(first, first + count):
+                os.write(fd, f"line {n:04d} {'x' * 40}\n".encode())
+
+        write(0, 100)  # about 5 KB
+        assert not logfile.rotate(log, (fd,), max_bytes=100_000)  # under the bound: as it is
+        assert logfile.rotate(log, (fd,), max_bytes=2_000)
+        write(100, 10)  # the engine's next lines: in the new file
+        assert logfile.older(log).read_text().splitlines()[-1].startswith("line 0099")
+        assert log.read_text().splitlines()[0].startswith("line 0100") and log.stat().st_size < 2_000
+        assert log.stat().st_mode & 0o777 == 0o600
+        assert logfile.recent_lines(log, 12)[0].startswith("line 0098")  # across both files, oldest first
+
+        write(110, 100)
+        assert logfile.rotate(log, (fd,), max_bytes=2_000)  # again: the older one replaced, never a third
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["key.log", "key.log.1"]
+        assert logfile.older(log).read_text().splitlines()[0].startswith("line 0100")
+        write(210, 1)
+        assert _logs(log, 3) == 0
+        assert [line[:9] for line in capsys.readouterr().out.splitlines()] == ["line 0208", "line 0209", "line 0210"]
+    finally:
+        os.close(fd)
+    assert logfile.recent_lines(tmp_path / "other.log", 5) is None
+
+
+def test_a_wedged_engines_wait_can_be_set_and_is_no_reason_to_replace_an_engine(monkeypatch):
+    from ratui.warm import client
+
+    monkeypatch.setenv("RATUI_ENGINE_ANSWER_SECONDS", "2.5")
+    assert client.answer_seconds() == 2.5
+    for bad in ("0", "-1", "soon"):
+        monkeypatch.setenv("RATUI_ENGINE_ANSWER_SECONDS", bad)
+        assert client.answer_seconds() == client.ANSWER_SECONDS
+    env = {"HOME": "/root"}
+    assert places.fingerprint(env) == places.fingerprint({**env, "RATUI_ENGINE_ANSWER_SECONDS": "3"})

@@ -193,3 +193,28 @@ def test_a_wedged_engines_wait_can_be_set_and_is_no_reason_to_replace_an_engine(
         assert client.answer_seconds() == client.ANSWER_SECONDS
     env = {"HOME": "/root"}
     assert places.fingerprint(env) == places.fingerprint({**env, "RATUI_ENGINE_ANSWER_SECONDS": "3"})
+
+
+def test_an_engine_past_its_bounds_retires_and_the_next_command_is_told_once(tmp_path, monkeypatch):
+    from ratui.warm import host as hosts
+
+    monkeypatch.setenv("RATUI_ENGINE_DIR", str(tmp_path / "engines"))
+    (tmp_path / "proj").mkdir()
+    place = places.place_of(tmp_path / "proj")
+    engine = hosts.Host(place, {"HOME": "/root"})
+    engine.max_commands, engine.served_count = 3, 2
+    engine.renew_if_due()
+    assert engine.retired is None and place.take_note() is None  # within its bounds: serves on
+    assert hosts.tree_rss() > 0
+
+    engine.served_count = 3
+    engine.renew_if_due()
+    assert engine.retired == "renewing itself: it served 3 commands (engine.max_commands 3)"
+    note = place.take_note()
+    assert note == {"pid": os.getpid(), "why": "it served 3 commands (engine.max_commands 3)"}
+    assert place.take_note() is None  # said once
+
+    past_memory = hosts.Host(place, {"HOME": "/root"})
+    past_memory.max_memory_mb = 1  # this test's own process uses more
+    past_memory.renew_if_due()
+    assert "engine.max_memory_mb 1)" in place.take_note()["why"] and past_memory.retired.startswith("renewing")

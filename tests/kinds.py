@@ -26,6 +26,7 @@ MODULES: dict[str, str] = {
     "tests/cli/test_lineage_cli.py": UNIT,
     "tests/cli/test_nessie_cli.py": SERVER,
     "tests/cli/test_stop_signals.py": SPARK,
+    "tests/cli/test_warm_bounds.py": SPARK,  # engines renewed, wedged, on a full disk (a tmpfs it mounts: root)
     "tests/cli/test_warm_engine.py": SPARK,  # and the warm engines it starts (each a JVM of its own)
     "tests/cli/test_warm_parts.py": UNIT,
     "tests/console/test_console_logs.py": UNIT,

@@ -65,12 +65,15 @@ def _root(project: str) -> Path:
 
 def _describe(status: dict, place) -> str:
     since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(status.get("since") or 0))
-    rss = status.get("rss_bytes")
+    rss, bound = status.get("rss_bytes"), status.get("max_memory_mb")
+    memory = (f"{rss / 2**20:,.0f} MiB (the engine and Spark's JVM), renews itself past {bound:,} MiB"
+              if rss and bound else "?")
     lines = [f"warm engine of {status.get('project')}",
              f"  pid        {status.get('pid')}, since {since}, ratui {status.get('version')}",
              f"  spark      {status.get('spark') or 'not started yet'}",
-             f"  commands   {status.get('commands_served')} served, {len(status.get('running') or [])} running",
-             f"  memory     {rss / 2**20:,.0f} MiB (this process; Spark's JVM is its own)" if rss else "  memory     ?",
+             f"  commands   {status.get('commands_served')} served, {len(status.get('running') or [])} running; "
+             f"renews itself after {status.get('max_commands')}",
+             f"  memory     {memory}",
              f"  stops      after {status.get('idle_minutes')} idle minute(s), or `ratui engine stop`",
              f"  socket     {place.socket}",
              f"  log        {place.log}"]
@@ -80,15 +83,17 @@ def _describe(status: dict, place) -> str:
 
 
 def _logs(log: Path, lines: int) -> int:
+    from ratui.warm.logfile import recent_lines
+
     try:
-        text = log.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        print(f"no warm engine has run for this project yet ({log})")
-        return EXIT_OK
+        recent = recent_lines(log, lines)  # the older file's too: the log is rotated (ratui/warm/logfile.py)
     except OSError as exc:
         err(RatuiError("RAT-ENG-003", f"the warm engine's log cannot be read: {exc.strerror}", file=str(log)))
         return EXIT_USAGE
-    print("\n".join(text.splitlines()[-lines:]))
+    if recent is None:
+        print(f"no warm engine has run for this project yet ({log})")
+        return EXIT_OK
+    print("\n".join(recent))
     return EXIT_OK
 
 

@@ -153,7 +153,7 @@ DEFINITION_FAMILIES = ("RAT-TPL", "RAT-CFG", "RAT-PRJ", "RAT-DAG")
 USAGE_FAMILIES = ("RAT-PRJ", "RAT-CFG", "RAT-TPL", "RAT-DAG", "RAT-LND", "RAT-CLI", "RAT-PTH", "RAT-PY", "RAT-WEB",
                   "RAT-LIN",  # ratui lineage: a table or column name that names nothing
                   "RAT-REST")  # ratui serve: its option errors (its request errors never reach the command line)
-USAGE_CODES = ("RAT-RUN-004",)
+USAGE_CODES = ("RAT-RUN-004", "RAT-ENG-005")  # RAT-ENG-005: a warm engine bound in ratui.yaml
 # a failure of what the pipeline produced or read: its file is named when the error has no other place
 PIPELINE_FAULT_FAMILIES = ("RAT-WRT", "RAT-SQL", "RAT-PY", "RAT-CFG", "RAT-TPL")
 

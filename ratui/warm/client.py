@@ -1,10 +1,11 @@
 """`ratui COMMAND` through the project's warm engine: find it (or start it, announced once), hand it the command
 with this process's stdin, stdout and stderr, forward Ctrl-C, SIGTERM and SIGHUP to it, and exit with its code.
 
-Every wait is bounded: a connect (CONNECT_SECONDS), the engine's answer (ANSWER_SECONDS: an engine that accepts
-and never answers is wedged, and is replaced), a start (START_SECONDS). A stale socket (its engine died) is
-replaced by a fresh engine. When no engine can be had (its folder is not private, it cannot start), the command
-runs in this process as it would with --no-warm, and says why on stderr. Light on purpose: no PySpark, no engine.
+Every wait is bounded: a connect (CONNECT_SECONDS), the engine's answer (ANSWER_SECONDS, or
+$RATUI_ENGINE_ANSWER_SECONDS), a start (START_SECONDS). An engine that takes no connection or never answers is
+wedged: it is killed with its JVM, and replaced. A stale socket (its engine died) is replaced by a fresh engine.
+When no engine can be had (its folder is not private or cannot be written, it cannot start), the command runs in
+this process as it would with --no-warm, and says why on stderr. Light on purpose: no PySpark, no engine.
 """
 
 from __future__ import annotations
@@ -19,13 +20,24 @@ import time
 from pathlib import Path
 
 from ratui.engine.errors import RatuiError
-from ratui.warm import place as places
+from ratui.warm import logfile, place as places
 from ratui.warm.wire import Reader, WireError, send
 
 CONNECT_SECONDS = 5.0
 ANSWER_SECONDS = 20.0
 START_SECONDS = 90.0
 OFF_WORDS = ("0", "false", "no", "off")
+GONE_SECONDS = 10.0  # a killed engine's end, before a fresh one takes its lock
+
+
+def answer_seconds() -> float:
+    """How long a command waits for its engine's answer: $RATUI_ENGINE_ANSWER_SECONDS (seconds, > 0), else
+    ANSWER_SECONDS."""
+    try:
+        seconds = float(os.environ.get("RATUI_ENGINE_ANSWER_SECONDS", ""))
+    except ValueError:
+        return ANSWER_SECONDS
+    return seconds if 0 < seconds < 86400 else ANSWER_SECONDS
 
 
 def run_warm(words: list[str], project: str, as_json: bool) -> int | None:
@@ -58,6 +70,10 @@ def run_warm(words: list[str], project: str, as_json: bool) -> int | None:
             code = _wait_for_exit(sock, reader, place)
             if code is not None:
                 return code  # else the engine could not run it as it is now: a fresh one takes it
+        note = place.take_note()
+        if note is not None:
+            _say(f"this project's warm engine (pid {note.get('pid')}) renewed itself after its last command: "
+                 f"{note.get('why')}")
         pid = start_beside(place)
         if pid is not None:
             _say(f"this project's warm engine starts beside this command (pid {pid}; its Spark once the command "
@@ -105,7 +121,10 @@ def _idle_minutes(root: Path) -> int:
 # ---------------------------------------------------------------------------------------------- reaching it
 def start_beside(place: places.Place, after_pid: int | None = None) -> int | None:
     """Start the project's engine in the background; its pid, or None when another command is starting it."""
-    fd = os.open(str(place.lock), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fd = os.open(str(place.lock), os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise _unwritable(place, exc) from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -157,8 +176,12 @@ def _connect(place: places.Place) -> socket.socket | None:
         with places.reachable(place.socket) as name:
             sock.connect(name)
         return sock
-    except (FileNotFoundError, ConnectionRefusedError, socket.timeout):
+    except (FileNotFoundError, ConnectionRefusedError):
         sock.close()
+        return None
+    except socket.timeout:  # its queue of connections full: it takes none
+        sock.close()
+        _end_wedged(place, f"took no connection in {CONNECT_SECONDS:g} s")
         return None
     except OSError as exc:
         sock.close()
@@ -167,12 +190,27 @@ def _connect(place: places.Place) -> socket.socket | None:
 
 
 def _start(place: places.Place, after_pid: int) -> subprocess.Popen:
-    """The engine process, its output in its log; it starts Spark once `after_pid` has ended (0: at once)."""
-    with open(place.log, "ab") as log:
+    """The engine process, its output in its log; it starts Spark once `after_pid` has ended (0: at once). A folder
+    where the log cannot be written (a full disk) starts none: RAT-ENG-003."""
+    logfile.rotate(place.log)  # an engine's log is bounded: one older file kept
+    try:
+        log = open(place.log, "ab")  # noqa: SIM115 - closed below, once the engine has it
         os.chmod(place.log, 0o600)
+        log.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} started by the command of pid {os.getpid()}\n".encode())
+        log.flush()  # a full disk says so here, not in an engine that would die unseen
+    except OSError as exc:
+        raise _unwritable(place, exc) from None
+    with log:
         return subprocess.Popen([sys.executable, "-m", "ratui.warm.host", str(place.project), str(after_pid)],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=str(place.project),
                                 start_new_session=True, close_fds=True)
+
+
+def _unwritable(place: places.Place, exc: OSError) -> RatuiError:
+    return RatuiError("RAT-ENG-003", f"the warm engine cannot start: its folder {place.folder} cannot be written "
+                      f"({exc.strerror})", file=str(place.folder),
+                      hint="Make room in that folder (or set RATUI_ENGINE_DIR to another one); the command runs in "
+                      "its own process meanwhile.")
 
 
 def _hand_over(sock: socket.socket, reader: Reader, words: list[str], place: places.Place,
@@ -185,12 +223,12 @@ def _hand_over(sock: socket.socket, reader: Reader, words: list[str], place: pla
                     "encoding": {name: [getattr(sys, name).encoding or "utf-8", getattr(sys, name).errors or "strict"]
                                  for name in ("stdin", "stdout", "stderr") if getattr(sys, name, None) is not None}},
              fds)
-        sock.settimeout(ANSWER_SECONDS)
+        sock.settimeout(answer_seconds())
         answer, _ = reader.next()
         sock.settimeout(None)
         return answer
     except socket.timeout:
-        _end_wedged(place)
+        _end_wedged(place, f"did not answer in {answer_seconds():g} s")
         return None
     except (OSError, WireError):
         return None
@@ -213,18 +251,31 @@ def _standard_fds() -> tuple[list[int], list[int]]:
     return fds, opened
 
 
-def _end_wedged(place: places.Place) -> None:
-    """An engine that accepted a connection and did not answer in ANSWER_SECONDS: ended, so a fresh one starts."""
+def _end_wedged(place: places.Place, what: str) -> None:
+    """An engine that took no connection, or accepted one and did not answer in answer_seconds(): killed with the
+    processes it started (its JVM), so a fresh one starts; waited for (bounded), so that the fresh one finds its
+    lock free."""
     info = place.read_info() or {}
     pid = info.get("pid")
     if isinstance(pid, int) and _is_engine(pid):
-        _say(f"the warm engine (pid {pid}) did not answer in {ANSWER_SECONDS:.0f} s: ending it")
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
+        _say(f"the warm engine (pid {pid}) {what}: ending it and its JVM")
+        for one in [pid, *_children(pid)]:
+            try:
+                os.kill(one, signal.SIGKILL)
+            except OSError:
+                pass
+        wait_until_gone(pid, GONE_SECONDS)
     place.socket.unlink(missing_ok=True)
     place.info.unlink(missing_ok=True)
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        import psutil
+
+        return [child.pid for child in psutil.Process(pid).children(recursive=True)]
+    except Exception:  # psutil missing, or the engine gone meanwhile
+        return []
 
 
 def _is_engine(pid: int) -> bool:
@@ -295,7 +346,7 @@ def ask(place: places.Place, message: dict) -> dict | None:
         return None
     try:
         send(sock, message)
-        sock.settimeout(ANSWER_SECONDS)
+        sock.settimeout(answer_seconds())
         answer, _ = Reader(sock).next()
         return answer
     except (OSError, WireError):

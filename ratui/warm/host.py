@@ -5,8 +5,11 @@ kernel says who connected), and runs each command it is handed on a thread of it
 stdout and stderr, through the same command functions as a cold `ratui` (served.py). Spark starts as soon as the
 engine does, and stays. It keeps one opened Engine per ratui.yaml (a ratui.yaml edited between commands opens a new
 one; a change to its Spark settings, to ratui or to the environment retires this engine: the command is told to
-start a fresh one). It stops after `engine.idle_minutes` with no command, on `ratui engine stop`, on SIGTERM (the
-runs in flight are cancelled first), and when its project folder is gone. Only one engine per project runs: a
+start a fresh one). It renews itself (takes no new command, ends once its commands in flight have; the next command
+starts a fresh one, and says why) when its process and its JVM use more than `engine.max_memory_mb` or it has
+served `engine.max_commands` commands, and keeps its log bounded (logfile.py). It stops after
+`engine.idle_minutes` with no command, on `ratui engine stop`, on SIGTERM (the runs in flight are cancelled first),
+and when its project folder is gone. Only one engine per project runs: a
 second one started finds the first one's lock taken and exits.
 """
 
@@ -24,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ratui.warm import place as places, stdio
+from ratui.warm import logfile, place as places, stdio
 from ratui.warm.served import Restart, Served, log
 from ratui.warm.wire import Reader, WireError, send
 
@@ -50,6 +53,8 @@ class Host:
         self.stale: list[Any] = []  # Engines of an older ratui.yaml
         self.spark_key: tuple | None = None
         self.idle_minutes = 15
+        self.max_memory_mb = 3072  # engine.max_memory_mb, engine.max_commands: the project's, once read
+        self.max_commands = 500
 
     # ------------------------------------------------------------------------------------------ life
     def claim(self) -> bool:
@@ -95,10 +100,11 @@ class Host:
         return spark_session.describe() if spark_session.is_started() else None
 
     def serve(self) -> None:
-        assert self.listener is not None
+        listener = self.listener  # retire() closes it (and forgets it) from another thread: accept() then fails
+        assert listener is not None
         while not self.stopping.is_set():
             try:
-                conn, _ = self.listener.accept()
+                conn, _ = listener.accept()
             except socket.timeout:
                 self.tick()
                 continue
@@ -120,7 +126,39 @@ class Host:
             self.retire(f"no command for {self.idle_minutes} minute(s)")
             self.stopping.set()
         elif not busy and self.place.read_info() is None and not self.retired:
-            self.write_info()  # removed by hand: said again
+            try:
+                self.write_info()  # removed by hand: said again
+            except OSError as exc:  # a full disk: the engine serves on, its socket still there
+                log(f"the engine's info cannot be written: {exc.strerror}")
+        self.rotate_log()
+
+    def rotate_log(self) -> None:
+        """The log moved aside once it is over logfile.MAX_BYTES, when it is this engine's stdout and stderr."""
+        if logfile.writes_to(self.place.log, 2):
+            for stream in (sys.__stdout__, sys.__stderr__):
+                try:
+                    stream.flush()
+                except (OSError, ValueError, AttributeError):
+                    pass
+            if logfile.rotate(self.place.log, (1, 2)):
+                log(f"the log was over {logfile.MAX_BYTES // 2**20} MiB: the older lines are in "
+                    f"{logfile.older(self.place.log).name}")
+
+    def renew_if_due(self) -> None:
+        """After a command has had its answer: retire when the engine has served engine.max_commands or its process
+        tree (the engine and Spark's JVM) uses more than engine.max_memory_mb; the next command starts a fresh
+        engine, and says why (the note left here)."""
+        if self.retired:
+            return
+        rss = tree_rss()
+        if self.served_count >= self.max_commands:
+            why = f"it served {self.served_count} commands (engine.max_commands {self.max_commands})"
+        elif rss is not None and rss > self.max_memory_mb * 2**20:
+            why = f"it used {rss / 2**20:,.0f} MiB (engine.max_memory_mb {self.max_memory_mb:,})"
+        else:
+            return
+        self.place.leave_note({"pid": os.getpid(), "why": why})
+        self.retire(f"renewing itself: {why}")
 
     def retire(self, why: str) -> None:
         """Take no new command: the socket, the info and the lock go (a new engine may start at once); the
@@ -227,8 +265,9 @@ class Host:
             commands = [{"argv": s.argv, "pid": s.client_pid, "since": s.began} for s in self.in_flight.values()]
         return {"pid": os.getpid(), "project": str(self.place.project), "since": self.since,
                 "version": __version__, "spark": self.spark_where(), "commands_served": self.served_count,
-                "running": commands, "idle_minutes": self.idle_minutes, "rss_bytes": _rss(),
-                "engines_open": len(self.engines)}
+                "running": commands, "idle_minutes": self.idle_minutes, "rss_bytes": tree_rss(),
+                "rss_engine_bytes": _rss(), "max_memory_mb": self.max_memory_mb,
+                "max_commands": self.max_commands, "engines_open": len(self.engines)}
 
     # ------------------------------------------------------------------------------------------ the project
     def open_engine(self, root: Path):
@@ -257,12 +296,18 @@ class Host:
                 self.retire("ratui.yaml's Spark settings changed")
                 raise Restart("ratui.yaml's Spark settings changed")
         self.spark_key = key
-        self.idle_minutes = settings.engine_idle_minutes
+        self.adopt(settings)
         engine = Engine.open(root, settings)
         with self.lock:
             self.stale.extend(self.engines.values())  # closed once no command in flight holds one
             self.engines = {digest: engine}
         return engine
+
+    def adopt(self, settings: Any) -> None:
+        """ratui.yaml's engine section: how long this engine waits, and when it renews itself."""
+        self.idle_minutes = settings.engine_idle_minutes
+        self.max_memory_mb = settings.engine_max_memory_mb
+        self.max_commands = settings.engine_max_commands
 
     def engine_for_command(self, root: Path):
         """cli/common.engine() in the warm engine: the kept Engine, held by the command until it ends."""
@@ -285,6 +330,7 @@ class Host:
                 engine.close()
             except Exception as exc:
                 log(f"closing an engine of an older ratui.yaml failed: {exc}")
+        del closing
 
     def warm_up(self, after_pid: int) -> None:
         """Spark starts once the command that started the engine has ended (`after_pid`; 0: at once), and does a
@@ -301,7 +347,7 @@ class Host:
             log(f"Spark not started ahead: {exc}")
             return
         self.spark_key = spark_key(settings)
-        self.idle_minutes = settings.engine_idle_minutes
+        self.adopt(settings)
         try:
             spark_session.get_spark(settings)
             log(f"Spark ready in {spark_session.startup_seconds() or 0:.1f} s: {self.spark_where()}")
@@ -343,6 +389,23 @@ def _rss() -> int | None:
         import psutil
 
         return psutil.Process().memory_info().rss
+    except Exception:
+        return None
+
+
+def tree_rss() -> int | None:
+    """The resident memory of this process and every process it started (Spark's JVM, a data server)."""
+    try:
+        import psutil
+
+        me = psutil.Process()
+        total = me.memory_info().rss
+        for child in me.children(recursive=True):
+            try:
+                total += child.memory_info().rss
+            except psutil.Error:
+                pass  # ended meanwhile
+        return total
     except Exception:
         return None
 

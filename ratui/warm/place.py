@@ -5,7 +5,8 @@ Every engine of a user is in one private folder: `$RATUI_ENGINE_DIR`, else `$XDG
 refused, never used (another user could otherwise put a socket of theirs where ours is looked for). A project's
 files there are named by a digest of its real path: `KEY.sock` (the socket the engine listens on), `KEY.json`
 (what it is: pid, project, since when, its fingerprint), `KEY.lock` (held while one is started, so two commands
-at once start one engine), `KEY.log` (what it printed: `ratui engine logs`).
+at once start one engine), `KEY.log` (what it printed: `ratui engine logs`; KEY.log.1 the older lines), `KEY.renewed`
+(why the last engine renewed itself: said by the next command, then removed).
 
 The fingerprint is what the engine was started with and must not silently differ for a command it runs: ratui's
 version and code, the Python it runs on and its installed packages, and the environment (less what changes from
@@ -31,7 +32,8 @@ VOLATILE_ENV = ("PWD", "OLDPWD", "SHLVL", "_", "TERM", "TERM_PROGRAM", "TERM_PRO
                 "COLUMNS", "LINES", "TMUX", "TMUX_PANE", "WINDOWID", "SSH_CLIENT", "SSH_CONNECTION", "SSH_TTY",
                 "SSH_AUTH_SOCK", "DISPLAY", "WAYLAND_DISPLAY", "LS_COLORS", "PS1", "PS2", "PROMPT_COMMAND", "HISTFILE",
                 "VTE_VERSION", "COLORTERM", "STY", "WINDOW", "MAIL", "PYTEST_CURRENT_TEST", "PYTEST_XDIST_WORKER",
-                "PYTEST_XDIST_TESTRUNUID", "PYTEST_XDIST_WORKER_COUNT", "COV_CORE_CONTEXT")
+                "PYTEST_XDIST_TESTRUNUID", "PYTEST_XDIST_WORKER_COUNT", "COV_CORE_CONTEXT",
+                "RATUI_ENGINE_ANSWER_SECONDS")  # the last: how long a command waits for its engine, the client's own
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,28 @@ class Place:
     @property
     def log(self) -> Path:
         return self.folder / f"{self.key}.log"
+
+    @property
+    def note(self) -> Path:
+        return self.folder / f"{self.key}.renewed"
+
+    def leave_note(self, note: dict) -> None:
+        """Why this engine retires, for the next command to say (nothing when it cannot be written)."""
+        try:
+            fd = os.open(self.note, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with open(fd, "w", encoding="utf-8") as fh:
+                fh.write(json.dumps(note))
+        except OSError:
+            pass
+
+    def take_note(self) -> dict | None:
+        """The note the last engine left, removed: said once."""
+        try:
+            note = json.loads(self.note.read_text(encoding="utf-8"))
+            self.note.unlink(missing_ok=True)
+        except (OSError, ValueError):
+            return None
+        return note if isinstance(note, dict) else None
 
     def read_info(self) -> dict | None:
         try:

@@ -64,6 +64,7 @@ class Served:
             send(self.conn, answer)
         except OSError:
             pass  # the client went away: its runs were cancelled
+        host.renew_if_due()  # once the client has its exit code: the bounds cost it no time
 
     def run(self) -> dict:
         from ratui.cli.main import execute, parse
@@ -136,4 +137,8 @@ class Restart(BaseException):
 
 
 def log(text: str) -> None:
-    print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {text}", file=sys.__stderr__, flush=True)
+    """A line in the engine's log; a log that cannot be written (a full disk) never fails a command."""
+    try:
+        print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {text}", file=sys.__stderr__, flush=True)
+    except (OSError, ValueError):
+        pass

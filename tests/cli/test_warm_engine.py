@@ -84,14 +84,18 @@ def engine_pids(engines: Path) -> list[int]:
     return pids
 
 
-@pytest.fixture
-def warm(make_project, tmp_path):
+def warm_project(make_project, tmp_path) -> Warm:
+    """Two pipelines (bronze.numbers: 5 rows, silver.evens) and a folder for their engine."""
     root = make_project({
         "demo/pipelines/bronze/numbers/pipeline.sql": "SELECT id, id * 2 AS twice FROM range(5)",
         "demo/pipelines/silver/evens/pipeline.sql": "SELECT id FROM {{ ref('bronze.numbers') }} WHERE id % 2 = 0",
     })
-    engines = tmp_path / "engines"
-    project = Warm(root, engines)
+    return Warm(root, tmp_path / "engines")
+
+
+@pytest.fixture
+def warm(make_project, tmp_path):
+    project = warm_project(make_project, tmp_path)
     yield project
     project.stop()
 

@@ -147,3 +147,74 @@ def test_the_fingerprint_follows_the_environment_and_names_no_value():
     assert places.fingerprint(env) != places.fingerprint(changed)
     assert places.differences(env, changed) == ["AWS_SECRET_ACCESS_KEY"]
     assert places.differences(env, same) == []
+
+
+def test_the_engines_log_is_rotated_one_older_file_kept_and_its_recent_lines_still_shown(tmp_path, capsys):
+    from ratui.cli.warm import _logs
+    from ratui.warm import logfile
+
+    log = tmp_path / "key.log"
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)  # the engine's stderr
+    try:
+        assert logfile.writes_to(log, fd)
+
+        def write(first: int, count: int) -> None:
+            for n in range(first, first + count):
+                os.write(fd, f"line {n:04d} {'x' * 40}\n".encode())
+
+        write(0, 100)  # about 5 KB
+        assert not logfile.rotate(log, (fd,), max_bytes=100_000)  # under the bound: as it is
+        assert logfile.rotate(log, (fd,), max_bytes=2_000)
+        write(100, 10)  # the engine's next lines: in the new file
+        assert logfile.older(log).read_text().splitlines()[-1].startswith("line 0099")
+        assert log.read_text().splitlines()[0].startswith("line 0100") and log.stat().st_size < 2_000
+        assert log.stat().st_mode & 0o777 == 0o600
+        assert logfile.recent_lines(log, 12)[0].startswith("line 0098")  # across both files, oldest first
+
+        write(110, 100)
+        assert logfile.rotate(log, (fd,), max_bytes=2_000)  # again: the older one replaced, never a third
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["key.log", "key.log.1"]
+        assert logfile.older(log).read_text().splitlines()[0].startswith("line 0100")
+        write(210, 1)
+        assert _logs(log, 3) == 0
+        assert [line[:9] for line in capsys.readouterr().out.splitlines()] == ["line 0208", "line 0209", "line 0210"]
+    finally:
+        os.close(fd)
+    assert logfile.recent_lines(tmp_path / "other.log", 5) is None
+
+
+def test_a_wedged_engines_wait_can_be_set_and_is_no_reason_to_replace_an_engine(monkeypatch):
+    from ratui.warm import client
+
+    monkeypatch.setenv("RATUI_ENGINE_ANSWER_SECONDS", "2.5")
+    assert client.answer_seconds() == 2.5
+    for bad in ("0", "-1", "soon"):
+        monkeypatch.setenv("RATUI_ENGINE_ANSWER_SECONDS", bad)
+        assert client.answer_seconds() == client.ANSWER_SECONDS
+    env = {"HOME": "/root"}
+    assert places.fingerprint(env) == places.fingerprint({**env, "RATUI_ENGINE_ANSWER_SECONDS": "3"})
+
+
+def test_an_engine_past_its_bounds_retires_and_the_next_command_is_told_once(tmp_path, monkeypatch):
+    from ratui.warm import host as hosts
+
+    monkeypatch.setenv("RATUI_ENGINE_DIR", str(tmp_path / "engines"))
+    (tmp_path / "proj").mkdir()
+    place = places.place_of(tmp_path / "proj")
+    engine = hosts.Host(place, {"HOME": "/root"})
+    engine.max_commands, engine.served_count = 3, 2
+    engine.renew_if_due()
+    assert engine.retired is None and place.take_note() is None  # within its bounds: serves on
+    assert hosts.tree_rss() > 0
+
+    engine.served_count = 3
+    engine.renew_if_due()
+    assert engine.retired == "renewing itself: it served 3 commands (engine.max_commands 3)"
+    note = place.take_note()
+    assert note == {"pid": os.getpid(), "why": "it served 3 commands (engine.max_commands 3)"}
+    assert place.take_note() is None  # said once
+
+    past_memory = hosts.Host(place, {"HOME": "/root"})
+    past_memory.max_memory_mb = 1  # this test's own process uses more
+    past_memory.renew_if_due()
+    assert "engine.max_memory_mb 1)" in place.take_note()["why"] and past_memory.retired.startswith("renewing")

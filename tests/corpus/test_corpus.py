@@ -11,7 +11,7 @@ Categories (cases):
 
     annotations           13
     config.yaml            7
-    ratui.yaml            22
+    ratui.yaml            25
     catalog               13
     templates              9
     SQL                   18
@@ -31,7 +31,7 @@ Categories (cases):
     Python pipelines      15
     REST catalog          16
     Python API            27
-    total                291
+    total                294
 
 Select or skip the corpus with `-m corpus` / `-m "not corpus"`; `-m "corpus and not corpus_jvm"` leaves out the
 cases that need Spark beyond the base state's one run (the fast loop while editing compile-time cases).

@@ -121,12 +121,13 @@ def mapping(value: Any) -> dict:
     return value
 
 
-def at_least(minimum: int) -> Callable[[Any], int]:
-    """An integer >= minimum: YAML's true/false are not numbers, and neither is text."""
+def at_least(minimum: int, code: str = "ratui", hint: str | None = None) -> Callable[[Any], int]:
+    """An integer >= minimum: YAML's true/false are not numbers, and neither is text. `code`: the refusal's code
+    ("ratui": the file's own)."""
 
     def check(value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise invalid(f"{{where}} must be an integer >= {minimum}, got {value!r}")
+            raise invalid(f"{{where}} must be an integer >= {minimum}, got {value!r}", code=code, hint=hint)
         return value
 
     return check

@@ -70,6 +70,8 @@ class Settings:
     watch_poll_seconds: int = 30
     engine_warm: bool = True  # commands run in the project's warm engine (ratui/warm/)
     engine_idle_minutes: int = 15
+    engine_max_memory_mb: int = 3072  # the warm engine renews itself past this RSS (its process and its JVM)
+    engine_max_commands: int = 500  # ... or after this many commands
     # ratui.yaml's catalog section as written (type, uri, token): state/catalog/config.py checks and opens it
     catalog: dict[str, Any] = field(default_factory=dict, repr=False)
     # object-store landing zones: (namespace, zone) -> RemoteZone (see remote_zone())

@@ -27,6 +27,12 @@ COLUMN_MODES = ("strict", "union")
 # auto: in place when Spark is not local (a cluster or a Connect server cannot read this machine's disk), else staged.
 S3_READS = ("auto", "in_place", "staged")
 
+# engine.max_memory_mb: below this a warm engine (Python, PySpark and a JVM) would renew itself on every command
+MIN_ENGINE_MEMORY_MB = 512
+ENGINE_BOUND_HINT = ("engine.max_memory_mb is the warm engine's memory (its process and Spark's JVM, in MiB, at "
+                     f"least {MIN_ENGINE_MEMORY_MB}) and engine.max_commands the commands it serves (at least 1), "
+                     "before it renews itself. Leave them out for the defaults (3072 MiB, 500 commands).")
+
 Count = Annotated[int, PlainValidator(at_least(0))]
 Positive = Annotated[int, PlainValidator(at_least(1))]
 
@@ -194,10 +200,15 @@ class WatchSection(Section):
 class EngineSection(Section):
     """The warm engine (`ratui engine`): a process per project that keeps Spark, the catalog and the compiled
     project between commands. `warm: false` runs every command in a process of its own, as `--no-warm` does once;
-    `idle_minutes`: how long it waits for a command before it stops."""
+    `idle_minutes`: how long it waits for a command before it stops. It renews itself (retires once the commands
+    in flight end; the next command starts a fresh one) when its process and its JVM use more than `max_memory_mb`
+    of memory (RSS), or when it has served `max_commands` commands: its memory stays bounded over days."""
 
     warm: bool = True
     idle_minutes: Positive = 15
+    max_memory_mb: Annotated[int, PlainValidator(at_least(MIN_ENGINE_MEMORY_MB, code="RAT-ENG-005",
+                                                          hint=ENGINE_BOUND_HINT))] = 3072
+    max_commands: Annotated[int, PlainValidator(at_least(1, code="RAT-ENG-005", hint=ENGINE_BOUND_HINT))] = 500
 
 
 class ReaperSection(Section):

@@ -52,6 +52,11 @@ def lives_long() -> None:
         _small_work = None
 
 
+def long_lived() -> bool:
+    """Whether this process is the warm engine (lives_long() was called)."""
+    return _lives_long
+
+
 def mode(settings: Settings) -> str:
     """'quick' or 'full': how a JVM started now for these settings compiles."""
     if settings.spark_jit != "auto":

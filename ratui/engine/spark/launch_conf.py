@@ -61,6 +61,13 @@ JVM_DEFAULT_CONF = {
 }
 
 
+# Java options of the warm engine's JVM (a process that serves commands for days; jit.long_lived()): its heap is
+# capped by spark.driver.memory (2g unless ratui.yaml says otherwise), and G1 gives back what it no longer uses
+# instead of keeping the heap at its high-water mark: a marking cycle shrinks the heap to at most 30% free, and a
+# JVM with no collection for a minute (an idle engine) runs one.
+LONG_LIVED_JAVA_OPTIONS = "-XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30 -XX:G1PeriodicGCInterval=60000"
+
+
 # Static settings of ratui's own JVM that ratui.yaml cannot turn off: Spark's restricted mode refuses SQL that calls
 # any static Java method (reflect, java_method, try_reflect: the JVM's environment and its secrets) or runs a program
 # (TRANSFORM ... USING), from pipelines, quality tests and the Query screen alike (run/sql_reach.py names the line
@@ -98,6 +105,8 @@ def classic_launch(settings: Settings, cluster: list[tuple[str, int]]) -> tuple[
     # a JVM that crashes writes its report with the project's logs, not into the current folder
     java_opts = (f"-Dlog4j2.configurationFile=file:{log4j_file} -Dlog4j.configurationFile=file:{log4j_file} "
                  f"-XX:ErrorFile={settings.log_dir / 'hs_err_pid%p.log'} {jit.java_option(settings)}").rstrip()
+    if jit.long_lived():
+        java_opts = f"{java_opts} {LONG_LIVED_JAVA_OPTIONS}"
     extra = settings.spark_config.get("spark.driver.extraJavaOptions")
     conf.set("spark.local.dir", str(settings.state_dir / "spark-tmp"))
     # Spark's own default folders (its SQL warehouse, Derby's home) live under .ratui/, never in the folder the

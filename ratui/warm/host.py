@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ratui.warm import logfile, place as places, stdio
+from ratui.warm import heap, logfile, place as places, stdio
 from ratui.warm.served import Restart, Served, log
 from ratui.warm.wire import Reader, WireError, send
 
@@ -53,6 +53,7 @@ class Host:
         self.stale: list[Any] = []  # Engines of an older ratui.yaml
         self.spark_key: tuple | None = None
         self.idle_minutes = 15
+        self.heap = heap.Collector(_collect_garbage, log)  # the JVM's heap collected between commands
         self.max_memory_mb = 3072  # engine.max_memory_mb, engine.max_commands: the project's, once read
         self.max_commands = 500
 
@@ -118,7 +119,9 @@ class Host:
     def tick(self) -> None:
         with self.lock:
             busy = bool(self.in_flight)
+            in_flight = len(self.in_flight)
             idle = time.monotonic() - self.last_active
+        self.heap.idle(in_flight, idle)
         if not (self.place.project / "ratui.yaml").is_file():
             self.retire(f"the project {self.place.project} is gone")
             self.stopping.set()
@@ -325,6 +328,8 @@ class Host:
             held = {id(e) for s in self.in_flight.values() for e in s.engines}
             closing = [e for e in self.stale if id(e) not in held]
             self.stale = [e for e in self.stale if id(e) in held]
+            in_flight = len(self.in_flight)
+        self.heap.command_ended(in_flight)
         for engine in closing:
             try:
                 engine.close()
@@ -365,6 +370,12 @@ def _refused(text: str) -> Exception:
 def spark_key(settings: Any) -> tuple:
     return (settings.spark_master, settings.spark_remote, tuple(sorted(settings.spark_config.items())),
             settings.spark_jit, settings.spark_connect_retry_seconds)
+
+
+def _collect_garbage() -> bool:
+    from ratui.engine.spark import session as spark_session
+
+    return spark_session.collect_garbage()
 
 
 def _pid_alive(pid: int) -> bool:

@@ -172,3 +172,6 @@ def test_diff_and_merge_served_warm_print_and_exit_as_they_do_cold(warm):
     again, again_cold = warm.ratui("merge", "dev", "--json"), warm.ratui("merge", "dev", "--json", "--no-warm")
     assert (again.returncode, again.stdout) == (again_cold.returncode, again_cold.stdout)
     assert warm.status()["pid"] == engine["pid"]
+    # between commands the engine's JVM collects its heap in full and gives back what it no longer holds (heap.py)
+    wait_for(lambda: "full collection of the JVM's heap" in warm.ratui("engine", "logs", "-n", "400").stdout,
+             "a full collection between commands, in the engine's log")

@@ -218,3 +218,61 @@ def test_an_engine_past_its_bounds_retires_and_the_next_command_is_told_once(tmp
     past_memory.max_memory_mb = 1  # this test's own process uses more
     past_memory.renew_if_due()
     assert "engine.max_memory_mb 1)" in place.take_note()["why"] and past_memory.retired.startswith("renewing")
+
+
+def test_the_engines_heap_is_collected_between_commands_never_under_one():
+    """The policy of ratui/warm/heap.py: a full collection after a command once the engine has been idle for
+    IDLE_SECONDS, and after every EVERY_COMMANDS commands when they keep coming, never while a command runs, one at
+    a time. (The collection itself is the JVM's: tests/cli/test_warm_bounds.py sees it in a real engine's log.)"""
+    from ratui.warm import heap
+
+    asked = threading.Semaphore(0)
+    release = threading.Event()
+    lines: list[str] = []
+
+    def collect() -> bool:
+        asked.release()
+        release.wait(10)
+        return True
+
+    collector = heap.Collector(collect, lines.append)
+    collector.idle(in_flight=0, idle_seconds=60)
+    assert not asked.acquire(timeout=0.2)  # no command since the start: nothing to give back
+    collector.command_ended(in_flight=0)
+    collector.idle(in_flight=1, idle_seconds=60)  # another command runs
+    collector.idle(in_flight=0, idle_seconds=heap.IDLE_SECONDS / 2)  # not idle long enough
+    assert not asked.acquire(timeout=0.2)
+    collector.idle(in_flight=0, idle_seconds=heap.IDLE_SECONDS)
+    assert asked.acquire(timeout=10)
+    for _ in range(heap.EVERY_COMMANDS * 2):  # commands keep coming while it collects: no second one at once
+        collector.command_ended(in_flight=0)
+    assert not asked.acquire(timeout=0.2)
+    release.set()
+    wait_until(lambda: not collector.running)
+    assert collector.collections == 1 and lines and "full collection" in lines[0]
+    release.clear()
+    collector.command_ended(in_flight=0)  # the commands that came meanwhile count: the next quiet moment collects
+    assert asked.acquire(timeout=10)
+    release.set()
+    wait_until(lambda: not collector.running)
+
+    release.clear()
+    for n in range(heap.EVERY_COMMANDS - 1):  # a script's commands back to back
+        collector.command_ended(in_flight=n % 2)
+    assert not asked.acquire(timeout=0.2)
+    collector.command_ended(in_flight=1)  # the tenth, but another is in flight: not yet
+    assert not asked.acquire(timeout=0.2)
+    collector.command_ended(in_flight=0)
+    assert asked.acquire(timeout=10)
+    release.set()
+    wait_until(lambda: not collector.running)
+    assert collector.collections == 3
+
+
+def wait_until(condition, bound: float = 10.0) -> None:
+    done = threading.Event()
+    for _ in range(int(bound / 0.05)):
+        if condition():
+            return
+        done.wait(0.05)
+    raise AssertionError(f"not within {bound:.0f} s")

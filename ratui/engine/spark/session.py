@@ -355,6 +355,16 @@ class SparkRuntime:
         except Exception:  # a server already gone: nothing left to release
             log.debug("releasing a Spark Connect session failed", exc_info=True)
 
+    def collect_garbage(self) -> bool:
+        """Ask this process's JVM for a full collection (G1 then gives back what its heap no longer needs, down to
+        MaxHeapFreeRatio: launch_conf.LONG_LIVED_JAVA_OPTIONS). False when there is no JVM here (not started, or
+        Spark Connect: the server's heap is not ours)."""
+        session = self.session
+        if session is None or self.remote_url is not None:
+            return False
+        session.sparkContext._jvm.java.lang.System.gc()
+        return True
+
     def stop(self) -> None:
         with self.lock:
             if self.session is not None:
@@ -408,6 +418,7 @@ describe = RUNTIME.describe
 new_session = RUNTIME.new_session
 release = RUNTIME.release
 stop = RUNTIME.stop
+collect_garbage = RUNTIME.collect_garbage
 
 
 def startup_seconds() -> float | None:

@@ -1,0 +1,150 @@
+"""The console's status line says which Spark serves its runs (its own, in its process) and whether the project's
+warm engine, which runs the shell's `ratui run`, `query`, `diff` and `merge`, is up and what it holds (issue 49):
+a real engine started and stopped from the shell shows on the line within the console's period, at 80x24 too, and
+the palette's "Engines" says the rest (pid, since, memory, commands, its Spark). The engine is asked on a worker,
+never on the event loop."""
+
+from __future__ import annotations
+
+import threading
+
+from ratui.console.controller import Controller
+from ratui.console.shell_engine import UP, ShellEngine
+
+from .conftest import copy_sample, flat, make_app, run, screen_text, settle, wait_for
+from .seed import FIXED_NOW
+
+SMALL = (80, 24)
+LARGE = (160, 48)
+
+
+def status_line(app) -> str:
+    return screen_text(app).splitlines()[-2]
+
+
+class FixedEngine(Controller):
+    """The real console over the sample, and a warm engine that is up with fixed numbers (no clock, pid or host
+    text of this machine in a picture). Records the threads it was asked on."""
+
+    asked_on: list[str]
+
+    def shell_engine(self):
+        self.asked_on = [*getattr(self, "asked_on", []), threading.current_thread().name]
+        return ShellEngine(UP, pid=4242, since=FIXED_NOW.timestamp() - 720, commands=12, running=1,
+                           rss_bytes=410 * 2**20, spark="local[2], 2 cores", idle_minutes=15,
+                           running_argv=("run bronze.raw_customers --force",))
+
+
+def fixed_app(root, **kwargs):
+    return make_app(root, controller=FixedEngine(root), **kwargs)
+
+
+def where_spark_runs(app) -> None:
+    app.spark_where = "local[2], 2 cores"
+
+
+# ------------------------------------------------------------------------------------------ pictures
+def snap(snap_compare, app, size, *steps):
+    async def run_before(pilot) -> None:
+        await settle(pilot)
+        for step in steps:
+            step(pilot.app)
+            await settle(pilot)
+
+    return snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+def test_no_engine_at_80x24(snap_compare, seeded):
+    assert snap(snap_compare, make_app(seeded), SMALL)
+
+
+def test_an_engine_up_at_80x24(snap_compare, seeded):
+    assert snap(snap_compare, fixed_app(seeded, spark_state="ready"), SMALL, where_spark_runs)
+
+
+def test_an_engine_up_at_160x48(snap_compare, seeded):
+    assert snap(snap_compare, fixed_app(seeded, spark_state="ready"), LARGE, where_spark_runs)
+
+
+# ------------------------------------------------------------------------------------------ words
+def test_the_line_says_less_as_the_terminal_narrows_and_the_engine_is_asked_off_the_loop(seeded):
+    """Wide: the engine's age, commands, memory and pid, and the console's own Spark named as its own; 80 columns:
+    up and its commands, and Spark's state still whole. Every question to the engine ran on a worker thread."""
+    lines = {}
+    for size in (LARGE, (120, 40), SMALL):
+        app = fixed_app(seeded, spark_state="ready")
+
+        async def go(app=app, size=size):
+            async with app.run_test(size=size) as pilot:
+                await settle(pilot)
+                where_spark_runs(app)
+                await pilot.pause()
+                lines[size] = status_line(app)
+                assert app.controller.asked_on and threading.main_thread().name not in app.controller.asked_on
+
+        run(go())
+    large = flat(lines[LARGE])
+    assert "● shell engine: up 12 min, 1 running, 12 cmds, 410 MiB, pid 4242" in large
+    assert large.endswith("console's own: local[2], 2 cores")
+    assert "● shell engine: up, 1 running, 12 cmds" in lines[(120, 40)] and "pid" not in lines[(120, 40)]
+    assert lines[(120, 40)].rstrip().endswith(" local[2], 2 cores")  # the engine first, then the words "own"
+    assert "● Spark ready" in lines[SMALL] and "shell engine" in lines[SMALL] and "12 cmds" in lines[SMALL]
+
+
+def test_an_engines_folder_open_to_others_is_said_with_its_code(tmp_path, monkeypatch):
+    """RAT-ENG-001 on the line, the folder and its mode in the palette's "Engines"; nothing is changed or made."""
+    folder = tmp_path / "engines"
+    folder.mkdir()
+    folder.chmod(0o777)
+    monkeypatch.setenv("RATUI_ENGINE_DIR", str(folder))
+    app = make_app(copy_sample(tmp_path))
+
+    async def go():
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            assert "✘ shell engine: RAT-ENG-001" in status_line(app)
+            app.action_engines()
+            await settle(pilot)
+            notice = app.notices[-1]
+            assert "RAT-ENG-001" in notice and str(folder) in notice and "not private" in notice
+            assert "mode 0777" in notice
+
+    run(go())
+    assert oct(folder.stat().st_mode & 0o777) == "0o777" and not any(folder.iterdir())
+
+
+# ------------------------------------------------------------------------------------------ a real engine
+def test_the_line_follows_a_real_engine_started_and_stopped_from_the_shell(tmp_path, monkeypatch):
+    from tests.cli.test_warm_engine import Warm
+
+    root = copy_sample(tmp_path)
+    engines = tmp_path / "engines"
+    shell = Warm(root, engines)
+    monkeypatch.setenv("RATUI_ENGINE_DIR", str(engines))
+    app = make_app(root, shell_engine_seconds=0.5)
+
+    def line() -> str:
+        return status_line(app)
+
+    async def go():
+        async with app.run_test(size=SMALL) as pilot:
+            await settle(pilot)
+            assert "○ shell engine off" in line(), (app.shell_engine, app._shell_engine_asking, list(app.workers))
+            started = shell.ratui("engine", "start")
+            assert started.returncode == 0, started.stderr
+            pid = shell.status()["pid"]
+            await wait_for(pilot, lambda: "● shell engine:" in line() and "0 cmds" in line(), 60)
+            app.action_engines()
+            await wait_for(pilot, lambda: any(n.startswith("Engines:") and f"pid {pid}" in n for n in app.notices))
+            notice = [n for n in app.notices if n.startswith("Engines:")][-1]
+            assert "its own Spark" in notice and "0 served" in notice
+
+            stopped = shell.ratui("engine", "stop")
+            assert stopped.returncode == 0, stopped.stderr
+            await wait_for(pilot, lambda: "○ shell engine off" in line(), 60)
+            await settle(pilot)
+
+    try:
+        run(go())
+    finally:
+        shell.stop()

@@ -91,6 +91,43 @@ def test_the_line_says_less_as_the_terminal_narrows_and_the_engine_is_asked_off_
     assert "● Spark ready" in lines[SMALL] and "shell engine" in lines[SMALL] and "12 cmds" in lines[SMALL]
 
 
+class CountingEngine(Controller):
+    """An engine that has served one more command each time it is asked."""
+
+    asked = 0
+
+    def shell_engine(self):
+        self.asked += 1
+        return ShellEngine(UP, pid=4242, since=FIXED_NOW.timestamp(), commands=self.asked)
+
+
+def test_the_engine_is_asked_again_when_a_run_ends_and_when_another_process_commits(seeded):
+    """Not only on the period (10 s, too long for this test to wait): a run of the console that ends, and a commit
+    of another process (a command the engine ran from the shell), each ask at once, and the line follows."""
+    from ratui.console.follow import StateItem
+    from ratui.engine.events import RunFinished, RunQueued, RunStarted
+
+    app = make_app(seeded, controller=CountingEngine(seeded))
+
+    async def go():
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            assert app.controller.asked == 1 and "● shell engine: up 0 s, 1 cmd, pid 4242" in status_line(app)
+            for event in (RunQueued("r1", "ecommerce.bronze.raw_customers", "console"),
+                          RunStarted("r1", "ecommerce.bronze.raw_customers", "run-r1")):
+                app.controller._on_event(event)
+            await settle(pilot)
+            assert app.controller.asked == 1  # a run that starts is not a reason
+            app.controller._on_event(RunFinished("r1", "ecommerce.bronze.raw_customers", "success", 5, 10, None))
+            await settle(pilot)
+            assert app.controller.asked == 2 and "2 cmds" in status_line(app)
+            app.controller._post(StateItem("db", 0))
+            await settle(pilot)
+            assert app.controller.asked == 3 and "3 cmds" in status_line(app)
+
+    run(go())
+
+
 def test_an_engines_folder_open_to_others_is_said_with_its_code(tmp_path, monkeypatch):
     """RAT-ENG-001 on the line, the folder and its mode in the palette's "Engines"; nothing is changed or made."""
     folder = tmp_path / "engines"
@@ -129,7 +166,7 @@ def test_the_line_follows_a_real_engine_started_and_stopped_from_the_shell(tmp_p
     async def go():
         async with app.run_test(size=SMALL) as pilot:
             await settle(pilot)
-            assert "○ shell engine off" in line(), (app.shell_engine, app._shell_engine_asking, list(app.workers))
+            assert "○ shell engine off" in line()
             started = shell.ratui("engine", "start")
             assert started.returncode == 0, started.stderr
             pid = shell.status()["pid"]

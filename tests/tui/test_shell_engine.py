@@ -151,6 +151,47 @@ def test_an_engines_folder_open_to_others_is_said_with_its_code(tmp_path, monkey
 
 
 # ------------------------------------------------------------------------------------------ a real engine
+def test_a_real_engine_shows_while_it_listens_and_is_off_once_killed(tmp_path, monkeypatch):
+    """The project's real warm engine (ratui/warm/host.py, started as `ratui` starts it), its Spark held back
+    (it starts Spark once the process named to it ends: this test's), so no JVM: the line says it is up and has
+    served nothing; killed, its socket is left behind and refuses, and the line says off."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    root = copy_sample(tmp_path)
+    engines = tmp_path / "engines"
+    engines.mkdir(mode=0o700)
+    monkeypatch.setenv("RATUI_ENGINE_DIR", str(engines))
+    app = make_app(root, shell_engine_seconds=0.2)
+    env = {**os.environ, "RATUI_WARM": "1"}
+    engine = None
+
+    async def go():
+        nonlocal engine
+        async with app.run_test(size=SMALL) as pilot:
+            await settle(pilot)
+            assert "○ shell engine off" in status_line(app)
+            with open(engines / "engine.log", "ab") as log:
+                engine = subprocess.Popen([sys.executable, "-m", "ratui.warm.host", str(root), str(os.getpid())],
+                                          stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=str(root), env=env)
+            await wait_for(pilot, lambda: "● shell engine: 0 cmds" in status_line(app), 60)
+            assert app.shell_engine.pid == engine.pid and app.shell_engine.spark is None
+            engine.send_signal(signal.SIGKILL)
+            engine.wait(30)
+            assert any(engines.glob("*.sock"))  # a dead engine's socket: refused, not waited on
+            await wait_for(pilot, lambda: "○ shell engine off" in status_line(app), 30)
+            await settle(pilot)
+
+    try:
+        run(go())
+    finally:
+        if engine is not None and engine.poll() is None:
+            engine.kill()
+            engine.wait(30)
+
+
 def test_the_line_follows_a_real_engine_started_and_stopped_from_the_shell(tmp_path, monkeypatch):
     from tests.cli.test_warm_engine import Warm
 

@@ -32,7 +32,7 @@ class FixedEngine(Controller):
         self.asked_on = [*getattr(self, "asked_on", []), threading.current_thread().name]
         return ShellEngine(UP, pid=4242, since=FIXED_NOW.timestamp() - 720, commands=12, running=1,
                            rss_bytes=410 * 2**20, spark="local[2], 2 cores", idle_minutes=15,
-                           running_argv=("run bronze.raw_customers --force",))
+                           running_argv=("run bronze.raw_customers --force",), warm_off="RATUI_WARM=0")
 
 
 def fixed_app(root, **kwargs):
@@ -226,3 +226,24 @@ def test_the_line_follows_a_real_engine_started_and_stopped_from_the_shell(tmp_p
         run(go())
     finally:
         shell.stop()
+
+
+def test_the_engines_notice_says_what_the_engine_holds(seeded):
+    """The palette's "Engines": the console's own Spark, and the engine's pid, since when, its Spark, its commands
+    (with the one it runs now), its memory and when it stops."""
+    app = fixed_app(seeded, spark_state="ready")
+
+    async def go():
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            where_spark_runs(app)
+            app.action_engines()
+            await settle(pilot)
+            return app.notices[-1]
+
+    notice = run(go())
+    assert notice.startswith("Engines: The console's runs use its own Spark, in this process: local[2], 2 cores.")
+    for words in ("pid 4242, since ", "(12 min)", "its Spark: local[2], 2 cores", "12 served, 1 running",
+                  "410 MiB", "running: ratui run bronze.raw_customers --force", "stops after 15 idle minute(s)",
+                  "The shell's commands run in their own process (RATUI_WARM=0)"):
+        assert words in notice, words

@@ -69,6 +69,7 @@ PICTURES: tuple[tuple[str, str], ...] = (
     ("column-lineage.svg", "test_column_lineage/test_snapshot_column_path_160x48.svg"),
     ("logs.svg", "test_logs_compare/test_logs_snapshot.svg"),
     ("help.svg", "test_snapshots/test_help.svg"),
+    ("shell-engine.svg", "test_shell_engine/test_an_engine_up_at_160x48.svg"),
 )
 
 # The hand-written pages that hold generated blocks (TEAM_BLOCK), and where each block's text comes from

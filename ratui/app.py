@@ -39,8 +39,7 @@ from ratui.console.live import LiveRun, RunStore
 from ratui.engine.errors import RatuiError
 from ratui.messages import (
     ControllerEvents, EngineOpened, Failed, ProjectCompiled, ProjectOutlined, QuitReady, ReaperPassDone, ServeToggled,
-    SparkWhere,
-    WatchToggled,
+    ShellEngineRead, SparkWhere, WatchToggled,
 )
 from ratui.screens.dialogs import CancelRunScreen
 from ratui.screens.modes import SCREEN_CLASSES
@@ -49,6 +48,9 @@ log = logging.getLogger("ratui.console")
 
 # How often the status line asks again where Spark runs (a cluster's executors come and go).
 SPARK_WHERE_SECONDS = 15.0
+# How often the status line asks the project's warm engine (the shell's commands') how it is; also when a run ends
+# and when another process commits.
+SHELL_ENGINE_SECONDS = 10.0
 
 NARROW_BELOW = 110  # columns: the console's compact layout below this width (an 80x24 terminal)
 
@@ -80,11 +82,14 @@ class RatuiApp(Navigation, Actions, Notices, App[None]):
     project_name = reactive("")
     watch_mode = reactive("off")  # off | starting | watching | pending | running | stopping (the status line)
     serving = reactive("")  # the Iceberg REST catalog's URL while the console serves it (the status line), else ""
+    # the project's warm engine, which serves the shell's commands (console/shell_engine.py); None until first read
+    shell_engine = reactive(None, always_update=True)
 
     def __init__(self, root: Path, *, clock: Callable[[], float] = time.monotonic,
                  now: Callable[[], datetime] = utc_now, prewarm: bool = False, spark_state: str | None = None,
                  blink: bool = True, controller: Controller | None = None, reaper_schedule: bool = True,
-                 reaper_interval: float | None = None, read_only: bool = False) -> None:
+                 reaper_interval: float | None = None, read_only: bool = False,
+                 shell_engine_seconds: float = SHELL_ENGINE_SECONDS) -> None:
         super().__init__()
         self.root = Path(root)
         self.clock = clock
@@ -116,6 +121,9 @@ class RatuiApp(Navigation, Actions, Notices, App[None]):
         self.reaper_schedule = reaper_schedule and not self.read_only  # off in tests that do not ask for it
         self.reaper_interval = reaper_interval  # seconds; default: ratui.yaml reaper.interval_minutes
         self._reaper_timer = None
+        self.shell_engine_seconds = shell_engine_seconds
+        self._shell_engine_asking = False  # a question to the engine is out (one at a time)
+        self._shell_engine_again = False  # and it was asked for again meanwhile
         self.set_reactive(RatuiApp.project_name, self.root.name)
         remembered = user_settings.load().get("theme")  # a small file, read once before the first paint
         if remembered in ("textual-dark", "textual-light"):
@@ -134,6 +142,8 @@ class RatuiApp(Navigation, Actions, Notices, App[None]):
             self._ask_spark_where()
             # executors come and go (a cluster's Worker lost or added): ask again now and then while Spark is up
             self.set_interval(SPARK_WHERE_SECONDS, self._ask_spark_where_if_ready, name="spark-where")
+        self._ask_shell_engine()
+        self.set_interval(self.shell_engine_seconds, self._ask_shell_engine, name="shell-engine")
 
     def _ask_spark_where(self) -> None:
         if self.fixed_spark_state is None and not self._closing:
@@ -147,6 +157,28 @@ class RatuiApp(Navigation, Actions, Notices, App[None]):
     @on(SparkWhere)
     def _spark_where(self, message: SparkWhere) -> None:
         self.spark_where = message.value or ""
+
+    def _ask_shell_engine(self) -> None:
+        """Ask the project's warm engine how it is (its socket, on a worker: never on the event loop). One question
+        at a time: asked again while one is out, it is asked once more when the answer comes."""
+        if self._closing:
+            return
+        if self._shell_engine_asking:
+            self._shell_engine_again = True
+            return
+        self._shell_engine_asking, self._shell_engine_again = True, False
+        self.background(self.controller.shell_engine, ShellEngineRead, "asking the shell's warm engine",
+                        group="shell-engine")
+
+    def _shell_engine_answered(self) -> None:
+        self._shell_engine_asking = False
+        if self._shell_engine_again:
+            self._ask_shell_engine()
+
+    @on(ShellEngineRead)
+    def _shell_engine_read(self, message: ShellEngineRead) -> None:
+        self.shell_engine = message.value
+        self._shell_engine_answered()
 
     def background(self, work: Callable[[], Any], done: Callable[[Any], Message], context: str, *,
                    group: str, exclusive: bool = False) -> None:
@@ -250,6 +282,10 @@ class RatuiApp(Navigation, Actions, Notices, App[None]):
         if kind is ProjectOutlined:  # no outline to draw (it is only a picture): compile
             self._compile_at_boot()
             return
+        if kind is ShellEngineRead:  # the status line keeps what it said last; the next period asks again
+            log.warning("asking the shell's warm engine failed: %s", error)
+            self._shell_engine_answered()
+            return
         if kind is ProjectCompiled and self.compiled is None:
             self.boot_error = error
             self.project_failed.publish(error)
@@ -322,6 +358,7 @@ class RatuiApp(Navigation, Actions, Notices, App[None]):
         self.others_active = item.others_active
         self.active_runs = len(self.store.active()) + self.others_active
         self.state_changed.publish(item)
+        self._ask_shell_engine()  # another process committed: perhaps a command the warm engine ran
 
     def _apply_runs(self, items: list[EngineItem]) -> None:
         known = set(self.store.runs)
@@ -337,6 +374,8 @@ class RatuiApp(Navigation, Actions, Notices, App[None]):
             if not self.controller.spark_started():  # the run gave up on a Spark that never came up
                 self.spark_state = "failed"
         self.runs_changed.publish(RunsChange(changed, ended, started))
+        if ended:
+            self._ask_shell_engine()
         for run in ended:
             self._toast(run)
         screen = self.screen

@@ -99,6 +99,8 @@ class ConsoleCommands(Provider):
             ("Toggle Iceberg REST catalog", "serve the branches to DuckDB, PyIceberg, Spark… like `ratui serve` (i "
              "on Branches)", app.action_toggle_serve),
             ("Toggle theme", "switch between dark and light", app.action_toggle_theme),
+            ("Engines", "the console's own Spark, and the shell's warm engine: pid, since, memory, commands",
+             app.action_engines),
             ("Reload project", "re-read the project files (ctrl+r on Pipelines)", app.reload_project),
             ("Help: all keys", "every key binding, per screen (?)", app.action_help),
         ]

@@ -13,7 +13,9 @@ import traceback
 from ratui.console.controller import utc_now
 from ratui.console.format import batch_summary, fmt_ms, on_ref, short_key
 from ratui.console.live import LiveRun
+from ratui.console.shell_engine import detail as engine_detail
 from ratui.engine.errors import RatuiError
+from ratui.messages import ShellEngineDetail
 from ratui.screens.dialogs import ErrorScreen
 from ratui.screens.run import RunScreen
 
@@ -94,6 +96,18 @@ class Notices:
             self.notify(text, title="Scheduled reaper" if scheduled else "Reaper",
                         severity="warning" if report.errors else "information", timeout=6, markup=False)
         self.reaper_changed.publish(report)
+
+    # ------------------------------------------------------------------------------------------ engines
+
+    def action_engines(self) -> None:
+        """Which Spark serves the console's runs, and what the shell's warm engine holds (asked afresh)."""
+        self.background(self.controller.shell_engine, ShellEngineDetail, "asking the shell's warm engine",
+                        group="shell-engine-detail", exclusive=True)
+
+    def on_shell_engine_detail(self, message: ShellEngineDetail) -> None:
+        self.shell_engine = message.value
+        self.notify(engine_detail(message.value, self.spark_where if self.spark_state != "idle" else "",
+                                  self.now().timestamp()), title="Engines", timeout=15, markup=False)
 
     # ------------------------------------------------------------------------------------------ errors
 

@@ -70,6 +70,14 @@ class SparkWhere(Result):
     """Where Spark runs and with what executors (the status line): `value` is the text."""
 
 
+class ShellEngineRead(Result):
+    """The project's warm engine (the shell's commands') was asked how it is: `value` is its ShellEngine."""
+
+
+class ShellEngineDetail(Result):
+    """The same, asked for the detail notice (the palette's "Engines"): `value` is its ShellEngine."""
+
+
 class WatchToggled(Result):
     """Watch mode was switched: `value` is the watcher's state."""
 

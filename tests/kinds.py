@@ -130,6 +130,7 @@ MODULES: dict[str, str] = {
     "tests/tui/test_screen_specs.py": UNIT,
     "tests/tui/test_screens.py": UNIT,
     "tests/tui/test_serve_toggle.py": UNIT,
+    "tests/tui/test_shell_engine.py": UNIT,
     "tests/tui/test_small_terminal.py": UNIT,
     "tests/tui/test_snapshots.py": UNIT,
     "tests/tui/test_spark_progress.py": UNIT,
@@ -215,6 +216,9 @@ EXCEPTIONS: dict[str, dict[str, str]] = {
         "test_query_screen_snapshot*": UNIT,
         "test_t_on_a_pipeline_never_run_says_there_is_no_table_yet": UNIT,
         "test_table_view_columns_snapshot": UNIT,
+    },
+    "tests/tui/test_shell_engine.py": {  # a warm engine of the shell's, and its JVM
+        "test_the_line_follows_a_real_engine_started_and_stopped_from_the_shell": SPARK,
     },
     "tests/tui/test_spark_where.py": {"test_the_status_line_shows_where_spark_runs": SPARK},
 }

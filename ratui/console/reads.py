@@ -1,5 +1,5 @@
 """What the console reads: the run history, quality results, branches and their diffs, a ref's log, the landing
-zones, the reaper's reports and where Spark runs.
+zones, the reaper's reports, where Spark runs and the shell's warm engine.
 
 A mixin of Controller: every method blocks (SQLite, files, the catalog), so the screens call them from thread
 workers. None of them changes anything, so a read-only console answers them all. Textual-free.
@@ -8,12 +8,15 @@ workers. None of them changes anything, so a read-only console answers them all.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ratui.console.records import BranchRow, DiffRow, RunFilter, RunsPage, TableState, ref_kind
 from ratui.engine.errors import RatuiError
 from ratui.engine.project import catalog_specs
 from ratui.engine.vocabulary import MAIN
+
+if TYPE_CHECKING:
+    from ratui.console.shell_engine import ShellEngine
 
 
 def _state_of(side: Any) -> TableState | None:
@@ -235,6 +238,14 @@ class Reads:
         if settings.spark_remote:
             return f"Spark Connect {addresses.display_url(settings.spark_remote)}" + tables
         return settings.spark_where + tables
+
+    def shell_engine(self) -> "ShellEngine":
+        """The project's warm engine, which runs the shell's `ratui run`, `query`, `diff` and `merge` (the status
+        line): up (pid, since, commands, memory, its Spark), off, or unreachable. A connect to its socket, bounded:
+        call it from a worker thread. Never raises; starts nothing."""
+        from ratui.console import shell_engine
+
+        return shell_engine.read(self.root)
 
     def tables_where(self) -> str:
         """' · tables s3://bucket/prefix' when the tables are in an object store (never a key: a URL of ratui.yaml's

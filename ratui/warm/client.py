@@ -113,6 +113,13 @@ def _warm_in(root: Path) -> bool:
     return _engine_section(root).get("warm") is not False
 
 
+def warm_off(root: Path) -> str | None:
+    """What keeps the project's commands out of its warm engine (RATUI_WARM=0, `engine.warm: false`), or None."""
+    if os.environ.get("RATUI_WARM", "1").strip().lower() in OFF_WORDS:
+        return "RATUI_WARM=0"
+    return None if _warm_in(root) else "engine.warm: false in ratui.yaml"
+
+
 def _idle_minutes(root: Path) -> int:
     minutes = _engine_section(root).get("idle_minutes")
     return minutes if isinstance(minutes, int) and not isinstance(minutes, bool) and minutes > 0 else 15

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from ratui.console import screen_specs
+from ratui.console import screen_specs, shell_engine
 
 SPARK_TEXT = {
     "idle": ("○", "Spark not started (starts on the first run)", "dim"),
@@ -76,47 +76,68 @@ class NavBar(Static):
 
 
 class StatusLine(Static):
-    """Spark's state, the watch toggle's state, the runs in flight and the REST catalog when served, always visible,
-    just above the footer."""
+    """Spark's state, the watch toggle's state, the runs in flight, the REST catalog when served, and the shell's
+    warm engine (the process that runs `ratui run` from a shell: up and what it holds, or off), always visible,
+    just above the footer; where the console's own Spark runs on the right when there is room. What does not fit
+    says less (Spark's hint, the engine's pid and memory, then "in flight") before where Spark runs is cut."""
 
     def on_mount(self) -> None:
-        self.watch(self.app, "spark_state", lambda _: self.refresh(), init=False)
-        self.watch(self.app, "spark_where", lambda _: self.refresh(), init=False)
-        self.watch(self.app, "active_runs", lambda _: self.refresh(), init=False)
-        self.watch(self.app, "watch_mode", lambda _: self.refresh(), init=False)
-        self.watch(self.app, "serving", lambda _: self.refresh(), init=False)
+        for name in ("spark_state", "spark_where", "active_runs", "watch_mode", "serving", "shell_engine"):
+            self.watch(self.app, name, lambda _: self.refresh(), init=False)
 
     def render(self) -> Text:
-        state = getattr(self.app, "spark_state", "idle")
+        app = self.app
+        state = getattr(app, "spark_state", "idle")
         icon, label, style = SPARK_TEXT.get(state, SPARK_TEXT["idle"])
+        spark_forms = [(f"{icon} {label}", style), (f"{icon} {label.split(' (', 1)[0]}", style)]
+        now = app.now().timestamp() if hasattr(app, "now") else 0.0
+        engine_forms = shell_engine.line_forms(getattr(app, "shell_engine", None), now) or [None]
+        where = getattr(app, "spark_where", "") if state != "idle" else ""
+        where_forms = [f"console's own: {where}", where] if where else [""]
+        width = self.size.width
+        for engine in engine_forms:
+            for spark in spark_forms:
+                text = self._line(spark, engine)
+                for shown in where_forms:
+                    if text.cell_len + (3 + len(shown) if shown else 0) <= width:
+                        return self._right(text, shown)
+        text = self._line(spark_forms[-1], engine_forms[-1], brief=True)  # the least; where Spark runs, cut
+        room = width - text.cell_len - 4
+        if where and room >= 12:
+            return self._right(text, where if len(where) <= room else where[:room - 1] + "…")
+        return text
+
+    def _right(self, text: Text, where: str) -> Text:
+        if where:
+            text.append(" " * (self.size.width - text.cell_len - len(where) - 1))
+            text.append(where, style="dim")
+        return text
+
+    def _line(self, spark: tuple[str, str], engine: tuple[str, str] | None, brief: bool = False) -> Text:
+        app = self.app
         text = Text(" ")
-        text.append(f"{icon} {label}", style=style)
-        watch = getattr(self.app, "watch_mode", "off")
-        icon, label, style = WATCH_TEXT.get(watch, WATCH_TEXT["off"])
+        text.append(*spark)
+        icon, label, style = WATCH_TEXT.get(getattr(app, "watch_mode", "off"), WATCH_TEXT["off"])
         text.append("   ")
         text.append(f"{icon} {label}", style=style)
-        active = getattr(self.app, "active_runs", 0)
+        active = getattr(app, "active_runs", 0)
         text.append("   ")
+        flight = "" if brief else " in flight"
         if active:
-            text.append(f"● {active} run{'s' if active != 1 else ''} in flight", style="cyan")
+            text.append(f"● {active} run{'s' if active != 1 else ''}{flight}", style="cyan")
         else:
-            text.append("no runs in flight", style="dim")
-        serving = getattr(self.app, "serving", "")
+            text.append(f"no runs{flight}", style="dim")
+        serving = getattr(app, "serving", "")
         if serving:  # the REST catalog: its port only (the URL and token are in its dialog)
             text.append("   ")
             if serving in ("starting", "stopping"):
                 text.append(f"◌ REST {serving}…", style="yellow")
             else:
                 text.append(f"⇄ REST :{serving.rsplit(':', 1)[-1].split('/', 1)[0]}", style="green")
-        if getattr(self.app, "read_only", False):
+        if getattr(app, "read_only", False):
             text.append("   ")
             text.append("read-only", style="bold yellow")
-        # where Spark runs (local, a cluster and its executors, a Connect server), on the right when there is room
-        where = getattr(self.app, "spark_where", "") if state != "idle" else ""
-        room = self.size.width - text.cell_len - 4
-        if where and room >= 12:
-            if len(where) > room:
-                where = where[:room - 1] + "…"
-            text.append(" " * (self.size.width - text.cell_len - len(where) - 1))
-            text.append(where, style="dim")
+        if engine is not None:
+            text.append("   ")
+            text.append(*engine)
         return text

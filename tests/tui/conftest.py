@@ -29,6 +29,15 @@ def fresh_user_settings(user_config_home):
         leftover.unlink()
 
 
+@pytest.fixture(autouse=True)
+def own_engines_folder(tmp_path_factory, monkeypatch):
+    """The consoles here look for the project's warm engine (the status line) in a folder of the tests' own, never
+    in the user's: what they draw does not depend on the machine's engines."""
+    folder = tmp_path_factory.getbasetemp() / "engines"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    monkeypatch.setenv("RATUI_ENGINE_DIR", str(folder))
+
+
 @pytest.fixture(scope="module")
 def seeded(tmp_path_factory) -> Path:
     """A sample project with fixed history (shared by a module's read-only tests)."""

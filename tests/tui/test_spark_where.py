@@ -35,7 +35,8 @@ def test_a_long_description_gives_way_to_the_runs_in_flight(tmp_path):
     root = copy_sample(tmp_path)
     where = "cluster spark://spark-master.example.com:7077, 12 executors, 96 cores"
     status = status_line(make_app(root, spark_state="ready"), where, (80, 24))
-    assert "● Spark ready" in status and "no runs in flight" in status
+    # at 80 columns the runs and the shell's warm engine stay, said briefly, and where Spark runs is cut
+    assert "● Spark ready" in status and "no runs" in status and "○ shell engine off" in status
     assert "cluster spark://" in status and status.rstrip().endswith("…")
     status = status_line(make_app(root, spark_state="ready"), where, (160, 24))
     assert flat(status).endswith(where)

@@ -252,3 +252,32 @@ def test_an_engine_whose_project_is_gone_stops(warm):
     shutil.rmtree(warm.root)
     wait_for(lambda: engine["pid"] not in engine_pids(warm.engines), "the engine of a deleted project gone")
     assert not list(warm.engines.glob("*.sock"))
+
+
+def test_a_second_project_gets_its_own_engine_and_a_moved_project_a_new_one(warm, make_project):
+    """Two projects, two engines, neither reaching the other's tables; a project folder renamed while its engine runs:
+    that engine stops (its project is gone from where it was) and the project, where it is now, gets a fresh one
+    with every row it had."""
+    assert warm.ratui("run").returncode == 0
+    first = warm.ready()
+    other = Warm(make_project({"demo/pipelines/bronze/letters/pipeline.sql": "SELECT 'a' AS letter"}, name="other"),
+                 warm.engines)
+    ran = other.ratui("run")
+    assert ran.returncode == 0 and "warm engine starts beside this command" in ran.stderr, ran.stderr
+    second = other.ready()
+    assert second["pid"] != first["pid"] and warm.status()["pid"] == first["pid"]  # the first one untouched
+    served = other.ratui("query", "SHOW TABLES IN bronze")
+    assert served.returncode == 0 and "letters" in served.stdout and "numbers" not in served.stdout
+    refused = other.ratui("query", "SELECT * FROM bronze.numbers")  # the first project's table: not there
+    assert refused.returncode != 0 and "numbers" in refused.stderr
+    assert other.status()["commands_served"] == 2
+
+    moved = warm.root.with_name("moved")
+    warm.root.rename(moved)
+    wait_for(lambda: first["pid"] not in engine_pids(warm.engines), "the engine of the moved project gone")
+    warm.root = moved
+    again = warm.ratui("query", "SELECT concat('rows=', COUNT(*)) AS n FROM bronze.numbers")
+    assert again.returncode == 0 and "rows=5" in again.stdout, again.stdout + again.stderr
+    third = warm.ready()
+    assert third["pid"] not in (first["pid"], second["pid"]) and third["project"] == str(moved)
+    assert other.status()["pid"] == second["pid"]  # the other project's engine went on

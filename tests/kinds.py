@@ -40,6 +40,7 @@ MODULES: dict[str, str] = {
     "tests/e2e/test_web_access.py": UNIT,
     "tests/engine/isolation/test_confinement.py": UNIT,
     "tests/engine/isolation/test_child_exit.py": SPARK,
+    "tests/engine/isolation/test_data_server_early.py": SPARK,  # and the data server, started ahead of its run
     "tests/engine/isolation/test_isolated_runs.py": SPARK,  # and the data server, a Spark Connect JVM ratui starts
     "tests/engine/ops/test_append_merge.py": SPARK,
     "tests/engine/ops/test_branches.py": SPARK,

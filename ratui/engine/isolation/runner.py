@@ -116,6 +116,12 @@ class IsolatedRun:
             session.table(view).write.mode("overwrite").parquet(str(where))
             copied[zone] = {"parquet": str(where), "view": view.strip("`")}
         server = self._server()
+        early = data_server.early_start()
+        if early is not None and early.ready_at is not None and early.serves(
+                server.root, server.reads, server.confined):
+            self.log(f"python isolation: the data server was started early ({early.ready_at - early.began_at:.1f} s"
+                     f" to start, ready {max(0.0, time.time() - early.ready_at):.1f} s before this run needed it)",
+                     "debug")
         self.plan = {
             "file": str(self.file), "text": self.text, "namespace": namespace,
             # in a jail the child's parent is bubblewrap's (its own PID namespace): --die-with-parent covers it
@@ -133,10 +139,10 @@ class IsolatedRun:
         }
 
     def _server(self) -> data_server.DataServer:
-        root = self.settings.root
-        namespaces = {p.name for p in root.iterdir() if (p / "pipelines").is_dir()} | {self.settings.namespace}
-        reads = tuple(self.tables_root / ns / "warehouse" for ns in sorted(namespaces))
-        return data_server.data_server(root, self.settings.state_dir, reads, self.settings.spark_config,
+        from ratui.engine.isolation.early import server_reads
+
+        return data_server.data_server(self.settings.root, self.settings.state_dir,
+                                       server_reads(self.settings, self.tables_root), self.settings.spark_config,
                                        confined=self.isolation.level in isolation_levels.CONFINED,
                                        java_option=jit.java_option(self.settings))
 
@@ -159,6 +165,7 @@ class IsolatedRun:
         env = child_environment(os.environ, scratch)
         read_fd, write_fd = os.pipe()
         self.plan["report_fd"] = write_fd  # the same number in the child (pass_fds)
+        began = time.time()
         try:
             self.process = subprocess.Popen(
                 self.argv(env), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -193,9 +200,17 @@ class IsolatedRun:
             self.kill()
         reader.join(timeout=5)
         printer.join(timeout=5)
+        self._log_steps(began, reports)
         level = next((r["level"] for r in reports if "level" in r), None)
         final = next((r for r in reversed(reports) if "ok" in r or "error" in r), None)
         return ChildOutcome(level, final, self.process.returncode, timed_out, prints[0])
+
+    def _log_steps(self, began: float, reports: list[dict[str, Any]]) -> None:
+        """Where the child's time went, in the run's log (debug): each step's end, from the child's start."""
+        steps = [(r["step"], float(r["at"])) for r in reports if "step" in r and "at" in r]
+        if steps:
+            text = ", ".join(f"{name} +{at - began:.2f} s" for name, at in steps)
+            self.log(f"python isolation: child steps: {text}", "debug")
 
     def _read_prints(self, count: list[int]) -> None:
         assert self.process is not None and self.process.stdout is not None

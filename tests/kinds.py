@@ -41,6 +41,7 @@ MODULES: dict[str, str] = {
     "tests/engine/isolation/test_confinement.py": UNIT,
     "tests/engine/isolation/test_child_exit.py": SPARK,
     "tests/engine/isolation/test_data_server_early.py": SPARK,  # and the data server, started ahead of its run
+    "tests/engine/isolation/test_fork_server.py": UNIT,  # a real template and real confinement, no JVM
     "tests/engine/isolation/test_isolated_runs.py": SPARK,  # and the data server, a Spark Connect JVM ratui starts
     "tests/engine/ops/test_append_merge.py": SPARK,
     "tests/engine/ops/test_branches.py": SPARK,

@@ -11,10 +11,11 @@ is that run's error (RAT-ISO-005), never another run's. No such pipeline: no dat
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import Iterable
 
-from ratui.engine.isolation import data_server
+from ratui.engine.isolation import data_server, fork_server
 from ratui.engine.isolation.levels import decide
 from ratui.engine.project import isolation_levels
 from ratui.engine.project.discovery import Pipeline
@@ -53,6 +54,8 @@ def start_for(pipelines: Iterable[Pipeline], settings: Settings, *, tables_root:
         level = child_level(pipeline, settings, tables_remote=tables_remote)
         if level is None:
             continue
+        if level == "confined" and os.environ.get("RATUI_FORK_SERVER", "1") != "0":
+            fork_server.server(settings.state_dir)  # the warm template imports meanwhile (fork_server.py)
         try:
             return data_server.start_early(settings.root, settings.state_dir, server_reads(settings, tables_root),
                                            settings.spark_config, confined=level in isolation_levels.CONFINED,

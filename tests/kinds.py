@@ -157,6 +157,9 @@ EXCEPTIONS: dict[str, dict[str, str]] = {
         "test_a_read_only_server_with_one_session_refuses_changes_and_a_second_tab": SPARK,
         "test_an_idle_session_is_closed_and_its_console_ends": SPARK,
     },
+    "tests/engine/isolation/test_data_server_early.py": {
+        "test_an_early_start_that_fails_is_kept_for_the_run_that_needs_the_server": UNIT,
+    },
     "tests/engine/isolation/test_isolated_runs.py": {
         "test_a_level_the_machine_cannot_give_is_refused_when_required": UNIT,
     },

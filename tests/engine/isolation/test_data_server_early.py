@@ -122,3 +122,22 @@ def test_a_failed_early_start_is_the_coded_error_of_the_run_that_needed_it(make_
     assert getattr(early.error, "code", None) == "RAT-ISO-005"
     assert data_server.current() is None and data_server.early_start() is None  # the next run starts afresh
     engine.close()
+
+
+def test_an_early_start_that_fails_is_kept_for_the_run_that_needs_the_server(tmp_path, monkeypatch, clean_slate):
+    """No JVM: the start fails before one would start (no Java). start_early() never raises; data_server() raises
+    the start's coded error once, for the run that needs the server; the next one starts afresh (and fails anew)."""
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-java"))
+    root, state = tmp_path / "proj", tmp_path / "proj" / ".ratui"
+    reads = (root / "demo" / "warehouse",)
+    early = data_server.start_early(root, state, reads, {}, confined=True)
+    assert early.thread is not None
+    early.thread.join(60)
+    assert getattr(early.error, "code", None) == "RAT-ISO-005"
+    with pytest.raises(Exception) as raised:
+        data_server.data_server(root, state, reads, {}, confined=True)
+    assert raised.value is early.error and "no Java found" in str(raised.value)
+    assert data_server.early_start() is None  # consumed: the next run starts afresh
+    with pytest.raises(Exception) as again:
+        data_server.data_server(root, state, reads, {}, confined=True)
+    assert getattr(again.value, "code", None) == "RAT-ISO-005" and again.value is not early.error

@@ -91,6 +91,8 @@ class DataServer:
         for sub in ("tmp", "local", "conf", "warehouse"):
             (folder / sub).mkdir(parents=True, exist_ok=True)
         runs_root(self.state_dir).mkdir(parents=True, exist_ok=True)
+        for read in self.reads:  # a Landlock rule needs its folder now: an early start may come before any table
+            read.mkdir(parents=True, exist_ok=True)
         from ratui.engine.spark.launch_conf import LOG4J2  # the same quiet log as ratui's own JVM, in its own file
 
         (folder / "log4j2.properties").write_text(LOG4J2.format(log_file=self.log_file))

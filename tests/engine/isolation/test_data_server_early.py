@@ -78,7 +78,7 @@ def test_the_data_server_starts_while_the_sql_pipelines_upstream_run(make_projec
     engine = Engine.open(root)
     stamps = Stamps(engine)
     results = engine.run(engine.compile().select([]))
-    assert [r.status for r in results] == ["success"] * 3, [r.error for r in results]
+    assert [r.status for r in results] == ["success"] * 3, [r.error and r.error["message"] for r in results]
     early = data_server.early_start()
     assert early is not None and early.error is None and early.ready_at is not None
     # it began before the first SQL pipeline ended, so before the Python pipeline's build phase
@@ -100,7 +100,7 @@ def test_a_project_with_nothing_isolated_starts_no_data_server(make_project, spa
     engine = Engine.open(root)
     assert engine.start_data_server_early() is False  # what the console and the warm engine call
     results = engine.run(engine.compile().select([]))
-    assert [r.status for r in results] == ["success"] * 3, [r.error for r in results]
+    assert [r.status for r in results] == ["success"] * 3, [r.error and r.error["message"] for r in results]
     assert data_server.early_start() is None and data_server.current() is None
     assert not data_server._servers
     engine.close()
@@ -127,7 +127,12 @@ def test_a_failed_early_start_is_the_coded_error_of_the_run_that_needed_it(make_
 def test_an_early_start_that_fails_is_kept_for_the_run_that_needs_the_server(tmp_path, monkeypatch, clean_slate):
     """No JVM: the start fails before one would start (no Java). start_early() never raises; data_server() raises
     the start's coded error once, for the run that needs the server; the next one starts afresh (and fails anew)."""
-    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-java"))
+    with monkeypatch.context() as patch:  # put back within the test: the unit guard sets JAVA_HOME too
+        patch.setenv("JAVA_HOME", str(tmp_path / "no-java"))
+        failing_starts(tmp_path)
+
+
+def failing_starts(tmp_path) -> None:
     root, state = tmp_path / "proj", tmp_path / "proj" / ".ratui"
     reads = (root / "demo" / "warehouse",)
     early = data_server.start_early(root, state, reads, {}, confined=True)

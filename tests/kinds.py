@@ -41,6 +41,8 @@ MODULES: dict[str, str] = {
     "tests/e2e/test_web_access.py": UNIT,
     "tests/engine/isolation/test_confinement.py": UNIT,
     "tests/engine/isolation/test_child_exit.py": SPARK,
+    "tests/engine/isolation/test_data_server_early.py": SPARK,  # and the data server, started ahead of its run
+    "tests/engine/isolation/test_fork_server.py": UNIT,  # a real template and real confinement, no JVM
     "tests/engine/isolation/test_isolated_runs.py": SPARK,  # and the data server, a Spark Connect JVM ratui starts
     "tests/engine/ops/test_append_merge.py": SPARK,
     "tests/engine/ops/test_branches.py": SPARK,
@@ -156,6 +158,9 @@ EXCEPTIONS: dict[str, dict[str, str]] = {
     "tests/e2e/test_web_access.py": {
         "test_a_read_only_server_with_one_session_refuses_changes_and_a_second_tab": SPARK,
         "test_an_idle_session_is_closed_and_its_console_ends": SPARK,
+    },
+    "tests/engine/isolation/test_data_server_early.py": {
+        "test_an_early_start_that_fails_is_kept_for_the_run_that_needs_the_server": UNIT,
     },
     "tests/engine/isolation/test_isolated_runs.py": {
         "test_a_level_the_machine_cannot_give_is_refused_when_required": UNIT,

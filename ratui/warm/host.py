@@ -357,6 +357,8 @@ class Host:
             spark_session.get_spark(settings)
             log(f"Spark ready in {spark_session.startup_seconds() or 0:.1f} s: {self.spark_where()}")
             self.write_info()
+            if self.open_engine(self.place.project).start_data_server_early():  # a confined pipeline's server
+                log("the data server is starting (the project has a Python pipeline that runs in a child)")
         except BaseException as exc:  # the first command that needs Spark reports it
             log(f"Spark did not start ahead: {exc}")
 

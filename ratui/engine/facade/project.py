@@ -77,5 +77,20 @@ class ProjectPart(EngineBase):
             jit.expect_small_work(f"a query over tables of at most {size:,} bytes" if small else None)
 
     def start_spark(self) -> None:
-        """Start Spark now (the console warms it up after its first paint)."""
+        """Start Spark now (the console warms it up after its first paint), then, when the project has a Python
+        pipeline that runs in a child, the data server in the background (start_data_server_early)."""
         spark_mod.get_spark(self.settings)
+        self.start_data_server_early()
+
+    def start_data_server_early(self) -> bool:
+        """A long-lived process (the console, the warm engine) begins the data server's start in the background
+        when a pipeline of the project runs in a child (isolation/early.py); True when a start began or one is up.
+        Never raises: the run that needs the server reports what went wrong, with its own code."""
+        from ratui.engine.isolation import early
+
+        try:
+            storage = self._state.catalog.storage
+            return early.start_for(self.compile().pipelines.values(), self.settings, tables_root=storage.root,
+                                   tables_remote=storage.remote) is not None
+        except Exception:  # noqa: BLE001 - see above
+            return False

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import Any
@@ -104,6 +105,11 @@ def _user_line(tb, file: str) -> int | None:
     return line
 
 
+def step(name: str) -> None:
+    """When a step of the child ended (time.time()): the run's log says where its time went."""
+    report({"step": name, "at": time.time()})
+
+
 def _error(kind: str, message: str, line: int | None = None) -> None:
     report({"error": {"kind": kind, "message": message[:2000], "line": line}})
 
@@ -121,6 +127,7 @@ def main() -> int:
         return 3
     if not _client_imported():
         return 0
+    step("imported")
     applied = _seccomp(level, landlocked) if confined else "process"
     if applied is None:
         return 3
@@ -135,11 +142,13 @@ def main() -> int:
         _error("invalid", f"run(ctx) returned {type(result_df).__name__}, not a Spark DataFrame")
         return 0
     try:
+        step("returned")
         result_df.write.mode("overwrite").parquet(plan["result"])
     except Exception as exc:  # noqa: BLE001 - Spark computing the user's DataFrame
         first = str(exc).splitlines()[0] if str(exc) else ""
         _error("spark", f"{type(exc).__name__}: {first}")
         return 0
+    step("written")
     report({"ok": True})
     try:
         spark.stop()
@@ -225,6 +234,7 @@ def _run_pipeline(plan: dict[str, Any]) -> tuple[Any, Any] | None:
     try:
         spark = SparkSession.builder.remote(plan["url"]).create()
         ctx = Context(spark, plan)
+        step("connected")
     except Exception as exc:
         _error("server", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
         return None

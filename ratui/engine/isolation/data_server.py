@@ -91,6 +91,8 @@ class DataServer:
         for sub in ("tmp", "local", "conf", "warehouse"):
             (folder / sub).mkdir(parents=True, exist_ok=True)
         runs_root(self.state_dir).mkdir(parents=True, exist_ok=True)
+        for read in self.reads:  # a Landlock rule needs its folder now: an early start may come before any table
+            read.mkdir(parents=True, exist_ok=True)
         from ratui.engine.spark.launch_conf import LOG4J2  # the same quiet log as ratui's own JVM, in its own file
 
         (folder / "log4j2.properties").write_text(LOG4J2.format(log_file=self.log_file))
@@ -328,11 +330,83 @@ _servers: list[DataServer] = []  # at most one: a process serves one project at 
 _lock = threading.Lock()
 
 
+@dataclass
+class EarlyStart:
+    """A start begun ahead of the run that needs it (start_early): the thread doing it, and how it ended."""
+
+    root: Path
+    reads: tuple[Path, ...]
+    confined: bool
+    began_at: float  # time.time() when the start began
+    thread: threading.Thread | None = None
+    error: BaseException | None = None
+    ready_at: float | None = None
+
+    def serves(self, root: Path, reads: tuple[Path, ...], confined: bool) -> bool:
+        return self.root == root and self.confined == confined and set(reads) <= set(self.reads)
+
+
+_early: list[EarlyStart] = []  # the latest early start of this process (none, or one)
+_early_lock = threading.Lock()
+_closing = threading.Event()  # the process is ending: a start that completes now stops its server at once
+
+
+def start_early(root: Path, state_dir: Path, reads: tuple[Path, ...], spark_config: dict[str, str], *,
+                confined: bool, java_option: str = "") -> EarlyStart:
+    """Begin the data server's start in the background and return at once (a server already up for this project
+    and level, or a start already under way: nothing new). Whatever goes wrong is kept for the run that needs the
+    server (data_server() raises it there, as if that run had started it), never raised here."""
+    reads = tuple(sorted(reads))
+    with _early_lock:
+        pending = _early[0] if _early else None
+        if pending is not None and pending.serves(root, reads, confined) and pending.error is None:
+            return pending
+        early = EarlyStart(root, reads, confined, time.time())
+
+        def starting() -> None:
+            try:
+                _obtain(root, state_dir, reads, spark_config, confined=confined, java_option=java_option)
+                early.ready_at = time.time()
+            except BaseException as exc:  # noqa: BLE001 - for the run that needs the server
+                early.error = exc
+                log.info("the data server's early start failed: %s", exc)
+
+        early.thread = threading.Thread(target=starting, name="ratui-data-server-early", daemon=True)
+        _early[:] = [early]
+        early.thread.start()
+        return early
+
+
+def early_start() -> EarlyStart | None:
+    """This process's latest early start (tests, logs)."""
+    with _early_lock:
+        return _early[0] if _early else None
+
+
 def data_server(root: Path, state_dir: Path, reads: tuple[Path, ...], spark_config: dict[str, str], *,
                 confined: bool, java_option: str = "") -> DataServer:
     """This process's data server for the project (confined or not), started on first use; started again when it
     ended, serves another project or level, or must read folders it was not started with (a new namespace).
-    `java_option`: the JIT option of ratui's own JVM (spark/jit.py), which a server started now takes too."""
+    `java_option`: the JIT option of ratui's own JVM (spark/jit.py), which a server started now takes too.
+    A start begun early (start_early) for this project and level is waited for (its own start is bounded); when
+    it failed, its error is this run's, as if this run had started it, and the next run starts afresh."""
+    with _early_lock:
+        early = _early[0] if _early else None
+    if early is not None and early.serves(root, tuple(sorted(reads)), confined):
+        assert early.thread is not None
+        early.thread.join()  # bounded: the launcher's timeout, then START_SECONDS
+        if early.error is not None:
+            with _early_lock:
+                if _early and _early[0] is early:
+                    _early.clear()
+            if isinstance(early.error, RatuiError):
+                raise early.error
+            raise RatuiError("RAT-ISO-005", f"the data server could not be started: {early.error}")
+    return _obtain(root, state_dir, reads, spark_config, confined=confined, java_option=java_option)
+
+
+def _obtain(root: Path, state_dir: Path, reads: tuple[Path, ...], spark_config: dict[str, str], *,
+            confined: bool, java_option: str = "") -> DataServer:
     with _lock:
         server = _servers[0] if _servers else None
         if server is not None and server.alive() and server.root == root and server.confined == confined \
@@ -349,11 +423,37 @@ def data_server(root: Path, state_dir: Path, reads: tuple[Path, ...], spark_conf
         except BaseException:
             server.stop()
             raise
+        if _closing.is_set():  # the process ended while it started: no JVM outlives ratui
+            server.stop()
+            raise RatuiError("RAT-ISO-005", "the data server was started while ratui was ending")
         _servers.append(server)
         return server
 
 
+def current() -> DataServer | None:
+    """This process's data server, if one is up (tests, status)."""
+    with _lock:
+        return _servers[0] if _servers and _servers[0].alive() else None
+
+
+def stop_servers() -> None:
+    """Stop this process's data server and forget its early start (a test's clean slate; the process goes on)."""
+    with _early_lock:
+        pending, _early[:] = list(_early), []
+    for early in pending:  # a start under way ends first: then its server is one of _servers
+        if early.thread is not None:
+            early.thread.join()
+    with _lock:
+        for server in _servers:
+            server.stop()
+        _servers.clear()
+
+
 def stop_all() -> None:
+    """The process ends: its data server stops, and a start still under way stops its server as it completes."""
+    _closing.set()
+    with _early_lock:
+        _early.clear()
     with _lock:
         for server in _servers:
             server.stop()

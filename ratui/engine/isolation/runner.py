@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ratui.engine.errors import RatuiError
-from ratui.engine.isolation import data_server
+from ratui.engine.isolation import data_server, fork_server
 from ratui.engine.isolation.levels import Isolation, bwrap
 from ratui.engine.project import isolation_levels
 from ratui.engine.spark import jit
@@ -116,6 +116,12 @@ class IsolatedRun:
             session.table(view).write.mode("overwrite").parquet(str(where))
             copied[zone] = {"parquet": str(where), "view": view.strip("`")}
         server = self._server()
+        early = data_server.early_start()
+        if early is not None and early.ready_at is not None and early.serves(
+                server.root, server.reads, server.confined):
+            self.log(f"python isolation: the data server was started early ({early.ready_at - early.began_at:.1f} s"
+                     f" to start, ready {max(0.0, time.time() - early.ready_at):.1f} s before this run needed it)",
+                     "debug")
         self.plan = {
             "file": str(self.file), "text": self.text, "namespace": namespace,
             # in a jail the child's parent is bubblewrap's (its own PID namespace): --die-with-parent covers it
@@ -133,10 +139,10 @@ class IsolatedRun:
         }
 
     def _server(self) -> data_server.DataServer:
-        root = self.settings.root
-        namespaces = {p.name for p in root.iterdir() if (p / "pipelines").is_dir()} | {self.settings.namespace}
-        reads = tuple(self.tables_root / ns / "warehouse" for ns in sorted(namespaces))
-        return data_server.data_server(root, self.settings.state_dir, reads, self.settings.spark_config,
+        from ratui.engine.isolation.early import server_reads
+
+        return data_server.data_server(self.settings.root, self.settings.state_dir,
+                                       server_reads(self.settings, self.tables_root), self.settings.spark_config,
                                        confined=self.isolation.level in isolation_levels.CONFINED,
                                        java_option=jit.java_option(self.settings))
 
@@ -158,11 +164,9 @@ class IsolatedRun:
         scratch = self.folder / "scratch"
         env = child_environment(os.environ, scratch)
         read_fd, write_fd = os.pipe()
-        self.plan["report_fd"] = write_fd  # the same number in the child (pass_fds)
+        began = time.time()
         try:
-            self.process = subprocess.Popen(
-                self.argv(env), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                cwd=str(scratch), env=env, start_new_session=True, pass_fds=(write_fd,))
+            self.process = self._start(env, scratch, write_fd)
         finally:
             os.close(write_fd)
         reports: list[dict[str, Any]] = []
@@ -193,9 +197,44 @@ class IsolatedRun:
             self.kill()
         reader.join(timeout=5)
         printer.join(timeout=5)
+        self._log_steps(began, reports)
         level = next((r["level"] for r in reports if "level" in r), None)
         final = next((r for r in reversed(reports) if "ok" in r or "error" in r), None)
         return ChildOutcome(level, final, self.process.returncode, timed_out, prints[0])
+
+    def _start(self, env: dict[str, str], scratch: Path, write_fd: int):
+        """The child: forked from the warm template at the confined level (fork_server.py), else a fresh
+        process; either way in its own session, with this environment, its report pipe at plan["report_fd"]."""
+        forks = self._fork_server()
+        if forks is not None:
+            try:
+                child = forks.fork(env, write_fd)
+                self.plan["report_fd"] = fork_server.REPORT_FD
+                self.plan["parent"] = forks.pid  # the template, which dies with ratui
+                self.log(f"python isolation: child {child.pid} forked from the warm template {forks.pid}", "debug")
+                return child
+            except OSError as exc:
+                self.log(f"python isolation: the fork server could not fork ({exc}): a fresh process", "debug")
+        self.plan["report_fd"] = write_fd  # the same number in the child (pass_fds)
+        return subprocess.Popen(
+            self.argv(env), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            cwd=str(scratch), env=env, start_new_session=True, pass_fds=(write_fd,))
+
+    def _fork_server(self) -> fork_server.ForkServer | None:
+        """The fork server, ready, when this run's level may use one (confined: Landlock's scope and seccomp keep
+        the child from the template and its siblings; not jail, whose bubblewrap builds its namespaces at exec;
+        not process, where nothing would); None otherwise or when it is off (RATUI_FORK_SERVER=0)."""
+        if self.isolation.level != "confined" or os.environ.get("RATUI_FORK_SERVER", "1") == "0":
+            return None
+        forks = fork_server.server(self.settings.state_dir)
+        return forks if forks.ready(fork_server.READY_SECONDS) else None
+
+    def _log_steps(self, began: float, reports: list[dict[str, Any]]) -> None:
+        """Where the child's time went, in the run's log (debug): each step's end, from the child's start."""
+        steps = [(r["step"], float(r["at"])) for r in reports if "step" in r and "at" in r]
+        if steps:
+            text = ", ".join(f"{name} +{at - began:.2f} s" for name, at in steps)
+            self.log(f"python isolation: child steps: {text}", "debug")
 
     def _read_prints(self, count: list[int]) -> None:
         assert self.process is not None and self.process.stdout is not None
@@ -218,6 +257,11 @@ class IsolatedRun:
             os.killpg(process.pid, signal.SIGKILL)  # nothing of the child's gets a say: it is untrusted code
         except (ProcessLookupError, PermissionError):
             pass
+        if process.poll() is None:  # a forked child killed before its setsid() is not its group's leader yet
+            try:
+                os.kill(process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         try:
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:

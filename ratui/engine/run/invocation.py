@@ -32,6 +32,7 @@ executor.
 
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -185,6 +186,7 @@ class Invocation:
             for key, result in self._skip_unchanged():
                 waiting.remove(key)
                 deliver(key, result)
+            self._data_server_early(waiting)
             while waiting or running:
                 if self._cancelled.is_set():
                     waiting.clear()
@@ -217,6 +219,18 @@ class Invocation:
         finally:
             if pool is not None:
                 pool.shutdown(wait=True)
+
+    def _data_server_early(self, keys: list[str]) -> None:
+        """A Python pipeline of these runs in a child: the data server starts now, in the background, while the
+        runs before it and its own branch and config phases go (isolation/early.py). Never raises."""
+        from ratui.engine.isolation import early
+
+        try:
+            storage = self._parts.state.catalog.storage
+            early.start_for([self._compiled.pipelines[k] for k in keys if k in self._compiled.pipelines],
+                            self._compiled.settings, tables_root=storage.root, tables_remote=storage.remote)
+        except Exception as exc:  # noqa: BLE001 - the run that needs the server starts it and reports
+            logging.getLogger("ratui.isolation").info("the data server was not started early: %s", exc)
 
     def _skip_unchanged(self) -> list[tuple[str, RunResult]]:
         """The pre-pass: every pipeline that is unchanged, and whose upstream pipelines in this invocation are all

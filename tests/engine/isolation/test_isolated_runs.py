@@ -153,13 +153,24 @@ def project_yaml(root: Path, level: str = "confined", timeout: int = 180, extra:
     (root / "ratui.yaml").write_text(text + ISOLATION_YAML.format(level=level, timeout=timeout) + extra)
 
 
-def children_running() -> list[int]:
-    """This process's isolated children still alive (a zombie is not: it ended and waits to be reaped)."""
+def is_isolated_child(process: psutil.Process) -> bool:
+    """An isolated child: an exec'd one (its command), or one forked from the fork server's template (the
+    template's command, the template its parent)."""
+    command = " ".join(process.cmdline())
+    if "ratui.engine.isolation.child" in command:
+        return True
+    parent = process.parent()
+    return "ratui.engine.isolation.fork_server" in command and parent is not None and \
+        "ratui.engine.isolation.fork_server" in " ".join(parent.cmdline())
+
+
+def children_running(of: psutil.Process | None = None) -> list[int]:
+    """This process's (or `of`'s) isolated children still alive (a zombie is not: it ended and waits to be
+    reaped)."""
     found = []
-    for process in psutil.Process().children(recursive=True):
+    for process in (of or psutil.Process()).children(recursive=True):
         try:
-            if process.status() != psutil.STATUS_ZOMBIE and \
-                    "ratui.engine.isolation.child" in " ".join(process.cmdline()):
+            if process.status() != psutil.STATUS_ZOMBIE and is_isolated_child(process):
                 found.append(process.pid)
         except psutil.Error:
             pass
@@ -554,7 +565,7 @@ def test_a_killed_ratui_leaves_no_child_and_no_data_server(make_project, tmp_pat
 
     proc = ratui_background("run", "--project", str(root), log=tmp_path / "run.log")
     try:
-        wait_for(lambda: any("isolation.child" in c for c in ours()), 180, "the isolated child")
+        wait_for(lambda: children_running(psutil.Process(proc.pid)) != [], 180, "the isolated child")
         assert any("SparkConnectServer" in c for c in ours())  # the data server runs
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)

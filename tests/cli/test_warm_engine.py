@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TEST_SETTINGS
+from tests.warm_engines import engine_pids
 
 BOUND = 180.0  # seconds: a JVM starting on a busy 2-core machine
 
@@ -69,19 +70,6 @@ class Warm:
         self.ratui("engine", "stop")
         for pid in engine_pids(self.engines):  # whatever a failed test left
             os.kill(pid, signal.SIGKILL)
-
-
-def engine_pids(engines: Path) -> list[int]:
-    pids = []
-    for proc in Path("/proc").glob("[0-9]*"):
-        try:
-            words = (proc / "cmdline").read_bytes().split(b"\0")
-            environ = (proc / "environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"ratui.warm.host" in words and f"RATUI_ENGINE_DIR={engines}".encode() in environ:
-            pids.append(int(proc.name))
-    return pids
 
 
 def warm_project(make_project, tmp_path) -> Warm:

@@ -225,10 +225,13 @@ class Invocation:
         runs before it and its own branch and config phases go (isolation/early.py). Never raises."""
         from ratui.engine.isolation import early
 
+        pipelines = [self._compiled.pipelines[k] for k in keys if k in self._compiled.pipelines]
+        if not any(p.kind == "python" for p in pipelines):
+            return  # and the catalog is not opened for it (an unchanged project is read without it)
         try:
             storage = self._parts.state.catalog.storage
-            early.start_for([self._compiled.pipelines[k] for k in keys if k in self._compiled.pipelines],
-                            self._compiled.settings, tables_root=storage.root, tables_remote=storage.remote)
+            early.start_for(pipelines, self._compiled.settings, tables_root=storage.root,
+                            tables_remote=storage.remote)
         except Exception as exc:  # noqa: BLE001 - the run that needs the server starts it and reports
             logging.getLogger("ratui.isolation").info("the data server was not started early: %s", exc)
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import sys
 import time
+from typing import Callable
 
 from ratui.cli.common import (
     EXIT_FAILED, EXIT_OK, engine as _engine, err as _err,
-    project_arg as _project_arg,
+    project_arg as _project_arg, warm_arg,
 )
 from ratui.engine.vocabulary import format_bytes, format_duration, orphan_groups
 from ratui.cli.common import result_line as _result_line
@@ -24,6 +25,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--ref", default="main", metavar="BRANCH", help="run on a branch of yours (default: main)")
     _project_arg(p)
     p.add_argument("--json", action="store_true", help="one JSON object per watch event")
+    warm_arg(p)
 
 
 def cmd_reap(args) -> int:
@@ -86,7 +88,6 @@ def cmd_reap(args) -> int:
 
 
 def cmd_watch(args) -> int:
-    import signal
     import threading
 
     from ratui.engine import events as w
@@ -126,26 +127,51 @@ def cmd_watch(args) -> int:
             elif isinstance(ev, w.WatchFailed):
                 print(f"{stamp} error: {ev.message}", file=sys.stderr, flush=True)
 
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, interrupt)  # `kill` stops as cleanly as Ctrl-C: in-flight runs are cancelled
-    signal.signal(signal.SIGHUP, interrupt)  # and so does the terminal closing
+    stopped = threading.Event()
+    unlisten = _stop_watch_on_signals(stopped)
     engine.start_monitor()  # runs of other processes that die are recorded as failed while we watch
     from ratui.engine.ops.branches import check_writable
 
-    check_writable(engine.state, args.ref)  # a mistyped branch fails now, not at the first save
-    watcher = Watcher(engine=engine, on_event=show, ref=args.ref)
-    watcher.start()
     try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
+        check_writable(engine.state, args.ref)  # a mistyped branch fails now, not at the first save
+        watcher = Watcher(engine=engine, on_event=show, ref=args.ref)
+        watcher.start()
+        try:
+            while not stopped.wait(3600):  # a timed wait: a signal's handler (the interrupt) runs in between
+                pass
+        except KeyboardInterrupt:
+            pass
         if not args.json:
             print("stopping", flush=True)
-    finally:
         watcher.stop()
+    finally:
+        unlisten()
     return EXIT_OK
+
+
+def _stop_watch_on_signals(stopped) -> Callable[[], None]:
+    """Ctrl-C, `kill` (SIGTERM) and the terminal closing (SIGHUP) stop the watch, its runs in flight cancelled. In a
+    process of its own: the process's signals (Ctrl-C is Python's KeyboardInterrupt). Served by the warm engine: the
+    signals of the command's client, which the engine hands to the command; the engine's other commands go on.
+    Returns what stops listening."""
+    import signal
+
+    from ratui.cli.common import served_command
+
+    served = served_command()
+    if served is not None:
+        return served.on_signal(lambda signum: stopped.set())
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = {number: signal.signal(number, interrupt) for number in (signal.SIGTERM, signal.SIGHUP)}
+
+    def restore() -> None:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+    return restore
 
 
 COMMANDS = {"reap": cmd_reap, "watch": cmd_watch}

@@ -269,3 +269,33 @@ def test_a_second_project_gets_its_own_engine_and_a_moved_project_a_new_one(warm
     third = warm.ready()
     assert third["pid"] not in (first["pid"], second["pid"]) and third["project"] == str(moved)
     assert other.status()["pid"] == second["pid"]  # the other project's engine went on
+
+
+def test_watch_runs_in_the_engine_and_ctrl_c_stops_only_the_watch(warm):
+    """`ratui watch` served warm: a save re-runs what it affects on the engine's Spark at once, the runs recorded as
+    the engine's; Ctrl-C stops the watch (exit 0, "stopping") and the engine lives on."""
+    import threading
+
+    assert warm.ratui("run").returncode == 0
+    engine = warm.ready()
+    watch = warm.popen("watch")
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(iter(watch.stdout.readline, "")), daemon=True).start()
+    try:
+        wait_for(lambda: any(line.startswith("watching ") for line in lines), "the watch started")
+        assert [s["argv"][0] for s in warm.status()["running"]] == ["watch"]  # served by the engine
+        pipeline = warm.root / "demo/pipelines/bronze/numbers/pipeline.sql"
+        pipeline.write_text("SELECT id, id * 2 AS twice FROM range(7)")
+        wait_for(lambda: any("1 succeeded" in line or "2 succeeded" in line for line in lines), "the save's runs")
+        latest = warm.runs()[0]
+        assert latest["pid"] == engine["pid"] and latest["status"] == "success", latest
+        watch.send_signal(signal.SIGINT)
+        assert watch.wait(timeout=BOUND) == 0, watch.stderr.read()
+        assert any(line.strip() == "stopping" for line in lines), lines
+    finally:
+        if watch.poll() is None:
+            watch.kill()
+    status = warm.status()
+    assert status["pid"] == engine["pid"] and status["running"] == []  # the engine lives on, nothing in flight
+    counted = warm.ratui("query", "SELECT concat('rows=', COUNT(*)) AS n FROM bronze.numbers")
+    assert "rows=7" in counted.stdout, counted.stdout + counted.stderr

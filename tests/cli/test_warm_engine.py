@@ -59,8 +59,11 @@ class Warm:
         return json.loads(out.stdout)["engine"]
 
     def ready(self) -> dict:
-        """The engine's status once its Spark has started."""
-        return wait_for(lambda: (s := self.status()) and s.get("spark") and s, "the engine's Spark started")
+        """The engine's status once it is warm: its Spark started and the project opened (the end of its warm-up;
+        CI once saw a command with a changed environment, sent while the warm-up still ran under load, find no
+        engine to replace)."""
+        return wait_for(lambda: (s := self.status()) and s.get("spark") and s.get("engines_open") and s,
+                        "the engine's Spark started and its project opened")
 
     def runs(self) -> list[dict]:
         out = self.ratui("runs", "--json", "--limit", "50")

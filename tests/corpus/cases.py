@@ -1093,6 +1093,8 @@ CASES: list[Case] = [
     Case("cli-unknown-command", "CLI misuse", argv=("frobnicate",), expect_code="RAT-CLI-001", spec="building"),
     Case("cli-engine-unknown-action", "CLI misuse", argv=("engine", "restart"), expect_code="RAT-CLI-001"),
     Case("cli-engine-logs-zero-lines", "CLI misuse", argv=("engine", "logs", "-n", "0"), expect_code="RAT-CLI-001"),
+    Case("cli-watch-unknown-branch", "CLI misuse", argv=("watch", "--ref", "nosuch"), expect_code="RAT-CAT-002",
+         expect_exit=1),
     Case("cli-unknown-option", "CLI misuse", argv=("run", "--frobnicate"), expect_code="RAT-CLI-001",
          spec="building"),
     Case("cli-bad-status", "CLI misuse", argv=("runs", "--status", "exploded"), expect_code="RAT-CLI-001",

@@ -454,4 +454,6 @@ def run_app(root: Path, read_only: bool = False) -> None:
     root = Path(root).resolve()
     _configure_logging(root)
     _dump_threads_on_sigusr1(root)
-    RatuiApp(root, prewarm=True, read_only=read_only).run()
+    app = RatuiApp(root, prewarm=True, read_only=read_only)
+    app.run()
+    app.controller.finish_serving()  # the shell's commands it served, cancelled on the way out, end here

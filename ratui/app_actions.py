@@ -154,19 +154,26 @@ class Actions:
 
     async def action_quit(self) -> None:
         active = self.store.active()
-        if not active:
+        shell = self.controller.shell_commands()  # the shell's commands this console serves (ratui/warm/hosted.py)
+        if not active and not shell:
             self.exit()
             return
-        body = Text(f"{len(active)} run(s) in flight: {', '.join(r.pipeline for r in active)}.\n\n")
-        into = ", ".join(sorted({r.ref for r in active}))
-        body.append(f"Quitting cancels them: their branches are deleted and {into} is unchanged.", style="dim")
+        body = Text()
+        if active:
+            body.append(f"{len(active)} run(s) in flight: {', '.join(r.pipeline for r in active)}.\n\n")
+            into = ", ".join(sorted({r.ref for r in active}))
+            body.append(f"Quitting cancels them: their branches are deleted and {into} is unchanged.\n\n",
+                        style="dim")
+        if shell:
+            body.append(f"The shell's command(s) running here: {', '.join(shell)}.\n\n")
+            body.append("Quitting stops them as Ctrl-C would in their terminal.", style="dim")
 
         def done(ok: bool | None) -> None:
             if ok:
-                self.notify("Cancelling runs in flight…", timeout=3)
-                self.background(self.controller.cancel_all, QuitReady, "cancelling runs to quit", group="quit")
+                self.notify("Stopping what runs…", timeout=3)
+                self.background(self.controller.stop_for_quit, QuitReady, "stopping runs to quit", group="quit")
 
-        self.push_screen(ConfirmScreen("Quit ratui?", body, "Stop the runs and quit", back="Stay"), done)
+        self.push_screen(ConfirmScreen("Quit ratui?", body, "Stop them and quit", back="Stay"), done)
 
     def on_quit_ready(self, _message: QuitReady) -> None:
         self.exit()

@@ -36,6 +36,7 @@ MODULES: dict[str, str] = {
     "tests/corpus/test_corpus.py": SPARK,  # every case starts from the base state, one `ratui run`
     "tests/docs/test_docs_site.py": UNIT,
     "tests/docs/test_getting_started.py": SPARK,
+    "tests/e2e/test_console_serves_shell.py": SPARK,
     "tests/e2e/test_tmux.py": SPARK,
     "tests/e2e/test_web.py": UNIT,
     "tests/e2e/test_web_access.py": UNIT,

@@ -65,6 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     if not words or (words[0].startswith("-") and words[0] not in ("-h", "--help", "--version")):
         words = ["tui", *words]  # `ratui` and `ratui --project DIR` open the console
     args = parse(words)
+    if args.command == "tui":  # the console may serve the shell's commands (ratui/warm/hosted.py): ours to run
+        from ratui.warm import served
+
+        served.commands_from(parse, execute)
     if args.command in WARM_COMMANDS and not getattr(args, "no_warm", False):
         from ratui.warm.client import run_warm
 

@@ -37,7 +37,11 @@ def cmd_engine(args) -> int:
         if answer is None:
             print(f"no warm engine runs for {root}")
             return EXIT_OK
-        pid = (answer.get("stopping") or {}).get("pid")
+        stopping = answer.get("stopping") or {}
+        pid = stopping.get("pid")
+        if stopping.get("console"):  # a console serving the shell stops serving and stays open (warm/hosted.py)
+            print(f"the console (pid {pid}) no longer serves the shell's commands for {root}; it stays open")
+            return EXIT_OK
         if isinstance(pid, int) and not client.wait_until_gone(pid, STOP_SECONDS):
             err(RatuiError("RAT-ENG-003", f"the warm engine (pid {pid}) is still running {STOP_SECONDS:.0f} s after "
                            "it was asked to stop", file=str(place.log)), args.json)
@@ -65,6 +69,8 @@ def _root(project: str) -> Path:
 
 def _describe(status: dict, place) -> str:
     since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(status.get("since") or 0))
+    if status.get("console"):
+        return _describe_console(status, place, since)
     rss, bound = status.get("rss_bytes"), status.get("max_memory_mb")
     memory = (f"{rss / 2**20:,.0f} MiB (the engine and Spark's JVM), renews itself past {bound:,} MiB"
               if rss and bound else "?")
@@ -75,6 +81,21 @@ def _describe(status: dict, place) -> str:
              f"renews itself after {status.get('max_commands')}",
              f"  memory     {memory}",
              f"  stops      after {status.get('idle_minutes')} idle minute(s), or `ratui engine stop`",
+             f"  socket     {place.socket}",
+             f"  log        {place.log}"]
+    for command in status.get("running") or []:
+        lines.append(f"  running    ratui {' '.join(command.get('argv') or [])} (pid {command.get('pid')})")
+    return "\n".join(lines)
+
+
+def _describe_console(status: dict, place, since: str) -> str:
+    rss = status.get("rss_bytes")
+    lines = [f"the console serves the shell's commands for {status.get('project')}",
+             f"  pid        {status.get('pid')} (the console's), since {since}, ratui {status.get('version')}",
+             f"  spark      {status.get('spark') or 'not started yet'} (the console's own)",
+             f"  commands   {status.get('commands_served')} served, {len(status.get('running') or [])} running",
+             f"  memory     {f'{rss / 2**20:,.0f} MiB (the console and its JVM)' if rss else '?'}",
+             "  stops      when the console closes, or `ratui engine stop` (the console stays open)",
              f"  socket     {place.socket}",
              f"  log        {place.log}"]
     for command in status.get("running") or []:

@@ -73,6 +73,7 @@ class Controller(EventQueue, Operations, Reads, QuerySessions):
         self._queries: dict[str, Any] = {}  # query id -> its QueryResult on Spark (the Query screen's)
         self.query_history = QueryHistory(self.root)
         self.ref = MAIN  # the working ref: the console's runs fork from it and merge into it (Branches switches)
+        self.shell_serving = None  # the shell's commands served by this console (ratui/warm/hosted.py), once open
 
     # -------------------------------------------------------------------------------------------- life
 
@@ -111,6 +112,10 @@ class Controller(EventQueue, Operations, Reads, QuerySessions):
             token = catalog.change_token if catalog.change_token() is not None else None
             self.follower = Follower(self.root, engine.settings.db_path, self._post, self.others_active,
                                      token).start()
+        if self.shell_serving is None and not self.read_only:  # a read-only console runs nobody's writes
+            from ratui.warm.hosted import ShellServing
+
+            self.shell_serving = ShellServing(self.root, self.require_engine).start()
 
     def others_active(self) -> int:
         """Runs in flight in other processes (a CLI run, watch, another console)."""
@@ -140,6 +145,8 @@ class Controller(EventQueue, Operations, Reads, QuerySessions):
                 self.watcher.stop(timeout=0)
             except Exception:
                 pass
+        if self.shell_serving is not None:  # no new shell command; those in flight are cancelled (finish_serving)
+            self.shell_serving.stop()
         if self.rest_server is not None:  # stopping waits for requests in flight: never on the event loop
             threading.Thread(target=self.stop_serving, name="ratui-serve-stop", daemon=True).start()
         for unsubscribe in self._unsubscribe:
@@ -147,6 +154,24 @@ class Controller(EventQueue, Operations, Reads, QuerySessions):
         self._unsubscribe.clear()
         if self.engine is not None:
             self.engine.stop_monitor()
+
+    def shell_commands(self) -> list[str]:
+        """The shell's commands this console runs now (`ratui watch`, a `ratui run`): quitting stops them."""
+        return self.shell_serving.commands() if self.shell_serving is not None else []
+
+    def stop_for_quit(self, timeout: float = 15.0) -> None:
+        """Quitting with work in flight: the shell's commands served here are stopped (as Ctrl-C would in their
+        own terminal) and waited for, then the console's runs are cancelled. Blocking."""
+        if self.shell_serving is not None:
+            self.shell_serving.stop()
+            self.shell_serving.wait(timeout)
+        self.cancel_all()
+
+    def finish_serving(self) -> None:
+        """Once the console's screen is gone: the shell's commands it was serving end (cancelled by close()), their
+        last words on their own terminals. Blocking, bounded."""
+        if self.shell_serving is not None:
+            self.shell_serving.wait()
 
     def compile(self) -> "CompiledProject":
         return self.require_engine().compile()

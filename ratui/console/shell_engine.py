@@ -8,6 +8,7 @@ text: this module imports no Textual.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,8 @@ class ShellEngine:
     socket: str | None = None
     log: str | None = None
     running_argv: tuple[str, ...] = field(default=())
+    console: bool = False  # a console serves the shell's commands (ratui/warm/hosted.py), not an engine of its own
+    here: bool = False  # and it is this console
 
 
 def read(root: Path) -> ShellEngine:
@@ -59,7 +62,8 @@ def read(root: Path) -> ShellEngine:
         UP, pid=status.get("pid"), since=status.get("since"), commands=int(status.get("commands_served") or 0),
         running=len(running), rss_bytes=status.get("rss_bytes"), spark=status.get("spark"),
         idle_minutes=status.get("idle_minutes"), warm_off=warm_off, socket=str(place.socket), log=str(place.log),
-        running_argv=tuple(" ".join(str(w) for w in (r.get("argv") or [])) for r in running))
+        running_argv=tuple(" ".join(str(w) for w in (r.get("argv") or [])) for r in running),
+        console=bool(status.get("console")), here=bool(status.get("console")) and status.get("pid") == os.getpid())
 
 
 # ------------------------------------------------------------------------------------------------ its words
@@ -95,10 +99,15 @@ def line_forms(engine: ShellEngine | None, now: float) -> list[tuple[str, str]]:
         return [("○ shell engine off", "dim")]
     cmds = _plural(engine.commands, "cmd")
     busy = f"{engine.running} running, " if engine.running else ""
+    style = "cyan" if engine.running else "green"
+    if engine.here:
+        return [(f"● serving the shell: {busy}{cmds}", style), (f"● serving the shell: {cmds}", style)]
+    if engine.console:
+        return [(f"● shell served by the console of pid {engine.pid}: {busy}{cmds}", style),
+                (f"● shell served by console {engine.pid}", style), (f"● shell: console {engine.pid}", style)]
     memory = _mib(engine.rss_bytes)
     long = f"● shell engine: up {_age(engine.since, now)}, {busy}{cmds}{', ' + memory if memory else ''}, " \
            f"pid {engine.pid}"
-    style = "cyan" if engine.running else "green"
     return [(long, style), (f"● shell engine: up, {busy}{cmds}", style), (f"● shell engine: {cmds}", style)]
 
 
@@ -110,6 +119,12 @@ def detail(engine: ShellEngine, console_spark: str, now: float) -> str:
     elif engine.state == OFF:
         lines.append("No warm engine runs for this project: the shell's `ratui run`, `query`, `diff` and `merge` "
                      "start one (or `ratui engine start`).")
+    elif engine.console:
+        who = "this console" if engine.here else f"the console of pid {engine.pid}"
+        lines += [f"The shell's `ratui run`, `query`, `diff`, `merge`, `show` and `watch` run in {who}, on its "
+                  f"Spark: {engine.commands} served, {engine.running} running (their runs show here live).",
+                  "  it serves until that console closes, or `ratui engine stop`"]
+        lines += [f"  running: ratui {argv}" for argv in engine.running_argv]
     else:
         started = time.strftime("%Y-%m-%d %H:%M", time.localtime(engine.since)) if engine.since else "?"
         lines += [f"The shell's warm engine: pid {engine.pid}, since {started} ({_age(engine.since, now)}).",

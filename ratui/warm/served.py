@@ -67,8 +67,9 @@ class Served:
         host.renew_if_due()  # once the client has its exit code: the bounds cost it no time
 
     def run(self) -> dict:
-        from ratui.cli.main import execute, parse
-
+        if not _COMMANDS:
+            return {"refused": "this process runs no ratui command (its command line did not say how)"}
+        parse, execute = _COMMANDS[0]
         try:
             args = parse(self.argv)
         except SystemExit as exc:  # a usage error or --help: what argparse printed, and its code
@@ -131,14 +132,43 @@ def _open(fd: int, mode: str, encoding: Any, stderr: bool = False):
                 encoding=name, errors=errors, closefd=True)
 
 
+# `ratui`'s own parse and execute (cli/main.py), handed down by the command line that started this process: the
+# warm engine's main, or `ratui` opening a console that serves the shell (hosted.py). The command line is the top
+# layer: nothing below it imports it.
+_COMMANDS: list[tuple[Callable[[list[str]], Any], Callable[[Any], int]]] = []
+_STARTED_ENV: list[dict[str, str]] = []
+
+
+def commands_from(parse: Callable[[list[str]], Any], execute: Callable[[Any], int]) -> None:
+    """Called once, as the process starts: also keeps its environment then (Spark adds to it once it starts), the
+    one a command's must equal."""
+    _COMMANDS[:] = [(parse, execute)]
+    _STARTED_ENV[:] = [dict(os.environ)]
+
+
+def started_env() -> dict[str, str]:
+    return dict(_STARTED_ENV[0]) if _STARTED_ENV else dict(os.environ)
+
+
 class Restart(BaseException):
     """The engine cannot run this command as it is now: the client starts a fresh one (a BaseException: no
     command's own `except Exception` may take it for a failure)."""
 
 
+_LOG_FD: list[int] = []  # the log's own descriptor when the engine's stderr is not its log (the console's: hosted.py)
+
+
+def log_to(fd: int) -> None:
+    _LOG_FD[:] = [fd]
+
+
 def log(text: str) -> None:
     """A line in the engine's log; a log that cannot be written (a full disk) never fails a command."""
+    line = f"{time.strftime('%Y-%m-%d %H:%M:%S')} {text}"
     try:
-        print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {text}", file=sys.__stderr__, flush=True)
+        if _LOG_FD:
+            os.write(_LOG_FD[0], (line + "\n").encode("utf-8", "backslashreplace"))
+        else:
+            print(line, file=sys.__stderr__, flush=True)
     except (OSError, ValueError):
         pass

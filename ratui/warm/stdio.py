@@ -41,6 +41,7 @@ class Streams:
 
 _routes: dict[int, Streams] = {}
 _installed = False
+_routers: list["_Router"] = []  # sys.stdin, sys.stdout and sys.stderr while installed
 
 
 def current() -> Streams | None:
@@ -120,17 +121,19 @@ class _Router(io.TextIOBase):
         return False
 
 
-def install(log: TextIO) -> Callable[[], None]:
+def install(log: TextIO | None) -> Callable[[], None]:
     """Route the process's standard streams by thread, and let a thread inherit the command of the thread that
-    starts it. Returns the undoing of it."""
+    starts it; the other threads write to `log` (None: where they wrote before, e.g. the console's own capture).
+    Returns the undoing of it."""
     global _installed
     if _installed:
         return lambda: None
     _installed = True
     before = (sys.stdin, sys.stdout, sys.stderr)
-    sys.stdin = _Router("stdin", io.StringIO())  # type: ignore[assignment]
-    sys.stdout = _Router("stdout", log)  # type: ignore[assignment]
-    sys.stderr = _Router("stderr", log)  # type: ignore[assignment]
+    sys.stdin = _Router("stdin", io.StringIO() if log is not None else sys.stdin)  # type: ignore[assignment]
+    sys.stdout = _Router("stdout", log or sys.stdout)  # type: ignore[assignment]
+    sys.stderr = _Router("stderr", log or sys.stderr)  # type: ignore[assignment]
+    _routers[:] = [sys.stdin, sys.stdout, sys.stderr]  # type: ignore[list-item]
     original_start = threading.Thread.start
 
     def start(thread: threading.Thread) -> None:
@@ -150,7 +153,20 @@ def install(log: TextIO) -> Callable[[], None]:
     def uninstall() -> None:
         global _installed
         sys.stdin, sys.stdout, sys.stderr = before
+        _routers.clear()
         threading.Thread.start = original_start  # type: ignore[method-assign]
         _installed = False
 
     return uninstall
+
+
+def reroute() -> None:
+    """The routers made the standard streams again, if something put others in their place since (a Textual App
+    that ended restores the streams it found when it started); the others become the fallbacks."""
+    if not _routers:
+        return
+    for name, router in zip(("stdin", "stdout", "stderr"), _routers):
+        now = getattr(sys, name)
+        if now is not router:
+            router._fallback = now
+            setattr(sys, name, router)

@@ -167,7 +167,9 @@ def test_a_changed_environment_gets_a_fresh_engine_and_its_values_are_never_said
     engine = warm.ready()
     changed = warm.ratui("run", "bronze.numbers", "--force", env={"RATUI_TEST_SECRET_TOKEN": "hunter2-value"})
     assert changed.returncode == 0, changed.stderr
-    assert "replaced" in changed.stderr and "RATUI_TEST_SECRET_TOKEN" in changed.stderr
+    log = "\n".join(path.read_text(errors="replace")[-3000:] for path in sorted(warm.engines.glob("*.log*")))
+    assert "replaced" in changed.stderr and "RATUI_TEST_SECRET_TOKEN" in changed.stderr, \
+        f"stderr:\n{changed.stderr}\nthe engines' log:\n{log}"  # CI saw this fail under load, not understood yet
     assert "hunter2-value" not in changed.stderr + changed.stdout
     wait_for(lambda: engine["pid"] not in engine_pids(warm.engines), "the old engine gone")
 

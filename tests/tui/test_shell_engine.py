@@ -247,3 +247,31 @@ def test_the_engines_notice_says_what_the_engine_holds(seeded):
                   "410 MiB", "running: ratui run bronze.raw_customers --force", "stops after 15 idle minute(s)",
                   "The shell's commands run in their own process (RATUI_WARM=0)"):
         assert words in notice, words
+
+
+class ServingHere(Controller):
+    """The real console over the sample, serving the shell's commands itself (ratui/warm/hosted.py)."""
+
+    def shell_engine(self):
+        return ShellEngine(UP, pid=4242, since=FIXED_NOW.timestamp() - 60, commands=3, running=1, console=True,
+                           here=True, running_argv=("watch",))
+
+
+def test_a_console_serving_the_shell_says_so_on_its_line_and_in_its_notice(seeded):
+    """When the console itself runs the shell's commands, its line says so (at 80x24 too) and "Engines" says they
+    run on the console's own Spark and until when."""
+    app = make_app(seeded, controller=ServingHere(seeded), spark_state="ready")
+
+    async def go():
+        async with app.run_test(size=SMALL) as pilot:
+            await settle(pilot)
+            await wait_for(pilot, lambda: "serving the shell" in status_line(app))
+            line = status_line(app)
+            app.action_engines()
+            await settle(pilot)
+            return line, app.notices[-1]
+
+    line, notice = run(go())
+    assert "● serving the shell: 1 running, 3 cmds" in line or "● serving the shell: 3 cmds" in line, line
+    assert "run in this console, on its Spark: 3 served, 1 running" in flat(notice)
+    assert "until that console closes, or `ratui engine stop`" in notice and "running: ratui watch" in notice

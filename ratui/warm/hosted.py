@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -32,6 +33,7 @@ from ratui.warm import logfile, place as places, served, stdio
 from ratui.warm.door import Host
 
 CLAIM_SECONDS = 5.0  # how often a console whose project another engine serves looks whether it ended
+HAND_OVER_SECONDS = 30.0  # how long a console that handed the serving over waits for the new engine to take it
 
 
 class _NoCollection:
@@ -137,11 +139,20 @@ class ShellServing:
                 self.host = None
                 if host.stopping.is_set():
                     return  # `ratui engine stop`, the project gone, the console closing: not again
-                # a command from another environment: the engine it starts serves the shell; once that one ends,
-                # this console serves again (given time to start first)
-                self.closed.wait(CLAIM_SECONDS * 6)
+                # a command from another environment: the engine it starts serves the shell (given time to take the
+                # lock first); once that one ends, this console serves again
+                self._wait_for_another(HAND_OVER_SECONDS)
                 continue
             self.closed.wait(CLAIM_SECONDS)
+
+    def _wait_for_another(self, timeout: float) -> None:
+        """Until another engine has said it serves (its info written), the console closes, or `timeout`."""
+        deadline = time.monotonic() + timeout
+        while not self.closed.is_set() and time.monotonic() < deadline:
+            info = self.place.read_info()
+            if info and info.get("pid") != os.getpid():
+                return
+            self.closed.wait(0.2)
 
     def _open_log(self) -> None:
         if not _LOG_FD:

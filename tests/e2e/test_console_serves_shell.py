@@ -3,7 +3,8 @@
 The installed `ratui` opens the console in a real terminal (a tmux server of the test's own, started with the
 test's environment, so the console and the shell's commands come from one environment as in two tabs of one
 terminal); the shell's `ratui run`, `query` and `watch` then run in the console's process on its warm Spark, with
-no engine process of their own, and their runs show in the console live. Quitting the console with a shell command
+no engine process of their own, and their runs show in the console live. A command from another environment gets an
+engine of its own, and the console serves again once that engine has ended. Quitting the console with a shell command
 in flight asks first, then stops that command as Ctrl-C would; its words never reach the console's terminal, and
 the console leaves no socket and no process behind.
 """
@@ -70,9 +71,9 @@ def test_the_console_serves_the_shells_commands_and_quitting_stops_them(sample_c
     with warm_engines(engines) as warm:
         env = terminal_env(**warm)
 
-        def ratui(*args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess:
-            return subprocess.run([binary, *args], env=env, cwd=sample_copy, capture_output=True, text=True,
-                                  timeout=timeout)
+        def ratui(*args: str, timeout: float = TIMEOUT, more: dict | None = None) -> subprocess.CompletedProcess:
+            return subprocess.run([binary, *args], env={**env, **(more or {})}, cwd=sample_copy,
+                                  capture_output=True, text=True, timeout=timeout)
 
         def status() -> dict | None:
             return json.loads(ratui("engine", "status", "--json").stdout)["engine"]
@@ -103,6 +104,19 @@ def test_the_console_serves_the_shells_commands_and_quitting_stops_them(sample_c
             assert query.returncode == 0, query.stderr
             assert str(customers) in query.stdout and status()["commands_served"] == 2
             assert not engine_pids(engines)
+
+            # a command from another environment hands the serving to an engine of its own, said once (the
+            # variable's name, never its value); the console serves again once that engine has ended
+            moved = ratui("query", "SELECT COUNT(*) AS n FROM bronze.raw_customers",
+                          more={"RATUI_TEST_OTHER_SHELL": "other-value"})
+            assert moved.returncode == 0, moved.stderr
+            assert str(customers) in moved.stdout
+            assert "replaced" in moved.stderr and "RATUI_TEST_OTHER_SHELL" in moved.stderr
+            assert "other-value" not in moved.stderr + moved.stdout
+            wait_for(lambda: engine_pids(engines), 60, "the other environment's engine")
+            assert ratui("engine", "stop").returncode == 0
+            wait_for(lambda: not engine_pids(engines), 90, "the other environment's engine gone")
+            wait_for(lambda: (status() or {}).get("console"), 60, "the console serving the shell again")
 
             # `ratui watch` runs here; quitting the console asks, then stops it as Ctrl-C would
             watch = subprocess.Popen([binary, "watch"], env=env, cwd=sample_copy, stdout=subprocess.PIPE,

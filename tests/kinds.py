@@ -22,6 +22,7 @@ MODULES: dict[str, str] = {
     "tests/api/test_nessie.py": SERVER,
     "tests/api/test_notebook.py": SPARK,
     "tests/api/test_offline.py": UNIT,
+    "tests/api/test_warm_api.py": SPARK,
     "tests/cli/test_cli.py": SPARK,
     "tests/cli/test_lineage_cli.py": UNIT,
     "tests/cli/test_nessie_cli.py": SERVER,

@@ -40,15 +40,18 @@ class Query:
         try:
             result = project._engine.open_query(self.sql, ref=self.ref, read_only=True)
         except RatuiError as exc:
-            if exc.code == "RAT-ACC-002":  # the engine's words are a console's
-                message = exc.message.replace("this console is read-only", "p.sql() only reads", 1)
-                raise RatuiError(exc.code, message, exc.file, exc.line, READ_ONLY_HINT) from None
-            raise
+            raise _in_api_words(exc) from None
         return result
 
     def to_arrow(self, limit: int | None = None) -> "pa.Table":
-        """The whole result (or its first `limit` rows) as an Arrow table, through Spark's own connection."""
+        """The whole result (or its first `limit` rows) as an Arrow table, through Spark's own connection. When this
+        process has not started Spark and the project's warm engine runs (or a console serves the shell), the
+        engine's warm Spark answers instead (ratui/warm/api_served.py): same rows, same refusals."""
         limit = check_limit(limit)
+        self.project._check_open()
+        served = _from_engine(self.project._engine.root, self.sql, self.ref, limit)
+        if served is not None:
+            return served
         result = self._result()
         try:
             return result.to_arrow(limit)
@@ -83,3 +86,39 @@ class Query:
 
     def __repr__(self) -> str:
         return f"<Query at {self.ref}: {self.sql!r} (lazy: to_arrow(), to_pandas(), to_polars(), spark())>"
+
+
+def _in_api_words(exc: RatuiError) -> RatuiError:
+    if exc.code == "RAT-ACC-002":  # the engine's words are a console's
+        message = exc.message.replace("this console is read-only", "p.sql() only reads", 1)
+        return RatuiError(exc.code, message, exc.file, exc.line, READ_ONLY_HINT)
+    return exc
+
+
+def _from_engine(root, sql: str, ref: str, limit: int | None) -> "pa.Table | None":
+    """The rows from the project's running warm engine; None when this process's own Spark answers (it is started
+    already, or no engine runs, or the engine has another environment)."""
+    import os
+
+    from ratui.engine.spark import session as spark_session
+    from ratui.warm import client
+
+    if spark_session.is_started():
+        return None  # this process pays for a Spark of its own already: it answers
+    got = client.api_call(root, {"api": "arrow", "sql": sql, "ref": ref, "limit": limit})
+    if got is None:
+        return None
+    answer, fd = got
+    try:
+        if "error" in answer:
+            error = answer["error"]
+            raise _in_api_words(RatuiError(error["code"], error["message"], error.get("file"), error.get("line"),
+                                           error.get("hint")))
+        if "rows" not in answer:
+            return None
+        import pyarrow as pa
+
+        with open(fd, "rb", closefd=False) as source:
+            return pa.ipc.open_stream(source).read_all()
+    finally:
+        os.close(fd)

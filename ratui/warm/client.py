@@ -362,6 +362,47 @@ def ask(place: places.Place, message: dict) -> dict | None:
         sock.close()
 
 
+def api_call(root: Path, message: dict) -> tuple[dict, int] | None:
+    """A Python API call answered by the project's running engine (or the console serving the shell), with the
+    descriptor its rows were written to, at its start; None when none runs or may be used (one is never started
+    for it: the caller queries in its own process). Waits as long as the query runs; an interrupt (KeyboardInterrupt)
+    closes the connection, and the engine cancels the query."""
+    if warm_off(root):
+        return None
+    try:
+        place = places.place_of(root)
+        sock = _connect(place)
+    except RatuiError:
+        return None
+    if sock is None:
+        return None
+    fd = os.memfd_create("ratui-api-rows", os.MFD_CLOEXEC)
+    try:
+        send(sock, {**message, "project": str(place.project), "fingerprint": places.fingerprint(),
+                    "pid": os.getpid()}, [fd])
+        reader = Reader(sock)
+        sock.settimeout(answer_seconds())
+        answer, _ = reader.next()
+        if not answer or "accepted" not in answer:
+            os.close(fd)
+            return None
+        sock.settimeout(None)  # a query runs as long as it runs
+        answer, _ = reader.next()
+        if not answer:
+            os.close(fd)
+            return None
+        os.lseek(fd, 0, os.SEEK_SET)
+        return answer, fd
+    except (OSError, WireError):
+        os.close(fd)
+        return None
+    except BaseException:
+        os.close(fd)
+        raise
+    finally:
+        sock.close()
+
+
 def start(place: places.Place) -> tuple[int | None, bool]:
     """Start the project's engine unless it runs: (its pid, whether this call started it)."""
     sock, started = reach(place)

@@ -229,6 +229,16 @@ class Host:
                     send(conn, why)
                     return
                 Served(self, conn, reader, message, fds).serve()
+            elif "api" in message:  # the Python API's query (api_served.py)
+                from ratui.warm import api_served
+
+                why = api_served.why_not(self, message, fds)
+                if why is not None:
+                    for fd in fds:
+                        os.close(fd)
+                    send(conn, why)
+                    return
+                api_served.serve(self, conn, reader, message, fds[0])
         except (OSError, WireError) as exc:
             log(f"a connection failed: {exc}")
         except Exception:  # a bug of the engine: its client is told, and the engine goes on

@@ -246,6 +246,13 @@ class Project:
                              + ("the project" if not selectors else "the selected pipelines")
                              + f": nothing was run; first: {first}", file=first.file, line=first.line,
                              details={"errors": [e.to_dict() for e in blocking]})
+        if wait:  # answered by the project's running warm engine when this process has no Spark of its own
+            from ratui.api.runs import run_in_engine
+
+            served = run_in_engine(self, keys, ref=ref, full_refresh=full_refresh, force=force, atomic=atomic,
+                                   threads=threads)
+            if served is not None:
+                return served
         invocation = engine.invocation(keys, trigger=TRIGGER, full_refresh=full_refresh, force=force,
                                        threads=threads, ref=ref, atomic=atomic)
         handle = RunHandle(self, invocation, ref)

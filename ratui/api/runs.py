@@ -165,6 +165,40 @@ def result_of(state: Any, invocation: "Invocation", ref: str) -> RunResult:
                      publish.reason if publish is not None else None)
 
 
+def run_in_engine(project: Any, keys: list[str], *, ref: str, **flags: Any) -> RunResult | None:
+    """`run(wait=True)` answered by the project's running warm engine (ratui/warm/api_served.py) when this process
+    has not started Spark: the same invocation there, recorded with trigger "api", its RunResult built here from the
+    same records. None: it runs in this process (no engine runs, another environment, Spark started here)."""
+    import json
+    import os
+
+    from ratui.engine.run.results import RunResult as EngineResult
+    from ratui.engine.spark import session as spark_session
+    from ratui.warm import client
+
+    if spark_session.is_started():
+        return None
+    got = client.api_call(project.root, {"api": "run", "keys": keys, "ref": ref, **flags})
+    if got is None:
+        return None
+    answer, fd = got
+    try:
+        if "error" in answer:
+            error = answer["error"]
+            raise RatuiError(error["code"], error["message"], error.get("file"), error.get("line"), error.get("hint"))
+        if "ran" not in answer:
+            return None
+        with open(fd, encoding="utf-8", closefd=False) as source:
+            body = json.load(source)
+    finally:
+        os.close(fd)
+    history = project._engine_state().history
+    results = [EngineResult(**r) for r in body["results"]]
+    runs = tuple(PipelineRun.of(r, history.get_run(r.run_id), ref) for r in results)
+    publish = body.get("publish")
+    return RunResult(ref, runs, publish["merged"] if publish else None, publish["reason"] if publish else None)
+
+
 class RunHandle:
     """Runs going on in the background (`run(..., wait=False)`): `status`, `run_ids`, `cancel()`, `wait()`.
 

@@ -6,7 +6,9 @@ command line does too) stays light: no PyIceberg, pandas, Spark or Textual.
 
 from typing import Any
 
-__version__ = "0.1.0"
+from ratui.version import __version__
+
+__all__ = ["__version__"]
 
 _API = ("open", "Project", "Branch", "Table", "Scan", "Query", "RunResult", "PipelineRun", "RunHandle", "Phase",
         "TestResult", "PipelineInfo", "RefInfo", "RunRecord", "RunError", "SnapshotInfo", "Records", "RatuiError",

@@ -116,3 +116,13 @@ def test_every_part_of_the_engine_has_its_place_in_the_layers():
     assert len(named) == len(set(named)), "a part named twice in the layers"
     assert set(named) == parts, f"not in the layers: {sorted(parts - set(named))}; " \
                                 f"in the layers but not in ratui/engine: {sorted(set(named) - parts)}"
+
+
+def test_the_version_ratui_says_is_the_one_it_is_installed_as():
+    """`ratui --version`, the warm engine's fingerprint and `ratui engine status` say ratui/version.py's version: it
+    must be pyproject.toml's, the one pip installs."""
+    import tomllib
+
+    from ratui import __version__
+
+    assert tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"] == __version__

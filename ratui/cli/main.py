@@ -46,7 +46,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ratui", description="A local lakehouse operations console.")
-    from ratui import __version__
+    from ratui.version import __version__
 
     parser.add_argument("--version", action="version", version=f"ratui {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -86,7 +86,7 @@ class Host:
         self.listener = listener
 
     def write_info(self) -> None:
-        from ratui import __version__
+        from ratui.version import __version__
 
         info = {"pid": os.getpid(), "project": str(self.place.project), "since": self.since, "version": __version__,
                 "python": sys.executable, "fingerprint": self.fingerprint, "spark": self.spark_where(),
@@ -274,7 +274,7 @@ class Host:
         return None
 
     def status(self) -> dict:
-        from ratui import __version__
+        from ratui.version import __version__
 
         with self.lock:
             commands = [{"argv": s.argv, "pid": s.client_pid, "since": s.began} for s in self.in_flight.values()]

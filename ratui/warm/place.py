@@ -153,7 +153,7 @@ def place_of(project: Path, folder: Path | None = None) -> Place:
 def fingerprint(env: dict[str, str] | None = None) -> str:
     """What an engine started now would be: ratui's version and code, the Python and its packages, the
     environment (less VOLATILE_ENV)."""
-    from ratui import __version__
+    from ratui.version import __version__
 
     env = dict(os.environ if env is None else env)
     parts = [__version__, sys.executable, sys.version, _code_stamp(), _packages_stamp()]

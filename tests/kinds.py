@@ -55,6 +55,7 @@ MODULES: dict[str, str] = {
     "tests/engine/ops/test_watch.py": UNIT,
     "tests/engine/project/test_column_lineage.py": UNIT,
     "tests/engine/project/test_compile.py": UNIT,
+    "tests/engine/project/test_intervals.py": UNIT,
     "tests/engine/project/test_compile_cache.py": UNIT,
     "tests/engine/project/test_outline.py": UNIT,
     "tests/engine/project/test_schema.py": UNIT,

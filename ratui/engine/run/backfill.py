@@ -69,9 +69,11 @@ class BackfillPlan:
 
     def items(self) -> Iterator[tuple[str, intervals.Range]]:
         """(key, interval) in run order: by the interval's end, then dependency order; lazily."""
-        streams = [((end, t.order, start, t.key) for start, end in intervals.walk(t.ranges, t.batch))
-                   for t in self.targets]
-        for end, _order, start, key in heapq.merge(*streams):
+        def stream(t: Target) -> Iterator[tuple[datetime, int, datetime, str]]:
+            for start, end in intervals.walk(t.ranges, t.batch):
+                yield end, t.order, start, t.key
+
+        for end, _order, start, key in heapq.merge(*(stream(t) for t in self.targets)):
             yield key, (start, end)
 
     def to_dict(self) -> dict[str, Any]:

@@ -4,6 +4,8 @@ a failed interval is resumed alone; an atomic backfill lands all or nothing."""
 
 from __future__ import annotations
 
+import datetime
+
 import pytest
 
 from ratui.engine.errors import RatuiError
@@ -181,5 +183,37 @@ def test_a_backfill_refuses_bad_ranges_and_selections(make_project, spark):
         with pytest.raises(RatuiError) as caught:
             engine.backfill(_keys(engine, "bronze.events"), "2026-01-01", "2026-04-01")
         assert caught.value.code == "RAT-BKF-003"
+    finally:
+        engine.close()
+
+
+TOTALS = """\
+-- @merge_strategy: incremental_by_time
+-- @time_column: day
+-- @batch: day
+SELECT CAST(date_trunc('DAY', event_ts) AS TIMESTAMP) AS day, sum(amount2) AS total
+FROM {{ ref('silver.facts') }}
+WHERE event_ts >= TIMESTAMP '{{ start }}' AND event_ts < TIMESTAMP '{{ end }}'
+GROUP BY 1
+"""
+
+
+def test_a_failed_upstream_interval_skips_only_the_downstream_intervals_that_read_it(make_project, spark):
+    root = _project(make_project, bad=161)
+    make_project({"demo/pipelines/gold/totals/pipeline.sql": TOTALS})
+    engine = Engine.open(root)
+    try:
+        assert engine.run(_keys(engine, "bronze.events"))[0].status == "success"
+        order = []
+        backfill = engine.backfill(_keys(engine, "silver.facts+"), "2026-02-09", "2026-02-12",
+                                   on_interval=lambda key, iv, result, p: order.append(
+                                       (key.split(".")[-1], intervals.iso(iv[0])[:10], result.status)))
+        progress = backfill.run()
+        assert order == [("facts", "2026-02-09", "success"), ("totals", "2026-02-09", "success"),
+                         ("facts", "2026-02-10", "failed"), ("totals", "2026-02-10", "skipped"),
+                         ("facts", "2026-02-11", "success"), ("totals", "2026-02-11", "success")]
+        assert (progress.done, progress.failed, progress.skipped, progress.pending) == (4, 1, 1, 0)
+        assert _rows(engine, "SELECT CAST(day AS DATE) AS d FROM gold.totals ORDER BY d") == [
+            (datetime.date(2026, 2, 9),), (datetime.date(2026, 2, 11),)]
     finally:
         engine.close()

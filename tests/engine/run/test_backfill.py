@@ -167,6 +167,11 @@ def test_a_plain_run_fills_the_intervals_due_since_the_last_one(make_project, sp
         assert _rows(engine, "SELECT count(*) FROM silver.facts") == [(360,)]
         [again] = engine.run(_keys(engine, "silver.facts"))  # nothing due: skipped as unchanged
         assert again.status == "skipped"
+        # --full-refresh rebuilds [start, now) in one run and records that range alone
+        [rebuilt] = engine.run(_keys(engine, "silver.facts"), full_refresh=True)
+        assert rebuilt.status == "success" and rebuilt.rows_written == 360
+        assert _done(engine) == [("2026-01-01T00:00:00", intervals.iso(today))]
+        assert _rows(engine, "SELECT count(*) FROM silver.facts") == [(360,)]
     finally:
         engine.close()
 

@@ -151,6 +151,7 @@ class ProjectErrors(Exception):
 # command before it runs anything (exit code 2).
 DEFINITION_FAMILIES = ("RAT-TPL", "RAT-CFG", "RAT-PRJ", "RAT-DAG")
 USAGE_FAMILIES = ("RAT-PRJ", "RAT-CFG", "RAT-TPL", "RAT-DAG", "RAT-LND", "RAT-CLI", "RAT-PTH", "RAT-PY", "RAT-WEB",
+                  "RAT-BKF",  # ratui backfill: its range and selection
                   "RAT-LIN",  # ratui lineage: a table or column name that names nothing
                   "RAT-REST")  # ratui serve: its option errors (its request errors never reach the command line)
 USAGE_CODES = ("RAT-RUN-004", "RAT-ENG-005")  # RAT-ENG-005: a warm engine bound in ratui.yaml

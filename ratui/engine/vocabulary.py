@@ -32,7 +32,7 @@ FINAL = ("success", "failed", "cancelled", "skipped")  # a run that ended, one w
 OUTCOMES = ("success", "warned", "failed", "cancelled", "skipped")  # what a person is told: warned = success + warnings
 
 RUN_TYPES = ("skip", "rebuild", "incremental", "full")  # change detection's decision (run/changes.py)
-TRIGGERS = ("cli", "console", "watch", "reaper", "api")  # api: the Python API (ratui.open)
+TRIGGERS = ("cli", "console", "watch", "reaper", "api", "backfill")  # api: the Python API (ratui.open)
 
 PHASES = ("branch", "config", "build", "write", "quality", "resolve")
 PHASE_TITLES = {

@@ -31,7 +31,8 @@ Categories (cases):
     Python pipelines      15
     REST catalog          16
     Python API            27
-    total                295
+    time ranges            6
+    total                301
 
 Select or skip the corpus with `-m corpus` / `-m "not corpus"`; `-m "corpus and not corpus_jvm"` leaves out the
 cases that need Spark beyond the base state's one run (the fast loop while editing compile-time cases).

@@ -14,6 +14,7 @@ from ratui.engine.facade.base import EngineBase
 from ratui.engine.ops.branches import check_writable
 from ratui.engine.ops.publish import AtomicPublish
 from ratui.engine.project.compiler import CompiledProject
+from ratui.engine.run.backfill import Backfill
 from ratui.engine.run.invocation import Invocation, OnResult, new_invocation_id
 from ratui.engine.run.results import RunResult
 from ratui.engine.vocabulary import MAIN
@@ -56,6 +57,29 @@ class RunsPart(EngineBase):
         return Invocation(self._parts, compiled, keys, trigger=trigger, full_refresh=full_refresh, force=force,
                           on_result=on_result, on_done=on_done, invocation_id=invocation_id,
                           threads=threads or self.settings.run_threads, ref=ref, publisher=publisher)
+
+    def backfill(self, keys: list[str], start: str, end: str, *, resume: bool = False, atomic: bool = False,
+                 threads: int | None = None, ref: str = MAIN, compiled: CompiledProject | None = None,
+                 on_interval: Callable[..., None] | None = None) -> Backfill:
+        """A backfill of the incremental_by_time pipelines among `keys` over [start, end) (run/backfill.py), not
+        started yet (run() it). `resume`: only the intervals their tables on `ref` have not done. Bad input is
+        refused first (RAT-BKF-001/-002/-003, the ref's RAT-CAT-002/-007/-012); an atomic one then creates its
+        publish branch."""
+        from ratui.engine.project import intervals
+        from ratui.engine.run import backfill
+
+        first, last = backfill.parse_range(start, end)
+        check_writable(self._state, ref)
+        compiled = compiled or self.compile()
+        catalog = self._state.catalog
+
+        def done_of(key: str) -> list:
+            return intervals.done_of(catalog.load_table(ref, key) if catalog.table_exists(ref, key) else None)
+
+        planned = backfill.plan(compiled, keys, first, last, done_of=done_of if resume else None)
+        publisher = AtomicPublish.start(self._state, compiled, new_invocation_id(), ref) if atomic else None
+        return Backfill(self._parts, compiled, planned, ref=ref, threads=threads or self.settings.run_threads,
+                        publisher=publisher, on_interval=on_interval)
 
     def cancel(self, run_id: str, error: RatuiError | None = None) -> str:
         """Ask a run to stop, from any thread or process.

@@ -17,7 +17,7 @@ from pydantic import PlainValidator, TypeAdapter, ValidationError
 from pydantic_core import PydanticUseDefault
 
 from ratui.engine.errors import RatuiError, did_you_mean
-from ratui.engine.project import isolation_levels, strategy_specs
+from ratui.engine.project import intervals, isolation_levels, strategy_specs
 from ratui.engine.project.partition_terms import parse_partition_by
 from ratui.engine.project.schema import YamlDoc, coded_error, invalid, one_of, read_yaml
 from ratui.engine.project.settings_schema import BAD_ROWS, COLUMN_MODES
@@ -143,6 +143,23 @@ def parse_limit(text: str) -> tuple[float, bool]:
     return (float(text[:-1]), True) if text.endswith("%") else (float(text), False)
 
 
+def _lookback(value: Any) -> int:
+    text = str(value).strip()
+    if not text.isdigit():
+        raise invalid(f"{{where}} must be a whole number of intervals (0 or more), got '{value}'", "RAT-CFG-005")
+    return int(text)
+
+
+def _start_time(value: Any) -> str | None:
+    if not str(value).strip():
+        raise PydanticUseDefault()
+    try:
+        return intervals.iso(intervals.parse_time(value, "RAT-CFG-005"))
+    except RatuiError:
+        raise invalid(f"{{where}} must be an ISO date or timestamp (2026-01-01), got '{value}'",
+                      "RAT-CFG-005") from None
+
+
 def _choice(choices: tuple[str, ...], message: str, code: str = "RAT-CFG-005", hint: str | None = None) -> Any:
     return PlainValidator(one_of(choices, code, message, fold=str, hint=hint))
 
@@ -166,6 +183,10 @@ Limit = Annotated[str | None, PlainValidator(_limit)]
 NullLimits = Annotated[tuple[str, ...], PlainValidator(_null_limits)]
 Isolation = Annotated[str | None, _choice(isolation_levels.NAMES, "unknown isolation '{text}'", hint=(
     f"Write isolation as {isolation_levels.listed()} (docs/concepts/isolation.md)."))]
+
+Batch = Annotated[str, _choice(intervals.BATCHES, "unknown batch '{text}'", hint="Use one of: hour, day, month.")]
+Lookback = Annotated[int, PlainValidator(_lookback)]
+StartTime = Annotated[str | None, PlainValidator(_start_time)]
 
 # `-- @key: value` in SQL, `# @key: value` in Python.
 _ANNOTATION = {
@@ -212,6 +233,12 @@ class PipelineConfig:
     max_row_change: Limit = None  # rows added + removed + changed
     max_rows_removed: Limit = None
     max_null_increase: NullLimits = ()  # "email 1%": the column's NULL share may rise by at most 1 point
+    # incremental_by_time (project/intervals.py): the column whose intervals a run replaces, their length, how many
+    # done intervals a plain run takes again before the first missing one, and the first interval's start
+    time_column: OptionalColumn = None
+    batch: Batch = "day"
+    lookback: Lookback = 0
+    start: StartTime = None
     # where each key's value came from: "annotation", "config.yaml" or "default"
     origin: dict[str, str] = field(default_factory=dict, compare=False)
 
@@ -315,6 +342,9 @@ def resolve_config(pipeline_file: Path, text: str, config_file: Path) -> Pipelin
     if spec is not None and spec.needs_partition_column and not config.partition_column:
         raise strategy_specs.strategy_error("RAT-CFG-004", f"merge strategy '{config.merge_strategy}' needs a "
                                             "partition_column", file=file, line=line)
+    if spec is not None and spec.needs_time_column and not config.time_column:
+        raise strategy_specs.strategy_error("RAT-CFG-011", f"merge strategy '{config.merge_strategy}' needs a "
+                                            "time_column", file=file, line=line)
     if config.merge_strategy not in SUPPORTED_STRATEGIES:
         raise strategy_specs.strategy_error("RAT-CFG-008", f"merge strategy '{config.merge_strategy}' is not "
                                             "supported yet", file=file, line=line)

@@ -33,7 +33,7 @@ def render_for_lineage(pipeline: "Pipeline") -> tuple[str, dict[str, str]]:
         ref=lambda name: placeholder(parse_ref(name, pipeline.namespace, str(pipeline.file))),
         landing_zone=lambda zone: placeholder(zone_node(pipeline.namespace, zone)),
         this=f"`{THIS}`", run_started_at="2000-01-01 00:00:00.000000", watermark_value=None,
-        is_incremental=False, is_scd2=False)
+        is_incremental=False, is_scd2=False, start="2000-01-01T00:00:00", end="2000-01-02T00:00:00")
     assert pipeline.file is not None
     return render(pipeline.text, pipeline.file, context), names
 

@@ -37,6 +37,8 @@ def _context(incremental: bool) -> TemplateContext:
         watermark_value="2000-01-01 00:00:00",
         is_incremental=incremental,
         is_scd2=False,
+        start="2000-01-01T00:00:00",
+        end="2000-01-02T00:00:00",
     )
 
 

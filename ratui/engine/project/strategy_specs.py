@@ -21,6 +21,7 @@ class StrategySpec:
     needs_partition_column: bool = False  # `partition_column` is required (RAT-CFG-004)
     one_row_per_key: bool = False  # the table holds one row per key: a full refresh keeps one too
     versions: bool = False  # the table keeps versions with validity columns (scd_valid_from / scd_valid_to)
+    needs_time_column: bool = False  # `time_column` is required (RAT-CFG-011); runs replace intervals of time
     summary: str = ""
 
 
@@ -33,6 +34,8 @@ SPECS = (
     StrategySpec("scd2", needs_key=True, one_row_per_key=True, versions=True,
                  summary="changed rows close their version and open a new one"),
     StrategySpec("snapshot", needs_partition_column=True, summary="the result's partitions are replaced whole"),
+    StrategySpec("incremental_by_time", needs_time_column=True,
+                 summary="the rows of the run's interval of time_column ({{ start }} to {{ end }}) are replaced"),
 )
 BY_NAME = {spec.name: spec for spec in SPECS}
 NAMES = tuple(BY_NAME)

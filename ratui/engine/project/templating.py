@@ -19,7 +19,10 @@ from jinja2 import meta, nodes
 from ratui.engine.errors import RatuiError, did_you_mean
 from ratui.engine.project.names import LAYERS, name_problem
 
-CONTEXT_NAMES = ("ref", "landing_zone", "this", "run_started_at", "watermark_value", "is_incremental", "is_scd2")
+# start / end: an incremental_by_time run's interval, [start, end), as ISO text in UTC ("2026-03-01T00:00:00", no
+# zone: a TIMESTAMP in the session's zone, which is UTC); None in every other run
+CONTEXT_NAMES = ("ref", "landing_zone", "this", "run_started_at", "watermark_value", "is_incremental", "is_scd2",
+                 "start", "end")
 
 
 def _env() -> jinja2.Environment:
@@ -186,6 +189,8 @@ class TemplateContext:
     watermark_value: Any
     is_incremental: bool
     is_scd2: bool
+    start: str | None = None
+    end: str | None = None
 
     def as_globals(self) -> dict[str, Any]:
         return {
@@ -196,6 +201,8 @@ class TemplateContext:
             "watermark_value": self.watermark_value,
             "is_incremental": _Flag(self.is_incremental),
             "is_scd2": _Flag(self.is_scd2),
+            "start": self.start,
+            "end": self.end,
         }
 
 

@@ -49,6 +49,7 @@ class QueryBuild:
             scope.state, session, key=scope.key, branch=scope.branch, target=scope.target, pipeline=pipeline,
             strategy=self.strategy, full_refresh=scope.full_refresh, run_started_at=scope.run_started_at,
             staging=scope.staging, log=scope.log, control=scope.control, remote_staging=scope.remote_staging)
+        sources.interval = scope.interval
         sources.learn_landing()
         context = sources.context(pipeline, file)
         sql = ""

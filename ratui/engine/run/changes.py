@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from ratui.engine.errors import RatuiError
 from ratui.engine.landing.entry import same_digest
 from ratui.engine.landing.zone import open_zone, zone_digest
+from ratui.engine.project import intervals
 from ratui.engine.project.discovery import Pipeline
 from ratui.engine.project.settings import Settings
 from ratui.engine.vocabulary import MAIN
@@ -135,7 +136,17 @@ def decide(state: ProjectState, pipeline: Pipeline, *, force: bool = False, ref:
                                           inputs or DecisionInputs(state, ref))
     if force and not decision.runs:
         return Decision(key, strategy_run_type(pipeline), f"forced ({decision.reason})")
+    if not decision.runs and pipeline.config is not None and pipeline.config.merge_strategy == "incremental_by_time":
+        due = intervals_due(state, pipeline, ref)
+        if due is not None:
+            return Decision(key, "incremental", f"intervals due: [{intervals.iso(due[0])}, {intervals.iso(due[1])})")
     return decision
+
+
+def intervals_due(state: ProjectState, pipeline: Pipeline, ref: str) -> intervals.Range | None:
+    """The range of intervals an incremental_by_time pipeline's plain run fills on `ref` now (None: none due)."""
+    table = state.catalog.load_table(ref, pipeline.key) if state.catalog.table_exists(ref, pipeline.key) else None
+    return intervals.due(pipeline.config, intervals.done_of(table), intervals.utc_now())
 
 
 def last_success_on(state: ProjectState, key: str, ref: str) -> dict[str, Any] | None:

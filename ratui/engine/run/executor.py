@@ -31,6 +31,7 @@ from ratui.engine.failpoints import failpoint
 from ratui.engine.landing.entry import recorded_digest
 from ratui.engine.landing.names import is_archived_name
 from ratui.engine.landing.zone import open_zone
+from ratui.engine.project import intervals
 from ratui.engine.project.compiler import CompiledProject, compile_pipeline
 from ratui.engine.project.discovery import Pipeline, discover_pipeline
 from ratui.engine.run import data_diff, failure, gates
@@ -55,13 +56,16 @@ class RunExecutor:
     """Executes one run of one pipeline (all its attempts) and records it."""
 
     def __init__(self, state: ProjectState, bus: EventBus[Event], record: RunRecord, run_id: str, key: str,
-                 control: RunControl, full_refresh: bool, compiled: CompiledProject, target: str = MAIN):
-        """`compiled`: the project as the invocation compiled it (who else reads a zone whose files are archived)."""
+                 control: RunControl, full_refresh: bool, compiled: CompiledProject, target: str = MAIN,
+                 interval: intervals.Range | None = None):
+        """`compiled`: the project as the invocation compiled it (who else reads a zone whose files are archived);
+        `interval`: the one interval an incremental_by_time run replaces (a backfill's), else the run finds the
+        intervals due."""
         self.scope = RunScope(state, record, bus, control, run_id, key, target, full_refresh,
                               datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f"),
                               state.settings.state_dir / "staging" / run_id,
                               # a Spark that cannot see this disk reads local landing files from the warehouse's bucket
-                              run_staging(state.settings, run_id))
+                              run_staging(state.settings, run_id), interval)
         self.state = state
         self.settings = state.settings
         self.catalog = state.catalog
@@ -87,6 +91,7 @@ class RunExecutor:
         self.fork_pointers: dict[str, str] = {}
         self._written: list[int] = []  # the snapshots this run's writes made (landing facts taken in at its merge)
         self.failed_phase: str | None = None
+        self._interval_summary: dict[str, str] = {}  # the intervals done after this run's write (time_range.py)
 
     # ---------------------------------------------------------------------------------------- the run
 
@@ -227,6 +232,9 @@ class RunExecutor:
         with self.phase("config"):
             pipeline, strategy = self._load_pipeline()
             _file, config = pipeline.loaded()
+            if config.merge_strategy == "incremental_by_time" and not self._plan_interval(config):
+                self.outcome = WriteOutcome(strategy, 0, notes=["no interval due: nothing to run"])
+                return
         with self.phase("build"):
             build = self.build = QueryBuild(self.scope, pipeline, strategy, self.build.isolated if self.build else None)
             batch = build.plan()
@@ -313,11 +321,36 @@ class RunExecutor:
                       (" (full refresh requested)" if self.full_refresh else ""))
         return pipeline, strategy
 
+    def _plan_interval(self, config) -> bool:
+        """The interval range this incremental_by_time run replaces (a backfill's one, else the intervals due on the
+        branch; a full refresh: from `start` up to now) and the record of what is done after it; False: none due."""
+        table = self.catalog.load_table(self.branch, self.key) \
+            if self.catalog.table_exists(self.branch, self.key) else None
+        done = intervals.done_of(table)
+        now = intervals.utc_now()
+        interval: intervals.Range | None
+        if self.full_refresh:
+            begin = intervals.first_start(config) or datetime(1970, 1, 1)
+            interval = intervals.floor(begin, config.batch), intervals.floor(now, config.batch)
+            done = []
+        else:
+            interval = self.scope.interval or intervals.due(config, done, now)
+        if interval is None or interval[0] >= interval[1]:
+            self.log.line("no interval due: every interval up to now is done")
+            return False
+        self.scope.interval = interval
+        self._interval_summary = intervals.summary(config.batch, intervals.merged(done + [interval]))
+        self.log.line(f"interval [{intervals.iso(interval[0])}, {intervals.iso(interval[1])}) "
+                      f"({intervals.count(*interval, config.batch)} {config.batch}(s))")
+        return True
+
     def _write(self, build: QueryBuild, config, strategy: str, batch) -> WriteOutcome:
         sources = build.sources
         request = WriteRequest(build.session, self.catalog, self.branch, self.key, self.settings.root, self.run_id,
                                batch, None, config, strategy, run_started_at=self.scope.run_started_at,
-                               snapshot_properties=sources.landing_summary() if sources else {})
+                               snapshot_properties={**(sources.landing_summary() if sources else {}),
+                                                    **self._interval_summary},
+                               interval=self.scope.interval)
         try:
             outcome = write(request)  # the query executes here, once
         except Exception as exc:

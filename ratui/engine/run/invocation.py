@@ -67,7 +67,8 @@ class Invocation:
     def __init__(self, parts: RunParts, compiled: CompiledProject, keys: list[str], *, trigger: str,
                  full_refresh: bool = False, force: bool = False, on_result: OnResult | None = None,
                  on_done: Callable[["Invocation"], None] | None = None, invocation_id: str | None = None,
-                 threads: int = 1, ref: str = MAIN, publisher: Publisher | None = None):
+                 threads: int = 1, ref: str = MAIN, publisher: Publisher | None = None,
+                 intervals: dict[str, Any] | None = None):
         self.id = invocation_id or new_invocation_id()
         self.keys = list(keys)
         self.trigger = trigger
@@ -90,6 +91,8 @@ class Invocation:
         self._done = threading.Event()
         self._lock = threading.Lock()
         self._queued: dict[str, str] = {}  # key -> run id queued ahead of its turn (the first, by start())
+        # key -> the one interval its incremental_by_time run replaces (a backfill's step: run/backfill.py)
+        self.intervals = dict(intervals or {})
 
     # ------------------------------------------------------------------------------------------ handle
 
@@ -321,7 +324,8 @@ class Invocation:
                 from ratui.engine.run.executor import RunExecutor  # Spark, PyIceberg: loaded when a run needs them
 
                 result = RunExecutor(parts.state, parts.bus, parts.record, run_id, key, control, self.full_refresh,
-                                     self._compiled, target=self.ref).execute()
+                                     self._compiled, target=self.ref,
+                                     interval=self.intervals.get(key)).execute()
             finally:
                 parts.in_flight.release(run_id)
         finally:

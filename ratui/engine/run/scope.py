@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -94,6 +95,9 @@ class RunScope:
     run_started_at: str
     staging: Path  # the run's own folder of staged landing files
     remote_staging: "RemoteStaging | None"  # where local landing files go for a Spark that cannot see this disk
+    # an incremental_by_time run's interval (project/intervals.py): given by a backfill, else the run finds the
+    # intervals due (executor.py); None for every other strategy
+    interval: "tuple[datetime, datetime] | None" = None
     log: RunLog = field(init=False)
 
     def __post_init__(self) -> None:

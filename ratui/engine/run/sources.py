@@ -26,6 +26,7 @@ from ratui.engine.landing.reader import ZoneFile, ZoneReader
 from ratui.engine.landing.zone import Zone, ZoneEntry, open_zone, zone_digest
 from ratui.engine.project.discovery import Pipeline
 from ratui.engine.project.names import check_name, sql_ident
+from ratui.engine.project import intervals
 from ratui.engine.project.templating import TemplateContext, parse_ref
 from ratui.engine.state import landing_facts
 from ratui.engine.run.control import RunControl
@@ -76,6 +77,7 @@ class RunSources:
         self.log = log
         self.control = control
         self.views: dict[str, str] = {}
+        self.interval: intervals.Range | None = None  # an incremental_by_time run's [start, end): the template's
         self.consumed: list[tuple[str, str, str, str]] = []  # landing files read: (namespace, zone, pipeline, file)
         self.zone_inputs: dict[str, list] = {}
         # the landing files this run reads, as it found them before reading
@@ -366,6 +368,8 @@ class RunSources:
             watermark_value=watermark,
             is_incremental=self.strategy == "incremental" and exists,
             is_scd2=self.strategy == "scd2",
+            start=intervals.iso(self.interval[0]) if self.interval else None,
+            end=intervals.iso(self.interval[1]) if self.interval else None,
         )
 
     def watermark(self, column: str) -> str | None:

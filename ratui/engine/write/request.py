@@ -31,6 +31,8 @@ class WriteRequest:
     # more properties for the summary of the snapshot the write commits (the landing files it read:
     # state/landing_facts.py)
     snapshot_properties: dict[str, str] = field(default_factory=dict)
+    # incremental_by_time: the [start, end) whose rows the write replaces (naive UTC datetimes)
+    interval: tuple[datetime, datetime] | None = None
 
 
 @dataclass

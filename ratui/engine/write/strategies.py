@@ -27,6 +27,10 @@ a request names. "Merge" in `merge_strategy` is the user's word for this write; 
     snapshot       replace only the partitions present in the batch: every existing row whose
                    `partition_column` value appears in the batch is removed, the batch is inserted as it is;
                    other partitions stay as they were. An empty batch changes nothing.
+    incremental_by_time
+                   replace the rows of the run's interval [start, end) of `time_column`: the table's rows of
+                   the interval are removed, the batch's inserted; a batch row outside the interval fails the
+                   write (RAT-WRT-011). The snapshot records the intervals done (write/time_range.py).
 
 NULLs never crash a run and never drop rows: a NULL key (or partition value) is a group of its own, matched
 with IS NOT DISTINCT FROM semantics (`<=>`): a batch row with a NULL key replaces / closes the table's
@@ -47,6 +51,7 @@ from ratui.engine.write.prepare import aligned, prepare_table, table_names
 from ratui.engine.write.request import WriteOutcome, WriteRequest
 from ratui.engine.write.row_replacement import replace_matching
 from ratui.engine.write.scd2 import scd2, with_validity
+from ratui.engine.write.time_range import incremental_by_time
 from ratui.engine.write.strategy_base import (dedupe_by, finish, key_columns, run_timestamp, watermark_column,
                                               write_and_commit)
 
@@ -133,6 +138,7 @@ STRATEGIES: dict[str, Callable[[WriteRequest], WriteOutcome]] = {
     "delete_insert": delete_insert,
     "scd2": scd2,
     "snapshot": snapshot,
+    "incremental_by_time": incremental_by_time,
 }
 if tuple(STRATEGIES) != strategy_specs.NAMES:
     raise RuntimeError(f"write/strategies.py handles {sorted(STRATEGIES)}, strategy_specs.py declares "

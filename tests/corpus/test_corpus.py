@@ -10,8 +10,8 @@ with --full-refresh and lenient landing settings); the two moved-project cases b
 Categories (cases):
 
     annotations           13
-    config.yaml            7
-    ratui.yaml            25
+    config.yaml            8
+    ratui.yaml            30
     catalog               13
     templates              9
     SQL                   18
@@ -31,7 +31,7 @@ Categories (cases):
     Python pipelines      15
     REST catalog          16
     Python API            27
-    total                295
+    total                301
 
 Select or skip the corpus with `-m corpus` / `-m "not corpus"`; `-m "corpus and not corpus_jvm"` leaves out the
 cases that need Spark beyond the base state's one run (the fast loop while editing compile-time cases).

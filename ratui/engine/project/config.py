@@ -19,6 +19,7 @@ from pydantic_core import PydanticUseDefault
 from ratui.engine.errors import RatuiError, did_you_mean
 from ratui.engine.project import isolation_levels, strategy_specs
 from ratui.engine.project.partition_terms import parse_partition_by
+from ratui.engine.project.schedule_terms import pipeline_schedule
 from ratui.engine.project.schema import YamlDoc, coded_error, invalid, one_of, read_yaml
 from ratui.engine.project.settings_schema import BAD_ROWS, COLUMN_MODES
 
@@ -164,6 +165,7 @@ Tags = Annotated[tuple[str, ...], PlainValidator(_tags)]
 PartitionBy = Annotated[tuple[str, ...], PlainValidator(_partition_by)]
 Limit = Annotated[str | None, PlainValidator(_limit)]
 NullLimits = Annotated[tuple[str, ...], PlainValidator(_null_limits)]
+PipelineSchedule = Annotated[tuple[str, str] | None, PlainValidator(pipeline_schedule)]
 Isolation = Annotated[str | None, _choice(isolation_levels.NAMES, "unknown isolation '{text}'", hint=(
     f"Write isolation as {isolation_levels.listed()} (docs/concepts/isolation.md)."))]
 
@@ -212,8 +214,12 @@ class PipelineConfig:
     max_row_change: Limit = None  # rows added + removed + changed
     max_rows_removed: Limit = None
     max_null_increase: NullLimits = ()  # "email 1%": the column's NULL share may rise by at most 1 point
+    # when the pipeline runs by itself, unattended (schedule_terms.py): (cron, time zone), None: never
+    schedule: PipelineSchedule = None
     # where each key's value came from: "annotation", "config.yaml" or "default"
     origin: dict[str, str] = field(default_factory=dict, compare=False)
+    # the file and line of each key that was set (a project-level check's error points there)
+    where: dict[str, tuple[str, int | None]] = field(default_factory=dict, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {key: list(value) if isinstance(value, tuple) else value
@@ -221,7 +227,7 @@ class PipelineConfig:
 
 
 # the keys a pipeline may set, in the schema's order
-KEYS = tuple(f.name for f in fields(PipelineConfig) if f.name != "origin")
+KEYS = tuple(f.name for f in fields(PipelineConfig) if f.name not in ("origin", "where"))
 
 
 def parse_annotations(text: str, file: Path) -> list[Annotation]:
@@ -300,7 +306,7 @@ def resolve_config(pipeline_file: Path, text: str, config_file: Path) -> Pipelin
         return where.get(loc[0] if loc else "", (str(pipeline_file), None))
 
     try:
-        config = _SCHEMA.validate_python({**values, "origin": origin})
+        config = _SCHEMA.validate_python({**values, "origin": origin, "where": where})
     except ValidationError as exc:
         raise coded_error(exc, "RAT-CFG-005", locate, "config") from None
     if config.isolation is not None and pipeline_file.suffix != ".py":

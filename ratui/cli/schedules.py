@@ -40,6 +40,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--grace-seconds", type=non_negative_float, default=None, metavar="N",
                    help="on SIGTERM, how long runs in flight may go on before they are cancelled (default: "
                         "runner.grace_seconds)")
+    p.add_argument("--watch", action="store_true",
+                   help="also watch the project's files while holding the lease, and re-run what a saved file "
+                        "affects on main (as `ratui watch`)")
     p.add_argument("--json", action="store_true", help="one JSON object per runner event")
 
 
@@ -98,7 +101,8 @@ def cmd_up(args) -> int:
     options = Options(lease_seconds=args.lease_seconds or settings.runner_lease_seconds,
                       loop_seconds=settings.runner_loop_seconds,
                       grace_seconds=settings.runner_grace_seconds if args.grace_seconds is None else args.grace_seconds)
-    runner = Runner(engine, options, say)
+    watching = _Watching(engine, say) if args.watch else None
+    runner = Runner(engine, options, say, on_lease=watching.held if watching else None)
     port = settings.runner_health_port if args.health_port is None else args.health_port
     health = None
     if port:
@@ -113,10 +117,36 @@ def cmd_up(args) -> int:
         runner.run()
     finally:
         restore()
+        if watching is not None:
+            watching.held(False)
         if health is not None:
             health.stop()
         engine.close()
     return EXIT_OK
+
+
+class _Watching:
+    """`ratui up --watch`: the project's files watched (engine/watch, as `ratui watch`) while this runner holds the
+    lease, so that two runners never both re-run a saved file."""
+
+    def __init__(self, engine, say) -> None:
+        self.engine, self.say, self.watcher = engine, say, None
+
+    def held(self, held: bool) -> None:
+        from ratui.engine import events as w
+        from ratui.engine.watch.watcher import Watcher
+
+        if held and self.watcher is None:
+            def show(ev) -> None:
+                if not isinstance(ev, w.WatchState):
+                    fields = ev.to_dict()
+                    self.say("watch", {"watch_event": fields.pop("event"), **fields})
+
+            self.watcher = Watcher(engine=self.engine, on_event=show, ref="main")
+            self.watcher.start()
+        elif not held and self.watcher is not None:
+            self.watcher.stop()
+            self.watcher = None
 
 
 def _stop_on_signals(runner) -> Any:

@@ -43,8 +43,10 @@ class _Going:
 
 
 class Runner:
-    def __init__(self, engine: Engine, options: Options, say: Say, clock: Clock | None = None):
+    def __init__(self, engine: Engine, options: Options, say: Say, clock: Clock | None = None,
+                 on_lease: Callable[[bool], None] | None = None):
         self.engine = engine
+        self.on_lease = on_lease  # told when this runner starts (True) or stops (False) holding the lease
         self.options = options
         self.say = say
         self.clock = clock or Clock()
@@ -93,6 +95,7 @@ class Runner:
             self._waiting_for = None
             self.say("lease", {"message": f"holding the lease (pid {os.getpid()} on {socket.gethostname()}, "
                                           f"{self.options.lease_seconds:g} s, renewed every loop)"})
+            self._tell_lease(True)
         compiled = self._compile()
         if compiled is None:
             return self.options.loop_seconds
@@ -115,6 +118,7 @@ class Runner:
         if self.holding:  # ours expired and someone else took it: stop firing
             self.holding = False
             self.say("lease", {"message": "lost the lease; waiting"})
+            self._tell_lease(False)
         key = (lease.pid, lease.host)
         if self._waiting_for != key:
             self._waiting_for = key
@@ -199,6 +203,13 @@ class Runner:
                               "not_succeeded": len(statuses) - ok,
                               "error": str(invocation.error) if invocation.error else None})
 
+    def _tell_lease(self, held: bool) -> None:
+        if self.on_lease is not None:
+            try:
+                self.on_lease(held)
+            except Exception as exc:  # what the caller does with the lease never stops the loop
+                self.say("error", {"message": f"{type(exc).__name__}: {exc}"})
+
     # ------------------------------------------------------------------------------------------ stopping
 
     def _wind_down(self) -> None:
@@ -215,6 +226,7 @@ class Runner:
             for invocation in going:
                 invocation.wait(30)
         if self.holding:
+            self._tell_lease(False)
             self.engine.release_runner_lease(self.holder)
             self.holding = False
         self.say("stopped", {"message": "stopped"})

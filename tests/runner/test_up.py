@@ -228,3 +228,22 @@ def test_overlap_is_skipped_sigterm_cancels_after_the_grace_and_a_restart_catche
     assert again.proc.returncode == 0
     fired = [f["fire_at"] for f in _fires(project)]
     assert len(fired) == len(set(fired))
+
+
+def test_up_with_watch_reruns_a_saved_file_while_it_holds_the_lease(project: Path, env):
+    (project / "ratui.yaml").write_text((project / "ratui.yaml").read_text().replace(
+        'cron: "* * * * *"}', 'cron: "* * * * *", enabled: false}'))
+    runner = Runner(project, env, "--watch")
+    try:
+        runner.wait_for(lambda e: e["event"] == "lease")
+        runner.wait_for(lambda e: e["event"] == "watch" and e["watch_event"] == "WatchStarted")
+        (project / "p" / "pipelines" / "gold" / "ticks" / "pipeline.sql").write_text(
+            "-- @merge_strategy: full_refresh\nSELECT 3 AS three\n")
+        done = runner.wait_for(lambda e: e["event"] == "watch" and e["watch_event"] == "WatchPlanFinished")
+        assert done["keys"] == ["p.gold.ticks"]
+        runner.proc.send_signal(signal.SIGTERM)
+        assert runner.proc.wait(timeout=60) == 0
+    finally:
+        if runner.proc.poll() is None:
+            stop_group(runner.proc)
+    assert not any(e["event"] == "fire" for e in runner.events)  # a disabled schedule never fires

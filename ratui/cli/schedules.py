@@ -9,6 +9,7 @@ import threading
 import time
 from typing import Any
 
+from ratui.engine.errors import RatuiError
 from ratui.cli.common import (
     EXIT_OK, engine as _engine, non_negative_float, positive_int, project_arg as _project_arg, table,
 )
@@ -105,6 +106,8 @@ def cmd_up(args) -> int:
     runner = Runner(engine, options, say, on_lease=watching.held if watching else None)
     port = settings.runner_health_port if args.health_port is None else args.health_port
     health = None
+    if not 0 <= port <= 65535:
+        raise RatuiError("RAT-SCH-006", f"--health-port {port} is out of range (1-65535, or 0 for no endpoint)")
     if port:
         given = args.token if args.token is not None else os.environ.get(TOKEN_ENV)
         token = checked_token(given, "--token" if args.token else TOKEN_ENV, "RAT-SCH-006") if given else new_token()

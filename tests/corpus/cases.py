@@ -1190,6 +1190,11 @@ CASES: list[Case] = [
          expect_code="RAT-PRJ-005"),
     Case("cli-unknown-selector", "CLI misuse", argv=("run", "--json", "raw_orderz"), expect_code="RAT-DAG-003"),
     Case("cli-bad-selector-kind", "CLI misuse", argv=("run", "--json", "layr:silver"), expect_code="RAT-DAG-004"),
+    # schedules: pausing one the project does not have; a runner's health port out of range
+    Case("cli-schedule-pause-unknown", "CLI misuse", argv=("schedule", "pause", "nightly", "--json"),
+         expect_code="RAT-SCH-005", spec="building"),
+    Case("cli-up-health-port-out-of-range", "CLI misuse", argv=("up", "--json", "--health-port", "70000"),
+         expect_code="RAT-SCH-006", spec="building"),
     Case("cli-closed-pipe", "CLI misuse", argv=("runs", "--json", "--limit", "5000"), prepare=_seed_runs(1500),
          scenario="closed_pipe", expect_exit=141,
          notes="`ratui runs --json | head -1`: the reader goes away; exit 141 (README), quietly: no traceback"),

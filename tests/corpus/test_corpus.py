@@ -24,14 +24,14 @@ Categories (cases):
     path escapes          13
     moved projects         2
     unreadable files      13
-    CLI misuse            42
+    CLI misuse            44
     column lineage         7
     compile gate           3
     compile cache          3
     Python pipelines      15
     REST catalog          16
     Python API            27
-    total                301
+    total                303
 
 Select or skip the corpus with `-m corpus` / `-m "not corpus"`; `-m "corpus and not corpus_jvm"` leaves out the
 cases that need Spark beyond the base state's one run (the fast loop while editing compile-time cases).

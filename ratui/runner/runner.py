@@ -67,7 +67,7 @@ class Runner:
                 "last_loop": self.last_loop.isoformat() if self.last_loop else None,
                 "holding_lease": self.holding, "stopping": self.stopping.is_set(),
                 "lease": lease.to_dict() if lease is not None else None,
-                "in_flight": sorted(name for name, going in self._going.items() if _active(going.current))}
+                "in_flight": sorted(name for name, going in list(self._going.items()) if _active(going.current))}
 
     # ------------------------------------------------------------------------------------------ the loop
 

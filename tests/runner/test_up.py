@@ -247,3 +247,66 @@ def test_up_with_watch_reruns_a_saved_file_while_it_holds_the_lease(project: Pat
         if runner.proc.poll() is None:
             stop_group(runner.proc)
     assert not any(e["event"] == "fire" for e in runner.events)  # a disabled schedule never fires
+
+
+def test_a_runner_killed_mid_run_its_run_is_recovered_as_dead_and_the_other_fires_again(project: Path, env):
+    slow = project / "p" / "pipelines" / "gold" / "ticks" / "pipeline.sql"
+    slow.write_text("-- @merge_strategy: full_refresh\n"
+                    "SELECT sum(a.id % 7 + b.id % 5) AS s FROM range(0, 400000) a CROSS JOIN range(0, 400000) b\n")
+    first = Runner(project, env)
+    second = None
+    try:
+        first.wait_for(lambda e: e["event"] == "lease")
+        second = Runner(project, env, "--grace-seconds", "1")
+        second.wait_for(lambda e: e["event"] == "waiting")
+        killed = first.wait_for(lambda e: e["event"] == "started")
+        _until_running(project, killed["invocation"])
+        os.killpg(first.proc.pid, signal.SIGKILL)
+        first.proc.wait(timeout=30)
+        second.wait_for(lambda e: e["event"] == "lease", timeout=LEASE + 30)
+        again = second.wait_for(lambda e: e["event"] == "started")
+        assert again["invocation"] != killed["invocation"]
+        second.proc.send_signal(signal.SIGTERM)
+        assert second.proc.wait(timeout=120) == 0
+    finally:
+        for runner in (first, second):
+            if runner is not None and runner.proc.poll() is None:
+                stop_group(runner.proc)
+    dead = [r for r in _scheduled_runs(project) if r["invocation"] == killed["invocation"]]
+    assert [r["status"] for r in dead] == ["failed"]  # recovered as dead, not left running
+    fired = [f["fire_at"] for f in _fires(project)]
+    assert len(fired) == len(set(fired))
+    runs = [f["invocation"] for f in _fires(project) if f["action"] == "run"]
+    assert len(runs) == len(set(runs))
+
+
+def _until_running(root: Path, invocation: str, timeout: float = 240.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with sqlite3.connect(root / ".ratui" / "ratui.db") as conn:
+            found = conn.execute("SELECT status FROM runs WHERE invocation = ?", (invocation,)).fetchone()
+        if found and found[0] == "running":
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"invocation {invocation} never ran")
+
+
+def test_two_runners_started_at_once_one_holds_the_lease(project: Path, env):
+    (project / "ratui.yaml").write_text((project / "ratui.yaml").read_text().replace(
+        'cron: "* * * * *"}', 'cron: "* * * * *", enabled: false}'))
+    runners = [Runner(project, env), Runner(project, env)]
+    try:
+        firsts = [r.wait_for(lambda e: e["event"] in ("lease", "waiting")) for r in runners]
+        assert sorted(e["event"] for e in firsts) == ["lease", "waiting"]
+        holder = runners[[e["event"] for e in firsts].index("lease")]
+        waiting = firsts[[e["event"] for e in firsts].index("waiting")]
+        assert waiting["holder_pid"] == holder.proc.pid
+        # the holder stops (SIGTERM gives the lease up): the other takes over at its next loop
+        holder.proc.send_signal(signal.SIGTERM)
+        assert holder.proc.wait(timeout=60) == 0
+        other = runners[1 - runners.index(holder)]
+        other.wait_for(lambda e: e["event"] == "lease", timeout=30)
+    finally:
+        for runner in runners:
+            if runner.proc.poll() is None:
+                stop_group(runner.proc)

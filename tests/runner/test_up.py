@@ -310,3 +310,18 @@ def test_two_runners_started_at_once_one_holds_the_lease(project: Path, env):
         for runner in runners:
             if runner.proc.poll() is None:
                 stop_group(runner.proc)
+
+
+def test_sigterm_lets_a_run_in_flight_finish_within_the_grace(project: Path, env):
+    runner = Runner(project, env, "--grace-seconds", "300")
+    try:
+        started = runner.wait_for(lambda e: e["event"] == "started")
+        runner.proc.send_signal(signal.SIGTERM)
+        assert runner.proc.wait(timeout=300) == 0
+    finally:
+        if runner.proc.poll() is None:
+            stop_group(runner.proc)
+    runner.wait_for(lambda e: e["event"] == "stopped")
+    finished = [e for e in runner.events if e["event"] == "finished" and e["invocation"] == started["invocation"]]
+    assert finished and finished[0]["not_succeeded"] == 0
+    assert [r["status"] for r in _scheduled_runs(project) if r["invocation"] == started["invocation"]] == ["success"]

@@ -314,7 +314,7 @@ def config_page(schema: Any = None, words: dict | None = None) -> str:
     lines = [GENERATED.format(source="ratui/engine/project/config.py and docs/reference_keys.yaml"), "",
              "# Pipeline configuration", "", _text(words, "", used), ""]
     for field in dataclasses.fields(schema):
-        if field.name == "origin":  # where each value came from: computed, never written
+        if field.name in ("origin", "where"):  # where each value came from: computed, never written
             continue
         key = field.name
         entry = words.get(key)

@@ -27,6 +27,7 @@ MODULES: dict[str, str] = {
     "tests/cli/test_cli.py": SPARK,
     "tests/cli/test_lineage_cli.py": UNIT,
     "tests/cli/test_nessie_cli.py": SERVER,
+    "tests/cli/test_schedules_cli.py": UNIT,
     "tests/cli/test_stop_signals.py": SPARK,
     "tests/cli/test_warm_bounds.py": SPARK,  # engines renewed, wedged, on a full disk (a tmpfs it mounts: root)
     "tests/cli/test_warm_engine.py": SPARK,  # and the warm engines it starts (each a JVM of its own)
@@ -53,6 +54,7 @@ MODULES: dict[str, str] = {
     "tests/engine/ops/test_gc.py": UNIT,
     "tests/engine/ops/test_reaper.py": UNIT,
     "tests/engine/ops/test_reaper_nessie.py": SERVER,
+    "tests/engine/ops/test_schedules.py": UNIT,
     "tests/engine/ops/test_undo.py": SPARK,
     "tests/engine/ops/test_watch.py": UNIT,
     "tests/engine/project/test_column_lineage.py": UNIT,
@@ -107,6 +109,7 @@ MODULES: dict[str, str] = {
     "tests/engine/write/test_scd2_merge_on_read.py": SPARK,
     "tests/engine/write/test_strategies.py": SPARK,
     "tests/engine/write/test_strategies_properties.py": SPARK,
+    "tests/runner/test_up.py": SPARK,  # real `ratui up` processes, each starting its Spark when it fires
     "tests/rest/test_clients.py": SPARK,
     "tests/rest/test_console_history.py": UNIT,
     "tests/rest/test_door.py": UNIT,

@@ -24,6 +24,7 @@ JSON output and run records depend on them. Add new codes, never renumber. The f
     RAT-ACC-*   what a console may do (a read-only console)
     RAT-API-*   the Python API (`import ratui`, notebooks)
     RAT-LIN-*   column lineage (`ratui lineage`, the Lineage screen's column path)
+    RAT-SCH-*   schedules (ratui.yaml, a pipeline's schedule) and the runner (`ratui up`)
 
 A hint that names the entries of a list declared elsewhere (the write strategies) does not repeat them: it says
 `${strategies}`, and the module that declares the list fills it in (`default_hint`; project/strategy_specs.py).
@@ -149,9 +150,10 @@ class ProjectErrors(Exception):
 # The families, classified once. A definition error means the pipeline's own files are at fault (not its data):
 # a run failing with one does not count as an attempt against its landing files. A usage error is reported by a
 # command before it runs anything (exit code 2).
-DEFINITION_FAMILIES = ("RAT-TPL", "RAT-CFG", "RAT-PRJ", "RAT-DAG")
+DEFINITION_FAMILIES = ("RAT-TPL", "RAT-CFG", "RAT-PRJ", "RAT-DAG", "RAT-SCH")
 USAGE_FAMILIES = ("RAT-PRJ", "RAT-CFG", "RAT-TPL", "RAT-DAG", "RAT-LND", "RAT-CLI", "RAT-PTH", "RAT-PY", "RAT-WEB",
                   "RAT-BKF",  # ratui backfill: its range and selection
+                  "RAT-SCH",  # schedules: a bad cron, time zone or name (ratui.yaml, a pipeline)
                   "RAT-LIN",  # ratui lineage: a table or column name that names nothing
                   "RAT-REST")  # ratui serve: its option errors (its request errors never reach the command line)
 USAGE_CODES = ("RAT-RUN-004", "RAT-ENG-005")  # RAT-ENG-005: a warm engine bound in ratui.yaml

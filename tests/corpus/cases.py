@@ -356,6 +356,28 @@ CASES: list[Case] = [
     Case("ratui-yaml-engine-memory-tiny", "ratui.yaml",
          {"ratui.yaml": BASE_SETTINGS + "engine:\n  max_memory_mb: 100\n"},
          expect_code="RAT-ENG-005", expect_file="ratui.yaml", expect_line=8),
+    # schedules (RAT-SCH): a cron with a seconds field, one that is garbage, a time zone that is none, a name used
+    # twice, a selector that selects nothing; and a pipeline's own schedule with a bad cron
+    Case("schedule-cron-six-fields", "ratui.yaml", {"ratui.yaml": BASE_SETTINGS + (
+        "schedules:\n  - name: nightly\n    select: gold.revenue\n    cron: '0 6 * * * *'\n")},
+         expect_code="RAT-SCH-001", expect_file="ratui.yaml", expect_line=10, spec="building"),
+    Case("schedule-cron-garbage", "ratui.yaml", {"ratui.yaml": BASE_SETTINGS + (
+        "schedules:\n  - {name: nightly, select: gold.revenue, cron: every morning}\n")},
+         expect_code="RAT-SCH-001", expect_file="ratui.yaml", expect_line=8, spec="building"),
+    Case("schedule-bad-timezone", "ratui.yaml", {"ratui.yaml": BASE_SETTINGS + (
+        "schedules:\n  - name: nightly\n    select: gold.revenue\n    cron: '0 6 * * *'\n"
+        "    timezone: Europe/Atlantis\n")},
+         expect_code="RAT-SCH-002", expect_file="ratui.yaml", expect_line=11, spec="building"),
+    Case("schedule-duplicate-name", "ratui.yaml", {"ratui.yaml": BASE_SETTINGS + (
+        "schedules:\n  - {name: nightly, select: gold.revenue, cron: '0 6 * * *'}\n"
+        "  - {name: nightly, select: silver.orders, cron: '0 7 * * *'}\n")},
+         expect_code="RAT-SCH-003", expect_file="ratui.yaml", expect_line=9, spec="building"),
+    Case("schedule-selects-nothing", "ratui.yaml", {"ratui.yaml": BASE_SETTINGS + (
+        "schedules:\n  - {name: nightly, select: gold.no_such_table+, cron: '0 6 * * *'}\n")},
+         expect_code="RAT-SCH-004", expect_file="ratui.yaml", expect_line=8, spec="building"),
+    Case("schedule-pipeline-bad-cron", "config.yaml", {"shop/pipelines/gold/revenue/config.yaml": (
+        "schedule:\n  cron: '0 6 * * * *'\n")},
+         expect_code="RAT-SCH-001", expect_file="gold/revenue/config.yaml", expect_line=1, spec="building"),
     Case("ratui-yaml-engine-commands-zero", "ratui.yaml",
          {"ratui.yaml": BASE_SETTINGS + "engine:\n  idle_minutes: 5\n  max_commands: 0\n"},
          expect_code="RAT-ENG-005", expect_file="ratui.yaml", expect_line=9),
@@ -1192,6 +1214,11 @@ CASES: list[Case] = [
          expect_code="RAT-PRJ-005"),
     Case("cli-unknown-selector", "CLI misuse", argv=("run", "--json", "raw_orderz"), expect_code="RAT-DAG-003"),
     Case("cli-bad-selector-kind", "CLI misuse", argv=("run", "--json", "layr:silver"), expect_code="RAT-DAG-004"),
+    # schedules: pausing one the project does not have; a runner's health port out of range
+    Case("cli-schedule-pause-unknown", "CLI misuse", argv=("schedule", "pause", "nightly", "--json"),
+         expect_code="RAT-SCH-005", spec="building"),
+    Case("cli-up-health-port-out-of-range", "CLI misuse", argv=("up", "--json", "--health-port", "70000"),
+         expect_code="RAT-SCH-006", spec="building"),
     Case("cli-closed-pipe", "CLI misuse", argv=("runs", "--json", "--limit", "5000"), prepare=_seed_runs(1500),
          scenario="closed_pipe", expect_exit=141,
          notes="`ratui runs --json | head -1`: the reader goes away; exit 141 (README), quietly: no traceback"),

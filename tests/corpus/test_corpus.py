@@ -10,8 +10,8 @@ with --full-refresh and lenient landing settings); the two moved-project cases b
 Categories (cases):
 
     annotations           13
-    config.yaml            7
-    ratui.yaml            25
+    config.yaml            8
+    ratui.yaml            30
     catalog               13
     templates              9
     SQL                   18
@@ -24,7 +24,7 @@ Categories (cases):
     path escapes          13
     moved projects         2
     unreadable files      13
-    CLI misuse            42
+    CLI misuse            44
     column lineage         7
     compile gate           3
     compile cache          3
@@ -32,7 +32,7 @@ Categories (cases):
     REST catalog          16
     Python API            27
     time ranges            6
-    total                301
+    total                309
 
 Select or skip the corpus with `-m corpus` / `-m "not corpus"`; `-m "corpus and not corpus_jvm"` leaves out the
 cases that need Spark beyond the base state's one run (the fast loop while editing compile-time cases).

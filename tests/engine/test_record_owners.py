@@ -51,6 +51,10 @@ OWNERS: dict[str, str] = {
     # what `ratui undo` reverses; every reaper pass
     "undo_journal": "ratui/engine/state/journal.py",
     "reaper_reports": "ratui/engine/state/reaper_reports.py",
+    # the schedules: paused and last fire, every fire decided, the runner's lease (ratui up)
+    "schedule_state": "ratui/engine/state/schedule_state.py",
+    "schedule_fires": "ratui/engine/state/schedule_state.py",
+    "runner_lease": "ratui/engine/state/schedule_state.py",
 }
 MIGRATOR = "ratui/engine/state/migrations.py"
 

@@ -10,8 +10,8 @@ Everything the CLI, the console, the Python API and watch mode need is a method 
 engine's parts. The parts are explicit: a ProjectState (settings, catalog, history, ledger) and an EventBus, given
 to the constructor (`Engine.open()` makes them); the run side (run record, runs in flight, change detection,
 recovery) is made once here and handed to every invocation (facade/base.py). Each concern of the door is a module
-of this package: project.py, runs.py, branches.py, landing.py, queries.py, upkeep.py. Thread-safe; one engine per
-project per process.
+of this package: project.py, runs.py, branches.py, landing.py, queries.py, upkeep.py, schedules.py. Thread-safe;
+one engine per project per process.
 """
 
 from __future__ import annotations
@@ -25,12 +25,13 @@ from ratui.engine.facade.landing import LandingPart
 from ratui.engine.facade.project import ProjectPart
 from ratui.engine.facade.queries import QueriesPart
 from ratui.engine.facade.runs import RunsPart
+from ratui.engine.facade.schedules import SchedulesPart
 from ratui.engine.facade.upkeep import UpkeepPart
 from ratui.engine.project.settings import Settings, load_settings
 from ratui.engine.state.project_state import ProjectState
 
 
-class Engine(ProjectPart, RunsPart, BranchesPart, LandingPart, QueriesPart, UpkeepPart):
+class Engine(ProjectPart, RunsPart, BranchesPart, LandingPart, QueriesPart, UpkeepPart, SchedulesPart):
     @classmethod
     def open(cls, root: Path, settings: Settings | None = None, *, bus: EventBus[Event] | None = None) -> "Engine":
         """The engine of the project at `root` (its ratui.yaml, or `settings`). Runs nothing, recovers nothing."""

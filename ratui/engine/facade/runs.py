@@ -24,7 +24,8 @@ class RunsPart(EngineBase):
     def start(self, keys: list[str], *, trigger: str = "console", full_refresh: bool = False, force: bool = False,
               on_result: OnResult | None = None, on_done: Callable[[Invocation], None] | None = None,
               invocation_id: str | None = None, threads: int | None = None, ref: str = MAIN,
-              atomic: bool = False, compiled: CompiledProject | None = None) -> Invocation:
+              atomic: bool = False, compiled: CompiledProject | None = None,
+              schedule: str | None = None) -> Invocation:
         """Queue the pipelines and run them in a background thread; returns the invocation at once (its run ids
         are known already). `invocation_id` names it (its RunQueued events carry it). `threads`: how many
         independent pipelines run at once (default: ratui.yaml's run.threads). `ref`: the branch the runs merge
@@ -32,7 +33,7 @@ class RunsPart(EngineBase):
         compile the caller planned from (watch mode's), else the project is compiled now."""
         return self.invocation(keys, trigger=trigger, full_refresh=full_refresh, force=force, on_result=on_result,
                                on_done=on_done, invocation_id=invocation_id, threads=threads, ref=ref,
-                               atomic=atomic, compiled=compiled).start()
+                               atomic=atomic, compiled=compiled, schedule=schedule).start()
 
     def run(self, keys: list[str], *, trigger: str = "cli", full_refresh: bool = False, force: bool = False,
             on_result: OnResult | None = None, threads: int | None = None, ref: str = MAIN,
@@ -45,7 +46,8 @@ class RunsPart(EngineBase):
     def invocation(self, keys: list[str], *, trigger: str, full_refresh: bool = False, force: bool = False,
                    on_result: OnResult | None = None, on_done: Callable[[Invocation], None] | None = None,
                    invocation_id: str | None = None, threads: int | None = None, ref: str = MAIN,
-                   atomic: bool = False, compiled: CompiledProject | None = None) -> Invocation:
+                   atomic: bool = False, compiled: CompiledProject | None = None,
+                   schedule: str | None = None) -> Invocation:
         """An invocation not started yet (start() or run() it). The ref is checked first (RAT-CAT-002/-007/-012);
         an atomic one creates its publish branch here. `compiled`: the compile the caller just made and selected
         from (else the project is compiled now): the one compile of the whole project the invocation and its runs
@@ -56,7 +58,8 @@ class RunsPart(EngineBase):
         publisher = AtomicPublish.start(self._state, compiled, invocation_id, ref) if atomic else None
         return Invocation(self._parts, compiled, keys, trigger=trigger, full_refresh=full_refresh, force=force,
                           on_result=on_result, on_done=on_done, invocation_id=invocation_id,
-                          threads=threads or self.settings.run_threads, ref=ref, publisher=publisher)
+                          threads=threads or self.settings.run_threads, ref=ref, publisher=publisher,
+                          schedule=schedule)
 
     def backfill(self, keys: list[str], start: str, end: str, *, resume: bool = False, atomic: bool = False,
                  threads: int | None = None, ref: str = MAIN, compiled: CompiledProject | None = None,

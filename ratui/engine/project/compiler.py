@@ -17,6 +17,7 @@ from ratui.engine.project.compile_cache import CompileCache, Entry, error_from_j
 from ratui.engine.project import outline
 from ratui.engine.project.discovery import Pipeline, discover, discover_pipeline
 from ratui.engine.project.names import check_name
+from ratui.engine.project.schedule_terms import declared_schedules
 from ratui.engine.project.settings import Settings, load_settings
 from ratui.engine.project.sql_names import check_direct_names
 from ratui.engine.project.templating import static_calls
@@ -29,6 +30,15 @@ class CompiledProject:
     graph: Graph
     errors: list[RatuiError]  # project-level problems
     reused: int = 0  # pipelines whose compile came from the compile cache (their content had not changed)
+    schedules: list = dataclasses.field(default_factory=list)  # schedule_terms.Schedule, the valid ones
+
+    def schedule(self, name: str):
+        """The schedule of that name, or RAT-SCH-005."""
+        for schedule in self.schedules:
+            if schedule.name == name:
+                return schedule
+        raise RatuiError("RAT-SCH-005", f"no schedule named '{name}'",
+                         hint=did_you_mean(name, [s.name for s in self.schedules]) if self.schedules else None)
 
     @property
     def root(self) -> Path:
@@ -209,4 +219,6 @@ def _assemble(settings: Settings, pipelines: list[Pipeline], errors: list[RatuiE
                     "RAT-DAG-002", f"quality test {test_file.name} of {pipeline.key} refs '{key}', which no pipeline "
                     "produces", file=str(test_file), line=line,
                     hint=did_you_mean(key, known) if known else None))
-    return CompiledProject(settings, {p.key: p for p in pipelines}, graph, errors, reused=reused)
+    by_key = {p.key: p for p in pipelines}
+    schedules, schedule_errors = declared_schedules(settings, by_key, graph)
+    return CompiledProject(settings, by_key, graph, [*errors, *schedule_errors], reused=reused, schedules=schedules)

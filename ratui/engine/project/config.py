@@ -19,6 +19,7 @@ from pydantic_core import PydanticUseDefault
 from ratui.engine.errors import RatuiError, did_you_mean
 from ratui.engine.project import intervals, isolation_levels, strategy_specs
 from ratui.engine.project.partition_terms import parse_partition_by
+from ratui.engine.project.schedule_terms import pipeline_schedule
 from ratui.engine.project.schema import YamlDoc, coded_error, invalid, one_of, read_yaml
 from ratui.engine.project.settings_schema import BAD_ROWS, COLUMN_MODES
 
@@ -181,6 +182,7 @@ Tags = Annotated[tuple[str, ...], PlainValidator(_tags)]
 PartitionBy = Annotated[tuple[str, ...], PlainValidator(_partition_by)]
 Limit = Annotated[str | None, PlainValidator(_limit)]
 NullLimits = Annotated[tuple[str, ...], PlainValidator(_null_limits)]
+PipelineSchedule = Annotated[tuple[str, str] | None, PlainValidator(pipeline_schedule)]
 Isolation = Annotated[str | None, _choice(isolation_levels.NAMES, "unknown isolation '{text}'", hint=(
     f"Write isolation as {isolation_levels.listed()} (docs/concepts/isolation.md)."))]
 
@@ -239,8 +241,12 @@ class PipelineConfig:
     batch: Batch = "day"
     lookback: Lookback = 0
     start: StartTime = None
+    # when the pipeline runs by itself, unattended (schedule_terms.py): (cron, time zone), None: never
+    schedule: PipelineSchedule = None
     # where each key's value came from: "annotation", "config.yaml" or "default"
     origin: dict[str, str] = field(default_factory=dict, compare=False)
+    # the file and line of each key that was set (a project-level check's error points there)
+    where: dict[str, tuple[str, int | None]] = field(default_factory=dict, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {key: list(value) if isinstance(value, tuple) else value
@@ -248,7 +254,7 @@ class PipelineConfig:
 
 
 # the keys a pipeline may set, in the schema's order
-KEYS = tuple(f.name for f in fields(PipelineConfig) if f.name != "origin")
+KEYS = tuple(f.name for f in fields(PipelineConfig) if f.name not in ("origin", "where"))
 
 
 def parse_annotations(text: str, file: Path) -> list[Annotation]:
@@ -327,7 +333,7 @@ def resolve_config(pipeline_file: Path, text: str, config_file: Path) -> Pipelin
         return where.get(loc[0] if loc else "", (str(pipeline_file), None))
 
     try:
-        config = _SCHEMA.validate_python({**values, "origin": origin})
+        config = _SCHEMA.validate_python({**values, "origin": origin, "where": where})
     except ValidationError as exc:
         raise coded_error(exc, "RAT-CFG-005", locate, "config") from None
     if config.isolation is not None and pipeline_file.suffix != ".py":

@@ -54,6 +54,11 @@ def _key_lines(node: yaml.Node, loc: Loc, out: dict[Loc, int]) -> None:
                 here = (*loc, str(key.value))
                 out.setdefault(here, key.start_mark.line + 1)
                 _key_lines(value, here, out)
+    elif isinstance(node, yaml.SequenceNode):  # a list's items by index (ratui.yaml's schedules)
+        for index, item in enumerate(node.value):
+            here = (*loc, str(index))
+            out.setdefault(here, item.start_mark.line + 1)
+            _key_lines(item, here, out)
 
 
 def read_yaml(path: Path, code: str) -> YamlDoc:

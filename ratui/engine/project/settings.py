@@ -85,6 +85,12 @@ class Settings:
     reaper_run_history_keep_per_pipeline: int = 1000
     reaper_run_history_max_age_days: int = 90
     reaper_interval_minutes: int = 60
+    runner_lease_seconds: int = 60  # ratui up (runner/): the lease a second runner waits for
+    runner_grace_seconds: int = 30
+    runner_loop_seconds: int = 5
+    runner_health_port: int = 8788
+    # ratui.yaml's schedules, each with its line (ops/schedules.py adds the pipelines' own)
+    schedules: tuple["DeclaredSchedule", ...] = ()
 
     @property
     def state_dir(self) -> Path:
@@ -166,6 +172,20 @@ class RemoteZone:
                         self.access_key_id, self.secret_access_key)
 
 
+@dataclass(frozen=True)
+class DeclaredSchedule:
+    """One entry of ratui.yaml's schedules: checked (cron, time zone, unique name), and where it was written."""
+    name: str
+    select: str
+    cron: str
+    timezone: str
+    atomic: bool
+    catch_up: str
+    enabled: bool
+    file: str
+    line: int | None
+
+
 def _remote_zones(landing: LandingSection, namespace: str, path: Path) -> dict[tuple[str, str], RemoteZone]:
     """landing.zones with landing.s3's options under each zone's own."""
     out: dict[tuple[str, str], RemoteZone] = {}
@@ -239,5 +259,7 @@ def load_settings(root: Path) -> Settings:
                             for folder in file.paths.allow_outside),
         remote_zones=_remote_zones(file.landing, namespace, path),
         catalog=file.catalog.model_dump(exclude_defaults=True),
+        schedules=tuple(DeclaredSchedule(**entry.model_dump(), file=str(path), line=doc.line(("schedules", str(i))))
+                        for i, entry in enumerate(file.schedules)),
         **file.flat(),
     )

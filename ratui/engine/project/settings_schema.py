@@ -7,11 +7,13 @@ one it does. A type refuses a value in ratui's words (RAT-CFG-007, at the key's 
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, ClassVar
 
-from pydantic import BeforeValidator, Field, PlainValidator, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, PlainValidator, model_validator
 
 from ratui.engine.project import catalog_specs, isolation_levels
+from ratui.engine.project.schedule_terms import CATCH_UP, DEFAULT_CATCH_UP, check_cron, check_timezone
 from ratui.engine.project.schema import Section, at_least, invalid, mapping, one_of
 
 # spark.jit: how ratui's own JVM compiles Spark's code. full: both of Java's compilers (fastest once warm); quick:
@@ -289,6 +291,63 @@ def _object_store_url(url: str) -> None:
                       at="warehouse", hint="For example s3://lake/analytics.")
 
 
+_SCHEDULE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+
+def _schedule_name(value: Any) -> str:
+    if not isinstance(value, str) or not _SCHEDULE_NAME.match(value.strip()):
+        raise invalid(f"{{where}} must be a name of letters, digits, '_', '.' and '-', got {value!r}",
+                      hint="For example `name: nightly`.")
+    return value.strip()
+
+
+def _selector(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise invalid(f"{{where}} must be a `ratui run` selector (text), got {value!r}", "RAT-SCH-004")
+    return value.strip()
+
+
+class ScheduleEntry(Section):
+    """One of ratui.yaml's schedules: `select` run by `cron` in `timezone` (schedules.md)."""
+
+    name: Annotated[str, PlainValidator(_schedule_name)]
+    select: Annotated[str, PlainValidator(_selector)]
+    cron: Annotated[str, PlainValidator(check_cron)]
+    timezone: Annotated[str, PlainValidator(check_timezone)] = "UTC"
+    atomic: bool = False  # the selected runs land on main in one commit, or none does
+    catch_up: Annotated[str, PlainValidator(one_of(CATCH_UP))] = DEFAULT_CATCH_UP
+    enabled: bool = True
+
+
+def _schedules(value: Any) -> tuple[ScheduleEntry, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise invalid(f"{{where}} must be a list of schedules, got {type(value).__name__}",
+                      hint='For example: schedules: [{name: nightly, select: "gold.revenue+", cron: "0 6 * * *"}]')
+    return tuple(value)
+
+
+def _unique_names(entries: tuple[ScheduleEntry, ...]) -> tuple[ScheduleEntry, ...]:
+    seen: set[str] = set()
+    for index, entry in enumerate(entries):
+        if entry.name in seen:
+            raise invalid(f"schedule name '{entry.name}' is used twice", "RAT-SCH-003", at=str(index))
+        seen.add(entry.name)
+    return entries
+
+
+class RunnerSection(Section):
+    """`ratui up`, the long-running runner (schedules.md): the lease that keeps a second runner from firing
+    (seconds; renewed every loop, taken over once expired), the grace a SIGTERM gives the runs in flight before they
+    are cancelled, how often it wakes, and the port of its /healthz on 127.0.0.1 (0: none)."""
+
+    lease_seconds: Annotated[int, PlainValidator(at_least(2))] = 60
+    grace_seconds: Count = 30
+    loop_seconds: Positive = 5
+    health_port: Annotated[int, PlainValidator(at_least(0))] = 8788
+
+
 class SettingsFile(Section):
     """ratui.yaml as a whole."""
 
@@ -305,10 +364,12 @@ class SettingsFile(Section):
     paths: PathsSection = Field(default_factory=PathsSection)
     catalog: CatalogSection = Field(default_factory=CatalogSection)
     python: PythonSection = Field(default_factory=PythonSection)
+    runner: RunnerSection = Field(default_factory=RunnerSection)
+    schedules: Annotated[tuple[ScheduleEntry, ...], BeforeValidator(_schedules), AfterValidator(_unique_names)] = ()
 
     # sections whose keys are Settings attributes as they are: {section}_{key}
     FLAT: ClassVar[tuple[str, ...]] = ("run", "quality", "diff", "merge", "landing", "watch", "engine", "reaper",
-                                       "python")
+                                       "python", "runner")
 
     def flat(self) -> dict[str, Any]:
         return {f"{name}_{key}": value for name in self.FLAT for key, value in getattr(self, name)

@@ -68,8 +68,9 @@ class Invocation:
                  full_refresh: bool = False, force: bool = False, on_result: OnResult | None = None,
                  on_done: Callable[["Invocation"], None] | None = None, invocation_id: str | None = None,
                  threads: int = 1, ref: str = MAIN, publisher: Publisher | None = None,
-                 intervals: dict[str, Any] | None = None):
+                 intervals: dict[str, Any] | None = None, schedule: str | None = None):
         self.id = invocation_id or new_invocation_id()
+        self.schedule = schedule  # the schedule that fired it (trigger 'schedule'), recorded on each run
         self.keys = list(keys)
         self.trigger = trigger
         self.full_refresh = full_refresh
@@ -155,7 +156,8 @@ class Invocation:
     def _queue(self, key: str) -> str:
         """Record a pending run, ready to be cancelled before it starts."""
         run_id = new_run_id()
-        self._parts.record.create(run_id, key, self.trigger, self._strategy(key), self.id, ref=self.ref)
+        self._parts.record.create(run_id, key, self.trigger, self._strategy(key), self.id, ref=self.ref,
+                                  schedule=self.schedule)
         self._parts.in_flight.queued(run_id)
         self._parts.bus.emit(RunQueued(run_id, key, self.trigger, self.id, self.ref))
         with self._lock:
@@ -265,7 +267,8 @@ class Invocation:
         """Record (key, reason, queued run id or None) as skipped runs in one transaction; their events follow."""
         rows: list[dict[str, Any]] = [
             {"id": queued or new_run_id(), "pipeline": key, "trigger": self.trigger, "strategy": self._strategy(key),
-             "invocation": self.id, "ref": self.ref, "reason": reason, "queued": queued is not None}
+             "invocation": self.id, "ref": self.ref, "reason": reason, "queued": queued is not None,
+             "schedule": self.schedule}
             for key, reason, queued in items]
         self._parts.record.record_skipped(rows)
         bus, results = self._parts.bus, []
@@ -285,7 +288,8 @@ class Invocation:
         run_id = self._queued.pop(key, None)
         if run_id is None:  # never queued: it never gets a branch; observers learn its trigger and batch
             run_id = new_run_id()
-            record.create(run_id, key, self.trigger, self._strategy(key), self.id, run_type="skip", ref=self.ref)
+            record.create(run_id, key, self.trigger, self._strategy(key), self.id, run_type="skip", ref=self.ref,
+                          schedule=self.schedule)
             bus.emit(RunQueued(run_id, key, self.trigger, self.id, self.ref))
         if run_id not in self.run_ids:
             with self._lock:

@@ -37,14 +37,15 @@ class RunRecord:
     # ------------------------------------------------------------------------------------- a run's life
 
     def create(self, run_id: str, pipeline: str, trigger: str, strategy: str | None, invocation: str | None,
-               run_type: str | None = None, reason: str | None = None, ref: str = MAIN) -> None:
-        """A new run, pending (queued, or about to be recorded as skipped)."""
+               run_type: str | None = None, reason: str | None = None, ref: str = MAIN,
+               schedule: str | None = None) -> None:
+        """A new run, pending (queued, or about to be recorded as skipped); `schedule`: the one that fired it."""
         with self.history.writer() as db:
             db.table("runs").insert({
                 "id": run_id, "pipeline": pipeline, "status": "pending", "trigger": trigger, "strategy": strategy,
                 "queued_at": now_iso(), "rows_written": 0, "warnings": 0, "invocation": invocation,
                 "pid": os.getpid(), "host": socket.gethostname(), "pid_started": started_at(),
-                "run_type": run_type, "reason": reason, "ref": ref,
+                "run_type": run_type, "reason": reason, "ref": ref, "schedule": schedule,
             })
 
     def record_skipped(self, runs: list[dict[str, Any]]) -> None:
@@ -58,10 +59,10 @@ class RunRecord:
         with self.history.writer() as db, write_tx(db.conn) as conn:
             conn.executemany(
                 "insert into runs (id, pipeline, status, trigger, strategy, queued_at, rows_written, warnings, "
-                "invocation, pid, host, pid_started, run_type, reason, ref) "
-                "values (?, ?, 'pending', ?, ?, ?, 0, 0, ?, ?, ?, ?, 'skip', ?, ?)",
+                "invocation, pid, host, pid_started, run_type, reason, ref, schedule) "
+                "values (?, ?, 'pending', ?, ?, ?, 0, 0, ?, ?, ?, ?, 'skip', ?, ?, ?)",
                 [(r["id"], r["pipeline"], r["trigger"], r["strategy"], stamp, r["invocation"], pid, host,
-                  pid_started, r["reason"], r["ref"]) for r in runs if not r.get("queued")])
+                  pid_started, r["reason"], r["ref"], r.get("schedule")) for r in runs if not r.get("queued")])
             conn.executemany(
                 "update runs set status = 'skipped', run_type = 'skip', reason = ?, started_at = ?, finished_at = ?, "
                 "duration_ms = 0, error_code = ?, error_message = ?, error_hint = ? where id = ?",

@@ -42,6 +42,8 @@ RUN_COLUMNS = {
     "isolation": str,
     # the run's data diff against its target (run/data_diff.py, JSON), with its gates' verdicts
     "diff": str,
+    # the schedule that fired the run (trigger 'schedule'; ratui up, runner/)
+    "schedule": str,
 }
 
 
@@ -121,7 +123,8 @@ class History:
     def unfinished_runs(self) -> list[dict[str, Any]]:
         with self._lock:
             return list(self.db.query(
-                "select id, pipeline, status, pid, pid_started, host, branch, started_at, queued_at, merged_at, ref "
+                "select id, pipeline, status, pid, pid_started, host, branch, started_at, queued_at, merged_at, ref, "
+                "invocation "
                 "from runs "
                 "where status in ('pending', 'running')"))
 

@@ -97,12 +97,35 @@ def _step_5(conn: sqlite3.Connection) -> None:
         "WHERE run_type = 'backfill'")
 
 
+def _step_6(conn: sqlite3.Connection) -> None:
+    """Schedules (2026-11-29): a run records the schedule that fired it; the schedules' state, the fires the runner
+    decided and its lease (owned by state/schedule_state.py)."""
+    _add_columns(conn, "runs", {"schedule": "TEXT"})
+    for statement in SCHEDULE_TABLES:
+        conn.execute(statement)
+
+
+# the schedule tables as step 6 created them (state/schedule_state.py creates them the same way)
+SCHEDULE_TABLES = (
+    "CREATE TABLE IF NOT EXISTS schedule_state (name TEXT PRIMARY KEY, paused INTEGER NOT NULL DEFAULT 0, "
+    "paused_at TEXT, last_fire TEXT, last_invocation TEXT, updated_at TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS schedule_fires (id INTEGER PRIMARY KEY AUTOINCREMENT, schedule TEXT NOT NULL, "
+    "fire_at TEXT NOT NULL, decided_at TEXT NOT NULL, action TEXT NOT NULL, reason TEXT NOT NULL, invocation TEXT, "
+    "pid INTEGER, host TEXT)",
+    "CREATE INDEX IF NOT EXISTS schedule_fires_by_schedule ON schedule_fires (schedule, id)",
+    "CREATE TABLE IF NOT EXISTS runner_lease (id INTEGER PRIMARY KEY CHECK (id = 1), holder TEXT NOT NULL, "
+    "pid INTEGER NOT NULL, host TEXT NOT NULL, acquired_at TEXT NOT NULL, renewed_at TEXT NOT NULL, "
+    "expires REAL NOT NULL)",
+)
+
+
 STEPS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
     (1, _step_1),
     (2, _step_2),
     (3, _step_3),
     (4, _step_4),
     (5, _step_5),
+    (6, _step_6),
 )
 CURRENT = STEPS[-1][0]
 

@@ -1,0 +1,327 @@
+"""`ratui up` as a team runs it: real runner processes of the installed CLI on one project, the schedule clock
+accelerated (RATUI_TEST_CLOCK, test-only: cron fires at minutes; at 20x a `* * * * *` schedule fires every three
+seconds) and everything else real (Spark, SQLite, the lease, signals, /healthz over HTTP).
+
+One runner holds the lease and fires (its runs in `ratui runs --json` with trigger `schedule` and the schedule's
+name); a second one names the holder's pid and host and waits; the holder SIGKILLed, the second takes over within
+the lease time and nothing fires twice; SIGTERM ends a runner with exit 0."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from ratui.engine.project.scaffold import init_project
+from tests.processes import stop_group
+
+LEASE = 4
+TOKEN = "runner-test-token-0123456789"
+SETTINGS = f"""\
+spark:
+  master: local[1]
+  config:
+    spark.sql.shuffle.partitions: 1
+    spark.default.parallelism: 1
+runner:
+  lease_seconds: {LEASE}
+  loop_seconds: 1
+  grace_seconds: 20
+schedules:
+  - {{name: ticker, select: gold.ticks, cron: "* * * * *"}}
+"""
+
+
+class Runner:
+    """A `ratui up --json` process and the events it printed."""
+
+    def __init__(self, root: Path, env: dict[str, str], *extra: str):
+        self.port = _free_port()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "ratui", "up", "--project", str(root), "--json", "--health-port", str(self.port),
+             *extra],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
+        self.events: list[dict] = []
+        self._lines: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._lines.put(line)
+        self._lines.put(None)
+
+    def wait_for(self, test, timeout: float = 240.0) -> dict:
+        """The first event (seen or to come) that passes `test`."""
+        seen = 0
+        deadline = time.monotonic() + timeout
+        while True:
+            for event in self.events[seen:]:
+                if test(event):
+                    return event
+            seen = len(self.events)
+            try:
+                line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"no such event in {timeout:.0f} s; saw {self.events[-8:]}") from None
+            if line is None:
+                raise AssertionError(f"the runner ended ({self.proc.wait()}); saw {self.events[-8:]}")
+            try:
+                self.events.append(json.loads(line))
+            except ValueError:
+                self.events.append({"event": "text", "line": line.rstrip()})
+
+    def health(self, headers: dict[str, str] | None = None) -> tuple[int, dict]:
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/healthz", headers=headers if headers is not None
+                                         else {"Authorization": f"Bearer {TOKEN}"})
+        try:
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                return answer.status, json.loads(answer.read())
+        except urllib.error.HTTPError as refused:
+            return refused.code, json.loads(refused.read())
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture()
+def project(tmp_path: Path) -> Path:
+    root = init_project(tmp_path / "p", None)
+    (root / "ratui.yaml").write_text("namespace: p\n" + SETTINGS)
+    ticks = root / "p" / "pipelines" / "gold" / "ticks"
+    ticks.mkdir(parents=True)
+    (ticks / "pipeline.sql").write_text("-- @merge_strategy: full_refresh\nSELECT 1 AS one\n")
+    return root
+
+
+@pytest.fixture()
+def env() -> dict[str, str]:
+    return {**os.environ, "RATUI_TEST_CLOCK": f"{time.time():.0f}:20", "RATUI_UP_TOKEN": TOKEN, "RATUI_WARM": "0"}
+
+
+def _fires(root: Path) -> list[dict]:
+    with sqlite3.connect(root / ".ratui" / "ratui.db") as conn:
+        conn.row_factory = sqlite3.Row
+        return [dict(r) for r in conn.execute("SELECT * FROM schedule_fires ORDER BY id")]
+
+
+def _until_schedule_clock_passes(env: dict[str, str], fire_at: str, minutes: int) -> None:
+    """Wait (the real time it takes) until the accelerated schedule clock reads `minutes` past `fire_at`."""
+    from datetime import datetime
+
+    origin, speed = (float(part) for part in env["RATUI_TEST_CLOCK"].split(":"))
+    target = datetime.fromisoformat(fire_at).timestamp() + minutes * 60
+    wall = origin + (target - origin) / speed
+    while time.time() < wall:
+        time.sleep(min(0.5, wall - time.time()) if wall > time.time() else 0)
+
+
+def _scheduled_runs(root: Path) -> list[dict]:
+    proc = subprocess.run([sys.executable, "-m", "ratui", "runs", "--project", str(root), "--json", "--limit", "200"],
+                          capture_output=True, text=True, timeout=120)
+    runs = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    return [r for r in runs if r.get("trigger") == "schedule"]
+
+
+def test_one_runner_fires_the_other_waits_and_takes_over_after_a_sigkill(project: Path, env):
+    first = Runner(project, env)
+    second = None
+    try:
+        first.wait_for(lambda e: e["event"] == "lease")
+        second = Runner(project, env)
+        waiting = second.wait_for(lambda e: e["event"] == "waiting")
+        assert (waiting["holder_pid"], waiting["holder_host"]) == (first.proc.pid, socket.gethostname())
+
+        # the holder's /healthz: alive, its last loop, the lease; the door of every ratui endpoint
+        code, status = first.health()
+        assert code == 200 and status["alive"] and status["holding_lease"] and status["last_loop"]
+        assert status["lease"]["pid"] == first.proc.pid
+        assert first.health({})[0] == 401
+        assert first.health({"Authorization": "Bearer not-the-token-at-all-x"})[0] == 403
+        assert first.health({"Authorization": f"Bearer {TOKEN}", "Host": "evil.example"})[0] == 403
+        assert first.health({"Authorization": f"Bearer {TOKEN}", "Origin": "http://evil.example"})[0] == 403
+        code, status = second.health()
+        assert code == 200 and not status["holding_lease"] and status["lease"]["pid"] == first.proc.pid
+
+        # it fires: a run recorded with trigger schedule and the schedule's name
+        started = first.wait_for(lambda e: e["event"] == "started")
+        first.wait_for(lambda e: e["event"] == "finished" and e["invocation"] == started["invocation"])
+        runs = _scheduled_runs(project)
+        assert any(r["invocation"] == started["invocation"] and r["schedule"] == "ticker"
+                   and r["pipeline"] == "p.gold.ticks" for r in runs)
+
+        # the holder dies: the second takes over within the lease time, and fires
+        os.killpg(first.proc.pid, signal.SIGKILL)
+        killed_at = time.monotonic()
+        first.proc.wait(timeout=30)
+        second.wait_for(lambda e: e["event"] == "lease", timeout=LEASE + 30)
+        assert time.monotonic() - killed_at <= LEASE + 3  # its loop wakes at the lease's expiry
+        taken = second.wait_for(lambda e: e["event"] == "started")
+        second.wait_for(lambda e: e["event"] == "finished" and e["invocation"] == taken["invocation"])
+
+        # SIGTERM: exit 0, the lease given up
+        second.proc.send_signal(signal.SIGTERM)
+        assert second.proc.wait(timeout=60) == 0
+        second.wait_for(lambda e: e["event"] == "stopped")
+    finally:
+        for runner in (first, second):
+            if runner is not None and runner.proc.poll() is None:
+                stop_group(runner.proc)
+
+    fires = _fires(project)
+    fired = [f["fire_at"] for f in fires]
+    assert len(fired) == len(set(fired)), "a fire was decided twice"
+    invocations = [f["invocation"] for f in fires if f["action"] == "run"]
+    assert started["invocation"] in invocations and taken["invocation"] in invocations
+    by_invocation: dict[str, int] = {}
+    for run in _scheduled_runs(project):
+        by_invocation[run["invocation"]] = by_invocation.get(run["invocation"], 0) + 1
+    assert set(by_invocation) <= set(invocations) and all(n == 1 for n in by_invocation.values())
+    assert {f["pid"] for f in fires if f["action"] == "run"} == {first.proc.pid, second.proc.pid}
+
+
+def test_overlap_is_skipped_sigterm_cancels_after_the_grace_and_a_restart_catches_up(project: Path, env):
+    slow = project / "p" / "pipelines" / "gold" / "ticks" / "pipeline.sql"
+    slow.write_text("-- @merge_strategy: full_refresh\n"
+                    "SELECT sum(a.id % 7 + b.id % 5) AS s FROM range(0, 400000) a CROSS JOIN range(0, 400000) b\n")
+    runner = Runner(project, env, "--grace-seconds", "2")
+    try:
+        started = runner.wait_for(lambda e: e["event"] == "started")
+        # the next fires come while that run goes: skipped, and recorded with why
+        skipped = runner.wait_for(lambda e: e["event"] == "fire" and e["action"] == "skipped")
+        assert "previous run is still going" in skipped["reason"]
+        runner.proc.send_signal(signal.SIGTERM)
+        # a grace of 2 s, then the run in flight is cancelled; the runner exits 0
+        assert runner.proc.wait(timeout=120) == 0
+    finally:
+        if runner.proc.poll() is None:
+            stop_group(runner.proc)
+    runs = [r for r in _scheduled_runs(project) if r["invocation"] == started["invocation"]]
+    assert [r["status"] for r in runs] == ["cancelled"]
+    assert "then cancelled" in runner.wait_for(lambda e: e["event"] == "stopping")["message"]
+
+    # started again after missing fires: one run for all of them (catch_up last), its reason says how many
+    slow.write_text("-- @merge_strategy: full_refresh\nSELECT 2 AS two\n")
+    _until_schedule_clock_passes(env, max(f["fire_at"] for f in _fires(project)), minutes=3)
+    again = Runner(project, env)
+    try:
+        fire = again.wait_for(lambda e: e["event"] == "fire" and e["action"] == "run")
+        assert "catching up" in fire["reason"] and "missed fire(s)" in fire["reason"]
+        again.wait_for(lambda e: e["event"] == "finished" and e["invocation"] == fire["invocation"])
+    finally:
+        stop_group(again.proc, grace=60)
+    assert again.proc.returncode == 0
+    fired = [f["fire_at"] for f in _fires(project)]
+    assert len(fired) == len(set(fired))
+
+
+def test_up_with_watch_reruns_a_saved_file_while_it_holds_the_lease(project: Path, env):
+    (project / "ratui.yaml").write_text((project / "ratui.yaml").read_text().replace(
+        'cron: "* * * * *"}', 'cron: "* * * * *", enabled: false}'))
+    runner = Runner(project, env, "--watch")
+    try:
+        runner.wait_for(lambda e: e["event"] == "lease")
+        runner.wait_for(lambda e: e["event"] == "watch" and e["watch_event"] == "WatchStarted")
+        (project / "p" / "pipelines" / "gold" / "ticks" / "pipeline.sql").write_text(
+            "-- @merge_strategy: full_refresh\nSELECT 3 AS three\n")
+        done = runner.wait_for(lambda e: e["event"] == "watch" and e["watch_event"] == "WatchPlanFinished")
+        assert done["keys"] == ["p.gold.ticks"]
+        runner.proc.send_signal(signal.SIGTERM)
+        assert runner.proc.wait(timeout=60) == 0
+    finally:
+        if runner.proc.poll() is None:
+            stop_group(runner.proc)
+    assert not any(e["event"] == "fire" for e in runner.events)  # a disabled schedule never fires
+
+
+def test_a_runner_killed_mid_run_its_run_is_recovered_as_dead_and_the_other_fires_again(project: Path, env):
+    slow = project / "p" / "pipelines" / "gold" / "ticks" / "pipeline.sql"
+    slow.write_text("-- @merge_strategy: full_refresh\n"
+                    "SELECT sum(a.id % 7 + b.id % 5) AS s FROM range(0, 400000) a CROSS JOIN range(0, 400000) b\n")
+    first = Runner(project, env)
+    second = None
+    try:
+        first.wait_for(lambda e: e["event"] == "lease")
+        second = Runner(project, env, "--grace-seconds", "1")
+        second.wait_for(lambda e: e["event"] == "waiting")
+        killed = first.wait_for(lambda e: e["event"] == "started")
+        _until_running(project, killed["invocation"])
+        os.killpg(first.proc.pid, signal.SIGKILL)
+        first.proc.wait(timeout=30)
+        second.wait_for(lambda e: e["event"] == "lease", timeout=LEASE + 30)
+        again = second.wait_for(lambda e: e["event"] == "started")
+        assert again["invocation"] != killed["invocation"]
+        second.proc.send_signal(signal.SIGTERM)
+        assert second.proc.wait(timeout=120) == 0
+    finally:
+        for runner in (first, second):
+            if runner is not None and runner.proc.poll() is None:
+                stop_group(runner.proc)
+    dead = [r for r in _scheduled_runs(project) if r["invocation"] == killed["invocation"]]
+    assert [r["status"] for r in dead] == ["failed"]  # recovered as dead, not left running
+    fired = [f["fire_at"] for f in _fires(project)]
+    assert len(fired) == len(set(fired))
+    runs = [f["invocation"] for f in _fires(project) if f["action"] == "run"]
+    assert len(runs) == len(set(runs))
+
+
+def _until_running(root: Path, invocation: str, timeout: float = 240.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with sqlite3.connect(root / ".ratui" / "ratui.db") as conn:
+            found = conn.execute("SELECT status FROM runs WHERE invocation = ?", (invocation,)).fetchone()
+        if found and found[0] == "running":
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"invocation {invocation} never ran")
+
+
+def test_two_runners_started_at_once_one_holds_the_lease(project: Path, env):
+    (project / "ratui.yaml").write_text((project / "ratui.yaml").read_text().replace(
+        'cron: "* * * * *"}', 'cron: "* * * * *", enabled: false}'))
+    runners = [Runner(project, env), Runner(project, env)]
+    try:
+        firsts = [r.wait_for(lambda e: e["event"] in ("lease", "waiting")) for r in runners]
+        assert sorted(e["event"] for e in firsts) == ["lease", "waiting"]
+        holder = runners[[e["event"] for e in firsts].index("lease")]
+        waiting = firsts[[e["event"] for e in firsts].index("waiting")]
+        assert waiting["holder_pid"] == holder.proc.pid
+        # the holder stops (SIGTERM gives the lease up): the other takes over at its next loop
+        holder.proc.send_signal(signal.SIGTERM)
+        assert holder.proc.wait(timeout=60) == 0
+        other = runners[1 - runners.index(holder)]
+        other.wait_for(lambda e: e["event"] == "lease", timeout=30)
+    finally:
+        for runner in runners:
+            if runner.proc.poll() is None:
+                stop_group(runner.proc)
+
+
+def test_sigterm_lets_a_run_in_flight_finish_within_the_grace(project: Path, env):
+    runner = Runner(project, env, "--grace-seconds", "300")
+    try:
+        started = runner.wait_for(lambda e: e["event"] == "started")
+        runner.proc.send_signal(signal.SIGTERM)
+        assert runner.proc.wait(timeout=300) == 0
+    finally:
+        if runner.proc.poll() is None:
+            stop_group(runner.proc)
+    runner.wait_for(lambda e: e["event"] == "stopped")
+    finished = [e for e in runner.events if e["event"] == "finished" and e["invocation"] == started["invocation"]]
+    assert finished and finished[0]["not_succeeded"] == 0
+    assert [r["status"] for r in _scheduled_runs(project) if r["invocation"] == started["invocation"]] == ["success"]

@@ -582,13 +582,15 @@ def test_cli_watch_reports_a_broken_file_and_exits_0_on_ctrl_c(proj):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
+    errors: list[str] = []  # drained as it comes: a full stderr pipe would block the watch
+    drain = threading.Thread(target=lambda: errors.extend(proc.stderr), daemon=True)
+    drain.start()
 
     def next_json() -> dict:
         try:
             return json.loads(lines.get(timeout=60))
         except queue.Empty:
-            stderr = proc.stderr.read() if proc.poll() else ""
-            raise AssertionError(f"no output from ratui watch; stderr: {stderr}") from None
+            raise AssertionError(f"no output from ratui watch; stderr: {''.join(errors)}") from None
 
     try:
         assert next_json() == {"event": "WatchStarted", "root": str(proj), "debounce_ms": 300}
@@ -602,7 +604,8 @@ def test_cli_watch_reports_a_broken_file_and_exits_0_on_ctrl_c(proj):
         except subprocess.TimeoutExpired:
             proc.send_signal(signal.SIGABRT)  # faulthandler (PYTHONFAULTHANDLER) writes every thread's stack
             proc.wait(10)
-            raise AssertionError(f"ratui watch did not end within 60 s of Ctrl-C; stderr:\n{proc.stderr.read()}") \
+            drain.join(10)  # stderr's end: the drain has every line
+            raise AssertionError(f"ratui watch did not end within 60 s of Ctrl-C; stderr:\n{''.join(errors)}") \
                 from None
         assert code == 0
         assert next_json() == {"event": "WatchStopped"}

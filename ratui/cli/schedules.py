@@ -7,6 +7,7 @@ import json
 import os
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from ratui.engine.errors import RatuiError
@@ -106,14 +107,17 @@ def cmd_up(args) -> int:
     runner = Runner(engine, options, say, on_lease=watching.held if watching else None)
     port = settings.runner_health_port if args.health_port is None else args.health_port
     health = None
+    token_file: Path | None = None  # a fresh token's file, when none was given
     if not 0 <= port <= 65535:
         raise RatuiError("RAT-SCH-006", f"--health-port {port} is out of range (1-65535, or 0 for no endpoint)")
     if port:
         given = args.token if args.token is not None else os.environ.get(TOKEN_ENV)
         token = checked_token(given, "--token" if args.token else TOKEN_ENV, "RAT-SCH-006") if given else new_token()
+        token_file = None if given else _keep_token(Path(settings.db_path).parent / TOKEN_FILE, token)
         health = HealthServer(port, token, runner.status).start()
         say("health", {"message": f"http://127.0.0.1:{health.port}/healthz"
-                                  + ("" if given else f" (token {token})"), "port": health.port})
+                                  + ("" if given else f" (its token is in {token_file}, readable by you only)"),
+                       "port": health.port})
     engine.start_monitor()  # runs of other processes that die are recorded as failed while we run
     restore = _stop_on_signals(runner)
     try:
@@ -124,8 +128,23 @@ def cmd_up(args) -> int:
             watching.held(False)
         if health is not None:
             health.stop()
+            if token_file is not None:
+                token_file.unlink(missing_ok=True)
         engine.close()
     return EXIT_OK
+
+
+TOKEN_FILE = "runner.token"  # a fresh /healthz token, in the project's state folder: never printed (a runner's
+# output goes to a journal or a container's log, which others may read)
+
+
+def _keep_token(path: Path, token: str) -> Path:
+    """The token written to `path`, readable and writable by this user only (0600, whatever was there before)."""
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with open(fd, "w", encoding="utf-8") as fh:
+        fh.write(token + "\n")
+    return path
 
 
 class _Watching:

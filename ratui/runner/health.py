@@ -65,8 +65,8 @@ class HealthServer:
             return 403, {"error": "a request from a web page of another site (its Origin header) is refused"}
         given = bearer(headers.get("Authorization"))
         if given is None:
-            return 401, {"error": "send `Authorization: Bearer TOKEN` (the token `ratui up` printed, or "
-                                  "RATUI_UP_TOKEN)"}
+            return 401, {"error": "send `Authorization: Bearer TOKEN` (RATUI_UP_TOKEN or --token, else the one "
+                                  "in the project's .ratui/runner.token)"}
         if not same(given, self.token):
             return 403, {"error": "this is not the token of this runner"}
         if path.split("?", 1)[0] != "/healthz":

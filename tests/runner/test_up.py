@@ -325,3 +325,31 @@ def test_sigterm_lets_a_run_in_flight_finish_within_the_grace(project: Path, env
     finished = [e for e in runner.events if e["event"] == "finished" and e["invocation"] == started["invocation"]]
     assert finished and finished[0]["not_succeeded"] == 0
     assert [r["status"] for r in _scheduled_runs(project) if r["invocation"] == started["invocation"]] == ["success"]
+
+
+def test_a_fresh_health_token_is_kept_in_a_private_file_never_printed(tmp_path: Path, env: dict[str, str]):
+    """Without RATUI_UP_TOKEN or --token, the runner makes a token, keeps it in .ratui/runner.token (0600) and prints
+    only where it is: a runner's output goes to a journal or a container's log. The token opens /healthz; the file
+    goes when the runner stops. (No schedule here: no run, no Spark.)"""
+    root = init_project(tmp_path / "quiet", None)
+    (root / "ratui.yaml").write_text("namespace: quiet\nrunner: {loop_seconds: 1}\n")
+    env = {k: v for k, v in env.items() if k != "RATUI_UP_TOKEN"}
+    runner = Runner(root, env)
+    token_file = root / ".ratui" / "runner.token"
+    try:
+        said = runner.wait_for(lambda e: e.get("event") == "health", timeout=120)
+        assert str(token_file) in said["message"]
+        assert token_file.stat().st_mode & 0o777 == 0o600
+        token = token_file.read_text().strip()
+        assert len(token) >= 32
+        assert runner.health({"Authorization": f"Bearer {token}"})[0] == 200
+        assert runner.health({})[0] == 401
+        runner.proc.send_signal(signal.SIGTERM)
+        assert runner.proc.wait(60) == 0
+        printed = [json.dumps(e) for e in runner.events]
+        while (line := runner._lines.get(timeout=30)) is not None:  # the rest of what it printed, to its end
+            printed.append(line)
+    finally:
+        stop_group(runner.proc)
+    assert token not in "\n".join(printed)
+    assert not token_file.exists()

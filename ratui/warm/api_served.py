@@ -32,7 +32,9 @@ class ApiCall:
     """One API query in the engine's table of commands in flight (`ratui engine status` lists it)."""
 
     def __init__(self, message: dict) -> None:
-        self.argv = ["(python api)", "sql", str(message.get("sql"))[:200]]
+        what = ["run", *[str(k) for k in message.get("keys") or []]] if message.get("api") == "run" else \
+            ["sql", str(message.get("sql"))[:200]]
+        self.argv = ["(python api)", *what]
         self.client_pid = message.get("pid")
         self.began = time.time()
         self.engines: list[Any] = []

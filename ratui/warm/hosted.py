@@ -117,7 +117,12 @@ class ShellServing:
         while not self.closed.is_set():
             host = ConsoleHost(self.place, self.engine_of)
             if host.claim():
-                self._open_log()
+                try:
+                    self._open_log()
+                except OSError as exc:  # a full disk, a folder gone: the lock goes, the shell's commands run cold
+                    host.retire(f"its log cannot be written: {exc.strerror}")
+                    self.problem = f"the engine's log cannot be written: {exc.strerror}"
+                    return
                 stdio.install(None)
                 from ratui.cli import common
 

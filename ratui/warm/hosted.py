@@ -135,6 +135,8 @@ class ShellServing:
                     self.problem = f"its socket cannot be made: {exc.strerror}"
                     return
                 self.host = host
+                if self.closed.is_set():  # the console closed while this serving started
+                    host.stop_all(signal.SIGTERM)
                 served.log(f"the console (pid {os.getpid()}) serves the shell's commands on {self.place.socket}")
                 try:
                     host.serve()

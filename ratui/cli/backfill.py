@@ -11,7 +11,7 @@ import time
 
 from ratui.cli.common import (
     EXIT_FAILED, EXIT_OK, EXIT_USAGE, engine as _engine, err as _err, positive_int as _positive_int,
-    project_arg as _project_arg,
+    project_arg as _project_arg, warm_arg as _warm_arg,
 )
 from ratui.cli.run import _restore_signals, _stop_on_signals
 from ratui.engine.errors import RatuiError
@@ -23,6 +23,7 @@ def add_parsers(sub) -> None:
     p.add_argument("selectors", nargs="+", metavar="SELECTOR",
                    help="the pipelines (as `ratui run` selects them); their incremental_by_time ones are backfilled")
     _project_arg(p)
+    _warm_arg(p)
     p.add_argument("--start", required=True, help="the range's start: an ISO date or timestamp, UTC (included)")
     p.add_argument("--end", required=True, help="the range's end: an ISO date or timestamp, UTC (excluded)")
     p.add_argument("--threads", type=_positive_int, default=None, metavar="N",

@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 # the commands a warm engine runs (ratui/warm/): the ones that need Spark or the opened catalog; the others start
 # no JVM and are as quick in a process of their own
-WARM_COMMANDS = ("run", "query", "diff", "merge", "watch")
+WARM_COMMANDS = ("run", "backfill", "query", "diff", "merge", "watch")
 
 
 def main(argv: list[str] | None = None) -> int:

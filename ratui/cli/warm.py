@@ -55,7 +55,8 @@ def cmd_engine(args) -> int:
                           "socket": str(place.socket), "log": str(place.log)}, default=str))
         return EXIT_OK
     if status is None:
-        print(f"no warm engine runs for {root} (the next `ratui run`, `query`, `diff` or `merge` starts one)")
+        print(f"no warm engine runs for {root} (the next `ratui run`, `backfill`, `query`, `diff`, `merge` or "
+              "`watch` starts one)")
         return EXIT_OK
     print(_describe(status, place))
     return EXIT_OK

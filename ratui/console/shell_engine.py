@@ -117,11 +117,11 @@ def detail(engine: ShellEngine, console_spark: str, now: float) -> str:
     if engine.state == UNREACHABLE:
         lines.append(f"The shell's warm engine cannot be reached: {engine.problem}.")
     elif engine.state == OFF:
-        lines.append("No warm engine runs for this project: the shell's `ratui run`, `query`, `diff` and `merge` "
-                     "start one (or `ratui engine start`).")
+        lines.append("No warm engine runs for this project: the shell's `ratui run`, `backfill`, `query`, `diff` and "
+                     "`merge` start one (or `ratui engine start`).")
     elif engine.console:
         who = "this console" if engine.here else f"the console of pid {engine.pid}"
-        lines += [f"The shell's `ratui run`, `query`, `diff`, `merge`, `show` and `watch` run in {who}, on its "
+        lines += [f"The shell's `ratui run`, `backfill`, `query`, `diff`, `merge` and `watch` run in {who}, on its "
                   f"Spark: {engine.commands} served, {engine.running} running (their runs show here live).",
                   "  it serves until that console closes, or `ratui engine stop`"]
         lines += [f"  running: ratui {argv}" for argv in engine.running_argv]

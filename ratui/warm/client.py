@@ -77,8 +77,8 @@ def run_warm(words: list[str], project: str, as_json: bool) -> int | None:
         pid = start_beside(place)
         if pid is not None:
             _say(f"this project's warm engine starts beside this command (pid {pid}; its Spark once the command "
-                 f"ends): the next `ratui run`, `query`, `diff` and `merge` use it; it stops after "
-                 f"{_idle_minutes(root)} idle minute(s), or with `ratui engine stop`")
+                 f"ends): the next `ratui run`, `backfill`, `query`, `diff`, `merge` and `watch` use it; it stops "
+                 f"after {_idle_minutes(root)} idle minute(s), or with `ratui engine stop`")
     except RatuiError as exc:
         print(exc.render(), file=sys.stderr)
         _say("this command runs in its own process")

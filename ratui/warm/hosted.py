@@ -1,7 +1,7 @@
-"""The console serves the shell: while a console is open on a project, the shell's `ratui run`, `query`, `diff`,
-`merge`, `show` and `watch` run in the console's process, on the console's Engine and its warm Spark, instead of in
-a warm engine of their own. One JVM for both, the commands start warm even when no engine ran before, and the runs
-they start are the console's to show live, as its own runs are.
+"""The console serves the shell: while a console is open on a project, the shell's `ratui run`, `backfill`,
+`query`, `diff`, `merge` and `watch` run in the console's process, on the console's Engine and its warm Spark,
+instead of in a warm engine of their own. One JVM for both, the commands start warm even when no engine ran before,
+and the runs they start are the console's to show live, as its own runs are.
 
 It is the warm engine's door (host.py) on the console's side: the same socket in this user's private folder, the
 same refusal of another user, the same lock (one server per project), the same fingerprint. What differs:

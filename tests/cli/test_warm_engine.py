@@ -304,3 +304,37 @@ def test_watch_runs_in_the_engine_and_ctrl_c_stops_only_the_watch(warm):
     assert status["pid"] == engine["pid"] and status["running"] == []  # the engine lives on, nothing in flight
     counted = warm.ratui("query", "SELECT concat('rows=', COUNT(*)) AS n FROM bronze.numbers")
     assert "rows=7" in counted.stdout, counted.stdout + counted.stderr
+
+
+DAILY = """-- @merge_strategy: incremental_by_time
+-- @time_column: day
+-- @batch: day
+SELECT CAST('{{ start }}' AS TIMESTAMP) AS day, id FROM {{ ref('bronze.numbers') }}
+"""
+
+
+def test_a_backfill_runs_in_the_engine_as_it_does_in_its_own_process(warm):
+    """`ratui backfill` is one of the engine's commands: its intervals run on the engine's Spark (each run recorded
+    with the engine's pid and trigger backfill), its --json lines as a cold backfill prints them."""
+    (warm.root / "demo/pipelines/silver/daily").mkdir(parents=True)
+    (warm.root / "demo/pipelines/silver/daily/pipeline.sql").write_text(DAILY)
+    assert warm.ratui("run", "bronze.numbers").returncode == 0
+    engine = warm.ready()
+    words = ("backfill", "silver.daily", "--start", "2026-01-01", "--end", "2026-01-04", "--json")
+    served = warm.ratui(*words)
+    assert served.returncode == 0, served.stderr
+    assert warm.status()["commands_served"] == 1
+    lines = [json.loads(line) for line in served.stdout.splitlines() if line.strip()]
+    intervals = [line for line in lines if "run_id" in line]
+    assert [(i["start"], i["status"], i["rows"]) for i in intervals] == [
+        ("2026-01-01T00:00:00", "success", 5), ("2026-01-02T00:00:00", "success", 5),
+        ("2026-01-03T00:00:00", "success", 5)]
+    runs = {r["id"]: r for r in warm.runs()}
+    assert {(runs[i["run_id"]]["pid"], runs[i["run_id"]]["trigger"]) for i in intervals} == {(engine["pid"],
+                                                                                              "backfill")}
+    cold = warm.ratui(*words, "--no-warm")
+    assert cold.returncode == 0, cold.stderr
+    cold_lines = [json.loads(line) for line in cold.stdout.splitlines() if line.strip()]
+    assert [line.get("event") for line in cold_lines] == [line.get("event") for line in lines]
+    assert [(i["start"], i["status"], i["rows"]) for i in cold_lines if "run_id" in i] == \
+        [(i["start"], i["status"], i["rows"]) for i in intervals]

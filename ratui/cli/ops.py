@@ -165,7 +165,9 @@ def _stop_watch_on_signals(stopped) -> Callable[[], None]:
     def interrupt(signum, frame):
         raise KeyboardInterrupt
 
-    previous = {number: signal.signal(number, interrupt) for number in (signal.SIGTERM, signal.SIGHUP)}
+    # SIGINT too, as `ratui run` does: a process started with SIGINT ignored (a test runner's worker, a script's
+    # background job) would otherwise never see Ctrl-C, and Python installs its own KeyboardInterrupt only when not
+    previous = {number: signal.signal(number, interrupt) for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
 
     def restore() -> None:
         for number, handler in previous.items():

@@ -602,6 +602,9 @@ def test_cli_watch_reports_a_broken_file_and_exits_0_on_ctrl_c(proj):
         try:
             code = proc.wait(60)  # twice beyond 30 s in loaded unit runs of 2026-11-29, never alone: say why next time
         except subprocess.TimeoutExpired:
+            masks = [line for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines()
+                     if line.startswith(("SigBlk", "SigIgn", "SigCgt"))]  # was SIGINT (bit 2) blocked or ignored?
+            errors.append(f"signal masks: {masks}\n")
             proc.send_signal(signal.SIGABRT)  # faulthandler (PYTHONFAULTHANDLER) writes every thread's stack
             proc.wait(10)
             drain.join(10)  # stderr's end: the drain has every line

@@ -98,27 +98,15 @@ def _in_api_words(exc: RatuiError) -> RatuiError:
 def _from_engine(root, sql: str, ref: str, limit: int | None) -> "pa.Table | None":
     """The rows from the project's running warm engine; None when this process's own Spark answers (it is started
     already, or no engine runs, or the engine has another environment)."""
-    import os
+    from ratui.api.engine_calls import answered
 
-    from ratui.engine.spark import session as spark_session
-    from ratui.warm import client
-
-    if spark_session.is_started():
-        return None  # this process pays for a Spark of its own already: it answers
-    got = client.api_call(root, {"api": "arrow", "sql": sql, "ref": ref, "limit": limit})
-    if got is None:
-        return None
-    answer, fd = got
-    try:
-        if "error" in answer:
-            error = answer["error"]
-            raise _in_api_words(RatuiError(error["code"], error["message"], error.get("file"), error.get("line"),
-                                           error.get("hint")))
-        if "rows" not in answer:
-            return None
+    def arrow(fd: int) -> "pa.Table":
         import pyarrow as pa
 
         with open(fd, "rb", closefd=False) as source:
             return pa.ipc.open_stream(source).read_all()
-    finally:
-        os.close(fd)
+
+    try:
+        return answered(root, {"api": "arrow", "sql": sql, "ref": ref, "limit": limit}, "rows", arrow)
+    except RatuiError as exc:
+        raise _in_api_words(exc) from None

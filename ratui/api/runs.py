@@ -170,28 +170,17 @@ def run_in_engine(project: Any, keys: list[str], *, ref: str, **flags: Any) -> R
     has not started Spark: the same invocation there, recorded with trigger "api", its RunResult built here from the
     same records. None: it runs in this process (no engine runs, another environment, Spark started here)."""
     import json
-    import os
 
+    from ratui.api.engine_calls import answered
     from ratui.engine.run.results import RunResult as EngineResult
-    from ratui.engine.spark import session as spark_session
-    from ratui.warm import client
 
-    if spark_session.is_started():
-        return None
-    got = client.api_call(project.root, {"api": "run", "keys": keys, "ref": ref, **flags})
-    if got is None:
-        return None
-    answer, fd = got
-    try:
-        if "error" in answer:
-            error = answer["error"]
-            raise RatuiError(error["code"], error["message"], error.get("file"), error.get("line"), error.get("hint"))
-        if "ran" not in answer:
-            return None
+    def read_results(fd: int) -> dict:
         with open(fd, encoding="utf-8", closefd=False) as source:
-            body = json.load(source)
-    finally:
-        os.close(fd)
+            return json.load(source)
+
+    body = answered(project.root, {"api": "run", "keys": keys, "ref": ref, **flags}, "ran", read_results)
+    if body is None:
+        return None
     history = project._engine_state().history
     results = [EngineResult(**r) for r in body["results"]]
     runs = tuple(PipelineRun.of(r, history.get_run(r.run_id), ref) for r in results)

@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     if not words or (words[0].startswith("-") and words[0] not in ("-h", "--help", "--version")):
         words = ["tui", *words]  # `ratui` and `ratui --project DIR` open the console
     args = parse(words)
-    if args.command == "tui":  # the console may serve the shell's commands (ratui/warm/hosted.py): ours to run
+    if args.command in ("tui", "up"):  # the console and the runner serve the shell's commands (ratui/warm/hosted.py)
         from ratui.warm import served
 
         served.commands_from(parse, execute)

@@ -119,11 +119,14 @@ def cmd_up(args) -> int:
                                   + ("" if given else f" (its token is in {token_file}, readable by you only)"),
                        "port": health.port})
     engine.start_monitor()  # runs of other processes that die are recorded as failed while we run
-    restore = _stop_on_signals(runner)
+    serving = _serve_the_shell(engine, say)
+    restore = _stop_on_signals(runner, serving)
     try:
         runner.run()
     finally:
         restore()
+        serving.stop()  # the shell's commands served here are cancelled, as by their own Ctrl-C
+        serving.wait()
         if watching is not None:
             watching.held(False)
         if health is not None:
@@ -171,12 +174,29 @@ class _Watching:
             self.watcher = None
 
 
-def _stop_on_signals(runner) -> Any:
-    """SIGTERM, SIGINT (Ctrl-C) and SIGHUP stop the runner (its runs in flight get the grace)."""
+def _serve_the_shell(engine, say) -> Any:
+    """The shell's `ratui run`, `query`, ... on this project run in this runner, on its Spark, while it is up
+    (ratui/warm/hosted.py): one JVM for the runner and the shell. Unless the warm engine is off (RATUI_WARM=0,
+    engine.warm: false), or the engines' folder is refused: said once, and the shell's commands start their own."""
+    from ratui.warm.hosted import ShellServing
+
+    serving = ShellServing(engine.settings.root, lambda: engine, by="runner").start()
+    if serving.problem:
+        say("shell", {"message": f"the shell's commands are not served here: {serving.problem}"})
+    else:
+        say("shell", {"message": "the shell's `ratui run`, `backfill`, `query`, `diff`, `merge` and `watch` on this "
+                                 "project run in this runner once no other engine of it does (`ratui engine status`)"})
+    return serving
+
+
+def _stop_on_signals(runner, serving) -> Any:
+    """SIGTERM, SIGINT (Ctrl-C) and SIGHUP stop the runner (its runs in flight get the grace) and its serving of the
+    shell (the shell's commands served here are cancelled)."""
     import signal
 
     def stop(signum, frame):
         runner.stop()
+        serving.stop()
 
     previous = {number: signal.signal(number, stop) for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
 

@@ -39,8 +39,10 @@ def cmd_engine(args) -> int:
             return EXIT_OK
         stopping = answer.get("stopping") or {}
         pid = stopping.get("pid")
-        if stopping.get("console"):  # a console serving the shell stops serving and stays open (warm/hosted.py)
-            print(f"the console (pid {pid}) no longer serves the shell's commands for {root}; it stays open")
+        by = stopping.get("hosted_by")
+        if by:  # a console (the runner) serving the shell stops serving and stays open (warm/hosted.py)
+            print(f"the {_HOSTS.get(by, by)} (pid {pid}) no longer serves the shell's commands for {root}; it "
+                  "goes on")
             return EXIT_OK
         if isinstance(pid, int) and not client.wait_until_gone(pid, STOP_SECONDS):
             err(RatuiError("RAT-ENG-003", f"the warm engine (pid {pid}) is still running {STOP_SECONDS:.0f} s after "
@@ -70,8 +72,8 @@ def _root(project: str) -> Path:
 
 def _describe(status: dict, place) -> str:
     since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(status.get("since") or 0))
-    if status.get("console"):
-        return _describe_console(status, place, since)
+    if status.get("hosted_by"):
+        return _describe_hosted(status, place, since)
     rss, bound = status.get("rss_bytes"), status.get("max_memory_mb")
     memory = (f"{rss / 2**20:,.0f} MiB (the engine and Spark's JVM), renews itself past {bound:,} MiB"
               if rss and bound else "?")
@@ -89,14 +91,19 @@ def _describe(status: dict, place) -> str:
     return "\n".join(lines)
 
 
-def _describe_console(status: dict, place, since: str) -> str:
+_HOSTS = {"console": "console", "runner": "runner (`ratui up`)"}
+
+
+def _describe_hosted(status: dict, place, since: str) -> str:
     rss = status.get("rss_bytes")
-    lines = [f"the console serves the shell's commands for {status.get('project')}",
-             f"  pid        {status.get('pid')} (the console's), since {since}, ratui {status.get('version')}",
-             f"  spark      {status.get('spark') or 'not started yet'} (the console's own)",
+    by = str(status.get("hosted_by"))
+    ends = "the console closes" if by == "console" else "the runner stops"
+    lines = [f"the {_HOSTS.get(by, by)} serves the shell's commands for {status.get('project')}",
+             f"  pid        {status.get('pid')} (the {by}'s), since {since}, ratui {status.get('version')}",
+             f"  spark      {status.get('spark') or 'not started yet'} (the {by}'s own)",
              f"  commands   {status.get('commands_served')} served, {len(status.get('running') or [])} running",
-             f"  memory     {f'{rss / 2**20:,.0f} MiB (the console and its JVM)' if rss else '?'}",
-             "  stops      when the console closes, or `ratui engine stop` (the console stays open)",
+             f"  memory     {f'{rss / 2**20:,.0f} MiB (the {by} and its JVM)' if rss else '?'}",
+             f"  stops      when {ends}, or `ratui engine stop` (the {by} goes on)",
              f"  socket     {place.socket}",
              f"  log        {place.log}"]
     for command in status.get("running") or []:

@@ -57,7 +57,7 @@ class Host:
         self.heap = heap.Collector(_collect_garbage, log)  # the JVM's heap collected between commands
         self.max_memory_mb = 3072  # engine.max_memory_mb, engine.max_commands: the project's, once read
         self.max_commands = 500
-        self.console = False  # a console's process serving the shell (hosted.py), not an engine of its own
+        self.hosted_by: str | None = None  # "console" or "runner": a process of its own serving the shell (hosted.py)
 
     # ------------------------------------------------------------------------------------------ life
     def claim(self) -> bool:
@@ -90,7 +90,7 @@ class Host:
 
         info = {"pid": os.getpid(), "project": str(self.place.project), "since": self.since, "version": __version__,
                 "python": sys.executable, "fingerprint": self.fingerprint, "spark": self.spark_where(),
-                "commands": self.served_count, "idle_minutes": self.idle_minutes, "console": self.console}
+                "commands": self.served_count, "idle_minutes": self.idle_minutes, **self._hosting()}
         temporary = self.place.info.with_suffix(f".{os.getpid()}.tmp")
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with open(fd, "w", encoding="utf-8") as fh:
@@ -282,7 +282,11 @@ class Host:
                 "version": __version__, "spark": self.spark_where(), "commands_served": self.served_count,
                 "running": commands, "idle_minutes": self.idle_minutes, "rss_bytes": tree_rss(),
                 "rss_engine_bytes": _rss(), "max_memory_mb": self.max_memory_mb,
-                "max_commands": self.max_commands, "engines_open": len(self.engines), "console": self.console}
+                "max_commands": self.max_commands, "engines_open": len(self.engines), **self._hosting()}
+
+    def _hosting(self) -> dict:
+        """`console`: a console serves (what a console's status line reads); `hosted_by`: which process does."""
+        return {"console": self.hosted_by == "console", "hosted_by": self.hosted_by}
 
     # ------------------------------------------------------------------------------------------ the project
     def open_engine(self, root: Path):

@@ -1,21 +1,22 @@
-"""The console serves the shell: while a console is open on a project, the shell's `ratui run`, `backfill`,
-`query`, `diff`, `merge` and `watch` run in the console's process, on the console's Engine and its warm Spark,
-instead of in a warm engine of their own. One JVM for both, the commands start warm even when no engine ran before,
-and the runs they start are the console's to show live, as its own runs are.
+"""A console or the runner serves the shell: while a console is open on a project, or `ratui up` runs it, the
+shell's `ratui run`, `backfill`, `query`, `diff`, `merge` and `watch` run in that process, on its Engine and its warm
+Spark, instead of in a warm engine of their own. One JVM for both, the commands start warm even when no engine ran
+before, and the runs they start are the console's to show live, as its own runs are (the runner's: in its output).
 
-It is the warm engine's door (host.py) on the console's side: the same socket in this user's private folder, the
+It is the warm engine's door (host.py) on that process's side: the same socket in this user's private folder, the
 same refusal of another user, the same lock (one server per project), the same fingerprint. What differs:
 
-- it never stops the console: it serves until the console closes, or `ratui engine stop` (which stops the serving,
-  not the console);
+- it never stops its process: it serves until the console closes (the runner stops), or `ratui engine stop` (which
+  stops the serving, not the console or the runner);
 - a command from another environment (a PATH, a variable that differs) hands the serving to the engine that command
-  starts, said once; the console takes it back once that engine has ended;
-- when another engine already serves the project, the console waits for it to end (idle, stopped) and takes over;
-- it does not renew itself or collect the JVM's heap between commands (the console's own runs may be going);
-- its log is a file of its own (the console owns the terminal); quitting the console with shell commands in flight
-  asks first, then stops them as Ctrl-C would.
+  starts, said once; the console (runner) takes it back once that engine has ended;
+- when another engine already serves the project, it waits for that one to end (idle, stopped) and takes over;
+- it does not renew itself or collect the JVM's heap between commands (the process's own runs may be going);
+- its log is a file of its own (the console owns the terminal, the runner's output is its journal); closing the
+  console with shell commands in flight asks first, then stops them as Ctrl-C would (the runner's SIGTERM stops
+  them too).
 
-    serving = ShellServing(root, engine_of).start()      # from a worker thread of the console's controller
+    serving = ShellServing(root, engine_of, by="console").start()  # from a worker thread of the console's controller
     serving.commands()                                    # what the shell runs here now (quitting asks first)
     serving.stop(); serving.wait()                        # the console closes: served commands are cancelled
 """
@@ -37,7 +38,7 @@ HAND_OVER_SECONDS = 30.0  # how long a console that handed the serving over wait
 
 
 class _NoCollection:
-    """The console's JVM is not collected between shell commands: its own runs may be going."""
+    """The process's JVM is not collected between shell commands: its own runs may be going."""
 
     def idle(self, in_flight: int, idle_seconds: float) -> None:
         pass
@@ -46,13 +47,16 @@ class _NoCollection:
         pass
 
 
-class ConsoleHost(Host):
-    """The warm engine's door, in the console's process, on the console's Engine."""
+BY = ("console", "runner")  # the processes that serve the shell beside their own work
 
-    def __init__(self, place: places.Place, engine_of: Callable[[], Any]) -> None:
+
+class SharedHost(Host):
+    """The warm engine's door, in a console's (or the runner's) process, on that process's Engine."""
+
+    def __init__(self, place: places.Place, engine_of: Callable[[], Any], by: str) -> None:
         super().__init__(place, served.started_env())  # not os.environ now: Spark's start added to it
         self.engine_of = engine_of
-        self.console = True
+        self.hosted_by = by
         self.heap = _NoCollection()  # type: ignore[assignment]
         self.idle_minutes = 0  # never idles out: it lives as long as the console
 
@@ -60,7 +64,7 @@ class ConsoleHost(Host):
         if root != self.place.project:
             from ratui.engine.errors import RatuiError
 
-            raise RatuiError("RAT-ENG-002", f"this console serves {self.place.project}, not {root}")
+            raise RatuiError("RAT-ENG-002", f"this {self.hosted_by} serves {self.place.project}, not {root}")
         return self.engine_of()
 
     def tick(self) -> None:
@@ -77,19 +81,22 @@ class ConsoleHost(Host):
                        f"{logfile.older(self.place.log).name}")
 
     def renew_if_due(self) -> None:
-        pass  # the console's memory is the console's: serving the shell ends with it, never on a bound
+        pass  # the process's memory is its own: serving the shell ends with it, never on a bound
 
 
 _LOG_FD: list[int] = []
 
 
 class ShellServing:
-    """The console's serving of the shell, from its start to the console's end (or `ratui engine stop`)."""
+    """A console's (the runner's) serving of the shell, from its start to its end (or `ratui engine stop`)."""
 
-    def __init__(self, root: Path, engine_of: Callable[[], Any]) -> None:
+    def __init__(self, root: Path, engine_of: Callable[[], Any], by: str = "console") -> None:
+        if by not in BY:
+            raise ValueError(f"by: one of {BY}")
         self.root = Path(root)
         self.engine_of = engine_of
-        self.host: ConsoleHost | None = None
+        self.by = by
+        self.host: SharedHost | None = None
         self.problem: str | None = None  # why it does not serve (the shell's commands are cold, the folder refused)
         self.closed = threading.Event()
         self._thread: threading.Thread | None = None
@@ -109,13 +116,13 @@ class ShellServing:
         except RatuiError as exc:
             self.problem = f"{exc.code} {exc.message}"
             return self
-        self._thread = threading.Thread(target=self._serve, name="ratui-console-serves-the-shell", daemon=True)
+        self._thread = threading.Thread(target=self._serve, name=f"ratui-{self.by}-serves-the-shell", daemon=True)
         self._thread.start()
         return self
 
     def _serve(self) -> None:
         while not self.closed.is_set():
-            host = ConsoleHost(self.place, self.engine_of)
+            host = SharedHost(self.place, self.engine_of, self.by)
             if host.claim():
                 try:
                     self._open_log()
@@ -130,19 +137,19 @@ class ShellServing:
                 try:
                     host.listen()
                 except OSError as exc:
-                    served.log(f"the console cannot serve the shell: {exc}")
+                    served.log(f"the {self.by} cannot serve the shell: {exc}")
                     host.retire(f"cannot listen: {exc.strerror}")
                     self.problem = f"its socket cannot be made: {exc.strerror}"
                     return
                 self.host = host
-                if self.closed.is_set():  # the console closed while this serving started
+                if self.closed.is_set():  # the console closed (the runner stopped) while this serving started
                     host.stop_all(signal.SIGTERM)
-                served.log(f"the console (pid {os.getpid()}) serves the shell's commands on {self.place.socket}")
+                served.log(f"the {self.by} (pid {os.getpid()}) serves the shell's commands on {self.place.socket}")
                 try:
                     host.serve()
                 finally:
-                    host.retire(host.retired or "the console stopped serving")
-                    served.log(f"the console stopped serving the shell: {host.retired}")
+                    host.retire(host.retired or f"the {self.by} stopped serving")
+                    served.log(f"the {self.by} stopped serving the shell: {host.retired}")
                 self.host = None
                 if host.stopping.is_set():
                     return  # `ratui engine stop`, the project gone, the console closing: not again

@@ -33,7 +33,9 @@ VOLATILE_ENV = ("PWD", "OLDPWD", "SHLVL", "_", "TERM", "TERM_PROGRAM", "TERM_PRO
                 "SSH_AUTH_SOCK", "DISPLAY", "WAYLAND_DISPLAY", "LS_COLORS", "PS1", "PS2", "PROMPT_COMMAND", "HISTFILE",
                 "VTE_VERSION", "COLORTERM", "STY", "WINDOW", "MAIL", "PYTEST_CURRENT_TEST", "PYTEST_XDIST_WORKER",
                 "PYTEST_XDIST_TESTRUNUID", "PYTEST_XDIST_WORKER_COUNT", "COV_CORE_CONTEXT",
-                "RATUI_ENGINE_ANSWER_SECONDS")  # the last: how long a command waits for its engine, the client's own
+                "SHELL", "RATUI_ENGINE_ANSWER_SECONDS")
+# SHELL: the login shell a terminal (or tmux, for its panes) sets; ratui and Spark never read it. The last: how long
+# a command waits for its engine, the client's own
 
 
 @dataclass(frozen=True)

@@ -141,7 +141,8 @@ def test_a_socket_in_a_folder_too_deep_for_a_socket_address_is_still_reached(tmp
 
 def test_the_fingerprint_follows_the_environment_and_names_no_value():
     env = {"HOME": "/root", "AWS_SECRET_ACCESS_KEY": "abc"}
-    same = {**env, "TERM": "xterm", "COLUMNS": "80", "PWD": "/elsewhere"}  # a terminal's own variables
+    # a terminal's own variables (tmux sets SHELL for its panes where the shell that started it may have none)
+    same = {**env, "TERM": "xterm", "COLUMNS": "80", "PWD": "/elsewhere", "SHELL": "/bin/zsh"}
     changed = {**env, "AWS_SECRET_ACCESS_KEY": "xyz"}
     assert places.fingerprint(env) == places.fingerprint(same)
     assert places.fingerprint(env) != places.fingerprint(changed)

@@ -353,3 +353,64 @@ def test_a_fresh_health_token_is_kept_in_a_private_file_never_printed(tmp_path: 
         stop_group(runner.proc)
     assert token not in "\n".join(printed)
     assert not token_file.exists()
+
+
+def test_the_runner_serves_the_shells_commands_on_its_own_spark(tmp_path: Path, env: dict[str, str]):
+    """With the warm engine on (a user's default), `ratui up` is the project's warm engine too: the shell's `ratui
+    run` and `query` run in the runner's process on its Spark (no engine process of their own), recorded with the
+    runner's pid and trigger `cli`, their output on their own terminal and none in the runner's; `ratui engine status`
+    names the runner; `ratui engine stop` stops the serving and the runner goes on; SIGTERM ends it, exit 0, no
+    socket left."""
+    from tests.warm_engines import engine_pids, warm_engines
+
+    root = init_project(tmp_path / "served", None)
+    (root / "ratui.yaml").write_text("namespace: served\nspark:\n  master: local[1]\n  config:\n"
+                                     "    spark.sql.shuffle.partitions: 1\nrunner: {loop_seconds: 1}\n")
+    one = root / "served" / "pipelines" / "gold" / "numbers"
+    one.mkdir(parents=True)
+    (one / "pipeline.sql").write_text("-- @merge_strategy: full_refresh\nSELECT id FROM range(7)\n")
+    engines = tmp_path / "engines"
+    with warm_engines(engines) as warm:
+        env = {**env, **warm}
+
+        def ratui(*args: str) -> subprocess.CompletedProcess:
+            return subprocess.run([sys.executable, "-m", "ratui", *args, "--project", str(root)], env=env,
+                                  capture_output=True, text=True, timeout=300)
+
+        def status() -> dict | None:
+            return json.loads(ratui("engine", "status", "--json").stdout)["engine"]
+
+        runner = Runner(root, env)
+        try:
+            runner.wait_for(lambda e: e.get("event") == "shell" and "run in this runner" in e["message"])
+            deadline = time.monotonic() + 60
+            while (status() or {}).get("hosted_by") != "runner":
+                assert time.monotonic() < deadline, f"the runner does not serve the shell: {status()}"
+                time.sleep(0.3)
+            assert status()["pid"] == runner.proc.pid and not status()["console"]
+            assert "the runner (`ratui up`) serves the shell's commands" in ratui("engine", "status").stdout
+
+            run = ratui("run", "gold.numbers", "--json")
+            assert run.returncode == 0, run.stderr
+            assert "warm engine" not in run.stderr  # nothing started: the runner's Spark ran it
+            (result,) = [json.loads(line) for line in run.stdout.splitlines() if '"pipeline"' in line]
+            assert result["status"] == "success" and result["rows_written"] == 7
+            (latest,) = [json.loads(line) for line in ratui("runs", "--json", "--limit", "1").stdout.splitlines()]
+            assert (latest["id"], latest["pid"], latest["trigger"]) == (result["run_id"], runner.proc.pid, "cli")
+            query = ratui("query", "SELECT SUM(id) AS total FROM gold.numbers")
+            assert query.returncode == 0 and "21" in query.stdout, query.stderr
+            assert not engine_pids(engines)  # no engine process: the runner is the shell's engine
+            assert status()["commands_served"] == 2
+
+            stopped = ratui("engine", "stop")
+            assert stopped.returncode == 0 and "no longer serves" in stopped.stdout and "goes on" in stopped.stdout
+            assert runner.proc.poll() is None and runner.health()[0] == 200  # the runner goes on
+            runner.proc.send_signal(signal.SIGTERM)
+            assert runner.proc.wait(timeout=90) == 0
+            runner.wait_for(lambda e: e["event"] == "stopped")
+        finally:
+            if runner.proc.poll() is None:
+                stop_group(runner.proc)
+        # the runner's own output is its events, never a served command's words
+        assert all(e.get("event") != "text" for e in runner.events), [e for e in runner.events if e["event"] == "text"]
+        assert not list(engines.glob("*.sock"))

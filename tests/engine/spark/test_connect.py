@@ -110,11 +110,13 @@ def checksums(project, sql) -> dict[str, tuple[int, int]]:
     return {row["t"]: (row["n"], row["h"]) for row in query(project, sql)}
 
 
-def run_ok(*args: str) -> list[dict]:
+def run_ok(*args: str, server=None) -> list[dict]:
+    """`server`: its log's last lines are shown when the run fails (a server that went away says why there)."""
     out = ratui("run", *args, "--json")
     results = json_lines(out.stdout)
     failed = "\n".join(f"{r['pipeline']}: {r['error']}" for r in results if r["status"] == "failed")
-    assert out.returncode == 0, failed or out.stdout[-3000:] + out.stderr[-3000:]
+    where = f"\nthe server ({'alive' if server.alive() else 'gone'}):\n{server.log_tail(80)}" if server else ""
+    assert out.returncode == 0, (failed or out.stdout[-3000:] + out.stderr[-3000:]) + where
     assert results and all(r["status"] == "success" for r in results), results
     return results
 
@@ -125,11 +127,11 @@ def test_the_sample_project_gives_on_connect_what_it_gives_locally(server, moto,
     with_spark(sample_copy, remote=server.url, catalog=s3_catalog(moto, bucket))
     upload_landing(sample_copy, moto, bucket)
     assert sample_keys(sample_copy) == sorted(local_sample["keys"])
-    run_ok("--project", str(sample_copy), "--threads", "2")  # two pipelines at a time, each in a session of its own
+    run_ok("--project", str(sample_copy), "--threads", "2", server=server)  # two at a time, a session each
     sql = checksum_sql(local_sample["keys"], local_sample["columns"])
     assert checksums(sample_copy, sql) == local_sample["first"]
     # forced, two at a time again: what a forced run gives locally
-    results = run_ok("--project", str(sample_copy), "--force", "--threads", "2")
+    results = run_ok("--project", str(sample_copy), "--force", "--threads", "2", server=server)
     assert len(results) == len(local_sample["keys"])
     assert checksums(sample_copy, sql) == local_sample["forced"]
     # the client wrote no JVM log: there is no JVM in its process

@@ -19,12 +19,13 @@ from ratui.cli.common import (
 )
 from ratui.engine.errors import ProjectErrors, RatuiError, is_usage_error
 from ratui.cli import (
-    backfill, branches, catalog_server, history, landing, lineage, ops, project, query, run, schedules, serve, warm,
+    alerts, backfill, branches, catalog_server, history, landing, lineage, ops, project, query, run, schedules, serve,
+    warm,
 )
 
 # the groups in the order `ratui --help` lists their commands
-GROUPS = (serve, catalog_server, run, backfill, query, history, branches, landing, lineage, ops, schedules, project,
-          warm)
+GROUPS = (serve, catalog_server, run, backfill, query, history, branches, landing, lineage, ops, schedules, alerts,
+          project, warm)
 COMMANDS = {name: command for group in GROUPS for name, command in group.COMMANDS.items()}
 
 

@@ -154,6 +154,7 @@ DEFINITION_FAMILIES = ("RAT-TPL", "RAT-CFG", "RAT-PRJ", "RAT-DAG", "RAT-SCH")
 USAGE_FAMILIES = ("RAT-PRJ", "RAT-CFG", "RAT-TPL", "RAT-DAG", "RAT-LND", "RAT-CLI", "RAT-PTH", "RAT-PY", "RAT-WEB",
                   "RAT-BKF",  # ratui backfill: its range and selection
                   "RAT-SCH",  # schedules: a bad cron, time zone or name (ratui.yaml, a pipeline)
+                  "RAT-ALR",  # alerts: a bad rule or channel in ratui.yaml, a channel the project does not declare
                   "RAT-LIN",  # ratui lineage: a table or column name that names nothing
                   "RAT-REST")  # ratui serve: its option errors (its request errors never reach the command line)
 USAGE_CODES = ("RAT-RUN-004", "RAT-ENG-005")  # RAT-ENG-005: a warm engine bound in ratui.yaml

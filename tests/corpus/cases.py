@@ -117,6 +117,7 @@ class Case:
     expect_rows: tuple[dict, ...] | None = None  # runtime: the table's rows on main afterwards (any order)
     expect_row_count: int | None = None
     expect_stderr: tuple[str, ...] = ()  # substrings stderr must hold
+    never_shown: tuple[str, ...] = ()  # substrings neither stdout nor stderr may hold (a secret of the case's files)
     prepare: Callable | None = None  # prepare(root, outside) after files are written
     scenario: str | None = None  # a bespoke test in test_corpus.py
     api: str | None = None  # Python API: this code runs with `p = ratui.open({root})` (conftest.API_RUNNER), not argv
@@ -378,6 +379,25 @@ CASES: list[Case] = [
     Case("schedule-pipeline-bad-cron", "config.yaml", {"shop/pipelines/gold/revenue/config.yaml": (
         "schedule:\n  cron: '0 6 * * * *'\n")},
          expect_code="RAT-SCH-001", expect_file="gold/revenue/config.yaml", expect_line=1, spec="building"),
+    # alerts (RAT-ALR): a rule naming a channel not declared, an event not built, a URL written where its variable's
+    # name goes (a secret in the file: refused, never echoed), a channel with two addresses, a select of nothing
+    Case("alerts-undeclared-channel", "ratui.yaml", {"ratui.yaml": BASE_SETTINGS + (
+        "alerts:\n  channels:\n    ops: {url_env: OPS_HOOK}\n  rules:\n    - {on: failure, notify: [opz]}\n")},
+         expect_code="RAT-ALR-002", expect_file="ratui.yaml", expect_line=11, spec="building"),
+    Case("alerts-event-not-built", "ratui.yaml", {"ratui.yaml": BASE_SETTINGS + (
+        "alerts:\n  channels:\n    ops: {url_env: OPS_HOOK}\n  rules:\n    - {on: stuck, notify: [ops]}\n")},
+         expect_code="RAT-ALR-001", expect_file="ratui.yaml", expect_line=11, spec="building"),
+    Case("alerts-url-in-the-file", "ratui.yaml", {"ratui.yaml": BASE_SETTINGS + (
+        "alerts:\n  channels:\n    ops: {url_env: 'https://hooks.example.com/services/T0/B0/s3cr3tvalue'}\n")},
+         expect_code="RAT-ALR-003", expect_file="ratui.yaml", expect_line=9, spec="building",
+         never_shown=("s3cr3tvalue",)),
+    Case("alerts-channel-two-addresses", "ratui.yaml", {"ratui.yaml": BASE_SETTINGS + (
+        "alerts:\n  channels:\n    ops: {url_env: OPS_HOOK, command: [notify-ops]}\n")},
+         expect_code="RAT-ALR-003", expect_file="ratui.yaml", expect_line=9, spec="building"),
+    Case("alerts-rule-selects-nothing", "ratui.yaml", {"ratui.yaml": BASE_SETTINGS + (
+        "alerts:\n  channels:\n    ops: {url_env: OPS_HOOK}\n  rules:\n"
+        "    - {on: failure, select: gold.no_such_table, notify: [ops]}\n")},
+         expect_code="RAT-ALR-002", expect_file="ratui.yaml", expect_line=11, spec="building"),
     Case("ratui-yaml-engine-commands-zero", "ratui.yaml",
          {"ratui.yaml": BASE_SETTINGS + "engine:\n  idle_minutes: 5\n  max_commands: 0\n"},
          expect_code="RAT-ENG-005", expect_file="ratui.yaml", expect_line=9),
@@ -1219,6 +1239,9 @@ CASES: list[Case] = [
          expect_code="RAT-SCH-005", spec="building"),
     Case("cli-up-health-port-out-of-range", "CLI misuse", argv=("up", "--json", "--health-port", "70000"),
          expect_code="RAT-SCH-006", spec="building"),
+    # alerts: a test message to a channel the project does not declare
+    Case("cli-alerts-test-unknown-channel", "CLI misuse", argv=("alerts", "test", "pager", "--json"),
+         expect_code="RAT-ALR-004", spec="building"),
     Case("cli-closed-pipe", "CLI misuse", argv=("runs", "--json", "--limit", "5000"), prepare=_seed_runs(1500),
          scenario="closed_pipe", expect_exit=141,
          notes="`ratui runs --json | head -1`: the reader goes away; exit 141 (README), quietly: no traceback"),

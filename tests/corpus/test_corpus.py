@@ -11,7 +11,7 @@ Categories (cases):
 
     annotations           13
     config.yaml            8
-    ratui.yaml            30
+    ratui.yaml            35
     catalog               13
     templates              9
     SQL                   18
@@ -24,7 +24,7 @@ Categories (cases):
     path escapes          13
     moved projects         2
     unreadable files      13
-    CLI misuse            44
+    CLI misuse            45
     column lineage         7
     compile gate           3
     compile cache          3
@@ -32,7 +32,7 @@ Categories (cases):
     REST catalog          16
     Python API            27
     time ranges            6
-    total                309
+    total                315
 
 Select or skip the corpus with `-m corpus` / `-m "not corpus"`; `-m "corpus and not corpus_jvm"` leaves out the
 cases that need Spark beyond the base state's one run (the fast loop while editing compile-time cases).
@@ -126,6 +126,7 @@ def check_compile_time(case: Case, base: BaseState, tmp_path: Path) -> None:
     foreign = foreign_text(proc.out, proc.err)
     if foreign:
         problems.append(f"traceback/JVM text on the terminal: {foreign[:3]}")
+    problems += [f"{secret!r} was shown" for secret in case.never_shown if secret in proc.out + proc.err]
     if case.fingerprint:
         if fingerprint(root) != base.fingerprint:
             problems.append("main's tables changed")

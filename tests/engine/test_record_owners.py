@@ -55,6 +55,9 @@ OWNERS: dict[str, str] = {
     "schedule_state": "ratui/engine/state/schedule_state.py",
     "schedule_fires": "ratui/engine/state/schedule_state.py",
     "runner_lease": "ratui/engine/state/schedule_state.py",
+    # alerts: each rule's last state per pipeline (one alert per change), every attempt to send one
+    "alert_status": "ratui/engine/state/alert_state.py",
+    "alert_attempts": "ratui/engine/state/alert_state.py",
 }
 MIGRATOR = "ratui/engine/state/migrations.py"
 

@@ -10,8 +10,8 @@ Everything the CLI, the console, the Python API and watch mode need is a method 
 engine's parts. The parts are explicit: a ProjectState (settings, catalog, history, ledger) and an EventBus, given
 to the constructor (`Engine.open()` makes them); the run side (run record, runs in flight, change detection,
 recovery) is made once here and handed to every invocation (facade/base.py). Each concern of the door is a module
-of this package: project.py, runs.py, branches.py, landing.py, queries.py, upkeep.py, schedules.py. Thread-safe;
-one engine per project per process.
+of this package: project.py, runs.py, branches.py, landing.py, queries.py, upkeep.py, schedules.py, alerts.py.
+Thread-safe; one engine per project per process.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from ratui.engine.events import Event, EventBus
+from ratui.engine.facade.alerts import AlertsPart
 from ratui.engine.facade.branches import BranchesPart
 from ratui.engine.facade.landing import LandingPart
 from ratui.engine.facade.project import ProjectPart
@@ -31,7 +32,11 @@ from ratui.engine.project.settings import Settings, load_settings
 from ratui.engine.state.project_state import ProjectState
 
 
-class Engine(ProjectPart, RunsPart, BranchesPart, LandingPart, QueriesPart, UpkeepPart, SchedulesPart):
+class Engine(ProjectPart, RunsPart, BranchesPart, LandingPart, QueriesPart, UpkeepPart, SchedulesPart, AlertsPart):
+    def __init__(self, state: ProjectState, *, bus: EventBus[Event] | None = None):
+        super().__init__(state, bus=bus)
+        self._bus.subscribe(self._alerts_on_event)  # whichever process ends a run alerts about it (alerts.md)
+
     @classmethod
     def open(cls, root: Path, settings: Settings | None = None, *, bus: EventBus[Event] | None = None) -> "Engine":
         """The engine of the project at `root` (its ratui.yaml, or `settings`). Runs nothing, recovers nothing."""
@@ -43,5 +48,6 @@ class Engine(ProjectPart, RunsPart, BranchesPart, LandingPart, QueriesPart, Upke
         return self._bus.subscribe(listener)
 
     def close(self) -> None:
+        self.flush_alerts()  # a command's runs said what they must before it exits (bounded)
         self.stop_monitor()
         self._state.close()

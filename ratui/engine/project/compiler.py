@@ -17,6 +17,7 @@ from ratui.engine.project.compile_cache import CompileCache, Entry, error_from_j
 from ratui.engine.project import outline
 from ratui.engine.project.discovery import Pipeline, discover, discover_pipeline
 from ratui.engine.project.names import check_name
+from ratui.engine.project.alert_terms import rule_errors
 from ratui.engine.project.schedule_terms import declared_schedules
 from ratui.engine.project.settings import Settings, load_settings
 from ratui.engine.project.sql_names import check_direct_names
@@ -221,4 +222,6 @@ def _assemble(settings: Settings, pipelines: list[Pipeline], errors: list[RatuiE
                     hint=did_you_mean(key, known) if known else None))
     by_key = {p.key: p for p in pipelines}
     schedules, schedule_errors = declared_schedules(settings, by_key, graph)
-    return CompiledProject(settings, by_key, graph, [*errors, *schedule_errors], reused=reused, schedules=schedules)
+    alert_errors = rule_errors(settings.alerts, by_key, graph, settings.namespace)
+    return CompiledProject(settings, by_key, graph, [*errors, *schedule_errors, *alert_errors], reused=reused,
+                           schedules=schedules)

@@ -26,7 +26,8 @@ Locator = Callable[[Loc], tuple[str, int | None]]
 UNKNOWN_KEY = "unknown_key"  # the error type of a key no schema declares (reported before any value's problem)
 
 
-def invalid(message: str, code: str = "ratui", hint: str | None = None, at: str | None = None) -> PydanticCustomError:
+def invalid(message: str, code: str = "ratui", hint: str | None = None,
+            at: str | tuple[str, ...] | None = None) -> PydanticCustomError:
     """A refusal in ratui's words. code "ratui": the file's own code; `at`: a key under the field, for its line."""
     # the message travels in the context, read back as it is: pydantic would fill in any {name} of the user's text
     return PydanticCustomError(code, "{message}", {"message": message, "hint": hint, "at": at})
@@ -91,7 +92,8 @@ def coded_error(exc: ValidationError, code: str, locate: Locator, root_name: str
     loc = tuple(str(part) for part in problem["loc"] if part != "[key]")
     context = problem.get("ctx") or {}
     if context.get("at") is not None:
-        loc = (*loc, str(context["at"]))
+        at = context["at"]  # a key under the field, or a path of keys (a tuple)
+        loc = (*loc, *(str(part) for part in at)) if isinstance(at, (tuple, list)) else (*loc, str(at))
     where = f"'{'.'.join(loc)}'" if loc else f"'{root_name}'"
     # pydantic's own message when a check of ours did not refuse: it never holds the value
     message = context.get("message") or f"{{where}} is not valid: {problem['msg']}"

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from ratui.engine.errors import RatuiError
 from ratui.engine.project import isolation_levels
+from ratui.engine.project.alert_terms import NO_ALERTS, Alerts, checked_alerts
 from ratui.engine.project.names import check_name
 from ratui.engine.project.schema import coded_error, read_yaml
 from ratui.engine.project.settings_schema import LandingSection, ReaperSection, S3Options, SettingsFile
@@ -91,6 +92,8 @@ class Settings:
     runner_health_port: int = 8788
     # ratui.yaml's schedules, each with its line (ops/schedules.py adds the pipelines' own)
     schedules: tuple["DeclaredSchedule", ...] = ()
+    # ratui.yaml's alerts: channels and rules (engine/alerts/ sends them)
+    alerts: Alerts = NO_ALERTS
 
     @property
     def state_dir(self) -> Path:
@@ -261,5 +264,6 @@ def load_settings(root: Path) -> Settings:
         catalog=file.catalog.model_dump(exclude_defaults=True),
         schedules=tuple(DeclaredSchedule(**entry.model_dump(), file=str(path), line=doc.line(("schedules", str(i))))
                         for i, entry in enumerate(file.schedules)),
+        alerts=checked_alerts(file.alerts, str(path), doc.line),
         **file.flat(),
     )

@@ -13,6 +13,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import AfterValidator, BeforeValidator, Field, PlainValidator, model_validator
 
 from ratui.engine.project import catalog_specs, isolation_levels
+from ratui.engine.project.alert_terms import AlertsSection
 from ratui.engine.project.schedule_terms import CATCH_UP, DEFAULT_CATCH_UP, check_cron, check_timezone
 from ratui.engine.project.schema import Section, at_least, invalid, mapping, one_of
 
@@ -366,6 +367,7 @@ class SettingsFile(Section):
     python: PythonSection = Field(default_factory=PythonSection)
     runner: RunnerSection = Field(default_factory=RunnerSection)
     schedules: Annotated[tuple[ScheduleEntry, ...], BeforeValidator(_schedules), AfterValidator(_unique_names)] = ()
+    alerts: AlertsSection = Field(default_factory=AlertsSection)
 
     # sections whose keys are Settings attributes as they are: {section}_{key}
     FLAT: ClassVar[tuple[str, ...]] = ("run", "quality", "diff", "merge", "landing", "watch", "engine", "reaper",

@@ -119,6 +119,25 @@ SCHEDULE_TABLES = (
 )
 
 
+def _step_7(conn: sqlite3.Connection) -> None:
+    """Alerts (2026-11-29): each rule's last state per pipeline, every alert attempt (owned by
+    state/alert_state.py)."""
+    for statement in ALERT_TABLES:
+        conn.execute(statement)
+
+
+# the alert tables as step 7 created them (state/alert_state.py creates them the same way)
+ALERT_TABLES = (
+    "CREATE TABLE IF NOT EXISTS alert_status (rule TEXT NOT NULL, pipeline TEXT NOT NULL, state TEXT NOT NULL, "
+    "run_id TEXT, since TEXT NOT NULL, PRIMARY KEY (rule, pipeline))",
+    "CREATE TABLE IF NOT EXISTS alert_attempts (id INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, "
+    "at_epoch REAL NOT NULL, channel TEXT NOT NULL, rule TEXT NOT NULL, event TEXT NOT NULL, pipelines TEXT NOT NULL, "
+    "run_ids TEXT NOT NULL, outcome TEXT NOT NULL, detail TEXT NOT NULL, target TEXT NOT NULL, tries INTEGER NOT NULL, "
+    "pid INTEGER, host TEXT)",
+    "CREATE INDEX IF NOT EXISTS alert_attempts_by_channel ON alert_attempts (channel, at_epoch)",
+)
+
+
 STEPS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
     (1, _step_1),
     (2, _step_2),
@@ -126,6 +145,7 @@ STEPS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
     (4, _step_4),
     (5, _step_5),
     (6, _step_6),
+    (7, _step_7),
 )
 CURRENT = STEPS[-1][0]
 

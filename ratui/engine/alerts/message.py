@@ -1,0 +1,79 @@
+"""What an alert says: the JSON every channel gets (a command's stdin, a webhook's body; Apprise gets its title and
+text), one per run that changed state, or one digest for many.
+
+It says what happened, where (project, pipeline, run id, ref, trigger, error code and the message's first line,
+the `ratui show` command and the console's screen to see more) and from which host; never a row of data, a
+setting's value or an environment variable.
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ratui.engine.vocabulary import now_iso
+
+DIGEST_SHOWN = 20  # alerts listed in a digest; the rest counted
+VERBS = {"failure": "failed", "recovery": "recovered", "warn": "succeeded with quality warnings"}
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """A run that ended, as the alerts see it (from the engine's RunQueued and RunFinished events)."""
+    run_id: str
+    pipeline: str
+    status: str
+    ref: str = "main"
+    trigger: str = "cli"
+    warnings: int = 0
+    error_code: str | None = None
+    error_line: str | None = None
+
+
+def alert(event: str, rule: str, run: RunOutcome, project: str, root: Path) -> dict[str, Any]:
+    verb = VERBS.get(event, event)
+    what = f"{run.pipeline} {verb}" + (f" ({run.error_code})" if event == "failure" and run.error_code else "")
+    error = {"code": run.error_code, "first_line": run.error_line} if event == "failure" else None
+    lines = [f"{what} on {run.ref} (run {run.run_id}, trigger {run.trigger}), project {project} on "
+             f"{socket.gethostname()}."]
+    if error and run.error_line:
+        lines.append(f"{run.error_code or 'error'}: {run.error_line}")
+    if event == "warn":
+        lines.append(f"{run.warnings} quality warning(s).")
+    lines.append(f"See: ratui show {run.run_id} --project {root}  (or the console's Runs screen)")
+    return {"ratui_alert": 1, "event": event, "rule": rule, "project": project, "host": socket.gethostname(),
+            "at": now_iso(), "pipeline": run.pipeline, "run_id": run.run_id, "status": run.status, "ref": run.ref,
+            "trigger": run.trigger, "warnings": run.warnings, "error": error,
+            "see": {"command": f"ratui show {run.run_id} --project {root}", "console": "Runs (2), then the run"},
+            "title": f"ratui: {what}", "text": "\n".join(lines)}
+
+
+def digest(alerts: list[dict[str, Any]], dropped: int, project: str) -> dict[str, Any]:
+    """Many alerts for one channel at once: one message listing the first DIGEST_SHOWN, counting the rest."""
+    total = len(alerts) + dropped
+    counts: dict[str, int] = {}
+    for one in alerts:
+        counts[one["event"]] = counts.get(one["event"], 0) + 1
+    if dropped:
+        counts["more"] = dropped
+    summary = ", ".join(f"{n} {VERBS.get(e, e) if e != 'more' else 'more not listed'}" for e, n in counts.items())
+    shown = alerts[:DIGEST_SHOWN]
+    lines = [f"{total} alerts at once in project {project} on {socket.gethostname()}: {summary}."]
+    lines += [f"- {a['pipeline']} {VERBS.get(a['event'], a['event'])}"
+              + (f" ({a['error']['code']})" if a.get("error") and a["error"].get("code") else "")
+              + f", run {a['run_id']}" for a in shown]
+    if total > len(shown):
+        lines.append(f"... and {total - len(shown)} more: ratui runs --status failed")
+    return {"ratui_alert": 1, "event": "digest", "project": project, "host": socket.gethostname(), "at": now_iso(),
+            "count": total, "alerts": [{k: a[k] for k in ("event", "rule", "pipeline", "run_id", "ref", "error")}
+                                       for a in shown],
+            "title": f"ratui: {total} alerts in {project}", "text": "\n".join(lines)}
+
+
+def test_alert(channel: str, project: str) -> dict[str, Any]:
+    return {"ratui_alert": 1, "event": "test", "project": project, "host": socket.gethostname(), "at": now_iso(),
+            "channel": channel, "title": f"ratui: a test alert to {channel}",
+            "text": f"A test alert from ratui (project {project} on {socket.gethostname()}) to the channel "
+                    f"{channel}: it arrives, so alerts will."}

@@ -6,8 +6,7 @@ import json
 from pathlib import Path
 
 from ratui.cli.common import (
-    EXIT_OK, EXIT_USAGE, LIST_UP_TO, err as _err,
-    project_arg as _project_arg,
+    EXIT_FAILED, EXIT_OK, EXIT_USAGE, LIST_UP_TO, engine as _engine, err as _err, project_arg as _project_arg, table,
 )
 
 
@@ -21,6 +20,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--json", action="store_true")
     p.add_argument("--list", action="store_true", help=f"list every pipeline with its upstream tables (the default "
                    f"up to {LIST_UP_TO} pipelines; a larger project gets a count per namespace and layer)")
+    p.add_argument("--freshness", action="store_true",
+                   help="also check each table's freshness (its pipeline's `freshness`): exit 1 when one is past its "
+                        "error_after, for CI and cron")
 
 
 def cmd_init(args) -> int:
@@ -37,6 +39,8 @@ def cmd_check(args) -> int:
 
     compiled = compile_project(find_project_root(Path(args.project)))
     errors = compiled.all_errors()
+    if args.freshness:
+        return _freshness(args, compiled, errors)
     if args.json:
         print(json.dumps({"pipelines": len(compiled.pipelines), "errors": [e.to_dict() for e in errors]}))
     else:
@@ -61,6 +65,36 @@ def cmd_check(args) -> int:
                 print(f"  {namespace:<20} {', '.join(parts)}")
             print(f"{len(compiled.pipelines):,} pipeline(s), {len(errors):,} problem(s)  (--list lists every pipeline)")
     return EXIT_USAGE if errors else EXIT_OK
+
+
+def _freshness(args, compiled, errors) -> int:
+    """`ratui check --freshness`: problems first (exit 2), then each table's age against its bounds; exit 1 when one
+    is past its error_after (or was never built), 0 otherwise (warnings are printed)."""
+    if errors:
+        for e in errors:
+            _err(e, args.json)
+        return EXIT_USAGE
+    rows = _engine(args.project, recover=False).freshness(compiled)
+    stale = [r for r in rows if r["state"] == "error"]
+    if args.json:
+        print(json.dumps({"freshness": rows, "errors": len(stale),
+                          "warnings": sum(1 for r in rows if r["state"] == "warn")}))
+    elif not rows:
+        print("no pipeline declares a freshness (`-- @freshness: 26h`, or freshness: {warn_after, error_after})")
+    else:
+        print(table(["PIPELINE", "STATE", "AGE", "WARN AFTER", "ERROR AFTER", "LAST SUCCESS (UTC)"], [
+            [r["pipeline"], r["state"], _age(r["age_seconds"]), r["warn_after"] or "-", r["error_after"] or "-",
+             (r["last_success"] or "never on main")[:19]] for r in rows]))
+    return EXIT_FAILED if stale else EXIT_OK
+
+
+def _age(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f}{unit}"
+    return f"{seconds:.0f}s"
 
 
 _LAYER_ORDER = {"bronze": 0, "silver": 1, "gold": 2}

@@ -58,6 +58,7 @@ class Runner:
         self._compiled: Any = None
         self._going: dict[str, _Going] = {}
         self._waiting_for: tuple[int, str] | None = None
+        self._stale: dict[str, str] = {}  # pipeline -> its freshness state at the last loop
 
     # ------------------------------------------------------------------------------------------ status
 
@@ -99,6 +100,7 @@ class Runner:
         compiled = self._compile()
         if compiled is None:
             return self.options.loop_seconds
+        self._freshness(compiled)
         now = self.clock.now()
         states = self.engine.schedule_states()
         soonest = self.options.loop_seconds
@@ -113,6 +115,22 @@ class Runner:
             if upcoming is not None:
                 soonest = min(soonest, self.clock.wall_seconds_until(upcoming))
         return max(0.05, min(soonest, self.options.lease_seconds / 3))
+
+    def _freshness(self, compiled: Any) -> None:
+        """The tables' freshness, handed to the `on: freshness` alert rules (the lease holder's job: one runner
+        alerts); a table that goes stale, or from a warning to an error, is said once."""
+        if not any(rule.on == "freshness" for rule in compiled.settings.alerts.rules):
+            return
+        try:
+            rows = self.engine.alert_freshness(compiled)
+        except RatuiError as exc:
+            self.say("error", {"code": exc.code, "message": exc.message})
+            return
+        states = {row["pipeline"]: row["state"] for row in rows}
+        for key, state in states.items():
+            if self._stale.get(key, "fresh") != state and state != "fresh":
+                self.say("stale", {"message": f"{key} is stale ({state})", "pipeline": key, "state": state})
+        self._stale = states
 
     def _wait_for(self, lease: Any) -> float:
         if self.holding:  # ours expired and someone else took it: stop firing

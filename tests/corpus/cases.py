@@ -398,6 +398,13 @@ CASES: list[Case] = [
         "alerts:\n  channels:\n    ops: {url_env: OPS_HOOK}\n  rules:\n"
         "    - {on: failure, select: gold.no_such_table, notify: [ops]}\n")},
          expect_code="RAT-ALR-002", expect_file="ratui.yaml", expect_line=11, spec="building"),
+    # freshness (a pipeline's bound on its table's age): not a duration; an error bound shorter than the warning
+    Case("freshness-not-a-duration", "annotations", {"shop/pipelines/gold/revenue/pipeline.sql": (
+        "-- @freshness: soon\nSELECT 1 AS x\n")},
+         expect_code="RAT-CFG-005", expect_file="gold/revenue/pipeline.sql", expect_line=1, spec="building"),
+    Case("freshness-error-before-warn", "config.yaml", {"shop/pipelines/gold/revenue/config.yaml": (
+        "tags: [daily]\nfreshness: {warn_after: 2d, error_after: 1h}\n")},
+         expect_code="RAT-CFG-005", expect_file="gold/revenue/config.yaml", expect_line=2, spec="building"),
     Case("ratui-yaml-engine-commands-zero", "ratui.yaml",
          {"ratui.yaml": BASE_SETTINGS + "engine:\n  idle_minutes: 5\n  max_commands: 0\n"},
          expect_code="RAT-ENG-005", expect_file="ratui.yaml", expect_line=9),

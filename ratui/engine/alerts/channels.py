@@ -43,6 +43,8 @@ def target_of(channel: AlertChannel, env: Mapping[str, str]) -> str:
     if channel.command:
         return f"command: {os.path.basename(channel.command[0])}"
     url = (env.get(channel.url_env or "") or "").strip()
+    if not url:
+        return f"({channel.url_env} not set)"
     try:
         parts = urlsplit(url)
     except ValueError:

@@ -25,9 +25,9 @@ import time
 from typing import Any, Callable, Mapping
 
 from ratui.engine.alerts import channels as sending
-from ratui.engine.alerts.message import RunOutcome, alert, digest
+from ratui.engine.alerts.message import RunOutcome, alert, digest, stale_alert
 from ratui.engine.events import Event, RunFinished, RunQueued
-from ratui.engine.project.alert_terms import AlertRule, Alerts
+from ratui.engine.project.alert_terms import RUN_EVENTS, AlertRule, Alerts
 from ratui.engine.state.alert_state import FAILED, SENT, SUPPRESSED, AlertState, Attempt
 
 log = logging.getLogger("ratui.alerts")
@@ -96,7 +96,7 @@ class Dispatcher:
 
     def run_ended(self, run: RunOutcome) -> None:
         for rule in self.alerts.rules:
-            if rule.ref not in ("*", run.ref):
+            if rule.on not in RUN_EVENTS or rule.ref not in ("*", run.ref):
                 continue
             now = rule_state(rule, run)
             if now is None:
@@ -107,6 +107,21 @@ class Dispatcher:
             before = self.state.change(rule.name, run.pipeline, now, run.run_id)
             if fires(rule, before, now):
                 self._enqueue(rule, alert(rule.on, rule.name, run, self.project, self.root))
+
+    def freshness_checked(self, rows: list[dict[str, Any]]) -> None:
+        """The tables' freshness now (facade/freshness.py): a rule alerts when a table goes stale, or from a warning
+        to an error, once per change; back to fresh, it is ready to alert again."""
+        for rule in self.alerts.rules:
+            if rule.on != "freshness":
+                continue
+            chosen = self.selected(rule.select)
+            for row in rows:
+                if chosen is not None and row["pipeline"] not in chosen:
+                    continue
+                now = row["state"]
+                before = self.state.change(rule.name, row["pipeline"], now, row.get("run_id") or "")
+                if now != before and now in ("warn", "error") and not (before == "error" and now == "warn"):
+                    self._enqueue(rule, stale_alert(rule.name, row, self.project, self.root))
 
     def _enqueue(self, rule: AlertRule, one: dict[str, Any]) -> None:
         with self._lock:

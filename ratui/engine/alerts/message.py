@@ -16,7 +16,8 @@ from typing import Any
 from ratui.engine.vocabulary import now_iso
 
 DIGEST_SHOWN = 20  # alerts listed in a digest; the rest counted
-VERBS = {"failure": "failed", "recovery": "recovered", "warn": "succeeded with quality warnings"}
+VERBS = {"failure": "failed", "recovery": "recovered", "warn": "succeeded with quality warnings",
+         "freshness": "is stale"}
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,28 @@ def alert(event: str, rule: str, run: RunOutcome, project: str, root: Path) -> d
             "trigger": run.trigger, "warnings": run.warnings, "error": error,
             "see": {"command": f"ratui show {run.run_id} --project {root}", "console": "Runs (2), then the run"},
             "title": f"ratui: {what}", "text": "\n".join(lines)}
+
+
+def stale_alert(rule: str, row: dict[str, Any], project: str, root: Path) -> dict[str, Any]:
+    """A table past its freshness: how old, against which bound, its last successful run."""
+    age = row.get("age_seconds")
+    bound = row.get("error_after") if row["state"] == "error" else row.get("warn_after")
+    when = (f"last built {_age(age)} ago (run {row['run_id']})" if age is not None else "never built on main")
+    what = f"{row['pipeline']} is stale ({row['state']}: {when}; {row['state']}_after {bound})"
+    see = f"ratui check --freshness --project {root}"
+    return {"ratui_alert": 1, "event": "freshness", "rule": rule, "project": project, "host": socket.gethostname(),
+            "at": now_iso(), "pipeline": row["pipeline"], "run_id": row.get("run_id"), "state": row["state"],
+            "age_seconds": age, "warn_after": row.get("warn_after"), "error_after": row.get("error_after"),
+            "last_success": row.get("last_success"), "ref": "main", "error": None,
+            "see": {"command": see, "console": "Pipelines (1), the table"},
+            "title": f"ratui: {what}", "text": f"{what}, project {project} on {socket.gethostname()}.\nSee: {see}"}
+
+
+def _age(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f}{unit}"
+    return f"{seconds:.0f}s"
 
 
 def digest(alerts: list[dict[str, Any]], dropped: int, project: str) -> dict[str, Any]:

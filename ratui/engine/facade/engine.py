@@ -10,8 +10,8 @@ Everything the CLI, the console, the Python API and watch mode need is a method 
 engine's parts. The parts are explicit: a ProjectState (settings, catalog, history, ledger) and an EventBus, given
 to the constructor (`Engine.open()` makes them); the run side (run record, runs in flight, change detection,
 recovery) is made once here and handed to every invocation (facade/base.py). Each concern of the door is a module
-of this package: project.py, runs.py, branches.py, landing.py, queries.py, upkeep.py, schedules.py, alerts.py.
-Thread-safe; one engine per project per process.
+of this package: project.py, runs.py, branches.py, landing.py, queries.py, upkeep.py, schedules.py, alerts.py,
+freshness.py. Thread-safe; one engine per project per process.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Callable
 from ratui.engine.events import Event, EventBus
 from ratui.engine.facade.alerts import AlertsPart
 from ratui.engine.facade.branches import BranchesPart
+from ratui.engine.facade.freshness import FreshnessPart
 from ratui.engine.facade.landing import LandingPart
 from ratui.engine.facade.project import ProjectPart
 from ratui.engine.facade.queries import QueriesPart
@@ -32,7 +33,8 @@ from ratui.engine.project.settings import Settings, load_settings
 from ratui.engine.state.project_state import ProjectState
 
 
-class Engine(ProjectPart, RunsPart, BranchesPart, LandingPart, QueriesPart, UpkeepPart, SchedulesPart, AlertsPart):
+class Engine(ProjectPart, RunsPart, BranchesPart, LandingPart, QueriesPart, UpkeepPart, SchedulesPart, AlertsPart,
+             FreshnessPart):
     def __init__(self, state: ProjectState, *, bus: EventBus[Event] | None = None):
         super().__init__(state, bus=bus)
         self._bus.subscribe(self._alerts_on_event)  # whichever process ends a run alerts about it (alerts.md)

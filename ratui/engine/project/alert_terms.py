@@ -24,10 +24,12 @@ from pydantic import BeforeValidator, Field, PlainValidator, model_validator
 
 from ratui.engine.project.schema import Section, at_least, invalid, mapping, one_of
 
-# what a rule fires on: a run on its ref failing, the first success after failures, a success with quality warnings
-EVENTS = ("failure", "recovery", "warn")
+# what a rule fires on: a run on its ref failing, the first success after failures, a success with quality warnings,
+# a table gone stale (its pipeline's freshness, checked by the runner)
+EVENTS = ("failure", "recovery", "warn", "freshness")
+RUN_EVENTS = ("failure", "recovery", "warn")
 # named by the issue that asked for alerts, not built yet: refused with that said, never accepted and silent
-NOT_YET = ("freshness", "stuck", "missed")
+NOT_YET = ("stuck", "missed")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _CHANNEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -95,7 +97,8 @@ def _select(value: Any) -> str | None:
 
 
 class Rule(Section):
-    """On `on` of a run of a selected pipeline on `ref` (main unless said; "*": any), notify the channels."""
+    """On `on` of a run of a selected pipeline on `ref` (main unless said; "*": any), or its table gone stale
+    (`freshness`, main only), notify the channels."""
 
     on: Annotated[str, PlainValidator(_event)]
     notify: Annotated[tuple[str, ...], PlainValidator(_names)]

@@ -21,19 +21,21 @@ import hashlib
 import json
 import os
 import tempfile
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from ratui.engine.errors import RatuiError
 from ratui.engine.project.config import PipelineConfig
+from ratui.engine.project.freshness_terms import Freshness
 
 FORMAT = 1
 FILE = "compile-cache.json"
 
 # the modules whose code decides what a compile finds: a change to any of them (a newer ratui, an edit in a
 # development checkout) changes every key
-_CODE = ("compiler.py", "compile_cache.py", "config.py", "discovery.py", "names.py", "partition_terms.py",
+_CODE = ("compiler.py", "compile_cache.py", "config.py", "discovery.py", "freshness_terms.py", "names.py",
+         "partition_terms.py",
          "python_source.py", "schema.py", "sql_names.py", "strategy_specs.py", "templating.py", "../errors.yaml")
 
 
@@ -50,8 +52,8 @@ def _code_fingerprint() -> str:
 
 
 def config_to_json(config: PipelineConfig) -> dict[str, Any]:
-    return {f.name: list(value) if isinstance(value, tuple) else value
-            for f in fields(config) for value in (getattr(config, f.name),)}
+    return {f.name: list(value) if isinstance(value, tuple) else asdict(value) if isinstance(value, Freshness)
+            else value for f in fields(config) for value in (getattr(config, f.name),)}
 
 
 def config_from_json(data: Any) -> PipelineConfig:
@@ -62,6 +64,8 @@ def config_from_json(data: Any) -> PipelineConfig:
     if not set(data) <= names:
         raise ValueError("unknown configuration keys")
     values: dict[str, Any] = {key: tuple(value) if isinstance(value, list) else value for key, value in data.items()}
+    if isinstance(values.get("freshness"), dict):
+        values["freshness"] = Freshness(**values["freshness"])
     return PipelineConfig(**values)
 
 

@@ -19,6 +19,7 @@ from pydantic_core import PydanticUseDefault
 from ratui.engine.errors import RatuiError, did_you_mean
 from ratui.engine.project import intervals, isolation_levels, strategy_specs
 from ratui.engine.project.partition_terms import parse_partition_by
+from ratui.engine.project.freshness_terms import Freshness, pipeline_freshness
 from ratui.engine.project.schedule_terms import pipeline_schedule
 from ratui.engine.project.schema import YamlDoc, coded_error, invalid, one_of, read_yaml
 from ratui.engine.project.settings_schema import BAD_ROWS, COLUMN_MODES
@@ -183,6 +184,7 @@ PartitionBy = Annotated[tuple[str, ...], PlainValidator(_partition_by)]
 Limit = Annotated[str | None, PlainValidator(_limit)]
 NullLimits = Annotated[tuple[str, ...], PlainValidator(_null_limits)]
 PipelineSchedule = Annotated[tuple[str, str] | None, PlainValidator(pipeline_schedule)]
+PipelineFreshness = Annotated[Freshness | None, PlainValidator(pipeline_freshness)]
 Isolation = Annotated[str | None, _choice(isolation_levels.NAMES, "unknown isolation '{text}'", hint=(
     f"Write isolation as {isolation_levels.listed()} (docs/concepts/isolation.md)."))]
 
@@ -243,14 +245,16 @@ class PipelineConfig:
     start: StartTime = None
     # when the pipeline runs by itself, unattended (schedule_terms.py): (cron, time zone), None: never
     schedule: PipelineSchedule = None
+    # how old its table may get on main before it is stale (freshness_terms.py; `ratui check --freshness`, alerts)
+    freshness: PipelineFreshness = None
     # where each key's value came from: "annotation", "config.yaml" or "default"
     origin: dict[str, str] = field(default_factory=dict, compare=False)
     # the file and line of each key that was set (a project-level check's error points there)
     where: dict[str, tuple[str, int | None]] = field(default_factory=dict, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {key: list(value) if isinstance(value, tuple) else value
-                for key in KEYS for value in (getattr(self, key),)}
+        return {key: list(value) if isinstance(value, tuple) else value.to_dict() if hasattr(value, "to_dict")
+                else value for key in KEYS for value in (getattr(self, key),)}
 
 
 # the keys a pipeline may set, in the schema's order

@@ -70,6 +70,9 @@ PICTURES: tuple[tuple[str, str], ...] = (
     ("logs.svg", "test_logs_compare/test_logs_snapshot.svg"),
     ("help.svg", "test_snapshots/test_help.svg"),
     ("shell-engine.svg", "test_shell_engine/test_an_engine_up_at_160x48.svg"),
+    ("schedules.svg", "test_schedules_console/test_schedules_snapshot[large].svg"),
+    ("schedules-80x24.svg", "test_schedules_console/test_schedules_snapshot[80x24].svg"),
+    ("schedule-fires.svg", "test_schedules_console/test_fires_snapshot.svg"),
 )
 
 # The hand-written pages that hold generated blocks (TEAM_BLOCK), and where each block's text comes from

@@ -45,7 +45,7 @@ def key_text(binding: Binding) -> str:
     return " / ".join(KEY_NAMES.get(k, k) for k in keys)
 
 
-# the App's own keys (each screen adds its own): 1-9 open the screens screen_specs.py declares
+# the App's own keys (each screen adds its own): 1-9 and 0 open the screens screen_specs.py declares
 APP_BINDINGS = [
     *[Binding(spec.key, f"open('{spec.mode}')", spec.title, id=f"app.{spec.mode}", show=False)
       for spec in screen_specs.SCREENS],

@@ -163,6 +163,18 @@ class LandingReset(Loaded):
     """Landing: how many ledger entries a reset made loadable."""
 
 
+class SchedulesLoaded(Loaded):
+    """Schedules: the project's schedules and the runner's lease (console/schedules.py Schedules)."""
+
+
+class ScheduleFiresLoaded(Loaded):
+    """Schedules: (schedule name, its time zone, its newest fires)."""
+
+
+class SchedulePaused(Loaded):
+    """Schedules: (schedule name, whether it is now paused)."""
+
+
 class ReaperSettingsLoaded(Loaded):
     """Reaper: its settings."""
 

@@ -97,17 +97,34 @@ class Follower:
         self._thread: threading.Thread | None = None
 
     def start(self) -> "Follower":
+        """Start following: the database's state now is the baseline (read here, before start returns), so a commit
+        made once start has returned is news, however soon after it comes."""
         if self._thread is None:
-            self._thread = threading.Thread(target=self._loop, name="ratui-follow", daemon=True)
+            conn, version = self._baseline()
+            self._thread = threading.Thread(target=self._loop, args=(conn, version), name="ratui-follow",
+                                            daemon=True)
             self._thread.start()
         return self
+
+    def _baseline(self) -> tuple[sqlite3.Connection | None, int | None]:
+        """The follower's connection (handed to its thread) and its data_version now; (None, None) when the
+        database cannot be read yet (the loop tries again)."""
+        try:
+            conn = sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True, timeout=1.0, check_same_thread=False)
+        except Exception:
+            log.debug("following the state database failed", exc_info=True)
+            return None, None
+        try:
+            return conn, conn.execute("PRAGMA data_version").fetchone()[0]
+        except Exception:
+            log.debug("following the state database failed", exc_info=True)
+            conn.close()
+            return None, None
 
     def stop(self) -> None:
         self._stop.set()
 
-    def _loop(self) -> None:
-        conn = None
-        version = None
+    def _loop(self, conn: sqlite3.Connection | None, version: int | None) -> None:
         began = time.monotonic()
         tree = project_fingerprint(self.root)
         tree_next = time.monotonic() + (time.monotonic() - began) * TREE_DUTY

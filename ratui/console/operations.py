@@ -1,5 +1,5 @@
 """What the console changes or starts: runs and batches, their cancelling, merges, branches, rollbacks, undo, landing
-resets, reaper passes, watch mode and the Iceberg REST catalog it can serve to other engines.
+resets, reaper passes, pausing schedules, watch mode and the Iceberg REST catalog it can serve to other engines.
 
 A mixin of Controller: every method blocks (SQLite, the catalog, Spark), so the App calls them from thread workers.
 Each asks `_writable` first, so a read-only console refuses the change here, whatever path reached it (the App
@@ -186,6 +186,13 @@ class Operations:
         if not dry_run:
             self._writable("a reaper pass")
         return self.require_engine().reap(dry_run=dry_run)
+
+    def pause_schedule(self, name: str, paused: bool, compiled: Any = None) -> bool:
+        """Pause (or resume) schedule `name`, persisted as `ratui schedule pause|resume NAME` does (RAT-SCH-005:
+        no such schedule). Returns `paused`."""
+        self._writable("pausing or resuming a schedule")
+        self.require_engine().pause_schedule(name, paused, compiled)
+        return paused
 
     # ------------------------------------------------------------------------------------------- watch
 

@@ -1,5 +1,5 @@
 """What the console reads: the run history, quality results, branches and their diffs, a ref's log, the landing
-zones, the reaper's reports, where Spark runs and the shell's warm engine.
+zones, the schedules, the reaper's reports, where Spark runs and the shell's warm engine.
 
 A mixin of Controller: every method blocks (SQLite, files, the catalog), so the screens call them from thread
 workers. None of them changes anything, so a read-only console answers them all. Textual-free.
@@ -210,6 +210,17 @@ class Reads:
         grouped query): what the Landing screen shows of a ledger of any size."""
         ledger = self.require_engine().state.ledger
         return ledger.page(limit), ledger.summary()
+
+    def schedules(self, compiled: Any = None) -> Any:
+        """The project's schedules (console/schedules.py Schedules): next and last fires, paused, the runner's
+        lease, judged at the console's now. `compiled`: the project as compiled (else it is compiled)."""
+        from ratui.console import schedules
+
+        return schedules.read(self.require_engine(), compiled, self.now())
+
+    def schedule_fires(self, name: str, limit: int = 50) -> list[dict[str, Any]]:
+        """The newest fires the runner decided for schedule `name` (fire_at, action, reason, invocation)."""
+        return self.require_engine().schedule_fires(name, limit)
 
     def reaper_settings(self) -> dict[str, int]:
         from ratui.engine.project.settings import REAPER_KEYS

@@ -1,7 +1,7 @@
 """The console's screens, declared once: mode, number key, title, what it is for, the words `:` takes for it.
-The App builds its modes, the 1-9 bindings, the palette's "Open ..." commands, the help's sections and the jump's
-aliases from these; the `:` jump box suggests their modes; the tab bar shows their keys and titles. No Textual here
-(the screen classes are matched to these by their MODE).
+The App builds its modes, the number keys (1-9, then 0), the palette's "Open ..." commands, the help's sections and
+the jump's aliases from these; the `:` jump box suggests their modes; the tab bar shows their keys and titles. No
+Textual here (the screen classes are matched to these by their MODE).
 
 Adding a screen: a ScreenSpec line here and its class (with MODE set) in screens/modes.py;
 tests/tui/test_screen_specs.py fails until every place offers it."""
@@ -30,6 +30,8 @@ SCREENS = (
     ScreenSpec("query", "7", "Query", "SQL over a ref's tables, paged results, export", ("sql",)),
     ScreenSpec("lineage", "8", "Lineage", "the project's DAG as a graph", ("graph", "dag")),
     ScreenSpec("logs", "9", "Logs", "Spark's log with a level filter, search", ("log", "spark")),
+    ScreenSpec("schedules", "0", "Schedules", "the schedules: next and last fire, pause, the runner's lease",
+               ("schedule", "sched", "cron")),
 )
 BY_MODE = {spec.mode: spec for spec in SCREENS}
 ALIASES = {word: spec.mode for spec in SCREENS for word in (spec.mode, *spec.aliases, spec.key)}

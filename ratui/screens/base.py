@@ -104,7 +104,7 @@ NARROW = 110  # columns (the App's breakpoint): below it the footer is compact
 # keys a narrow footer leaves to `?` (they all stay bound): quit, reload/refresh (screens follow the state on
 # their own), paging. What is left fits 80 columns with w, : and ? always on it.
 FOOTER_SPARE = {"app.quit", "app.theme", "pipelines.reload", "runs.refresh", "quality.refresh", "branches.refresh",
-                "landing.refresh", "reaper.refresh", "runs.next", "runs.prev", "quality.passed",
+                "landing.refresh", "reaper.refresh", "schedules.refresh", "runs.next", "runs.prev", "quality.passed",
                 "table.schema", "table.history", "table.stats", "table.preview", "query.prev", "query.next",
                 "run.search",
                 "lineage.deeper", "lineage.shallower", "lineage.find"}  # the line above Lineage's graph says them

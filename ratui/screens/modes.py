@@ -14,9 +14,11 @@ from ratui.screens.quality import QualityScreen
 from ratui.screens.query import QueryScreen
 from ratui.screens.reaper import ReaperScreen
 from ratui.screens.runs import RunsScreen
+from ratui.screens.schedules import SchedulesScreen
 
 _CLASSES = {cls.MODE: cls for cls in (PipelinesScreen, RunsScreen, QualityScreen, BranchesScreen, LandingScreen,
-                                      ReaperScreen, QueryScreen, LineageScreen, SparkLogScreen)}
+                                      ReaperScreen, QueryScreen, LineageScreen, SparkLogScreen,
+                                      SchedulesScreen)}
 if set(_CLASSES) != set(screen_specs.BY_MODE):
     raise RuntimeError(f"screen classes {sorted(_CLASSES)} != screen specs {sorted(screen_specs.BY_MODE)}")
 

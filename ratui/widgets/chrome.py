@@ -27,9 +27,10 @@ WATCH_TEXT = {
 
 
 class NavBar(Static):
-    """`1 Pipelines  2 Runs  3 Quality  ...  9 Logs` with the current one lit, the project on the right. When that does
-    not fit, every title stays whole: closer together without the `ratui` badge (93 columns), then each key glued to
-    its title in colour (`1Pipelines 2Runs 3Quality`: 77 columns). Never a title cut to `Qua`."""
+    """`1 Pipelines  2 Runs  3 Quality  ...  9 Logs  0 Schedules` with the current one lit, the project on the right.
+    When that does not fit, every title stays whole: closer together without the `ratui` badge (104 columns), then
+    each key glued to its title in colour (`1Pipelines 2Runs 3Quality`: 88 columns), then the tabs glued too, each
+    key a coloured block that parts them (`1Pipelines2Runs3Quality`: 78 columns). Never a title cut to `Qua`."""
 
     def __init__(self, current: str, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -44,6 +45,8 @@ class NavBar(Static):
             text = self._tight_tabs(spaced=True)
         if text.cell_len > self.size.width:
             text = self._tight_tabs(spaced=False)
+        if text.cell_len > self.size.width:
+            text = self._glued_tabs()
         project = getattr(self.app, "project_name", "")
         if project and text.cell_len + len(project) + 2 <= self.size.width:
             pad = max(1, self.size.width - text.cell_len - len(project) - 1)
@@ -61,6 +64,16 @@ class NavBar(Static):
                 text.append(f" {spec.key} ", style="dim")
                 text.append(f"{spec.title} ")
             text.append(" ")
+        return text
+
+    def _glued_tabs(self) -> Text:
+        text = Text(" ")
+        for spec in screen_specs.SCREENS:
+            if spec.mode == self.current:
+                text.append(f"{spec.key} {spec.title}", style="bold reverse")
+            else:
+                text.append(spec.key, style="bold reverse cyan")
+                text.append(spec.title)
         return text
 
     def _tight_tabs(self, spaced: bool) -> Text:

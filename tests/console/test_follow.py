@@ -1,6 +1,7 @@
 """The follower's picture of the project tree: every file and folder under each namespace's pipelines/ and
 ratui.yaml, by size and modification time; hidden names, __pycache__ and editors' droppings left out, so a swap
-file coming and going is not a change and a saved template is."""
+file coming and going is not a change and a saved template is. And its baseline of the state database: what start()
+found, so a commit right after it is news."""
 
 from __future__ import annotations
 
@@ -37,3 +38,31 @@ def test_the_tree_as_the_follower_sees_it(tmp_path):
     os.utime(sql, ns=(stamp, stamp))
     after = project_fingerprint(root)
     assert after != before and after["demo/pipelines/bronze/raw/pipeline.sql"] == (8, stamp)
+
+
+def test_a_commit_right_after_start_is_news(tmp_path):
+    """The follower's baseline is the database as start() found it: a commit made as soon as start() has returned
+    (before the follower's first poll) is reported, not taken for the baseline."""
+    import sqlite3
+    import threading
+
+    from ratui.console.follow import Follower, StateItem
+
+    db = tmp_path / "state.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE t (x)")
+    seen = threading.Event()
+    items: list[StateItem] = []
+
+    def post(item: StateItem) -> None:
+        items.append(item)
+        seen.set()
+
+    follower = Follower(tmp_path, db, post, lambda: 0).start()
+    try:
+        with sqlite3.connect(db) as conn:  # another writer, at once
+            conn.execute("INSERT INTO t VALUES (1)")
+        assert seen.wait(10), "the commit made right after start() was never reported"
+        assert items[0] == StateItem("db", 0)
+    finally:
+        follower.stop()

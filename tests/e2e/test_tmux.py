@@ -173,6 +173,7 @@ FOOTERS = {
     "6": ("p Preview", "x Run now", "w Watch", ": Jump", "? Help"),
     "8": ("r Run", "u Upstream", "d Downstream", "w Watch", ": Jump", "? Help"),
     "9": ("l Level", "/ Search", "f Follow", "w Watch", ": Jump", "? Help"),
+    "0": ("p Pause/resume", "w Watch", ": Jump", "? Help"),
 }
 
 
@@ -223,7 +224,7 @@ def test_at_80x24_run_cancel_edit_and_read_every_screen(sample_copy: Path, tmp_p
             screen = wait_screen(session, lambda s, ls=labels: all(label in s.splitlines()[-1] for label in ls),
                                  60, frames, f"screen {key}'s footer")
             top = screen.splitlines()[0]
-            assert "Pipelines" in top and "Quality" in top and "Logs" in top  # every tab on the bar, whole
+            assert all(title in top for title in ("Pipelines", "Quality", "Logs", "Schedules"))  # every tab, whole
         keys(session, "?")
         screen = wait_screen(session, lambda s: "ratui keys" in s and "Everywhere" in s, 60, frames, "the help")
         keys(session, "Escape", "1")

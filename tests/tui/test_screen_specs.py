@@ -20,7 +20,7 @@ from .conftest import make_app, run, screen_text, settle
 SIZE = (150, 40)  # wide enough for every tab's full title
 
 # a screen nobody wired: what the check must report in every place
-UNWIRED = ScreenSpec("schedules", "0", "Schedules", "cron-like schedules and backfills", ("cron",))
+UNWIRED = ScreenSpec("sensors", "s", "Sensors", "file and object-store sensors", ("sense",))
 
 
 async def offered(app: Any) -> dict[str, Callable[[ScreenSpec], bool]]:
@@ -65,10 +65,10 @@ def test_every_screen_spec_is_wired_everywhere(seeded):
             places = await offered(app)
             assert unwired(places, screen_specs.SCREENS) == []
             # the check can fail: a spec declared nowhere else is reported in every place
-            assert unwired(places, [UNWIRED]) == [f"schedules: {place}" for place in places]
-            # one key and one mode per screen, the keys in the order of the tabs
+            assert unwired(places, [UNWIRED]) == [f"sensors: {place}" for place in places]
+            # one key and one mode per screen, the keys in the order of the tabs (as on a keyboard: 1-9, then 0)
             keys = [spec.key for spec in screen_specs.SCREENS]
-            assert keys == [str(n) for n in range(1, len(keys) + 1)]
+            assert keys == [str(n % 10) for n in range(1, len(keys) + 1)]
             assert len({spec.mode for spec in screen_specs.SCREENS}) == len(keys)
             assert list(app.MODES) == [spec.mode for spec in screen_specs.SCREENS]
 

@@ -112,6 +112,7 @@ MODULES: dict[str, str] = {
     "tests/engine/write/test_scd2_merge_on_read.py": SPARK,
     "tests/engine/write/test_strategies.py": SPARK,
     "tests/engine/write/test_strategies_properties.py": SPARK,
+    "tests/runner/test_dashboard.py": UNIT,
     "tests/runner/test_up.py": SPARK,  # real `ratui up` processes, each starting its Spark when it fires
     "tests/rest/test_clients.py": SPARK,
     "tests/rest/test_console_history.py": UNIT,

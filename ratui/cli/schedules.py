@@ -114,8 +114,11 @@ def cmd_up(args) -> int:
         given = args.token if args.token is not None else os.environ.get(TOKEN_ENV)
         token = checked_token(given, "--token" if args.token else TOKEN_ENV, "RAT-SCH-006") if given else new_token()
         token_file = None if given else _keep_token(Path(settings.db_path).parent / TOKEN_FILE, token)
-        health = HealthServer(port, token, runner.status).start()
-        say("health", {"message": f"http://127.0.0.1:{health.port}/healthz"
+        from ratui.runner.metrics import RunnerMetrics
+
+        metrics = RunnerMetrics(engine, runner.status, freshness=lambda: engine.freshness(runner.compiled()))
+        health = HealthServer(port, token, runner.status, metrics=metrics.exposition).start()
+        say("health", {"message": f"http://127.0.0.1:{health.port}/healthz (and /metrics)"
                                   + ("" if given else f" (its token is in {token_file}, readable by you only)"),
                        "port": health.port})
     engine.start_monitor()  # runs of other processes that die are recorded as failed while we run

@@ -1,4 +1,5 @@
-"""The runner's `/healthz` on 127.0.0.1: alive, the last loop's time, the lease and who holds it (JSON).
+"""The runner's `/healthz` on 127.0.0.1: alive, the last loop's time, the lease and who holds it (JSON); and its
+`/metrics` (Prometheus's text format, metrics.py).
 
 The door is every ratui endpoint's (endpoint_access.py, as `ratui serve` applies it): a Host that is not one of
 this server's names is refused (403), so is a request carrying another site's Origin (403); the per-launch token
@@ -19,18 +20,24 @@ RUNNER_ADDRESS_CODES = {"in_use": "RAT-SCH-006", "port": "RAT-SCH-006", "host": 
 
 
 class HealthServer:
-    def __init__(self, port: int, token: str, status: Callable[[], dict[str, Any]], host: str = "127.0.0.1"):
+    def __init__(self, port: int, token: str, status: Callable[[], dict[str, Any]], host: str = "127.0.0.1",
+                 metrics: Callable[[], tuple[bytes, str]] | None = None):
         self.token = token
         self.status = status
+        self.metrics = metrics
         self.rules = HostRules(port=port)
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 (http.server's name)
                 code, body = outer.answer(self.path, self.headers)
-                data = json.dumps(body, default=str).encode()
+                kind = "application/json"
+                if code == 200 and self.path.split("?", 1)[0] == "/metrics" and outer.metrics is not None:
+                    data, kind = outer.metrics()
+                else:
+                    data = json.dumps(body, default=str).encode()
                 self.send_response(code)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(data)))
                 self.send_header("Cache-Control", "no-store")
                 self.end_headers()
@@ -69,6 +76,9 @@ class HealthServer:
                                   "in the project's .ratui/runner.token)"}
         if not same(given, self.token):
             return 403, {"error": "this is not the token of this runner"}
-        if path.split("?", 1)[0] != "/healthz":
-            return 404, {"error": "only /healthz is served"}
+        where = path.split("?", 1)[0]
+        if where == "/metrics" and self.metrics is not None:
+            return 200, {}
+        if where != "/healthz":
+            return 404, {"error": "only /healthz and /metrics are served"}
         return 200, self.status()

@@ -145,6 +145,10 @@ class Runner:
                                  "holder_pid": lease.pid, "holder_host": lease.host})
         return max(0.05, min(self.options.loop_seconds, lease.expires - time.time() + 0.05))
 
+    def compiled(self) -> Any:
+        """The project as the last loop compiled it (None before the first good compile)."""
+        return self._compiled
+
     def _compile(self):
         try:
             self._compiled = self.engine.compile()

@@ -414,3 +414,54 @@ def test_the_runner_serves_the_shells_commands_on_its_own_spark(tmp_path: Path, 
         # the runner's own output is its events, never a served command's words
         assert all(e.get("event") != "text" for e in runner.events), [e for e in runner.events if e["event"] == "text"]
         assert not list(engines.glob("*.sock"))
+
+
+def test_metrics_are_served_beside_healthz_behind_the_same_door(project: Path, env):
+    """A Prometheus scrape of the runner's /metrics (parsed with prometheus_client's own parser): the runs it fired
+    by pipeline, status and trigger, their durations as a histogram, rows written, the table's freshness age, the
+    lease, the memory of its process and its JVM; refused without the token, or with another site's Origin."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    ticks = project / "p" / "pipelines" / "gold" / "ticks" / "pipeline.sql"
+    ticks.write_text("-- @merge_strategy: full_refresh\n-- @freshness: 1h\nSELECT 1 AS one\n")
+    runner = Runner(project, env)
+    try:
+        started = runner.wait_for(lambda e: e["event"] == "started")
+        runner.wait_for(lambda e: e["event"] == "finished" and e["invocation"] == started["invocation"])
+
+        def scrape(headers: dict[str, str]) -> tuple[int, str]:
+            request = urllib.request.Request(f"http://127.0.0.1:{runner.port}/metrics", headers=headers)
+            try:
+                with urllib.request.urlopen(request, timeout=10) as answer:
+                    assert answer.headers["Content-Type"].startswith("text/plain")
+                    return answer.status, answer.read().decode()
+            except urllib.error.HTTPError as refused:
+                return refused.code, refused.read().decode()
+
+        assert scrape({})[0] == 401
+        assert scrape({"Authorization": f"Bearer {TOKEN}", "Origin": "http://evil.example"})[0] == 403
+        code, text = scrape({"Authorization": f"Bearer {TOKEN}"})
+        assert code == 200
+        samples = {}
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                samples.setdefault(sample.name, []).append(sample)
+
+        def value(name: str, **labels: str) -> float:
+            found = [s.value for s in samples.get(name, []) if all(s.labels.get(k) == v for k, v in labels.items())]
+            assert found, f"no {name} {labels} in:\n{text}"
+            return found[0]
+
+        assert value("ratui_runs_total", pipeline="p.gold.ticks", status="success", trigger="schedule") >= 1
+        assert value("ratui_run_duration_seconds_count", pipeline="p.gold.ticks") >= 1
+        assert value("ratui_run_duration_seconds_sum", pipeline="p.gold.ticks") > 0
+        assert value("ratui_rows_written_total", pipeline="p.gold.ticks") >= 1
+        assert value("ratui_phase_duration_seconds_count", phase="write") >= 1
+        assert 0 <= value("ratui_freshness_age_seconds", pipeline="p.gold.ticks") < 3600
+        assert value("ratui_freshness_stale", pipeline="p.gold.ticks", state="fresh") == 0
+        assert value("ratui_runner_holding_lease") == 1
+        assert value("ratui_process_resident_bytes", process="python") > 0
+        assert value("ratui_process_resident_bytes", process="jvm") > 0  # its Spark started for the fire
+        assert TOKEN not in text
+    finally:
+        stop_group(runner.proc)

@@ -22,6 +22,7 @@ MODULES: dict[str, str] = {
     "tests/alerts/test_channels.py": UNIT,  # webhook, SMTP and command channels: real servers, no JVM
     "tests/alerts/test_freshness.py": SPARK,  # tables built by `ratui run`, then `ratui up` watching them age
     "tests/alerts/test_run_alerts.py": SPARK,  # runs that fail, fail and recover, through `ratui run`
+    "tests/alerts/test_runner_alerts.py": SPARK,  # `ratui up` firing a slow run: stuck and missed
     "tests/api/test_nessie.py": SERVER,
     "tests/api/test_notebook.py": SPARK,
     "tests/api/test_offline.py": UNIT,

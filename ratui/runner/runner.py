@@ -101,6 +101,7 @@ class Runner:
         if compiled is None:
             return self.options.loop_seconds
         self._freshness(compiled)
+        self.engine.alert_runs_going()  # `on: stuck` rules: a run going longer than they allow
         now = self.clock.now()
         states = self.engine.schedule_states()
         soonest = self.options.loop_seconds
@@ -193,6 +194,8 @@ class Runner:
                               "reason": reason, "invocation": invocation})
             if invocation is not None:
                 going.waiting.append((invocation, reason))
+        self.engine.alert_missed(schedule.name, [(at.isoformat(), action, reason) for at, action, reason, _ in rows
+                                                 if action in ("dropped", "skipped") or "missed fire" in reason])
         self._start_waiting(compiled, schedule, going)
         return plan.next_at
 

@@ -379,13 +379,13 @@ CASES: list[Case] = [
     Case("schedule-pipeline-bad-cron", "config.yaml", {"shop/pipelines/gold/revenue/config.yaml": (
         "schedule:\n  cron: '0 6 * * * *'\n")},
          expect_code="RAT-SCH-001", expect_file="gold/revenue/config.yaml", expect_line=1, spec="building"),
-    # alerts (RAT-ALR): a rule naming a channel not declared, an event not built, a URL written where its variable's
+    # alerts (RAT-ALR): a rule naming a channel not declared, an event that is none, a URL written where its variable's
     # name goes (a secret in the file: refused, never echoed), a channel with two addresses, a select of nothing
     Case("alerts-undeclared-channel", "ratui.yaml", {"ratui.yaml": BASE_SETTINGS + (
         "alerts:\n  channels:\n    ops: {url_env: OPS_HOOK}\n  rules:\n    - {on: failure, notify: [opz]}\n")},
          expect_code="RAT-ALR-002", expect_file="ratui.yaml", expect_line=11, spec="building"),
-    Case("alerts-event-not-built", "ratui.yaml", {"ratui.yaml": BASE_SETTINGS + (
-        "alerts:\n  channels:\n    ops: {url_env: OPS_HOOK}\n  rules:\n    - {on: stuck, notify: [ops]}\n")},
+    Case("alerts-unknown-event", "ratui.yaml", {"ratui.yaml": BASE_SETTINGS + (
+        "alerts:\n  channels:\n    ops: {url_env: OPS_HOOK}\n  rules:\n    - {on: failed, notify: [ops]}\n")},
          expect_code="RAT-ALR-001", expect_file="ratui.yaml", expect_line=11, spec="building"),
     Case("alerts-url-in-the-file", "ratui.yaml", {"ratui.yaml": BASE_SETTINGS + (
         "alerts:\n  channels:\n    ops: {url_env: 'https://hooks.example.com/services/T0/B0/s3cr3tvalue'}\n")},
@@ -394,6 +394,14 @@ CASES: list[Case] = [
     Case("alerts-channel-two-addresses", "ratui.yaml", {"ratui.yaml": BASE_SETTINGS + (
         "alerts:\n  channels:\n    ops: {url_env: OPS_HOOK, command: [notify-ops]}\n")},
          expect_code="RAT-ALR-003", expect_file="ratui.yaml", expect_line=9, spec="building"),
+    Case("alerts-after-on-a-failure-rule", "ratui.yaml", {"ratui.yaml": BASE_SETTINGS + (
+        "alerts:\n  channels:\n    ops: {url_env: OPS_HOOK}\n  rules:\n"
+        "    - on: failure\n      notify: [ops]\n      after: 30m\n")},
+         expect_code="RAT-ALR-002", expect_file="ratui.yaml", expect_line=13, spec="building"),
+    Case("alerts-stuck-after-not-a-duration", "ratui.yaml", {"ratui.yaml": BASE_SETTINGS + (
+        "alerts:\n  channels:\n    ops: {url_env: OPS_HOOK}\n  rules:\n"
+        "    - {on: stuck, after: forever, notify: [ops]}\n")},
+         expect_code="RAT-CFG-005", expect_file="ratui.yaml", expect_line=11, spec="building"),
     Case("alerts-rule-selects-nothing", "ratui.yaml", {"ratui.yaml": BASE_SETTINGS + (
         "alerts:\n  channels:\n    ops: {url_env: OPS_HOOK}\n  rules:\n"
         "    - {on: failure, select: gold.no_such_table, notify: [ops]}\n")},

@@ -11,7 +11,7 @@ Categories (cases):
 
     annotations           14
     config.yaml            9
-    ratui.yaml            35
+    ratui.yaml            37
     catalog               13
     templates              9
     SQL                   18
@@ -32,7 +32,7 @@ Categories (cases):
     REST catalog          16
     Python API            27
     time ranges            6
-    total                317
+    total                319
 
 Select or skip the corpus with `-m corpus` / `-m "not corpus"`; `-m "corpus and not corpus_jvm"` leaves out the
 cases that need Spark beyond the base state's one run (the fast loop while editing compile-time cases).

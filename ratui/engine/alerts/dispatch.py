@@ -25,7 +25,7 @@ import time
 from typing import Any, Callable, Mapping
 
 from ratui.engine.alerts import channels as sending
-from ratui.engine.alerts.message import RunOutcome, alert, digest, stale_alert
+from ratui.engine.alerts.message import RunOutcome, alert, digest, missed_alert, stale_alert, stuck_alert
 from ratui.engine.events import Event, RunFinished, RunQueued
 from ratui.engine.project.alert_terms import RUN_EVENTS, AlertRule, Alerts
 from ratui.engine.state.alert_state import FAILED, SENT, SUPPRESSED, AlertState, Attempt
@@ -122,6 +122,33 @@ class Dispatcher:
                 before = self.state.change(rule.name, row["pipeline"], now, row.get("run_id") or "")
                 if now != before and now in ("warn", "error") and not (before == "error" and now == "warn"):
                     self._enqueue(rule, stale_alert(rule.name, row, self.project, self.root))
+
+    def runs_going(self, runs: list[dict[str, Any]], now: float | None = None) -> None:
+        """The runs queued or running now (the runner, every loop): a `stuck` rule alerts once for each run that has
+        gone longer than its `after`."""
+        from ratui.engine.vocabulary import parse_time
+
+        now = time.time() if now is None else now
+        for rule in self.alerts.rules:
+            if rule.on != "stuck":
+                continue
+            chosen = self.selected(rule.select)
+            for run in runs:
+                began = parse_time(run.get("started_at") or run.get("queued_at"))
+                if began is None or (chosen is not None and run["pipeline"] not in chosen):
+                    continue
+                if rule.ref not in ("*", run.get("ref") or "main") or now - began.timestamp() <= rule.after:
+                    continue
+                if self.state.change(rule.name, f"run {run['id']}", "stuck", run["id"]) != "stuck":
+                    self._enqueue(rule, stuck_alert(rule.name, run, now - began.timestamp(), rule.after,
+                                                    self.project, self.root))
+
+    def fires_missed(self, schedule: str, fires: list[tuple[str, str, str]]) -> None:
+        """Fires of `schedule` the runner recorded as not run as planned: (fire time, action, reason) each, where
+        action is dropped or skipped, or run with a reason that says it catches up missed fires."""
+        for rule in self.alerts.rules:
+            if rule.on == "missed" and fires:
+                self._enqueue(rule, missed_alert(rule.name, schedule, fires, self.project, self.root))
 
     def _enqueue(self, rule: AlertRule, one: dict[str, Any]) -> None:
         with self._lock:

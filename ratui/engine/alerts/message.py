@@ -17,7 +17,7 @@ from ratui.engine.vocabulary import now_iso
 
 DIGEST_SHOWN = 20  # alerts listed in a digest; the rest counted
 VERBS = {"failure": "failed", "recovery": "recovered", "warn": "succeeded with quality warnings",
-         "freshness": "is stale"}
+         "freshness": "is stale", "stuck": "is stuck", "missed": "missed a fire"}
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,35 @@ def stale_alert(rule: str, row: dict[str, Any], project: str, root: Path) -> dic
             "last_success": row.get("last_success"), "ref": "main", "error": None,
             "see": {"command": see, "console": "Pipelines (1), the table"},
             "title": f"ratui: {what}", "text": f"{what}, project {project} on {socket.gethostname()}.\nSee: {see}"}
+
+
+def stuck_alert(rule: str, run: dict[str, Any], age: float, after: float, project: str,
+                root: Path) -> dict[str, Any]:
+    what = f"{run['pipeline']} has been {run.get('status') or 'running'} for {_age(age)} (run {run['id']})"
+    see = f"ratui show {run['id']} --project {root}"
+    return {"ratui_alert": 1, "event": "stuck", "rule": rule, "project": project, "host": socket.gethostname(),
+            "at": now_iso(), "pipeline": run["pipeline"], "run_id": run["id"], "status": run.get("status"),
+            "ref": run.get("ref") or "main", "trigger": run.get("trigger"), "age_seconds": round(age, 1),
+            "after_seconds": after, "pid": run.get("pid"), "run_host": run.get("host"), "error": None,
+            "see": {"command": see, "cancel": f"ratui cancel {run['id']} --project {root}",
+                    "console": "Runs (2), then the run"},
+            "title": f"ratui: {what}",
+            "text": f"{what}, longer than {_age(after)}; project {project} on {socket.gethostname()}, its process "
+                    f"pid {run.get('pid')} on {run.get('host')}.\nSee: {see}"}
+
+
+def missed_alert(rule: str, schedule: str, fires: list[tuple[str, str, str]], project: str,
+                 root: Path) -> dict[str, Any]:
+    first_at, action, reason = fires[0]
+    what = f"schedule {schedule} missed its fire at {first_at[:16]} ({action}: {reason})"
+    if len(fires) > 1:
+        what += f" and {len(fires) - 1} more"
+    see = f"ratui schedules --project {root}"
+    return {"ratui_alert": 1, "event": "missed", "rule": rule, "project": project, "host": socket.gethostname(),
+            "at": now_iso(), "pipeline": f"schedule {schedule}", "run_id": None, "schedule": schedule,
+            "fires": [{"fire_at": at, "action": act, "reason": why} for at, act, why in fires[:20]], "error": None,
+            "see": {"command": see, "console": "Schedules (0), then the schedule"},
+            "title": f"ratui: {what}", "text": f"{what}; project {project} on {socket.gethostname()}.\nSee: {see}"}
 
 
 def _age(seconds: float) -> str:

@@ -73,6 +73,21 @@ class AlertsPart(EngineBase):
 
             dispatcher.flush(FLUSH_SECONDS if timeout is None else timeout)
 
+    def _has_rule(self, on: str) -> bool:
+        return any(rule.on == on for rule in self.settings.alerts.rules)
+
+    def alert_runs_going(self) -> None:
+        """The runner, every loop: runs queued or running longer than a `stuck` rule's `after` alert (once each)."""
+        if self._has_rule("stuck"):
+            going = [run for status in ("running", "queued")
+                     for run in self._state.history.list_runs(1000, status=status)]
+            self._alert_dispatcher().runs_going(going)
+
+    def alert_missed(self, schedule: str, fires: list[tuple[str, str, str]]) -> None:
+        """The runner, when it records fires not run as planned: `missed` rules alert."""
+        if fires and self._has_rule("missed"):
+            self._alert_dispatcher().fires_missed(schedule, fires)
+
     # ------------------------------------------------------------------------------------------ reads and tests
     def alert_channels(self) -> list[dict[str, Any]]:
         from ratui.engine.alerts.channels import target_of

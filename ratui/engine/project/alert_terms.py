@@ -24,12 +24,12 @@ from pydantic import BeforeValidator, Field, PlainValidator, model_validator
 
 from ratui.engine.project.schema import Section, at_least, invalid, mapping, one_of
 
-# what a rule fires on: a run on its ref failing, the first success after failures, a success with quality warnings,
-# a table gone stale (its pipeline's freshness, checked by the runner)
-EVENTS = ("failure", "recovery", "warn", "freshness")
+# what a rule fires on: a run on its ref failing, the first success after failures, a success with quality warnings;
+# checked by the runner: a table gone stale (its pipeline's freshness), a run going longer than `after`, a schedule's
+# fire not run as planned (missed while the runner was down, or skipped: its previous run still going)
+EVENTS = ("failure", "recovery", "warn", "freshness", "stuck", "missed")
 RUN_EVENTS = ("failure", "recovery", "warn")
-# named by the issue that asked for alerts, not built yet: refused with that said, never accepted and silent
-NOT_YET = ("stuck", "missed")
+STUCK_AFTER = 3600.0  # a stuck rule's `after` when left out
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _CHANNEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -73,11 +73,13 @@ class Channel(Section):
 
 
 def _event(value: Any) -> str:
-    text = str(value).strip().lower()
-    if text in NOT_YET:
-        raise invalid(f"{{where}}: alerts on '{text}' are not built yet in this version of ratui", "RAT-ALR-001",
-                      hint=f"Alerts fire on: {', '.join(EVENTS)}.")
     return one_of(EVENTS, "RAT-ALR-001")(value)
+
+
+def _after(value: Any) -> float | None:
+    from ratui.engine.project.freshness_terms import duration
+
+    return None if value is None else duration(value)
 
 
 def _names(value: Any) -> tuple[str, ...]:
@@ -104,6 +106,17 @@ class Rule(Section):
     notify: Annotated[tuple[str, ...], PlainValidator(_names)]
     select: Annotated[str | None, PlainValidator(_select)] = None
     ref: Annotated[str, PlainValidator(lambda v: str(v).strip() or "main")] = "main"
+    after: Annotated[float | None, PlainValidator(_after)] = None  # stuck: how long a run may go (a duration)
+
+    @model_validator(mode="after")
+    def _fits_its_event(self) -> "Rule":
+        if self.after is not None and self.on != "stuck":
+            raise invalid("{where}: `after` applies to `on: stuck` (how long a run may go)", "RAT-ALR-002",
+                          at="after")
+        if self.select is not None and self.on == "missed":
+            raise invalid("{where}: `select` does not apply to `on: missed`: it alerts for every schedule",
+                          "RAT-ALR-002", at="select")
+        return self
 
 
 def _channels(value: Any) -> dict[str, Any]:
@@ -158,6 +171,7 @@ class AlertRule:
     ref: str
     file: str | None = None
     line: int | None = None
+    after: float = STUCK_AFTER  # stuck: seconds a run may go
 
     @property
     def name(self) -> str:
@@ -190,8 +204,8 @@ def checked_alerts(section: AlertsSection, file: str, line_of) -> Alerts:
     """The section as Settings holds it: `line_of(loc)` gives a key's line in ratui.yaml."""
     channels = {name: AlertChannel(name, c.url_env, c.command, c.timeout_seconds, c.retries, c.max_per_hour)
                 for name, c in section.channels.items()}
-    rules = tuple(AlertRule(i, r.on, r.notify, r.select, r.ref, file, line_of(("alerts", "rules", str(i))))
-                  for i, r in enumerate(section.rules))
+    rules = tuple(AlertRule(i, r.on, r.notify, r.select, r.ref, file, line_of(("alerts", "rules", str(i))),
+                            r.after if r.after is not None else STUCK_AFTER) for i, r in enumerate(section.rules))
     return Alerts(channels, rules, section.digest_after, section.gather_seconds)
 
 

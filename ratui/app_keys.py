@@ -101,6 +101,8 @@ class ConsoleCommands(Provider):
             ("Toggle theme", "switch between dark and light", app.action_toggle_theme),
             ("Engines", "the console's own Spark, and the shell's warm engine: pid, since, memory, commands",
              app.action_engines),
+            ("Alerts", "the alert rules and the newest attempts: sent, failed, suppressed (ratui alerts)",
+             app.action_alerts),
             ("Reload project", "re-read the project files (ctrl+r on Pipelines)", app.reload_project),
             ("Help: all keys", "every key binding, per screen (?)", app.action_help),
         ]

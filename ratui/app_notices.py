@@ -15,7 +15,7 @@ from ratui.console.format import batch_summary, fmt_ms, on_ref, short_key
 from ratui.console.live import LiveRun
 from ratui.console.shell_engine import detail as engine_detail
 from ratui.engine.errors import RatuiError
-from ratui.messages import ShellEngineDetail
+from ratui.messages import AlertsRead, ShellEngineDetail
 from ratui.screens.dialogs import ErrorScreen
 from ratui.screens.run import RunScreen
 
@@ -108,6 +108,16 @@ class Notices:
         self.shell_engine = message.value
         self.notify(engine_detail(message.value, self.spark_where if self.spark_state != "idle" else "",
                                   self.now().timestamp()), title="Engines", timeout=15, markup=False)
+
+    # ------------------------------------------------------------------------------------------ alerts
+
+    def action_alerts(self) -> None:
+        """The alert rules and channels, and the newest attempts (as `ratui alerts`)."""
+        self.background(self.controller.alerts_notice, AlertsRead, "reading the alert attempts",
+                        group="alerts-notice", exclusive=True)
+
+    def on_alerts_read(self, message: AlertsRead) -> None:
+        self.notify(message.value, title="Alerts", timeout=15, markup=False)
 
     # ------------------------------------------------------------------------------------------ errors
 

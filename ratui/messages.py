@@ -78,6 +78,10 @@ class ShellEngineDetail(Result):
     """The same, asked for the detail notice (the palette's "Engines"): `value` is its ShellEngine."""
 
 
+class AlertsRead(Result):
+    """The palette's "Alerts": `value` is the notice's text (console/alerts_text.py)."""
+
+
 class WatchToggled(Result):
     """Watch mode was switched: `value` is the watcher's state."""
 

@@ -142,6 +142,7 @@ MODULES: dict[str, str] = {
     "tests/tui/test_read_only.py": UNIT,
     "tests/tui/test_reaper_gc.py": UNIT,
     "tests/tui/test_scale_console.py": UNIT,
+    "tests/tui/test_alerts_console.py": UNIT,
     "tests/tui/test_schedules_console.py": UNIT,
     "tests/tui/test_screen_specs.py": UNIT,
     "tests/tui/test_screens.py": UNIT,

@@ -258,6 +258,16 @@ class Reads:
 
         return shell_engine.read(self.root)
 
+    def alerts_notice(self) -> str:
+        """The palette's "Alerts": the rules and channels, and the newest attempts (sent, failed, suppressed, with
+        why). Reads the state database: call it from a worker thread."""
+        from ratui.console.alerts_text import SHOWN, alerts_notice
+
+        engine = self.require_engine()  # type: ignore[attr-defined]
+        alerts = engine.settings.alerts
+        attempts = engine.alert_attempts(SHOWN) if alerts.rules else []
+        return alerts_notice(attempts, len(alerts.rules), len(alerts.channels))
+
     def tables_where(self) -> str:
         """' · tables s3://bucket/prefix' when the tables are in an object store (never a key: a URL of ratui.yaml's
         has none); '' when they are in the project's folders. No I/O."""

@@ -78,6 +78,7 @@ class Dispatcher:
         self._idle.set()
         self._thread: threading.Thread | None = None
         self._arrivals = 0
+        self._seen_fresh: dict[tuple[str, str], str] = {}  # (rule, pipeline) -> the freshness state last recorded
 
     # ------------------------------------------------------------------------------------------ the runs
     def on_event(self, event: Event) -> None:
@@ -119,6 +120,9 @@ class Dispatcher:
                 if chosen is not None and row["pipeline"] not in chosen:
                     continue
                 now = row["state"]
+                if self._seen_fresh.get((rule.name, row["pipeline"])) == now:
+                    continue  # as the last check found it: no transaction (the runner checks every loop)
+                self._seen_fresh[(rule.name, row["pipeline"])] = now
                 before = self.state.change(rule.name, row["pipeline"], now, row.get("run_id") or "")
                 if now != before and now in ("warn", "error") and not (before == "error" and now == "warn"):
                     self._enqueue(rule, stale_alert(rule.name, row, self.project, self.root))

@@ -35,6 +35,7 @@ class RunQueued(Event):
     trigger: str
     invocation: str | None = None  # the invocation (CLI run, console batch, watch plan) that queued it
     ref: str = "main"  # the branch the run merges into
+    publishes_into: str | None = None  # an atomic invocation's: the ref its publish branch lands on at the end
 
 
 @dataclass(frozen=True)

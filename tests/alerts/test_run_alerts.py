@@ -71,13 +71,19 @@ def test_fail_fail_recover_alerts_once_each_on_every_channel(tmp_path: Path, mak
         assert recovered["pipeline"] == "demo.gold.flaky" and recovered["status"] == "success"
         assert ratui("run", "gold.flaky", "--force").returncode == 0  # still fine: nothing
         assert [p["event"] for p in hook.posts(f"/hook/{SECRET}")] == ["failure", "recovery"]
-        assert len(hook.posts("/apprise")) == 1 and len(box.messages) == 1
-        assert len(received.read_text().splitlines()) == 1
+        # an atomic run works on a publish branch and lands on main at its end: main's rules are about it
+        flaky.write_text(BROKEN)
+        assert ratui("run", "gold.flaky", "--force", "--atomic").returncode == 1
+        atomic = hook.posts(f"/hook/{SECRET}")[2]
+        assert (atomic["event"], atomic["pipeline"], atomic["ref"]) == ("failure", "demo.gold.flaky", "main")
+        assert len(hook.posts("/apprise")) == 2 and len(box.wait_for(2)) == 2
+        assert len(received.read_text().splitlines()) == 2
         # gold.other failed every time and no rule selects it: never alerted
         assert all(p.get("pipeline") != "demo.gold.other" for _, p in hook.received)
         listed = ratui("alerts", "--json")
     records = [json.loads(line) for line in listed.stdout.splitlines()]
     assert sorted((r["channel"], r["event"], r["outcome"]) for r in records) == [
-        ("apprise", "failure", "sent"), ("hook", "failure", "sent"), ("hook", "recovery", "sent"),
-        ("keep", "failure", "sent"), ("mail", "failure", "sent")]
+        ("apprise", "failure", "sent"), ("apprise", "failure", "sent"), ("hook", "failure", "sent"),
+        ("hook", "failure", "sent"), ("hook", "recovery", "sent"), ("keep", "failure", "sent"),
+        ("keep", "failure", "sent"), ("mail", "failure", "sent"), ("mail", "failure", "sent")]
     assert SECRET not in listed.stdout

@@ -86,7 +86,8 @@ class Dispatcher:
         if isinstance(event, RunQueued):
             with self._lock:
                 if len(self._queued) < MAX_QUEUED_RUNS:
-                    self._queued[event.run_id] = (event.ref, event.trigger)
+                    # an atomic run lands where its publish branch does: main's rules are about it
+                    self._queued[event.run_id] = (event.publishes_into or event.ref, event.trigger)
         elif isinstance(event, RunFinished):
             with self._lock:
                 ref, trigger = self._queued.pop(event.run_id, ("main", "cli"))

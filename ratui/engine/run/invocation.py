@@ -159,7 +159,7 @@ class Invocation:
         self._parts.record.create(run_id, key, self.trigger, self._strategy(key), self.id, ref=self.ref,
                                   schedule=self.schedule)
         self._parts.in_flight.queued(run_id)
-        self._parts.bus.emit(RunQueued(run_id, key, self.trigger, self.id, self.ref))
+        self._parts.bus.emit(RunQueued(run_id, key, self.trigger, self.id, self.ref, self.publish_into))
         with self._lock:
             self.run_ids.append(run_id)
         return run_id
@@ -275,7 +275,7 @@ class Invocation:
         for (key, reason, queued), row in zip(items, rows):
             run_id = str(row["id"])
             if queued is None:
-                bus.emit(RunQueued(run_id, key, self.trigger, self.id, self.ref))
+                bus.emit(RunQueued(run_id, key, self.trigger, self.id, self.ref, self.publish_into))
             bus.emit(LogLine(run_id, "info", f"skipped: {reason}"))
             self._parts.in_flight.release(run_id)
             bus.emit(RunFinished(run_id, key, "skipped", 0, 0, None, reason=reason))
@@ -290,7 +290,7 @@ class Invocation:
             run_id = new_run_id()
             record.create(run_id, key, self.trigger, self._strategy(key), self.id, run_type="skip", ref=self.ref,
                           schedule=self.schedule)
-            bus.emit(RunQueued(run_id, key, self.trigger, self.id, self.ref))
+            bus.emit(RunQueued(run_id, key, self.trigger, self.id, self.ref, self.publish_into))
         if run_id not in self.run_ids:
             with self._lock:
                 self.run_ids.append(run_id)

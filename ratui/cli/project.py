@@ -70,6 +70,8 @@ def cmd_check(args) -> int:
 def _freshness(args, compiled, errors) -> int:
     """`ratui check --freshness`: problems first (exit 2), then each table's age against its bounds; exit 1 when one
     is past its error_after (or was never built), 0 otherwise (warnings are printed)."""
+    from ratui.engine.project.freshness_terms import age_words
+
     if errors:
         for e in errors:
             _err(e, args.json)
@@ -83,18 +85,9 @@ def _freshness(args, compiled, errors) -> int:
         print("no pipeline declares a freshness (`-- @freshness: 26h`, or freshness: {warn_after, error_after})")
     else:
         print(table(["PIPELINE", "STATE", "AGE", "WARN AFTER", "ERROR AFTER", "LAST SUCCESS (UTC)"], [
-            [r["pipeline"], r["state"], _age(r["age_seconds"]), r["warn_after"] or "-", r["error_after"] or "-",
+            [r["pipeline"], r["state"], age_words(r["age_seconds"]), r["warn_after"] or "-", r["error_after"] or "-",
              (r["last_success"] or "never on main")[:19]] for r in rows]))
     return EXIT_FAILED if stale else EXIT_OK
-
-
-def _age(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds / size:.1f}{unit}"
-    return f"{seconds:.0f}s"
 
 
 _LAYER_ORDER = {"bronze": 0, "silver": 1, "gold": 2}

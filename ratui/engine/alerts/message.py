@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ratui.engine.project.freshness_terms import age_words
 from ratui.engine.vocabulary import now_iso
 
 DIGEST_SHOWN = 20  # alerts listed in a digest; the rest counted
@@ -55,7 +56,7 @@ def stale_alert(rule: str, row: dict[str, Any], project: str, root: Path) -> dic
     """A table past its freshness: how old, against which bound, its last successful run."""
     age = row.get("age_seconds")
     bound = row.get("error_after") if row["state"] == "error" else row.get("warn_after")
-    when = (f"last built {_age(age)} ago (run {row['run_id']})" if age is not None else "never built on main")
+    when = (f"last built {age_words(age)} ago (run {row['run_id']})" if age is not None else "never built on main")
     what = f"{row['pipeline']} is stale ({row['state']}: {when}; {row['state']}_after {bound})"
     see = f"ratui check --freshness --project {root}"
     return {"ratui_alert": 1, "event": "freshness", "rule": rule, "project": project, "host": socket.gethostname(),
@@ -68,7 +69,7 @@ def stale_alert(rule: str, row: dict[str, Any], project: str, root: Path) -> dic
 
 def stuck_alert(rule: str, run: dict[str, Any], age: float, after: float, project: str,
                 root: Path) -> dict[str, Any]:
-    what = f"{run['pipeline']} has been {run.get('status') or 'running'} for {_age(age)} (run {run['id']})"
+    what = f"{run['pipeline']} has been {run.get('status') or 'running'} for {age_words(age)} (run {run['id']})"
     see = f"ratui show {run['id']} --project {root}"
     return {"ratui_alert": 1, "event": "stuck", "rule": rule, "project": project, "host": socket.gethostname(),
             "at": now_iso(), "pipeline": run["pipeline"], "run_id": run["id"], "status": run.get("status"),
@@ -77,7 +78,7 @@ def stuck_alert(rule: str, run: dict[str, Any], age: float, after: float, projec
             "see": {"command": see, "cancel": f"ratui cancel {run['id']} --project {root}",
                     "console": "Runs (2), then the run"},
             "title": f"ratui: {what}",
-            "text": f"{what}, longer than {_age(after)}; project {project} on {socket.gethostname()}, its process "
+            "text": f"{what}, longer than {age_words(after)}; project {project} on {socket.gethostname()}, its process "
                     f"pid {run.get('pid')} on {run.get('host')}.\nSee: {see}"}
 
 
@@ -93,13 +94,6 @@ def missed_alert(rule: str, schedule: str, fires: list[tuple[str, str, str]], pr
             "fires": [{"fire_at": at, "action": act, "reason": why} for at, act, why in fires[:20]], "error": None,
             "see": {"command": see, "console": "Schedules (0), then the schedule"},
             "title": f"ratui: {what}", "text": f"{what}; project {project} on {socket.gethostname()}.\nSee: {see}"}
-
-
-def _age(seconds: float) -> str:
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds / size:.1f}{unit}"
-    return f"{seconds:.0f}s"
 
 
 def digest(alerts: list[dict[str, Any]], dropped: int, project: str) -> dict[str, Any]:

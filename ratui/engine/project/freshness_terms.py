@@ -59,6 +59,16 @@ def describe(seconds: float | None) -> str | None:
     return f"{seconds:g}s"
 
 
+def age_words(seconds: float | None) -> str:
+    """An age as people read it: 2.5d, 3.0h, 12.0m, 40s ("-" for none)."""
+    if seconds is None:
+        return "-"
+    for unit in ("d", "h", "m"):
+        if seconds >= UNITS[unit]:
+            return f"{seconds / UNITS[unit]:.1f}{unit}"
+    return f"{seconds:.0f}s"
+
+
 def pipeline_freshness(value: Any) -> Freshness | None:
     """A pipeline's `freshness`: a duration (warn after it), `warn D, error D` text, or a mapping of warn_after and
     error_after."""

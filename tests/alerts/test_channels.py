@@ -21,9 +21,9 @@ from tests.alerts.receivers import Mailbox, Webhook
 SECRET = "T0KEN-s3cr3t-abcdef123456"
 
 
-def project(tmp_path: Path, channels: str, rules: str = "") -> Path:
+def project(tmp_path: Path, channels: str, rules: str = "", more: str = "") -> Path:
     root = init_project(tmp_path / "p", None)
-    (root / "ratui.yaml").write_text(f"namespace: p\nalerts:\n  channels:\n{channels}\n"
+    (root / "ratui.yaml").write_text(f"namespace: p\nalerts:\n{more}  channels:\n{channels}\n"
                                      + (f"  rules:\n{rules}\n" if rules else ""))
     return root
 
@@ -106,7 +106,7 @@ def test_faults_are_failed_attempts_with_why_retried_only_when_worth_it(tmp_path
 
 def test_a_storm_is_one_digest_the_rate_limit_suppresses_and_every_attempt_is_recorded(tmp_path, hook):
     """A real dispatcher on a real state database, the runs' outcomes given as the engine's events give them: 600
-    pipelines failing at once (more than it keeps: counted, not held) reach the webhook as one digest; a
+    pipelines failing within one gathering (more than it keeps: counted, not held) reach the webhook as one digest; a
     channel past its max_per_hour records the next as suppressed; a failing webhook is retried, then recorded."""
     from ratui.engine.alerts.dispatch import MAX_PENDING, Dispatcher
     from ratui.engine.alerts.message import RunOutcome
@@ -115,7 +115,9 @@ def test_a_storm_is_one_digest_the_rate_limit_suppresses_and_every_attempt_is_re
 
     root = project(tmp_path, "    ops: {url_env: OPS_URL, max_per_hour: 2}\n"
                              "    flaky: {url_env: FLAKY_URL, retries: 1}",
-                   "    - {on: failure, notify: [ops]}\n    - {on: recovery, notify: [flaky]}")
+                   "    - {on: failure, notify: [ops]}\n    - {on: recovery, notify: [flaky]}",
+                   # gathering outlasts the storm however slow this machine is: the flush below sends it
+                   more="  gather_seconds: 120\n")
     settings = load_settings(root)
     state = AlertState(settings.db_path)
     env = {"OPS_URL": hook.url(f"/ops/{SECRET}"), "FLAKY_URL": hook.url("/fail")}

@@ -28,7 +28,7 @@ def wait_for(predicate, timeout: float, what: str):
 
 def test_check_freshness_and_the_runner_alerting_a_stale_table_once(tmp_path: Path, make_project):
     root = make_project({
-        "demo/pipelines/gold/hourly/pipeline.sql": "-- @freshness: warn 4s, error 1h\nSELECT 1 AS x\n",
+        "demo/pipelines/gold/hourly/pipeline.sql": "-- @freshness: warn 6s, error 1h\nSELECT 1 AS x\n",
         "demo/pipelines/gold/daily/pipeline.sql": "-- @freshness: 1h\nSELECT 2 AS x\n",
         "demo/pipelines/gold/never/pipeline.sql": "-- @freshness: error 1h\nSELECT 3 AS x\n",
         "demo/pipelines/gold/free/pipeline.sql": "SELECT 4 AS x\n"})
@@ -49,7 +49,7 @@ def test_check_freshness_and_the_runner_alerting_a_stale_table_once(tmp_path: Pa
     assert rows["demo.gold.never"]["last_success"] is None and rows["demo.gold.never"]["age_seconds"] is None
     assert rows["demo.gold.daily"]["state"] == "fresh" and rows["demo.gold.daily"]["warn_after"] == "1h"
     assert rows["demo.gold.hourly"]["error_after"] == "1h" and rows["demo.gold.hourly"]["run_id"]
-    wait_for(lambda: freshness()[1]["demo.gold.hourly"]["state"] == "warn", 60, "hourly past its warn_after (4 s)")
+    wait_for(lambda: freshness()[1]["demo.gold.hourly"]["state"] == "warn", 60, "hourly past its warn_after (6 s)")
     human = ratui("check", "--freshness")
     assert human.returncode == 1 and "never on main" in human.stdout
 

@@ -78,6 +78,7 @@ class Dispatcher:
         self._idle.set()
         self._thread: threading.Thread | None = None
         self._arrivals = 0
+        self._deadline: float | None = None  # a flush's: no backoff wait goes past it
         self._seen_fresh: dict[tuple[str, str], str] = {}  # (rule, pipeline) -> the freshness state last recorded
 
     # ------------------------------------------------------------------------------------------ the runs
@@ -202,6 +203,9 @@ class Dispatcher:
                 return
 
     def _deliver(self, name: str, items: list[dict[str, Any]], dropped: int) -> None:
+        if name not in self.alerts.channels:  # ratui.yaml read again meanwhile (a console), without that channel
+            self._suppress(name, items, "the channel is no longer in ratui.yaml")
+            return
         if len(items) + dropped > self.alerts.digest_after:
             self._attempt(name, digest(items, dropped, self.project), items)
         else:
@@ -238,8 +242,7 @@ class Dispatcher:
         record(FAILED, why, tries)
 
     def _past_deadline(self) -> bool:
-        deadline = getattr(self, "_deadline", None)
-        return deadline is not None and time.monotonic() >= deadline
+        return self._deadline is not None and time.monotonic() >= self._deadline
 
     def flush(self, timeout: float = FLUSH_SECONDS) -> None:
         """Send what is pending now (no more gathering), waiting at most `timeout` seconds. Blocking."""
@@ -252,10 +255,13 @@ class Dispatcher:
             with self._lock:
                 left, self._pending = self._pending, {}
             for name, items in left.items():
-                self.state.record(Attempt(name, ",".join(sorted({a.get("rule", "") for a in items})),
-                                          items[0]["event"] if items else "", tuple(a["pipeline"] for a in items),
-                                          tuple(a["run_id"] for a in items), SUPPRESSED,
-                                          f"ratui ended before it could send ({timeout:.0f} s)", "", 0))
+                self._suppress(name, items, f"ratui ended before it could send ({timeout:.0f} s)")
+
+    def _suppress(self, name: str, items: list[dict[str, Any]], why: str) -> None:
+        if items:
+            self.state.record(Attempt(name, ",".join(sorted({a.get("rule", "") for a in items})), items[0]["event"],
+                                      tuple(a["pipeline"] for a in items)[:50], tuple(a["run_id"] for a in items)[:50],
+                                      SUPPRESSED, why, "", 0))
 
 
 def send_test(alerts: Alerts, state: AlertState, name: str, project: str,

@@ -81,8 +81,6 @@ def cmd_schedule(args) -> int:
 
 
 def cmd_up(args) -> int:
-    from ratui.endpoint_access import checked_token, new_token
-    from ratui.runner.health import HealthServer
     from ratui.runner.runner import Options, Runner
 
     engine = _engine(args.project, recover=True)
@@ -106,38 +104,54 @@ def cmd_up(args) -> int:
     watching = _Watching(engine, say) if args.watch else None
     runner = Runner(engine, options, say, on_lease=watching.held if watching else None)
     port = settings.runner_health_port if args.health_port is None else args.health_port
-    health = None
-    token_file: Path | None = None  # a fresh token's file, when none was given
     if not 0 <= port <= 65535:
         raise RatuiError("RAT-SCH-006", f"--health-port {port} is out of range (1-65535, or 0 for no endpoint)")
-    if port:
-        given = args.token if args.token is not None else os.environ.get(TOKEN_ENV)
-        token = checked_token(given, "--token" if args.token else TOKEN_ENV, "RAT-SCH-006") if given else new_token()
-        token_file = None if given else _keep_token(Path(settings.db_path).parent / TOKEN_FILE, token)
-        from ratui.runner.metrics import RunnerMetrics
-
-        metrics = RunnerMetrics(engine, runner.status, freshness=lambda: engine.freshness(runner.compiled()))
-        health = HealthServer(port, token, runner.status, metrics=metrics.exposition).start()
-        say("health", {"message": f"http://127.0.0.1:{health.port}/healthz (and /metrics)"
-                                  + ("" if given else f" (its token is in {token_file}, readable by you only)"),
-                       "port": health.port})
-    engine.start_monitor()  # runs of other processes that die are recorded as failed while we run
-    serving = _serve_the_shell(engine, say)
+    serving: list = []  # the shell's commands served here, once started
+    # SIGTERM is the runner's from here on: anything that has read its output (its health line) may send it
     restore = _stop_on_signals(runner, serving)
+    health, token_file = None, None
     try:
+        if port:
+            health, token_file = _start_health(args, port, engine, runner, say)
+        engine.start_monitor()  # runs of other processes that die are recorded as failed while we run
+        serving.append(_serve_the_shell(engine, say))
         runner.run()
     finally:
         restore()
-        serving.stop()  # the shell's commands served here are cancelled, as by their own Ctrl-C
-        serving.wait()
+        for one in serving:
+            one.stop()  # the shell's commands served here are cancelled, as by their own Ctrl-C
+            one.wait()
         if watching is not None:
             watching.held(False)
         if health is not None:
             health.stop()
-            if token_file is not None:
-                token_file.unlink(missing_ok=True)
+        if token_file is not None:
+            token_file.unlink(missing_ok=True)
         engine.close()
     return EXIT_OK
+
+
+def _start_health(args, port: int, engine, runner, say) -> tuple[Any, Path | None]:
+    """/healthz and /metrics on 127.0.0.1:port behind a token (given, or fresh and kept in a 0600 file: never
+    printed). Returns the server and the fresh token's file (None when a token was given)."""
+    from ratui.endpoint_access import checked_token, new_token
+    from ratui.runner.health import HealthServer
+    from ratui.runner.metrics import RunnerMetrics
+
+    given = args.token if args.token is not None else os.environ.get(TOKEN_ENV)
+    token = checked_token(given, "--token" if args.token else TOKEN_ENV, "RAT-SCH-006") if given else new_token()
+    token_file = None if given else _keep_token(Path(engine.settings.db_path).parent / TOKEN_FILE, token)
+    try:
+        metrics = RunnerMetrics(engine, runner.status, freshness=lambda: engine.freshness(runner.compiled()))
+        health = HealthServer(port, token, runner.status, metrics=metrics.exposition).start()
+    except BaseException:  # a port in use: no token file left behind
+        if token_file is not None:
+            token_file.unlink(missing_ok=True)
+        raise
+    say("health", {"message": f"http://127.0.0.1:{health.port}/healthz (and /metrics)"
+                              + ("" if given else f" (its token is in {token_file}, readable by you only)"),
+                   "port": health.port})
+    return health, token_file
 
 
 TOKEN_FILE = "runner.token"  # a fresh /healthz token, in the project's state folder: never printed (a runner's
@@ -192,14 +206,15 @@ def _serve_the_shell(engine, say) -> Any:
     return serving
 
 
-def _stop_on_signals(runner, serving) -> Any:
+def _stop_on_signals(runner, serving: list) -> Any:
     """SIGTERM, SIGINT (Ctrl-C) and SIGHUP stop the runner (its runs in flight get the grace) and its serving of the
-    shell (the shell's commands served here are cancelled)."""
+    shell, once started (the shell's commands served here are cancelled)."""
     import signal
 
     def stop(signum, frame):
         runner.stop()
-        serving.stop()
+        for one in serving:
+            one.stop()
 
     previous = {number: signal.signal(number, stop) for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
 

@@ -242,7 +242,11 @@ def test_an_engine_whose_project_is_gone_stops(warm):
     engine = warm.ready()
     import shutil
 
-    shutil.rmtree(warm.root)
+    def deleted() -> bool:  # as `rm -rf` would, again while the engine still writes its logs in there
+        shutil.rmtree(warm.root, ignore_errors=True)
+        return not warm.root.exists()
+
+    wait_for(deleted, "the project deleted")
     wait_for(lambda: engine["pid"] not in engine_pids(warm.engines), "the engine of a deleted project gone")
     assert not list(warm.engines.glob("*.sock"))
 

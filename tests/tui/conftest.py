@@ -79,6 +79,9 @@ def _keep_failed_workers(app) -> None:
     manager._remove_worker = remove
 
 
+EXTRA_ROUNDS = 20
+
+
 async def settle(pilot, rounds: int = 4, timeout: float = 120.0) -> None:
     """Let every worker finish and every message be handled (several rounds: results start new loads). A worker
     that raised fails the test here: ratui's own background work catches what it expects and reports it (an error
@@ -90,7 +93,12 @@ async def settle(pilot, rounds: int = 4, timeout: float = 120.0) -> None:
 
     app = pilot.app
     failed = _FAILED_WORKERS.setdefault(app, [])
-    for _ in range(rounds):
+    done = 0
+    # the rounds asked for, and up to EXTRA_ROUNDS more while a worker is still to start or finish (a loaded machine
+    # starts them late: a picture taken before a table's load had run was drawn half laid out)
+    while done < rounds or (any(w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in app.workers)
+                            and done < rounds + EXTRA_ROUNDS):
+        done += 1
         await pilot.pause()
         for worker in list(app.workers):
             if worker.state == WorkerState.PENDING:

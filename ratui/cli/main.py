@@ -77,7 +77,17 @@ def main(argv: list[str] | None = None) -> int:
         code = run_warm(words, args.project, getattr(args, "json", False))
         if code is not None:
             return code
-    return execute(args)
+    code = execute(args)
+    _send_pending_alerts()
+    return code
+
+
+def _send_pending_alerts() -> None:
+    """The alerts this command's runs caused are sent before it exits (bounded: engine/alerts/dispatch.py); a
+    command that ran no alerting Engine has none (the module was never imported)."""
+    dispatch = sys.modules.get("ratui.engine.alerts.dispatch")
+    if dispatch is not None:
+        dispatch.flush_all()
 
 
 def parse(words: list[str]) -> argparse.Namespace:

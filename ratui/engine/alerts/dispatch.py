@@ -22,6 +22,7 @@ import logging
 import os
 import threading
 import time
+import weakref
 from typing import Any, Callable, Mapping
 
 from ratui.engine.alerts import channels as sending
@@ -60,6 +61,34 @@ def fires(rule: AlertRule, before: str | None, now: str) -> bool:
     return now == WARNED  # warn
 
 
+_ALL: "weakref.WeakSet[Dispatcher]" = weakref.WeakSet()  # this process's dispatchers (flush_all)
+_HOOKED: list[bool] = []
+
+
+def flush_all(timeout: float = FLUSH_SECONDS) -> None:
+    """Every dispatcher of this process sends what is pending (the command line, once its command returns)."""
+    for dispatcher in list(_ALL):
+        dispatcher.flush(timeout)
+
+
+def _flush_before_shutdown() -> None:
+    """Once per process: flush_all as the interpreter starts to shut down, before its thread pools refuse work
+    (Apprise sends through one; at atexit time it could not). concurrent.futures registers its own hook when
+    imported; hooks run last registered first, so it is imported before ours is registered."""
+    if _HOOKED:
+        return
+    _HOOKED.append(True)
+    import concurrent.futures.thread  # noqa: F401 - its shutdown hook first, so ours runs before it
+
+    register = getattr(threading, "_register_atexit", None)
+    if register is not None:
+        register(flush_all)
+    else:  # another Python: the plain atexit (an Apprise channel may then fail at exit, recorded as failed)
+        import atexit
+
+        atexit.register(flush_all)
+
+
 class Dispatcher:
     def __init__(self, alerts: Alerts, state: AlertState, selected: Selected, project: str, root: Any,
                  env: Mapping[str, str] | None = None) -> None:
@@ -79,6 +108,8 @@ class Dispatcher:
         self._thread: threading.Thread | None = None
         self._arrivals = 0
         self._deadline: float | None = None  # a flush's: no backoff wait goes past it
+        _ALL.add(self)
+        _flush_before_shutdown()
         self._seen_fresh: dict[tuple[str, str], str] = {}  # (rule, pipeline) -> the freshness state last recorded
 
     # ------------------------------------------------------------------------------------------ the runs
@@ -256,6 +287,8 @@ class Dispatcher:
                 left, self._pending = self._pending, {}
             for name, items in left.items():
                 self._suppress(name, items, f"ratui ended before it could send ({timeout:.0f} s)")
+        self._hurry.clear()  # a process that goes on (a served command's flush) gathers again
+        self._deadline = None
 
     def _suppress(self, name: str, items: list[dict[str, Any]], why: str) -> None:
         if items:

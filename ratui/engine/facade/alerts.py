@@ -33,12 +33,9 @@ class AlertsPart(EngineBase):
         state = self._alert_state()
         with self._lock:
             dispatcher = getattr(self, "_alerts", None)
-            if dispatcher is None:
-                import atexit
-
+            if dispatcher is None:  # it flushes as the process ends (dispatch.flush_all), bounded
                 dispatcher = self._alerts = Dispatcher(self.settings.alerts, state, self._selected,
                                                        self.settings.namespace, self.root)
-                atexit.register(dispatcher.flush)  # a command that never closes its Engine still sends, bounded
             return dispatcher
 
     def _alert_state(self):

@@ -79,9 +79,12 @@ class Runner:
             if line is None:
                 raise AssertionError(f"the runner ended ({self.proc.wait()}); saw {self.events[-8:]}")
             try:
-                self.events.append(json.loads(line))
+                event = json.loads(line)
             except ValueError:
-                self.events.append({"event": "text", "line": line.rstrip()})
+                event = None
+            # a line that is no runner event (a coded error's JSON, a word on stderr) is kept as text, said whole
+            self.events.append(event if isinstance(event, dict) and "event" in event
+                               else {"event": "text", "line": line.rstrip()})
 
     def health(self, headers: dict[str, str] | None = None) -> tuple[int, dict]:
         request = urllib.request.Request(f"http://127.0.0.1:{self.port}/healthz", headers=headers if headers is not None
@@ -93,10 +96,19 @@ class Runner:
             return refused.code, json.loads(refused.read())
 
 
+_HANDED: set[int] = set()  # ports given to runners of this test process: two runners never get the same one
+
+
 def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    """A port free now and not given to another runner of this process (the kernel may hand the same free port to
+    two probes in a row: two runners started at once then both bound it, and one ended with RAT-SCH-006)."""
+    while True:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        if port not in _HANDED:
+            _HANDED.add(port)
+            return port
 
 
 @pytest.fixture()

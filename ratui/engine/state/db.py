@@ -14,6 +14,7 @@ through here, so they all get the same settings:
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from contextlib import contextmanager
@@ -87,6 +88,28 @@ def open_db(path: Path) -> sqlite3.Connection:
     )
     _configure(conn)
     return conn
+
+
+@contextmanager
+def schema_lock(path: Path) -> Iterator[None]:
+    """Held while a process creates or migrates the state database's tables: processes that open a fresh database
+    at once take turns (SQLite refuses, without waiting, a connection that read the schema and then writes it while
+    another does the same: "database is locked"). An advisory lock on a file beside the database; where that file
+    cannot be made (a read-only folder) nothing is locked."""
+    import fcntl
+
+    lock = Path(path).with_name(Path(path).name + ".schema-lock")
+    try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
 
 
 @contextmanager

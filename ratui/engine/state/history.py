@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ratui.engine.state import migrations
-from ratui.engine.state.db import open_db, sqlite_utils
+from ratui.engine.state.db import open_db, schema_lock, sqlite_utils
 from ratui.engine.vocabulary import MAIN, iso, parse_time
 
 
@@ -57,7 +57,8 @@ class History:
         self._conn = open_db(db_path)
         self._lock = threading.RLock()
         self.db = sqlite_utils.Database(self._conn)
-        self._ensure_schema()
+        with schema_lock(db_path):  # processes that open a fresh database at once take turns
+            self._ensure_schema()
 
     def _ensure_schema(self) -> None:
         with self._lock:

@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import Callable
 
-from ratui.engine.state.db import open_db, write_tx
+from ratui.engine.state.db import open_db, schema_lock, write_tx
 
 
 def _has_table(conn: sqlite3.Connection, table: str) -> bool:
@@ -163,6 +163,14 @@ def migrate(db_path: Path) -> int:
     with _done_lock:
         if key in _done:
             return CURRENT
+    with schema_lock(key):  # processes that open a fresh database at once take turns
+        before = _migrate(key)
+    with _done_lock:
+        _done.add(key)
+    return before
+
+
+def _migrate(key: Path) -> int:
     conn = open_db(key)
     try:
         before = version(conn)
@@ -182,6 +190,4 @@ def migrate(db_path: Path) -> int:
                                   "aside to start with empty state.")
     finally:
         conn.close()
-    with _done_lock:
-        _done.add(key)
     return before

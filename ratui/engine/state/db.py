@@ -95,7 +95,8 @@ def schema_lock(path: Path) -> Iterator[None]:
     """Held while a process creates or migrates the state database's tables: processes that open a fresh database
     at once take turns (SQLite refuses, without waiting, a connection that read the schema and then writes it while
     another does the same: "database is locked"). An advisory lock on a file beside the database; where that file
-    cannot be made (a read-only folder) nothing is locked."""
+    cannot be made (a read-only folder) or locked (a file system without locks) nothing is locked. Not reentrant:
+    never taken twice by one thread."""
     import fcntl
 
     lock = Path(path).with_name(Path(path).name + ".schema-lock")
@@ -106,7 +107,10 @@ def schema_lock(path: Path) -> Iterator[None]:
         yield
         return
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:  # a file system without locks (some network ones): as before, unlocked
+            pass
         yield
     finally:
         os.close(fd)  # closing releases the lock
